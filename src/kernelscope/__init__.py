@@ -1,0 +1,27 @@
+"""kernelscope: what a GPU kernel really does on the hardware.
+
+The public API is lazy so that `import kernelscope` needs neither torch nor a GPU:
+`kernelscope.profile()` and `kernelscope.region()` import the collectors on use.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["profile", "region", "Session", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "profile":
+        from kernelscope.collect.api import profile
+
+        return profile
+    if name == "region":
+        from kernelscope.collect.regions import region
+
+        return region
+    if name == "Session":
+        from kernelscope.model import Session
+
+        return Session
+    raise AttributeError(f"module 'kernelscope' has no attribute {name!r}")

@@ -1,0 +1,5 @@
+import sys
+
+from kernelscope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,135 @@
+"""Kernels by total time, their launch configurations and occupancy: pure data out."""
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from kernelscope.analyze.arch import SMArch, UnknownArchError
+from kernelscope.analyze.names import short_kernel_name
+from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
+from kernelscope.model import Launch, Metric, Session
+
+WAVES_FORMULA = "grid blocks / (active blocks per SM x SM count)"
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers_per_thread: int | None
+    shared_memory_per_block_bytes: int | None
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class ConfigSummary:
+    config: LaunchConfig
+    launches: int
+    total_ns: int
+    occupancy: OccupancyResult | None
+    occupancy_missing_reason: str | None
+    waves_per_sm: float | None
+    metrics: dict[str, Metric]  # the first launch's metrics, with provenance
+
+
+@dataclass(frozen=True)
+class KernelSummary:
+    name: str
+    short_name: str
+    launches: int
+    total_ns: int
+    mean_ns: float
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    share_of_kernel_time: float  # 0..1
+    configs: tuple[ConfigSummary, ...]  # most time first
+    regions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    kernels: tuple[KernelSummary, ...]  # most total time first
+    total_kernel_ns: int
+    launch_count: int
+    sm_count: int | None
+
+
+def _config(x: Launch) -> LaunchConfig:
+    regs, smem = x.value("registers_per_thread"), x.value("shared_memory_per_block_bytes")
+    return LaunchConfig(x.grid, x.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+def _occupancy(cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None) -> tuple[OccupancyResult | None, str | None]:
+    if arch is None:
+        return None, arch_reason
+    if cfg.registers_per_thread is None or cfg.shared_memory_per_block_bytes is None:
+        return None, "registers or shared memory per block were not recorded for this launch"
+    try:
+        return theoretical_occupancy(arch, cfg.threads_per_block, cfg.registers_per_thread,
+                                     cfg.shared_memory_per_block_bytes), None
+    except OccupancyInputError as e:
+        return None, str(e)
+
+
+def summarize(session: Session) -> SessionSummary:
+    arch: SMArch | None = None
+    arch_reason: str | None = None
+    sm_count: int | None = None
+    if session.device is None:
+        arch_reason = "no device was recorded, so the SM limits are unknown"
+    else:
+        try:
+            arch = arch_for_device(session.device)
+        except UnknownArchError as e:
+            arch_reason = str(e)
+        v = session.device.value("sm_count")
+        sm_count = v if isinstance(v, int) else None
+
+    by_name: dict[str, list[Launch]] = defaultdict(list)
+    for x in session.launches:
+        by_name[x.kernel].append(x)
+    total_all = sum(x.duration_ns for x in session.launches)
+    kernels = []
+    for name, launches in by_name.items():
+        durations = [x.duration_ns for x in launches]
+        groups: dict[LaunchConfig, list[Launch]] = defaultdict(list)
+        for x in launches:
+            groups[_config(x)].append(x)
+        configs = []
+        for cfg, group in groups.items():
+            occ, reason = _occupancy(cfg, arch, arch_reason)
+            waves = None
+            if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
+                waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
+            configs.append(ConfigSummary(cfg, len(group), sum(x.duration_ns for x in group), occ, reason, waves,
+                                         dict(group[0].metrics)))
+        configs.sort(key=lambda c: -c.total_ns)
+        regions = sorted({r for x in launches for r in x.regions})
+        total = sum(durations)
+        kernels.append(KernelSummary(
+            name=name, short_name=short_kernel_name(name), launches=len(launches), total_ns=total,
+            mean_ns=total / len(launches), median_ns=float(statistics.median(durations)),
+            min_ns=min(durations), max_ns=max(durations),
+            share_of_kernel_time=(total / total_all) if total_all else 0.0,
+            configs=tuple(configs), regions=tuple(regions),
+        ))
+    kernels.sort(key=lambda k: (-k.total_ns, k.name))
+    return SessionSummary(tuple(kernels), total_all, len(session.launches), sm_count)
+
+
+def select_kernels(summary: SessionSummary, pattern: str | None, top: int) -> tuple[KernelSummary, ...]:
+    """Kernels whose full or short name matches ``pattern`` (a regex), else the top few by time."""
+    if pattern is None:
+        return summary.kernels[:top]
+    rx = re.compile(pattern)
+    return tuple(k for k in summary.kernels if rx.search(k.name) or rx.search(k.short_name))

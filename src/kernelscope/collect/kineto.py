@@ -1,0 +1,141 @@
+"""Parse a PyTorch profiler (Kineto) Chrome trace into model objects.
+
+Pure JSON in, model objects out, so it is tested on traces recorded on a real
+GPU without one. Kineto writes times in microseconds with nanosecond decimals.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
+from kernelscope.model import Activity, Device, Launch, Metric, Region, attribute
+
+_LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
+
+
+@dataclass
+class ParsedTrace:
+    launches: list[Launch] = field(default_factory=list)
+    activities: list[Activity] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
+    time_origin_ns: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class TraceFormatError(ValueError):
+    """The document is not a Kineto trace this parser understands."""
+
+
+def _ns(us: float) -> int:
+    return int(round(float(us) * 1000.0))
+
+
+def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise TraceFormatError("not a PyTorch profiler trace: no traceEvents list")
+    events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
+    base_ns = int(doc.get("baseTimeNanoseconds", 0) or 0)
+    origin_us = min((float(e["ts"]) for e in events if "ts" in e and e.get("cat") != "Trace"), default=0.0)
+    origin_ns = _ns(origin_us)
+
+    launch_site: dict[int, tuple[Any, Any, int]] = {}  # correlation -> (pid, tid, ts_ns)
+    cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
+    gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
+    for e in events:
+        cat = e.get("cat")
+        if cat in _LAUNCH_CATEGORIES:
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                launch_site[int(corr)] = (e.get("pid"), e.get("tid"), _ns(e["ts"]))
+        elif cat == "gpu_user_annotation":
+            ext = (e.get("args") or {}).get("External id")
+            if ext is not None:
+                gpu_annotation_by_ext.setdefault(ext, e)
+
+    out = ParsedTrace(time_origin_ns=base_ns + origin_ns)
+    for e in events:
+        if e.get("cat") != "user_annotation":
+            continue
+        start, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
+        cpu_annotations[(e.get("pid"), e.get("tid"))].append((start, start + dur, str(e.get("name"))))
+        gpu = gpu_annotation_by_ext.get((e.get("args") or {}).get("External id"))
+        out.regions.append(Region(
+            name=str(e.get("name")),
+            cpu_start_ns=start - origin_ns,
+            cpu_duration_ns=dur,
+            gpu_start_ns=None if gpu is None else _ns(gpu["ts"]) - origin_ns,
+            gpu_duration_ns=None if gpu is None else _ns(gpu.get("dur", 0)),
+        ))
+    for spans in cpu_annotations.values():
+        spans.sort()
+    starts = {k: [s[0] for s in v] for k, v in cpu_annotations.items()}
+
+    def enclosing(corr: Any) -> list[str]:
+        site = launch_site.get(int(corr)) if corr is not None else None
+        if site is None:
+            return []
+        key, ts = (site[0], site[1]), site[2]
+        spans = cpu_annotations.get(key, [])
+        hi = bisect.bisect_right(starts.get(key, []), ts)
+        return [name for (s, end, name) in spans[:hi] if s <= ts <= end]
+
+    for e in events:
+        cat = e.get("cat")
+        args = e.get("args") or {}
+        if cat == "kernel":
+            out.launches.append(_launch(e, args, origin_ns, enclosing(args.get("correlation"))))
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            out.activities.append(Activity(
+                kind=cat[4:], name=str(e.get("name")), start_ns=_ns(e["ts"]) - origin_ns,
+                duration_ns=_ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream"),
+            ))
+    out.launches.sort(key=lambda x: x.start_ns)
+    out.devices = [_device(p) for p in doc.get("deviceProperties") or [] if isinstance(p, dict)]
+    out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
+    return out
+
+
+def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: list[str]) -> Launch:
+    metrics: dict[str, Metric] = {}
+    for f in KINETO_KERNEL_FIELDS:
+        if f.raw_name in args and args[f.raw_name] is not None:
+            metrics[f.model_name] = Metric(
+                value=f.cast(args[f.raw_name]), unit=f.unit, source=f.source, raw_name=f.raw_name, formula=f.formula
+            )
+        else:
+            metrics[f.model_name] = Metric.missing(f.raw_name, "not in this PyTorch profiler trace", f.source, f.unit)
+    for model_name, raw_name, unit, reason in KINETO_MISSING_FIELDS:
+        metrics[model_name] = Metric.missing(raw_name, reason, "ncu" if "ncu" in reason else "cupti", unit)
+    try:
+        grid, block = args["grid"], args["block"]
+    except KeyError:
+        raise TraceFormatError(f"kernel event {e.get('name')!r} has no grid/block") from None
+    return Launch(
+        kernel=str(e.get("name")),
+        grid=(int(grid[0]), int(grid[1]), int(grid[2])),
+        block=(int(block[0]), int(block[1]), int(block[2])),
+        start_ns=_ns(e["ts"]) - origin_ns,
+        duration_ns=_ns(e.get("dur", 0)),
+        stream=args.get("stream"),
+        device_index=args.get("device"),
+        correlation_id=args.get("correlation"),
+        regions=regions,
+        metrics=metrics,
+    )
+
+
+def _device(p: dict[str, Any]) -> Device:
+    attrs = {
+        model: attribute(p[raw], unit, f"deviceProperties.{raw}", source="cupti")
+        for raw, model, unit in KINETO_DEVICE_PROPERTIES if raw in p
+    }
+    return Device(
+        index=int(p.get("id", 0)),
+        name=str(p.get("name", "unknown")),
+        compute_capability=(int(p.get("computeMajor", 0)), int(p.get("computeMinor", 0))),
+        attributes=attrs,
+    )

@@ -1,0 +1,105 @@
+"""`kernelscope run`: start the workload in a child process under the trace pass.
+
+The child (collect/bootstrap.py) writes the session itself, also when the
+workload raises or is interrupted. If the child dies before it can (a crash,
+a kill), this parent still writes a session saying what happened.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import kernelscope
+from kernelscope.collect.api import new_session
+from kernelscope.model import CollectorStatus, Session, SessionFileError
+
+
+class RunError(Exception):
+    """Bad input to `run`; the message is one sentence for the user."""
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    session: Session
+    output: Path
+
+
+def _is_python(arg0: str) -> bool:
+    name = os.path.basename(arg0)
+    return arg0 == sys.executable or name.startswith("python") and not name.endswith((".py", ".sh"))
+
+
+def build_child_command(command: list[str], module: str | None, output: Path, keep_trace: str | None) -> list[str]:
+    """The child's argv, after checking that the workload exists."""
+    if module is not None:
+        python, workload = sys.executable, ["-m", module, *command]
+    elif not command:
+        raise RunError("nothing to run: give a command after '--' (e.g. kernelscope run -- python train.py) or -m MODULE")
+    elif _is_python(command[0]):
+        python, workload = command[0], command[1:]
+        if shutil.which(python) is None and not os.path.isfile(python):
+            raise RunError(f"cannot run {python!r}: no such program")
+        if not workload:
+            raise RunError("give the Python workload to run: a script, -m MODULE or -c CODE")
+        if workload[0] in ("-m", "-c"):
+            if len(workload) < 2:
+                raise RunError(f"python {workload[0]} needs an argument")
+        elif workload[0].startswith("-"):
+            raise RunError(f"python option {workload[0]!r} is not supported by kernelscope run; use a script, -m or -c")
+        elif not os.path.isfile(workload[0]):
+            raise RunError(f"cannot run {workload[0]!r}: no such file")
+    else:
+        raise RunError(
+            f"{command[0]!r} is not a Python program: the trace pass runs in-process with the PyTorch "
+            "profiler, so it needs a Python workload (python script.py, -m module)")
+    opts = ["--output", str(output), "--command", json.dumps(command if module is None else ["-m", module, *command])]
+    if keep_trace:
+        opts += ["--keep-trace", keep_trace]
+    return [python, "-m", "kernelscope.collect.bootstrap", *opts, "--", *workload]
+
+
+def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None) -> RunResult:
+    child = build_child_command(command, module, output, keep_trace)
+    env = dict(os.environ)
+    pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    before = output.stat().st_mtime_ns if output.exists() else None
+    # Ctrl-C reaches the child too (same process group); it saves its session
+    # and exits, so the parent keeps waiting and then reports what it left.
+    try:
+        proc = subprocess.Popen(child, env=env)
+    except OSError as e:
+        raise RunError(f"cannot start {child[0]!r}: {e.strerror}") from None
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    rc = proc.returncode
+    exit_code = 128 - rc if rc < 0 else rc
+    written = output.exists() and output.stat().st_mtime_ns != before
+    session: Session | None = None
+    if written:
+        try:
+            session = Session.load(output)
+        except SessionFileError:
+            session = None
+    if session is None:
+        session = new_session(child[child.index("--") + 1:] if module is None else ["-m", module, *command])
+        why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
+        session.outcome = "collector-failed"
+        session.collectors["trace"] = CollectorStatus(
+            "failed", f"the workload process {why} before kernelscope could write its trace; nothing was collected")
+    session.exit_code = exit_code
+    if exit_code != 0 and session.outcome == "complete":
+        session.outcome = "workload-failed"
+    session.save(output)
+    return RunResult(exit_code=exit_code, session=session, output=output)

@@ -1,0 +1,104 @@
+"""The trace pass: run Python code under the PyTorch profiler (CUPTI) and fill a Session."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from typing import Any
+
+from kernelscope.collect import driver, nvml
+from kernelscope.collect.kineto import TraceFormatError, parse_trace
+from kernelscope.model import CollectorStatus, Device, Session
+
+
+class TraceRecorder:
+    """Starts and stops the PyTorch profiler; turns its trace into session data.
+
+    Never raises for a missing collector: the reason goes into
+    ``session.collectors`` and the workload still runs.
+    """
+
+    def __init__(self, session: Session, keep_trace: str | None = None) -> None:
+        self.session = session
+        self.keep_trace = keep_trace
+        self._prof: Any = None
+        self._torch: Any = None
+
+    def start(self) -> None:
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+        except ImportError:
+            self._not_run("torch is not installed in this Python; the trace pass uses the PyTorch profiler (CUPTI)")
+            return
+        self._torch = torch
+        if not torch.cuda.is_available():
+            self._not_run("PyTorch sees no CUDA GPU here, so there are no kernels to trace")
+            return
+        self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        self._prof.__enter__()
+
+    def stop(self) -> None:
+        if self._prof is None:
+            self._record_device(None)
+            return
+        status = CollectorStatus("ok")
+        try:
+            self._torch.cuda.synchronize()
+        except Exception as e:  # a failed kernel poisons the context; keep what the profiler has
+            status = CollectorStatus("partial", f"CUDA synchronize failed after the workload: {e}")
+        self._prof.__exit__(None, None, None)
+        fd, path = tempfile.mkstemp(prefix="kernelscope-trace-", suffix=".json")
+        os.close(fd)
+        try:
+            self._prof.export_chrome_trace(path)
+            with open(path) as f:
+                doc = json.load(f)
+            parsed = parse_trace(doc)
+        except (OSError, ValueError, TraceFormatError) as e:
+            self.session.collectors["trace"] = CollectorStatus("failed", f"the PyTorch profiler trace could not be read: {e}")
+            self._record_device(None)
+            return
+        finally:
+            if self.keep_trace:
+                os.replace(path, self.keep_trace)
+            else:
+                os.unlink(path)
+        s = self.session
+        s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
+        s.time_origin_ns = parsed.time_origin_ns
+        s.environment.update({"torch": self._torch.__version__, **parsed.info})
+        status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
+        if not parsed.launches:
+            status = CollectorStatus("ok", "the workload launched no CUDA kernels while profiled", status.details)
+        s.collectors["trace"] = status
+        devices = Counter(x.device_index for x in parsed.launches if x.device_index is not None)
+        index = devices.most_common(1)[0][0] if devices else self._torch.cuda.current_device()
+        fallback = next((d for d in parsed.devices if d.index == index), None)
+        self._record_device(index, fallback)
+        if len(devices) > 1:
+            s.environment["devices_with_kernels"] = sorted(devices)
+
+    def _not_run(self, reason: str) -> None:
+        self.session.collectors["trace"] = CollectorStatus("not-run", reason)
+
+    def _record_device(self, index: int | None, fallback: Device | None = None) -> None:
+        s = self.session
+        try:
+            ordinal = 0 if index is None else int(index)
+            if index is None and driver.device_count() == 0:
+                raise driver.DriverUnavailable("the CUDA driver reports no devices")
+            s.device = driver.query_device(ordinal)
+            s.collectors["device"] = CollectorStatus("ok", details={"source": "CUDA driver (cuDeviceGetAttribute)"})
+        except driver.DriverUnavailable as e:
+            s.device = fallback
+            how = "; using the device properties in the profiler trace" if fallback else ""
+            s.collectors["device"] = CollectorStatus("partial" if fallback else "not-run", f"{e}{how}")
+            if s.device is None:
+                s.collectors["nvml"] = CollectorStatus("not-run", "no CUDA device to sample")
+                return
+        metrics, reason = nvml.snapshot(s.device.value("pci_bus_id_string"), s.device.index)
+        s.device.attributes.update(metrics)
+        s.collectors["nvml"] = CollectorStatus("not-run", reason) if reason else CollectorStatus(
+            "ok", details={"what": "one snapshot at the end of the run"})

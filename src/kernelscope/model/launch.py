@@ -1,0 +1,115 @@
+"""One kernel launch and the other GPU activities seen in the trace pass."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass
+class Launch:
+    """A kernel launch: configuration and timing as the collector saw it.
+
+    ``start_ns`` is on the session's clock (nanoseconds since the session's
+    ``time_origin_ns``). Registers, shared memory and any other per-launch
+    values live in ``metrics`` keyed by model name, each with its raw name.
+    """
+
+    kernel: str
+    grid: Dim3
+    block: Dim3
+    start_ns: int
+    duration_ns: int
+    stream: int | None = None
+    device_index: int | None = None
+    correlation_id: int | None = None
+    regions: list[str] = field(default_factory=list)
+    metrics: MetricMap = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def value(self, key: str) -> Any:
+        m = self.metrics.get(key)
+        return None if m is None else m.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "start_ns": self.start_ns,
+            "duration_ns": self.duration_ns,
+            "stream": self.stream,
+            "device_index": self.device_index,
+            "correlation_id": self.correlation_id,
+            "regions": list(self.regions),
+            "metrics": metrics_to_dict(self.metrics),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Launch":
+        return cls(
+            kernel=str(d["kernel"]),
+            grid=_dim3(d["grid"]),
+            block=_dim3(d["block"]),
+            start_ns=int(d["start_ns"]),
+            duration_ns=int(d["duration_ns"]),
+            stream=d.get("stream"),
+            device_index=d.get("device_index"),
+            correlation_id=d.get("correlation_id"),
+            regions=[str(r) for r in d.get("regions", [])],
+            metrics=metrics_from_dict(d.get("metrics", {})),
+        )
+
+
+@dataclass
+class Activity:
+    """A GPU activity that is not a kernel: memcpy or memset, with its size."""
+
+    kind: str  # "memcpy" | "memset"
+    name: str
+    start_ns: int
+    duration_ns: int
+    bytes: int | None = None
+    stream: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Activity":
+        return cls(**{k: d.get(k) for k in ("kind", "name", "start_ns", "duration_ns", "bytes", "stream")})
+
+
+@dataclass
+class Region:
+    """A named range (kernelscope.region, record_function): CPU span and, when seen, GPU span."""
+
+    name: str
+    cpu_start_ns: int
+    cpu_duration_ns: int
+    gpu_start_ns: int | None = None
+    gpu_duration_ns: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Region":
+        return cls(**{k: d.get(k) for k in ("name", "cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns")})
+
+
+def _dim3(v: Any) -> Dim3:
+    x = [int(i) for i in v]
+    if len(x) != 3:
+        raise ValueError(f"expected three dimensions, got {v!r}")
+    return (x[0], x[1], x[2])

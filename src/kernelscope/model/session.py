@@ -1,0 +1,137 @@
+"""The session: everything one run measured, as plain data in a versioned JSON file."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.model.device import Device
+from kernelscope.model.launch import Activity, Launch, Region
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "kernelscope-session"
+
+
+class SessionFileError(Exception):
+    """A session file that cannot be read; the message is one sentence for the user."""
+
+
+@dataclass
+class CollectorStatus:
+    """Whether a collector ran, and if not (or only partly) why."""
+
+    status: str  # "ok" | "partial" | "not-run" | "failed"
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "details": self.details}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CollectorStatus":
+        return cls(status=str(d["status"]), reason=d.get("reason"), details=dict(d.get("details") or {}))
+
+
+@dataclass
+class Session:
+    """One profiling session. ``run`` saves it; ``show``, tests and exports load it."""
+
+    command: list[str] = field(default_factory=list)
+    created_utc: str = ""
+    kernelscope_version: str = ""
+    exit_code: int | None = None
+    outcome: str = "complete"  # complete | workload-failed | interrupted | collector-failed
+    device: Device | None = None
+    time_origin_ns: int = 0  # absolute time (ns) that launch start_ns values count from
+    launches: list[Launch] = field(default_factory=list)
+    activities: list[Activity] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    collectors: dict[str, CollectorStatus] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    # -- serialisation -------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "kernelscope_version": self.kernelscope_version,
+            "created_utc": self.created_utc,
+            "command": list(self.command),
+            "exit_code": self.exit_code,
+            "outcome": self.outcome,
+            "device": None if self.device is None else self.device.to_dict(),
+            "time_origin_ns": self.time_origin_ns,
+            "collectors": {k: v.to_dict() for k, v in self.collectors.items()},
+            "environment": self.environment,
+            "regions": [r.to_dict() for r in self.regions],
+            "activities": [a.to_dict() for a in self.activities],
+            "launches": [x.to_dict() for x in self.launches],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Session":
+        dev = d.get("device")
+        return cls(
+            command=[str(c) for c in d.get("command", [])],
+            created_utc=str(d.get("created_utc", "")),
+            kernelscope_version=str(d.get("kernelscope_version", "")),
+            exit_code=d.get("exit_code"),
+            outcome=str(d.get("outcome", "complete")),
+            device=None if dev is None else Device.from_dict(dev),
+            time_origin_ns=int(d.get("time_origin_ns", 0)),
+            launches=[Launch.from_dict(x) for x in d.get("launches", [])],
+            activities=[Activity.from_dict(a) for a in d.get("activities", [])],
+            regions=[Region.from_dict(r) for r in d.get("regions", [])],
+            collectors={k: CollectorStatus.from_dict(v) for k, v in d.get("collectors", {}).items()},
+            environment=dict(d.get("environment") or {}),
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write atomically (temp file + rename), gzip-compressed when the name ends in .gz."""
+        path = Path(path)
+        data = json.dumps(self.to_dict(), indent=1, sort_keys=False).encode()
+        if path.name.endswith(".gz"):
+            data = gzip.compress(data, mtime=0)
+        directory = path.parent if str(path.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Session":
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise SessionFileError(f"{path}: no such session file.") from None
+        except IsADirectoryError:
+            raise SessionFileError(f"{path} is a directory, not a session file.") from None
+        except OSError as e:
+            raise SessionFileError(f"{path} cannot be read ({e.strerror}).") from None
+        try:
+            if raw[:2] == b"\x1f\x8b":
+                raw = gzip.decompress(raw)
+            doc = json.loads(raw)
+        except (OSError, EOFError, ValueError):
+            raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+            raise SessionFileError(f"{path} is JSON but not a kernelscope session file.")
+        version = doc.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise SessionFileError(
+                f"{path} uses session schema version {version}, and this kernelscope reads version {SCHEMA_VERSION}."
+            )
+        try:
+            return cls.from_dict(doc)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SessionFileError(f"{path} is a damaged kernelscope session ({type(e).__name__}: {e}).") from None

@@ -1,0 +1,103 @@
+"""Panel 1, Kernel configuration: grid, block, registers, shared memory, occupancy.
+
+Each row says where its value came from: the collector, a named formula, or
+N/A with the reason.
+"""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary
+from kernelscope.model import Metric
+from kernelscope.render.fmt import count, dim3, duration, size_bytes
+
+_LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks/SM cap"}
+
+
+def _src(m: Metric | None) -> str:
+    if m is None:
+        return "N/A"
+    return m.source if m.raw_name == "" else f"{m.source}: {m.raw_name}"
+
+
+def _na(m: Metric | None, fallback: str) -> str:
+    return f"N/A: {m.missing_reason}" if m is not None and m.is_missing else f"N/A: {fallback}"
+
+
+class KernelConfigPanel:
+    def __init__(self, kernel: KernelSummary, max_configs: int = 2) -> None:
+        self.kernel = kernel
+        self.max_configs = max_configs
+
+    def _config_table(self, c: ConfigSummary) -> Table:
+        t = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=True)
+        t.add_column("", style="bold", no_wrap=True, min_width=20)
+        t.add_column("Value", overflow="fold", ratio=3)
+        t.add_column("Source", style="dim", overflow="fold", ratio=2)
+        cfg, m = c.config, c.metrics
+        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", "cupti: grid")
+        warps = -(-cfg.threads_per_block // 32)
+        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", "cupti: block")
+        t.add_row("Threads", f"{cfg.blocks * cfg.threads_per_block:,}", "derived: grid blocks × threads per block")
+        regs = m.get("registers_per_thread")
+        t.add_row("Registers / thread", count(cfg.registers_per_thread) if cfg.registers_per_thread is not None
+                  else _na(regs, "not recorded"), _src(regs))
+        smem = m.get("shared_memory_per_block_bytes")
+        if cfg.shared_memory_per_block_bytes is not None:
+            v = cfg.shared_memory_per_block_bytes
+            t.add_row("Shared mem / block", f"{v:,} B ({size_bytes(v)}), static + dynamic", _src(smem))
+        else:
+            t.add_row("Shared mem / block", _na(smem, "not recorded"), _src(smem))
+        static = m.get("shared_memory_static_bytes")
+        dynamic = m.get("shared_memory_dynamic_bytes")
+        if static is not None and not static.is_missing and dynamic is not None and not dynamic.is_missing:
+            t.add_row("  static / dynamic", f"{static.value:,} B / {dynamic.value:,} B", _src(static))
+        else:
+            t.add_row("  static / dynamic", _na(static, "not recorded"), "")
+        occ = c.occupancy
+        if occ is None:
+            t.add_row("Theoretical occupancy", f"N/A: {c.occupancy_missing_reason}", "")
+        else:
+            t.add_row("Theoretical occupancy",
+                      Text(f"{occ.theoretical_occupancy_pct:.1f}%", style="bold") + Text(
+                          f"  {occ.active_blocks_per_sm} block(s)/SM = {occ.active_warps_per_sm} of "
+                          f"{occ.max_warps_per_sm} warps"),
+                      f"derived: occupancy calculator ({occ.arch})")
+            t.add_row("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), "")
+            t.add_row("  blocks/SM allowed by",
+                      " · ".join(f"{_LIMIT_LABEL[k]} {v}" for k, v in occ.blocks_limit.items()),
+                      f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
+                      f"{occ.shared_memory_config_bytes:,} B carveout")
+        if c.waves_per_sm is not None:
+            t.add_row("Waves", f"{c.waves_per_sm:.2f}", f"derived: {WAVES_FORMULA}")
+        else:
+            t.add_row("Waves", "N/A: needs theoretical occupancy and the SM count", "")
+        ach = m.get("achieved_occupancy_pct")
+        if ach is not None and not ach.is_missing:
+            t.add_row("Achieved occupancy", f"{float(ach.value):.1f}%", _src(ach))
+        else:
+            t.add_row("Achieved occupancy", _na(ach, "needs the counter pass (ncu)"), "")
+        return t
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        k = self.kernel
+        head = Text.assemble(
+            (f"{k.launches} launch{'es' if k.launches != 1 else ''}", "bold"),
+            f" · total {duration(k.total_ns)} · mean {duration(k.mean_ns)} "
+            f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · {100 * k.share_of_kernel_time:.1f}% of kernel time",
+        )
+        parts: list = [Text(k.name, style="dim", overflow="fold"), head]
+        if k.regions:
+            parts.append(Text("regions: " + ", ".join(k.regions)))
+        shown = k.configs[: self.max_configs]
+        for i, c in enumerate(shown):
+            if len(k.configs) > 1:
+                parts.append(Text(f"\nConfiguration {i + 1} of {len(k.configs)}: {c.launches} launches, "
+                                  f"{duration(c.total_ns)}", style="bold"))
+            parts.append(self._config_table(c))
+        if len(k.configs) > len(shown):
+            parts.append(Text(f"… {len(k.configs) - len(shown)} more configurations (see --json)", style="dim"))
+        yield Panel(Group(*parts), title=f"Kernel configuration · {k.short_name}", title_align="left")

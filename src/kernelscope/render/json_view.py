@@ -1,0 +1,90 @@
+"""`show --json`: a stable JSON of what `show` draws. Each kernel configuration's
+metrics are keyed by their raw collector name, with value, unit and source."""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary, SessionSummary
+from kernelscope.model import Metric, Session
+
+JSON_SCHEMA = "kernelscope-show/1"
+
+
+def _metric(m: Metric) -> dict[str, Any]:
+    d: dict[str, Any] = {"value": m.value, "unit": m.unit, "source": m.source}
+    if m.is_missing:
+        d["missing_reason"] = m.missing_reason
+    if m.formula:
+        d["formula"] = m.formula
+    return d
+
+
+def _derived(value: Any, unit: str, formula: str) -> dict[str, Any]:
+    return {"value": value, "unit": unit, "source": "derived", "formula": formula}
+
+
+def _config(c: ConfigSummary) -> dict[str, Any]:
+    metrics = {m.raw_name: _metric(m) for m in c.metrics.values()}
+    occ = c.occupancy
+    if occ is None:
+        reason = c.occupancy_missing_reason or "not computed"
+        for name in ("theoretical_occupancy_pct", "active_blocks_per_sm", "limiter"):
+            metrics[f"kernelscope.{name}"] = {"value": None, "unit": "", "source": "derived", "missing_reason": reason}
+    else:
+        f = f"occupancy calculator ({occ.arch})"
+        metrics["kernelscope.theoretical_occupancy_pct"] = _derived(round(occ.theoretical_occupancy_pct, 4), "%", f)
+        metrics["kernelscope.active_blocks_per_sm"] = _derived(occ.active_blocks_per_sm, "block", f)
+        metrics["kernelscope.active_warps_per_sm"] = _derived(occ.active_warps_per_sm, "warp", f)
+        metrics["kernelscope.limiter"] = _derived(occ.limiter, "", f)
+        for k, v in occ.blocks_limit.items():
+            metrics[f"kernelscope.occupancy_limit_{k}"] = _derived(v, "block", f)
+    if c.waves_per_sm is not None:
+        metrics["kernelscope.waves_per_sm"] = _derived(round(c.waves_per_sm, 4), "", WAVES_FORMULA)
+    return {
+        "grid": list(c.config.grid),
+        "block": list(c.config.block),
+        "launches": c.launches,
+        "total_ns": c.total_ns,
+        "metrics": dict(sorted(metrics.items())),
+    }
+
+
+def _kernel(k: KernelSummary) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "short_name": k.short_name,
+        "launches": k.launches,
+        "total_ns": k.total_ns,
+        "mean_ns": round(k.mean_ns, 3),
+        "median_ns": k.median_ns,
+        "min_ns": k.min_ns,
+        "max_ns": k.max_ns,
+        "share_of_kernel_time": round(k.share_of_kernel_time, 6),
+        "regions": list(k.regions),
+        "configurations": [_config(c) for c in k.configs],
+    }
+
+
+def show_json(session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...]) -> dict[str, Any]:
+    d = session.device
+    return {
+        "schema": JSON_SCHEMA,
+        "session": {
+            "created_utc": session.created_utc,
+            "kernelscope_version": session.kernelscope_version,
+            "command": session.command,
+            "exit_code": session.exit_code,
+            "outcome": session.outcome,
+        },
+        "device": None if d is None else {
+            "name": d.name,
+            "index": d.index,
+            "compute_capability": list(d.compute_capability),
+            "arch": d.arch,
+            "attributes": {m.raw_name: _metric(m) for m in d.attributes.values()},
+        },
+        "collectors": {k: v.to_dict() for k, v in sorted(session.collectors.items())},
+        "total_kernel_ns": summary.total_kernel_ns,
+        "launch_count": summary.launch_count,
+        "kernels": [_kernel(k) for k in selected],
+    }

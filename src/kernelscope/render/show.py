@@ -1,0 +1,33 @@
+"""What `kernelscope show` draws: header, kernel table, configuration panels."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, RenderResult
+
+from kernelscope.analyze.summary import KernelSummary, SessionSummary
+from kernelscope.model import Session
+from kernelscope.render.config_panel import KernelConfigPanel
+from kernelscope.render.header import SessionHeader
+from kernelscope.render.kernel_table import KernelTable
+
+
+class ShowView:
+    def __init__(self, session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...],
+                 table_limit: int = 15, banner: str | None = None) -> None:
+        self.session, self.summary, self.selected = session, summary, selected
+        self.table_limit, self.banner = table_limit, banner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.banner:
+            yield self.banner
+        yield SessionHeader(self.session)
+        yield KernelTable(self.summary, self.table_limit)
+        for k in self.selected:
+            yield KernelConfigPanel(k)
+
+
+def make_console(width: int | None = None, file=None, color: bool | None = None) -> Console:
+    """A console for the CLI; a fixed width and no colour make output testable as text."""
+    kwargs = {"width": width, "file": file, "soft_wrap": False, "highlight": False}
+    if color is False:
+        kwargs.update(color_system=None, force_terminal=False)
+    return Console(**kwargs)

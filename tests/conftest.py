@@ -1,0 +1,35 @@
+"""Test setup: GPU tests are skipped without CUDA; Triton runs in its CPU interpreter."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+HAS_CUDA = _cuda()
+if not HAS_CUDA:
+    # Must be set before triton is imported anywhere in the test process.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CUDA")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

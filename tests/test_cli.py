@@ -1,0 +1,128 @@
+"""The CLI as a user meets it: exit codes, pass-through, partial sessions, one-sentence errors."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from kernelscope.model import Session
+
+
+def ks(*args, cwd=None, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=env, **kw)
+
+
+def _assert_one_sentence_error(r):
+    assert r.returncode == 2, r
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith(".")
+
+
+def test_run_passes_stdout_and_exit_code_through_and_writes_session(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text("import sys\nprint('out', sys.argv[1:])\nprint('err', file=sys.stderr)\nsys.exit(3)\n")
+    out = tmp_path / "s.json"
+    r = ks("run", "-o", str(out), "--", sys.executable, str(script), "a", "--flag")
+    assert r.returncode == 3
+    assert "out ['a', '--flag']" in r.stdout and "err" in r.stderr
+    s = Session.load(out)
+    assert s.exit_code == 3 and s.outcome == "workload-failed"
+    assert s.command == [sys.executable, str(script), "a", "--flag"]
+    assert s.collectors["trace"].status in ("ok", "not-run") and s.collectors["trace"].reason
+
+
+def test_run_module_form(tmp_path):
+    (tmp_path / "wmod.py").write_text("import sys\nprint('module ran', sys.argv[1:])\n")
+    out = tmp_path / "s.json"
+    r = ks("run", "-o", str(out), "-m", "wmod", "x", "-v", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "module ran ['x', '-v']" in r.stdout
+    assert Session.load(out).command == ["-m", "wmod", "x", "-v"]
+
+
+def test_workload_that_raises_leaves_a_session_and_its_own_traceback(tmp_path):
+    script = tmp_path / "boom.py"
+    script.write_text("def f():\n    raise ValueError('boom')\nf()\n")
+    out = tmp_path / "s.json"
+    r = ks("run", "-o", str(out), "--", sys.executable, str(script))
+    assert r.returncode == 1
+    assert "ValueError: boom" in r.stderr and "bootstrap" not in r.stderr
+    s = Session.load(out)
+    assert s.outcome == "workload-failed" and s.exit_code == 1
+
+
+def test_interrupted_workload_keeps_the_session(tmp_path):
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    out = tmp_path / "s.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
+                          str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    deadline = time.time() + 60
+    assert p.stdout.readline().strip() == "ready"
+    os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+    p.wait(timeout=max(1, deadline - time.time()))
+    assert p.returncode == 130
+    s = Session.load(out)
+    assert s.outcome == "interrupted" and s.exit_code == 130
+
+
+def test_crashed_workload_still_gets_a_session_saying_so(tmp_path):
+    script = tmp_path / "crash.py"
+    script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    out = tmp_path / "s.json"
+    r = ks("run", "-o", str(out), "--", sys.executable, str(script))
+    assert r.returncode == 128 + 9
+    s = Session.load(out)
+    assert s.collectors["trace"].status == "failed" and "SIGKILL" in s.collectors["trace"].reason
+
+
+@pytest.mark.parametrize("args,phrase", [
+    (["run", "--", sys.executable, "no_such_script.py"], "no such file"),
+    (["run", "--", "ls", "-l"], "not a Python program"),
+    (["run"], "nothing to run"),
+    (["run", "--bogus", "x"], "unknown run option"),
+    (["show", "no_such_session.json"], "no such session file"),
+    (["show", "tests/data/trace_h100_mixed.json.gz"], "not a kernelscope session"),
+    (["occupancy", "--arch", "sm_42", "--block", "128", "--regs", "32"], "no occupancy table"),
+])
+def test_bad_input_is_one_sentence_and_exit_2(args, phrase):
+    r = ks(*args)
+    _assert_one_sentence_error(r)
+    assert phrase in r.stderr
+
+
+def test_run_refuses_to_overwrite_without_force(tmp_path):
+    out = tmp_path / "s.json"
+    out.write_text("precious")
+    script = tmp_path / "w.py"
+    script.write_text("pass\n")
+    r = ks("run", "-o", str(out), "--", sys.executable, str(script))
+    _assert_one_sentence_error(r)
+    assert out.read_text() == "precious"
+    assert ks("run", "-f", "-o", str(out), "--", sys.executable, str(script)).returncode == 0
+
+
+def test_damaged_session_file(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text('{"format": "kernelscope-session", "schema_version": 1, "launches": [{"kernel": ')
+    r = ks("show", str(p))
+    _assert_one_sentence_error(r)
+    assert "damaged" in r.stderr
+
+
+def test_version_and_help():
+    r = ks("--version")
+    assert r.returncode == 0 and r.stdout.startswith("kernelscope ")
+    r = ks("run", "--help")
+    assert r.returncode == 0 and "usage: kernelscope run" in r.stdout

@@ -1,0 +1,86 @@
+"""The Kineto trace parser on a trace recorded on an H100 (tests/data/trace_h100_mixed.json.gz)."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from conftest import DATA
+from kernelscope.collect.kineto import TraceFormatError, parse_trace
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return json.loads(gzip.decompress((DATA / "trace_h100_mixed.json.gz").read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def parsed(doc):
+    return parse_trace(doc)
+
+
+def test_every_kernel_event_becomes_a_launch_with_its_raw_config(doc, parsed):
+    raw = sorted((e for e in doc["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    assert len(parsed.launches) == len(raw) > 0
+    for launch, e in zip(parsed.launches, raw):
+        assert launch.kernel == e["name"]
+        assert list(launch.grid) == e["args"]["grid"] and list(launch.block) == e["args"]["block"]
+        assert launch.value("registers_per_thread") == e["args"]["registers per thread"]
+        assert launch.value("shared_memory_per_block_bytes") == e["args"]["shared memory"]
+        assert launch.duration_ns == round(e["dur"] * 1000)
+        assert launch.stream == e["args"]["stream"]
+
+
+def test_launch_times_are_on_one_clock_and_ordered(parsed):
+    starts = [x.start_ns for x in parsed.launches]
+    assert starts == sorted(starts) and starts[0] >= 0
+    assert parsed.time_origin_ns > 1_700_000_000 * 10**9  # absolute, from baseTimeNanoseconds
+
+
+def test_regions_enclose_the_kernels_launched_inside_them(parsed):
+    by_short = {}
+    for x in parsed.launches:
+        by_short.setdefault(x.kernel.split("<")[0][-40:], set()).update(x.regions)
+    flash = [x for x in parsed.launches if "flash_fwd_kernel" in x.kernel]
+    gemm = [x for x in parsed.launches if x.kernel.startswith("nvjet")]
+    triton = [x for x in parsed.launches if x.kernel == "_scaled_add"]
+    assert flash and all(x.regions == ["attention"] for x in flash)
+    assert gemm and all(x.regions == ["gemm"] for x in gemm)
+    assert triton and all(x.regions == ["elementwise"] for x in triton)
+    # torch.randn runs before any region
+    assert all(not x.regions for x in parsed.launches if "distribution" in x.kernel)
+
+
+def test_region_gpu_spans_cover_their_kernels(parsed):
+    gemm = [r for r in parsed.regions if r.name == "gemm"]
+    assert len(gemm) == 2 and all(r.gpu_start_ns is not None for r in gemm)
+    for r in gemm:
+        inside = [x for x in parsed.launches if "gemm" in x.regions
+                  and r.gpu_start_ns <= x.start_ns <= r.gpu_start_ns + r.gpu_duration_ns]
+        assert len(inside) == 1
+
+
+def test_values_the_trace_cannot_give_are_missing_with_reasons(parsed):
+    m = parsed.launches[0].metrics
+    assert m["shared_memory_static_bytes"].is_missing and "combined" in m["shared_memory_static_bytes"].missing_reason
+    assert m["achieved_occupancy_pct"].is_missing and "ncu" in m["achieved_occupancy_pct"].missing_reason
+    assert m["kineto_estimated_occupancy_pct"].source == "derived"
+
+
+def test_device_properties_from_the_trace(parsed):
+    (d,) = parsed.devices
+    assert d.name == "NVIDIA H100 80GB HBM3" and d.compute_capability == (9, 0)
+    assert d.value("sm_count") == 132
+
+
+def test_memcpy_and_memset_are_kept(doc, parsed):
+    raw = [e for e in doc["traceEvents"] if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+    assert len(parsed.activities) == len(raw) > 0
+    assert {a.kind for a in parsed.activities} == {"memcpy", "memset"}
+
+
+@pytest.mark.parametrize("bad", [[], {"traceEvents": "x"}, {"nothing": 1}])
+def test_not_a_trace(bad):
+    with pytest.raises(TraceFormatError):
+        parse_trace(bad)

@@ -1,0 +1,105 @@
+"""Session model: round-trips, invariants, and one-sentence errors for bad files."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from kernelscope.model import SCHEMA_VERSION, CollectorStatus, Device, Launch, Metric, Session, SessionFileError
+
+
+def _session() -> Session:
+    dev = Device(0, "NVIDIA H100 80GB HBM3", (9, 0), {
+        "sm_count": Metric(132, "SM", "device-spec", "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")})
+    launch = Launch("k", (2, 66, 1), (384, 1, 1), 10, 179458, stream=7, regions=["gemm"], metrics={
+        "registers_per_thread": Metric(168, "register/thread", "cupti", "registers per thread"),
+        "achieved_occupancy_pct": Metric.missing("sm__warps_active.avg.pct_of_peak_sustained_active",
+                                                 "needs the counter pass (ncu)", "ncu", "%"),
+    })
+    return Session(command=["python", "x.py"], created_utc="2026-11-22T00:00:00+00:00", exit_code=0,
+                   device=dev, launches=[launch], collectors={"trace": CollectorStatus("ok")})
+
+
+@pytest.mark.parametrize("name", ["s.json", "s.json.gz"])
+def test_save_load_round_trip(tmp_path, name):
+    s = _session()
+    p = s.save(tmp_path / name)
+    back = Session.load(p)
+    assert back.to_dict() == s.to_dict()
+    assert back.launches[0].metrics["achieved_occupancy_pct"].is_missing
+    assert back.launches[0].blocks == 132 and back.launches[0].threads_per_block == 384
+    assert (gzip.open(p).read(2) if name.endswith(".gz") else p.read_bytes()[:1]) in (b"{\n", b"{")
+
+
+def test_missing_value_needs_reason_and_derived_needs_formula():
+    with pytest.raises(ValueError, match="no value and no reason"):
+        Metric(None, "%", "ncu", "x")
+    with pytest.raises(ValueError, match="formula"):
+        Metric(1.0, "", "derived", "x")
+    with pytest.raises(ValueError, match="unknown metric source"):
+        Metric(1, "", "datasheet", "x")
+
+
+def _one_sentence(e: SessionFileError) -> str:
+    msg = str(e)
+    assert "\n" not in msg and msg.endswith(".")
+    return msg
+
+
+def test_damaged_json(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(_session().to_dict())[:-40])
+    with pytest.raises(SessionFileError) as e:
+        Session.load(p)
+    assert "damaged" in _one_sentence(e.value)
+
+
+def test_truncated_gzip(tmp_path):
+    p = _session().save(tmp_path / "s.json.gz")
+    p.write_bytes(p.read_bytes()[:30])
+    with pytest.raises(SessionFileError) as e:
+        Session.load(p)
+    assert "damaged" in _one_sentence(e.value)
+
+
+def test_other_schema_version(tmp_path):
+    d = _session().to_dict()
+    d["schema_version"] = SCHEMA_VERSION + 1
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(SessionFileError) as e:
+        Session.load(p)
+    assert f"version {SCHEMA_VERSION + 1}" in _one_sentence(e.value)
+
+
+def test_json_that_is_not_a_session(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text('{"traceEvents": []}')
+    with pytest.raises(SessionFileError) as e:
+        Session.load(p)
+    assert "not a kernelscope session" in _one_sentence(e.value)
+
+
+def test_session_with_damaged_field(tmp_path):
+    d = _session().to_dict()
+    d["launches"][0]["grid"] = [1, 2]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(SessionFileError) as e:
+        Session.load(p)
+    assert "damaged" in _one_sentence(e.value)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(SessionFileError, match="no such session file"):
+        Session.load(tmp_path / "nope.json")
+    with pytest.raises(SessionFileError, match="directory"):
+        Session.load(tmp_path)
+
+
+def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
+    s = _session()
+    s.save(tmp_path / "s.json")
+    s.save(tmp_path / "s.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
