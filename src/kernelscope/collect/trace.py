@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -48,7 +49,9 @@ class TraceRecorder:
             self._torch.cuda.synchronize()
         except Exception as e:  # a failed kernel poisons the context; keep what the profiler has
             status = CollectorStatus("partial", f"CUDA synchronize failed after the workload: {e}")
-        self._prof.__exit__(None, None, None)
+        with warnings.catch_warnings():  # torch warns about profiler cycles we do not use
+            warnings.simplefilter("ignore", UserWarning)
+            self._prof.__exit__(None, None, None)
         fd, path = tempfile.mkstemp(prefix="kernelscope-trace-", suffix=".json")
         os.close(fd)
         try:

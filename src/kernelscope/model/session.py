@@ -16,6 +16,12 @@ SCHEMA_VERSION = 1
 FORMAT_NAME = "kernelscope-session"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class SessionFileError(Exception):
     """A session file that cannot be read; the message is one sentence for the user."""
 
@@ -101,6 +107,7 @@ class Session:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a session is an ordinary file
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -89,7 +89,9 @@ class KernelConfigPanel:
             f" · total {duration(k.total_ns)} · mean {duration(k.mean_ns)} "
             f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · {100 * k.share_of_kernel_time:.1f}% of kernel time",
         )
-        parts: list = [Text(k.name, style="dim", overflow="fold"), head]
+        limit = 3 * max(40, options.max_width - 4)  # templated C++ names run to thousands of characters
+        name = k.name if len(k.name) <= limit else k.name[: limit - 1] + "…"
+        parts: list = [Text(name, style="dim", overflow="fold"), head]
         if k.regions:
             parts.append(Text("regions: " + ", ".join(k.regions)))
         shown = k.configs[: self.max_configs]

@@ -35,6 +35,14 @@ def dim3(d: tuple[int, int, int]) -> str:
     return f"({d[0]}, {d[1]}, {d[2]})"
 
 
+def dim3_compact(d: tuple[int, int, int]) -> str:
+    """(2, 66, 1) -> "2×66": trailing unit dimensions dropped."""
+    dims = list(d)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return "×".join(str(x) for x in dims)
+
+
 def metric_value(m: Metric | None) -> str:
     if m is None:
         return "N/A"

@@ -5,7 +5,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.summary import SessionSummary
-from kernelscope.render.fmt import dim3, duration
+from kernelscope.render.fmt import dim3_compact, duration
 
 
 class KernelTable:
@@ -21,15 +21,16 @@ class KernelTable:
         t = Table(title=f"Kernels by total GPU time ({s.launch_count} launches, {duration(s.total_kernel_ns)})",
                   title_justify="left", expand=False)
         t.add_column("#", justify="right")
-        t.add_column("Kernel", overflow="ellipsis", no_wrap=True, ratio=1, min_width=20)
-        t.add_column("Calls", justify="right")
+        t.add_column("Kernel", overflow="ellipsis", no_wrap=True, min_width=16,
+                     max_width=max(16, options.max_width - 70))
+        t.add_column("Calls", justify="right", no_wrap=True, min_width=5)
         t.add_column("Total", justify="right", no_wrap=True)
-        t.add_column("%", justify="right")
+        t.add_column("%", justify="right", no_wrap=True, min_width=5)
         t.add_column("Mean", justify="right", no_wrap=True)
-        t.add_column("Grid × Block", no_wrap=True)
+        t.add_column("Grid / Block", overflow="fold")
         for i, k in enumerate(s.kernels[: self.limit], 1):
             c = k.configs[0].config
-            cfg = f"{dim3(c.grid)}×{dim3(c.block)}"
+            cfg = f"{dim3_compact(c.grid)} / {dim3_compact(c.block)}"
             if len(k.configs) > 1:
                 cfg += f" +{len(k.configs) - 1}"
             t.add_row(str(i), k.short_name, str(k.launches), duration(k.total_ns),

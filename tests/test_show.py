@@ -1,0 +1,82 @@
+"""`show` on sessions recorded with `kernelscope run` on an H100: text snapshots at a
+fixed width, and the occupancy it reports checked against ncu on the same kernels."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, ROOT
+from kernelscope.analyze.summary import select_kernels, summarize
+from kernelscope.model import Session
+from kernelscope.render.show import ShowView, make_console
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
+
+
+def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
+    buf = io.StringIO()
+    summary = summarize(session)
+    console = make_console(width=width, file=buf, color=False)
+    console.print(ShowView(session, summary, select_kernels(summary, kernel, top)))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("path", SESSIONS, ids=[p.name for p in SESSIONS])
+def test_snapshot_at_120_columns(path):
+    text = render(Session.load(path))
+    snap = SNAPSHOTS / (path.name.replace(".json.gz", "") + ".w120.txt")
+    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
+        snap.parent.mkdir(exist_ok=True)
+        snap.write_text(text)
+        if not os.environ.get("UPDATE_SNAPSHOTS"):
+            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
+    assert text == snap.read_text()
+    assert max(len(line) for line in text.splitlines()) <= 120
+
+
+def test_show_json_occupancy_agrees_with_ncu_on_the_same_kernels():
+    """The mixed workload ran under both the trace pass and ncu; match launches by configuration."""
+    ncu = {}
+    for r in csv.DictReader(open(DATA / "ncu_occupancy_h100_mixed.csv")):
+        key = (int(r["block_size"]), int(r["registers_per_thread"]),
+               int(r["smem_static_bytes"]) + int(r["smem_dynamic_bytes"]))
+        ncu[key] = float(r["theoretical_occupancy_pct"])
+    out = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_mixed.json.gz"),
+                          "--json"], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    doc = json.loads(out.stdout)
+    checked = 0
+    for k in doc["kernels"]:
+        for c in k["configurations"]:
+            m = c["metrics"]
+            threads = c["block"][0] * c["block"][1] * c["block"][2]
+            key = (threads, m["registers per thread"]["value"], m["shared memory"]["value"])
+            assert m["registers per thread"]["source"] == "cupti"
+            if key in ncu:
+                assert m["kernelscope.theoretical_occupancy_pct"]["value"] == pytest.approx(ncu[key], abs=0.01)
+                assert m["kernelscope.theoretical_occupancy_pct"]["source"] == "derived"
+                checked += 1
+    assert checked >= 10
+
+
+def test_panels_say_what_is_missing_and_why():
+    text = render(Session.load(DATA / "session_h100_mixed.json.gz"), kernel="flash")
+    text = " ".join(text.replace("│", " ").split())  # panel cells wrap: compare the words
+    assert "Achieved occupancy" in text and "needs the counter pass (ncu)" in text
+    assert "static + dynamic shared memory combined" in text
+    assert "flash_fwd_kernel" in text and "12.5%" in text  # ncu: sm__maximum_warps_per_active_cycle_pct = 12.5
+
+
+def test_failed_workload_session_keeps_its_kernels():
+    s = Session.load(DATA / "session_h100_raises.json.gz")
+    assert s.outcome == "workload-failed" and s.exit_code == 1
+    assert s.launches, "launches made before the failure must be kept"
+    text = render(s)
+    assert "workload-failed, exit code 1" in text
