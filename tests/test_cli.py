@@ -126,3 +126,16 @@ def test_version_and_help():
     assert r.returncode == 0 and r.stdout.startswith("kernelscope ")
     r = ks("run", "--help")
     assert r.returncode == 0 and "usage: kernelscope run" in r.stdout
+
+
+def test_demo_without_a_gpu_renders_the_bundled_h100_session():
+    from kernelscope.demo import gpu_available
+
+    if gpu_available()[0]:
+        pytest.skip("this machine has a GPU: the demo profiles for real (see tests/gpu)")
+    r = ks("demo", "--width", "100", "--no-color")
+    assert r.returncode == 0, r.stderr
+    first = " ".join(r.stdout.split("╭")[0].split())  # the banner sentence, however it wrapped
+    assert first.startswith("No CUDA GPU is available here (") and "NVIDIA H100 80GB HBM3 on 2026-" in first
+    assert "Kernel configuration · matmul_kernel" in r.stdout
+    assert "regions: matmul" in r.stdout

@@ -1,0 +1,62 @@
+"""The `kernelscope` command. One module per subcommand; each registers itself.
+
+Bad input gets one sentence on stderr and a non-zero exit, never a traceback
+(set KERNELSCOPE_DEBUG=1 to see one for unexpected errors).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+from kernelscope import __version__
+from kernelscope.cli.common import EXIT_USAGE
+
+# Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
+COMMANDS = ("run", "show", "occupancy", "demo")
+_HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
+
+
+def _module(name: str):
+    return importlib.import_module(f"kernelscope.cli.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernelscope", description="Shows what a GPU kernel really does on the hardware.")
+    p.add_argument("--version", action="version", version=f"kernelscope {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        mod = _module(name)
+        if getattr(mod, "RAW_ARGS", False):
+            sub.add_parser(name, help=_HELP.get(name, mod.__doc__.splitlines()[0]), add_help=False)
+        else:
+            mod.register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in COMMANDS and getattr(_module(argv[0]), "RAW_ARGS", False):
+            return _module(argv[0]).main(argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("kernelscope: interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit:
+        raise
+    except Exception as e:  # an unexpected bug: one line, with a way to see more
+        if os.environ.get("KERNELSCOPE_DEBUG"):
+            raise
+        print(f"kernelscope: internal error: {type(e).__name__}: {e} (set KERNELSCOPE_DEBUG=1 for the traceback).",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,50 @@
+"""What the subcommands share: one-sentence errors and the session view options."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import NoReturn
+
+EXIT_USAGE = 2
+
+
+def fail(msg: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print one sentence on stderr and exit non-zero (no traceback)."""
+    msg = msg.rstrip(".") + "."
+    print(f"kernelscope: error: {msg}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def add_view_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kernel", metavar="REGEX", help="show the configuration of kernels matching REGEX")
+    p.add_argument("--top", type=int, default=3, metavar="N", help="configuration panels for the top N kernels (default 3)")
+    p.add_argument("--json", action="store_true", help="print the data as JSON instead")
+    p.add_argument("--all-kernels", action="store_true", help="list every kernel in the table")
+    p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
+    p.add_argument("--no-color", action="store_true", help="plain text output")
+
+
+def render_show(session, args: argparse.Namespace, banner: str | None = None) -> int:
+    from kernelscope.analyze.summary import select_kernels, summarize
+
+    summary = summarize(session)
+    try:
+        selected = select_kernels(summary, args.kernel, args.top)
+    except re.error as e:
+        fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
+    if args.kernel is not None and not selected:
+        fail(f"no kernel matches --kernel {args.kernel!r}; {len(summary.kernels)} kernels are in the session")
+    if args.json:
+        from kernelscope.render.json_view import show_json
+
+        json.dump(show_json(session, summary, selected if args.kernel else summary.kernels), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    from kernelscope.render.show import ShowView, make_console
+
+    console = make_console(width=args.width, color=False if args.no_color else None)
+    limit = len(summary.kernels) if args.all_kernels else 15
+    console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner))
+    return 0
