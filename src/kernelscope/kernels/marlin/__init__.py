@@ -1,0 +1,29 @@
+"""Marlin INT4 weights (format) and a Triton W4A16 GEMM that consumes them.
+
+Importing this package needs torch and numpy only; triton is imported on the
+first call of :func:`w4a16_matmul`, so the format works on machines without it.
+"""
+
+from .format import (
+    GROUPSIZES,
+    check_shape,
+    dequantize,
+    pack,
+    quantize,
+    quantize_with_scales,
+    unpack,
+)
+from .gemm import reference_matmul, to_kernel_layout, w4a16_matmul
+
+__all__ = [
+    "GROUPSIZES",
+    "check_shape",
+    "dequantize",
+    "pack",
+    "quantize",
+    "quantize_with_scales",
+    "reference_matmul",
+    "to_kernel_layout",
+    "unpack",
+    "w4a16_matmul",
+]
