@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.analyze.arch import SMArch, UnknownArchError
-from kernelscope.analyze.names import short_kernel_name
+from kernelscope.model.names import short_kernel_name
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
 from kernelscope.model import Launch, Metric, Session
 

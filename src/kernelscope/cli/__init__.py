@@ -15,12 +15,15 @@ from kernelscope import __version__
 from kernelscope.cli.common import EXIT_USAGE
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
-COMMANDS = ("run", "show", "occupancy", "demo")
+COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top")
 _HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
 
 
+_MODULE = {"import": "import_report"}  # command names that are Python keywords
+
+
 def _module(name: str):
-    return importlib.import_module(f"kernelscope.cli.{name}")
+    return importlib.import_module(f"kernelscope.cli.{_MODULE.get(name, name)}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,23 +13,45 @@ from kernelscope.cli.common import fail
 
 RAW_ARGS = True  # main() takes the raw argument list
 
-RUN_USAGE = """usage: kernelscope run [-o FILE] [-f] [--keep-trace FILE] -- python SCRIPT [ARGS...]
-       kernelscope run [-o FILE] [-f] -m MODULE [ARGS...]
+RUN_USAGE = """usage: kernelscope run [options] -- python SCRIPT [ARGS...]
+       kernelscope run [options] -m MODULE [ARGS...]
+       kernelscope run --counters [options] -- PROGRAM [ARGS...]
 
 Run a Python workload under the trace pass (PyTorch profiler / CUPTI) and write
-a session file. The workload's output and exit code pass through; if it fails
-or is interrupted, the partial session is still written.
+a session file; with --counters, re-run it under Nsight Compute (ncu) and merge
+the hardware counters into the same session (any program: a CUDA binary gets
+the counter pass only). The workload's output and exit code pass through; if it
+fails or is interrupted, the partial session is still written.
 
 options:
   -o, --output FILE       session file (default: kernelscope-YYYYmmdd-HHMMSS.json)
-  -f, --force-overwrite   overwrite FILE if it exists
+  -f, --force-overwrite   overwrite FILE (and its .ncu-rep) if it exists
   --keep-trace FILE       also keep the raw PyTorch profiler trace (Chrome JSON)
+  --sample-interval MS    sample GPU state (NVML/GPM) every MS milliseconds (default 100; 0: off)
   -m MODULE               run a module, like python -m
-  -q, --quiet             do not print the summary line after the run"""
+  -q, --quiet             do not print the summary line after the run
+
+counter pass (ncu):
+  --counters              collect hardware counters with ncu after the trace pass
+  --top N                 profile the N kernels with the most trace-pass time (default 5)
+  --kernel REGEX          profile kernels whose function name matches REGEX instead
+  --region NAME           only kernels inside this kernelscope.region / NVTX range
+  --launch-skip N         skip the first N launches of each launch configuration (default 0)
+  --launch-count N        profile N launches of each launch configuration (default 1)
+  --clock-control MODE    none (default: clocks as found) or base (ncu locks base clocks)
+  --ncu PATH              the ncu executable (default: found on PATH)
+  --ncu-timeout S         stop ncu after S seconds"""
+
+_VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module",
+               "--sample-interval": "sample_interval", "--top": "top", "--kernel": "kernel", "--region": "region",
+               "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
+               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout"}
+_FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters"}
 
 
 def _parse_run(argv: list[str]) -> dict:
-    opts: dict = {"output": None, "force": False, "keep_trace": None, "module": None, "command": [], "quiet": False}
+    opts: dict = {key: None for key in _VALUE_OPTS.values()}
+    opts.update({key: False for key in _FLAGS.values()}, command=[])
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -39,22 +61,19 @@ def _parse_run(argv: list[str]) -> dict:
         if a == "--":
             opts["command"] = argv[i + 1:]
             break
-        if a in ("-o", "--output", "--keep-trace", "-m"):
+        if "=" in a and a.split("=", 1)[0] in _VALUE_OPTS and a.startswith("--"):
+            name, value = a.split("=", 1)
+            opts[_VALUE_OPTS[name]] = value
+        elif a in _VALUE_OPTS:
             if i + 1 >= len(argv):
                 fail(f"{a} needs a value")
-            key = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module"}[a]
-            opts[key] = argv[i + 1]
+            opts[_VALUE_OPTS[a]] = argv[i + 1]
             if a == "-m":
                 opts["command"] = argv[i + 2:]
                 break
-            i += 2
-            continue
-        if a.startswith("--output="):
-            opts["output"] = a.split("=", 1)[1]
-        elif a in ("-f", "--force-overwrite"):
-            opts["force"] = True
-        elif a in ("-q", "--quiet"):
-            opts["quiet"] = True
+            i += 1
+        elif a in _FLAGS:
+            opts[_FLAGS[a]] = True
         elif a.startswith("-"):
             fail(f"unknown run option {a!r} (put the workload after '--')")
         else:
@@ -64,24 +83,141 @@ def _parse_run(argv: list[str]) -> dict:
     return opts
 
 
+def _int_opt(opts: dict, key: str, default: int, lo: int = 0) -> int:
+    text = opts.get(key)
+    if text is None:
+        return default
+    try:
+        v = int(text)
+    except ValueError:
+        v = lo - 1
+    if v < lo:
+        fail(f"--{key.replace('_', '-')} takes a whole number of at least {lo}, not {text!r}")
+    return v
+
+
+def _counter_request(o: dict):
+    from kernelscope.collect.counter_pass import CounterRequest
+
+    counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout")
+    if not o["counters"]:
+        used = [k for k in counter_opts if o[k] is not None]
+        if used:
+            fail(f"--{used[0].replace('_', '-')} needs --counters")
+        return None
+    if o["clock_control"] not in (None, "none", "base"):
+        fail(f"--clock-control takes none or base, not {o['clock_control']!r}")
+    if o["kernel"] is not None:
+        import re
+
+        try:
+            re.compile(o["kernel"])
+        except re.error as e:
+            fail(f"--kernel {o['kernel']!r} is not a valid regular expression ({e})")
+    timeout = None
+    if o["ncu_timeout"] is not None:
+        try:
+            timeout = float(o["ncu_timeout"])
+        except ValueError:
+            timeout = -1.0
+        if not timeout > 0:
+            fail(f"--ncu-timeout takes a positive number of seconds, not {o['ncu_timeout']!r}")
+    return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
+                          launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
+                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout)
+
+
 def main(argv: list[str]) -> int:
-    from kernelscope.collect.runner import RunError, run
+    from kernelscope.collect.runner import RunError, is_python_command, run, run_without_trace
 
     o = _parse_run(argv)
+    request = _counter_request(o)
     out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     if out.exists() and not o["force"]:
         fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
     if not out.parent.exists():
         fail(f"the directory {out.parent} does not exist")
+    if request is not None:
+        from kernelscope.collect.counter_pass import report_path_for
+
+        if report_path_for(out).exists() and not o["force"]:
+            fail(f"{report_path_for(out)} already exists; use -f to overwrite it or -o to choose another file")
+    if o["sample_interval"] is not None:
+        _set_sample_interval(o["sample_interval"])
+    python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
     try:
-        result = run(o["command"], out, module=o["module"], keep_trace=o["keep_trace"])
+        if request is not None and not python_workload:
+            result = run_without_trace(o["command"], out)
+        else:
+            result = run(o["command"], out, module=o["module"], keep_trace=o["keep_trace"])
     except RunError as e:
         fail(str(e))
+    exit_code = result.exit_code
+    if request is not None:
+        counters_failed = _counters(result, o, request)
+        exit_code = exit_code or counters_failed  # the workload's own failure code comes first
     if not o["quiet"]:
         s = result.session
         trace = s.collectors.get("trace")
-        what = f"{len(s.launches)} kernel launches" if trace and trace.status in ("ok", "partial") else (
-            f"no trace: {trace.reason}" if trace else "no trace")
-        print(f"kernelscope: session written to {out} ({what}; {s.outcome}, exit code {result.exit_code}). "
+        what = f"{len(s.launches)} kernel launches" if s.launches else (
+            f"no trace: {trace.reason}" if trace and trace.reason else "no kernels")
+        counters = s.collectors.get("counters")
+        if counters is not None and counters.status == "ok":
+            what += f", counters for {counters.details.get('kernels_profiled')} launches"
+        print(f"kernelscope: session written to {out} ({what}; {s.outcome}, exit code {exit_code}). "
               f"View it with: kernelscope show {out}", file=sys.stderr)
-    return result.exit_code
+        _note_clocks(s)
+    return exit_code
+
+
+def _note_clocks(session) -> None:
+    """Say so when kernels ran while the clocks were held back: their times are not like the others."""
+    from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, summarize_gpu_stats
+
+    stats = summarize_gpu_stats(session) if session.samples else None
+    if stats is not None and stats.flagged_samples:
+        print(f"kernelscope: note: {stats.flagged_samples} of {stats.busy_samples} GPU samples taken while kernels ran "
+              f"were throttled or had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum; "
+              "`kernelscope show` marks them in the GPU stats panel.", file=sys.stderr)
+
+
+def _counters(result, o: dict, request) -> int:
+    """Run the counter pass; return a non-zero exit code when it failed."""
+    from kernelscope.collect.counter_pass import run_counter_pass
+    from kernelscope.model import CollectorStatus
+
+    s = result.session
+    if result.exit_code != 0 and s.launches:
+        s.collectors["counters"] = CollectorStatus(
+            "not-run", f"the workload failed in the trace pass (exit code {result.exit_code}), so it was not re-run")
+        s.save(result.output)
+        return 0
+    command = ([sys.executable, "-m", o["module"], *o["command"]] if o["module"] else list(o["command"]))
+    if not o["quiet"]:
+        print("kernelscope: counter pass: running the workload under ncu ...", file=sys.stderr)
+
+    def progress(line: str) -> None:
+        if line.startswith("==PROF== Profiling") and not o["quiet"]:
+            print("  " + line.rstrip(), file=sys.stderr)
+
+    ok = run_counter_pass(s, command, result.output, request, on_line=progress)
+    s.save(result.output)
+    if not ok:
+        print(f"kernelscope: error: counter pass failed: {s.collectors['counters'].reason}.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _set_sample_interval(text: str) -> None:
+    """The child (collect/bootstrap) inherits the environment; the sampler reads the interval there."""
+    import os
+
+    from kernelscope.collect.sampler import INTERVAL_ENV
+
+    try:
+        ms = float(text)
+    except ValueError:
+        ms = -1.0
+    if not 0 <= ms <= 60_000 or ms != ms:
+        fail(f"--sample-interval takes milliseconds from 0 (off) to 60000, not {text!r}")
+    os.environ[INTERVAL_ENV] = str(ms)

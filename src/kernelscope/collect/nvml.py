@@ -1,61 +1,33 @@
-"""A one-off NVML snapshot at session start: driver, clocks, power, temperature.
+"""A one-off NVML snapshot for the session's device: driver, clocks, power, temperature.
 
 NVML is optional (nvidia-ml-py). Each field that NVML refuses becomes a missing
-Metric with NVML's own error text, and the rest goes on (nvitop's NA idea).
+Metric with NVML's own error text, and the rest goes on (see nvml_api).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
-
+from kernelscope.collect import nvml_api
+from kernelscope.collect.nvml_api import Nvml, NvmlUnavailable
 from kernelscope.model import Metric
 
-
-def _na(raw: str, unit: str, fn: Callable[[], Any], scale: float = 1.0) -> Metric:
-    try:
-        v = fn()
-    except Exception as e:  # NVMLError subclasses; any failure is "not available"
-        return Metric.missing(raw, f"NVML: {e}", "nvml", unit)
-    if isinstance(v, bytes):
-        v = v.decode()
-    if scale != 1.0 and isinstance(v, (int, float)):
-        v = v * scale
-    return Metric(value=v, unit=unit, source="nvml", raw_name=raw)
+# Keys the session header and device attributes use (a subset of a sampler reading).
+_SNAPSHOT_KEYS = ("sm_clock_mhz", "memory_clock_mhz", "temperature_c", "throttle_reasons",
+                  "sm_clock_max_mhz", "memory_clock_max_mhz", "power_limit_w")
 
 
-def snapshot(pci_bus_id: str | None, index: int) -> tuple[dict[str, Metric], str | None]:
-    """Return (metrics, reason-if-unavailable) for the device at this PCI bus id.
-
-    The bus id, not the CUDA ordinal, picks the NVML device: CUDA_VISIBLE_DEVICES
-    renumbers CUDA devices but not NVML's.
-    """
+def snapshot(pci_bus_id: str | None, index: int, nvml: Nvml | None = None) -> tuple[dict[str, Metric], str | None]:
+    """Return (metrics, reason-if-unavailable) for the device at this PCI bus id."""
     try:
-        import pynvml
-    except ImportError:
-        return {}, "nvidia-ml-py is not installed (pip install 'kernelscope[nvml]')"
+        n = nvml_api.load(nvml)
+        nvml_api.start(n)
+    except NvmlUnavailable as e:
+        return {}, str(e)
     try:
-        pynvml.nvmlInit()
-    except Exception as e:
-        return {}, f"NVML could not start: {e}"
-    try:
-        if pci_bus_id:
-            h = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
-        else:
-            h = pynvml.nvmlDeviceGetHandleByIndex(index)
-        n = pynvml
-        return {
-            "driver_version": _na("nvmlSystemGetDriverVersion", "", n.nvmlSystemGetDriverVersion),
-            "sm_clock_mhz": _na("nvmlDeviceGetClockInfo(SM)", "MHz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
-            "sm_clock_max_mhz": _na("nvmlDeviceGetMaxClockInfo(SM)", "MHz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
-            "memory_clock_mhz": _na("nvmlDeviceGetClockInfo(MEM)", "MHz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
-            "memory_clock_max_mhz": _na("nvmlDeviceGetMaxClockInfo(MEM)", "MHz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)),
-            "power_limit_w": _na("nvmlDeviceGetEnforcedPowerLimit", "W", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h), 1e-3),
-            "temperature_c": _na("nvmlDeviceGetTemperature(GPU)", "C", lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
-            "throttle_reasons": _na("nvmlDeviceGetCurrentClocksEventReasons", "bitmask", lambda: n.nvmlDeviceGetCurrentClocksEventReasons(h)),
-        }, None
-    except Exception as e:
-        return {}, f"NVML could not read device {index}: {e}"
+        h, err = nvml_api.call(n, lambda: nvml_api.handle_for(n, pci_bus_id, index))
+        if err is not None:
+            return {}, f"NVML could not find device {index}: {err}"
+        reading = nvml_api.snapshot(n, h, pcie=False)
+        out = {"driver_version": nvml_api.read(n, "nvmlSystemGetDriverVersion", "", n.nvmlSystemGetDriverVersion)}
+        out.update({k: reading[k] for k in _SNAPSHOT_KEYS})
+        return out, None
     finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+        nvml_api.stop(n)

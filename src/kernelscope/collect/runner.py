@@ -31,7 +31,7 @@ class RunResult:
     output: Path
 
 
-def _is_python(arg0: str) -> bool:
+def is_python_command(arg0: str) -> bool:
     name = os.path.basename(arg0)
     return arg0 == sys.executable or name.startswith("python") and not name.endswith((".py", ".sh"))
 
@@ -42,7 +42,7 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
         python, workload = sys.executable, ["-m", module, *command]
     elif not command:
         raise RunError("nothing to run: give a command after '--' (e.g. kernelscope run -- python train.py) or -m MODULE")
-    elif _is_python(command[0]):
+    elif is_python_command(command[0]):
         python, workload = command[0], command[1:]
         if shutil.which(python) is None and not os.path.isfile(python):
             raise RunError(f"cannot run {python!r}: no such program")
@@ -103,3 +103,18 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         session.outcome = "workload-failed"
     session.save(output)
     return RunResult(exit_code=exit_code, session=session, output=output)
+
+
+def run_without_trace(command: list[str], output: Path) -> RunResult:
+    """A session for a program the trace pass cannot enter (not Python): the
+    counter pass (ncu) will run and measure it."""
+    if not command:
+        raise RunError("nothing to run: give a command after '--'")
+    if shutil.which(command[0]) is None and not os.path.isfile(command[0]):
+        raise RunError(f"cannot run {command[0]!r}: no such program")
+    session = new_session(list(command))
+    session.collectors["trace"] = CollectorStatus(
+        "not-run", "not a Python program: the trace pass runs inside Python (PyTorch profiler); "
+                   "the counter pass (ncu) profiles it instead")
+    session.save(output)
+    return RunResult(exit_code=0, session=session, output=output)

@@ -8,7 +8,7 @@ import warnings
 from collections import Counter
 from typing import Any
 
-from kernelscope.collect import driver, nvml
+from kernelscope.collect import driver, nvml, sampler
 from kernelscope.collect.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
 
@@ -20,9 +20,11 @@ class TraceRecorder:
     ``session.collectors`` and the workload still runs.
     """
 
-    def __init__(self, session: Session, keep_trace: str | None = None) -> None:
+    def __init__(self, session: Session, keep_trace: str | None = None, sample_interval_ms: float | None = None) -> None:
         self.session = session
         self.keep_trace = keep_trace
+        self.sample_interval_ms = sample_interval_ms  # None: $KERNELSCOPE_SAMPLE_INTERVAL_MS or 100 ms; 0: off
+        self._sampler: sampler.GpuSampler | None = None
         self._prof: Any = None
         self._torch: Any = None
 
@@ -37,6 +39,7 @@ class TraceRecorder:
         if not torch.cuda.is_available():
             self._not_run("PyTorch sees no CUDA GPU here, so there are no kernels to trace")
             return
+        self._sampler = sampler.start_for_session(self.session, self.sample_interval_ms)
         self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         self._prof.__enter__()
 
@@ -52,6 +55,7 @@ class TraceRecorder:
         with warnings.catch_warnings():  # torch warns about profiler cycles we do not use
             warnings.simplefilter("ignore", UserWarning)
             self._prof.__exit__(None, None, None)
+        sampler.finish_for_session(self._sampler, self.session)
         fd, path = tempfile.mkstemp(prefix="kernelscope-trace-", suffix=".json")
         os.close(fd)
         try:
@@ -71,6 +75,7 @@ class TraceRecorder:
         s = self.session
         s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
         s.time_origin_ns = parsed.time_origin_ns
+        sampler.place_on_session_clock(s)
         s.environment.update({"torch": self._torch.__version__, **parsed.info})
         status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
         if not parsed.launches:
@@ -85,6 +90,7 @@ class TraceRecorder:
 
     def _not_run(self, reason: str) -> None:
         self.session.collectors["trace"] = CollectorStatus("not-run", reason)
+        self.session.collectors["sampler"] = CollectorStatus("not-run", f"no trace pass to sample alongside: {reason}")
 
     def _record_device(self, index: int | None, fallback: Device | None = None) -> None:
         s = self.session

@@ -1,94 +1,146 @@
-"""The demo workload: a Triton tiled fp16 matmul and a fused softmax, profiled end to end.
+"""The demo workload: the Triton W4A16 GEMM on Marlin INT4 weights, profiled end to end.
 
-A kernel file in the Triton-tutorial shape: jitted kernels, wrappers that check
-inputs and launch, torch references; `main()` is what `kernelscope demo` runs.
+`kernelscope demo` runs :func:`main` as ``python -m kernelscope.kernels.demo``
+under the trace pass; `kernelscope learn marlin` calls :func:`record_session`
+on a GPU. Both make the same calls, in the same named regions:
+
+* ``prepare``: quantize + pack (Marlin format) + ``to_kernel_layout``, once;
+* ``warmup``: the first call, which compiles the kernel;
+* ``l2_flush`` / ``w4a16_gemm``: a buffer larger than L2 is overwritten before each
+  timed call, so the weights come from DRAM as they would in a model's forward;
+* ``copy_bandwidth``: device-to-device copies, the measured bandwidth ceiling;
+* ``check``: the result against the fp32 reference on a slice of the columns.
 """
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
 import torch
-import triton
-import triton.language as tl
 
 from kernelscope.collect.regions import region
+from kernelscope.kernels.marlin import pack, quantize, reference_matmul, to_kernel_layout, w4a16_matmul
+from kernelscope.kernels.marlin.walkthrough import (
+    COMPILED_KEY, COPY_REGION, FLUSH_REGION, GEMM_REGION, PLAN_KEY, GemmPlan,
+)
+from kernelscope.model import Session
+
+DEMO_PLAN = GemmPlan(m=16, k=8192, n=8192)  # a realistic layer: an 8192 x 8192 projection, 16 tokens
+CALLS = 5
+COPIES = 3
+CHECK_COLUMNS = 256  # whole 64-column chunks of B, so B and s slice cleanly
+TOLERANCE = 1e-2
+L2_MULTIPLE = 4  # flush and copy buffers are this many times the L2, so they stream from DRAM
 
 
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak,
-                    mask=(offs_m[:, None] < M) & ((k0 + offs_k)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
-                    mask=((k0 + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    c = acc.to(c_ptr.dtype.element_ty)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c,
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+@dataclass
+class Problem:
+    a: torch.Tensor  # (m, k) fp16
+    B: torch.Tensor  # Marlin int32 (k / 16, 2n)
+    s: torch.Tensor  # Marlin scales
+    bk: torch.Tensor  # kernel layout int32 (k / 8, n)
+    sk: torch.Tensor  # plain scales
+    out: torch.Tensor  # (m, n) fp16
 
 
-@triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * stride_x + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-    x = x - tl.max(x, axis=0)
-    e = tl.exp(x)
-    tl.store(y_ptr + row * stride_y + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+def prepare(plan: GemmPlan, device: str = "cuda", seed: int = 0) -> Problem:
+    """Random weights ~ N(0, 1/k), quantized and packed the way a Marlin checkpoint is."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    w = (torch.randn((plan.n, plan.k), generator=gen, device=device) / math.sqrt(plan.k)).half()
+    q, scales = quantize(w, plan.groupsize)
+    B, s = pack(q, scales, plan.groupsize)
+    bk, sk = to_kernel_layout(B, s, plan.groupsize)
+    a = torch.randn((plan.m, plan.k), generator=gen, device=device).half()
+    out = torch.empty((plan.m, plan.n), dtype=torch.float16, device=device)
+    return Problem(a, B, s, bk, sk, out)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, block_m: int = 128, block_n: int = 128, block_k: int = 64,
-           num_warps: int = 8, num_stages: int = 3) -> torch.Tensor:
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul needs (m, k) @ (k, n); got {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.dtype != b.dtype:
-        raise ValueError(f"matmul needs one dtype; got {a.dtype} and {b.dtype}")
-    m, k = a.shape
-    n = b.shape[1]
-    c = torch.empty((m, n), device=a.device, dtype=a.dtype)
-    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
-    matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                        c.stride(1), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                        num_warps=num_warps, num_stages=num_stages)
-    return c
+def gemm(p: Problem, plan: GemmPlan) -> torch.Tensor:
+    return w4a16_matmul(p.a, p.bk, p.sk, plan.groupsize, out=p.out, **plan.launch_kwargs())
 
 
-def softmax(x: torch.Tensor) -> torch.Tensor:
-    if x.ndim != 2:
-        raise ValueError(f"softmax needs a 2-D tensor; got {x.ndim} dimensions")
-    y = torch.empty_like(x)
-    block = triton.next_power_of_2(x.shape[1])
-    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0), BLOCK=block,
-                                  num_warps=4 if block <= 2048 else 8)
-    return y
+def stream_bytes(device: str = "cuda") -> int:
+    """A size that cannot stay in L2: L2_MULTIPLE times the L2 the driver reports."""
+    return L2_MULTIPLE * int(torch.cuda.get_device_properties(device).L2_cache_size)
 
 
-def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(a.float() @ b.float(), dim=-1)
+def timed_calls(p: Problem, plan: GemmPlan, flush: torch.Tensor, calls: int = CALLS) -> None:
+    for _ in range(calls):
+        with region(FLUSH_REGION):
+            flush.zero_()
+        with region(GEMM_REGION):
+            gemm(p, plan)
 
 
-def main(m: int = 4096, n: int = 4096, k: int = 4096, iters: int = 5) -> None:
-    torch.manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16) / k**0.5
-    with region("warmup"):
-        softmax(matmul(a, b))
-    for _ in range(iters):
-        with region("matmul"):
-            c = matmul(a, b)
-        with region("softmax"):
-            y = softmax(c)
+def copies(nbytes: int, device: str = "cuda", count: int = COPIES) -> None:
+    """Contiguous same-dtype copies: torch issues cudaMemcpyAsync DtoD, which CUPTI records with its bytes."""
+    src = torch.ones(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    with region(COPY_REGION):
+        for _ in range(count):
+            dst.copy_(src)
     torch.cuda.synchronize()
-    rows = slice(0, 256)  # check a slice: the fp32 reference would otherwise dominate the profile
-    ref = reference(a[rows], b)
-    err = ((y[rows].float() - ref).norm() / ref.norm()).item()
-    print(f"demo: softmax(A @ B) for {m}x{k} @ {k}x{n} fp16, relative error vs fp32 reference {err:.2e}")
-    if not err < 1e-2:
+
+
+def relative_error(p: Problem, plan: GemmPlan) -> float:
+    """|C - ref| / |ref| on the first CHECK_COLUMNS columns (the fp32 reference would dominate otherwise)."""
+    cols = min(CHECK_COLUMNS, plan.n)
+    ref = reference_matmul(p.a, p.B[:, : 2 * cols].contiguous(), p.s[:, :cols].contiguous(), plan.groupsize)
+    return ((p.out[:, :cols].float() - ref).norm() / ref.norm()).item()
+
+
+def compiled_info() -> dict[str, Any]:
+    """What Triton compiled for the GEMM: MMA opcodes in its PTX and the shared memory it allocated."""
+    try:
+        from kernelscope.kernels.marlin.gemm import _kernel  # the jitted kernel, built on first call
+
+        cache = _kernel().device_caches[torch.cuda.current_device()][0]
+        compiled = list(cache.values())[-1]
+        ops = Counter(re.findall(r"\b((?:wgmma\.mma_async|mma\.sync)[\w.]*)", compiled.asm["ptx"]))
+        return {"mma_instructions": dict(ops), "shared_bytes": int(compiled.metadata.shared),
+                "compiled_variants": len(cache), "source": "Triton compiled kernel: PTX text and metadata"}
+    except Exception as e:  # a Triton internals change must not cost the session
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def record_session(plan: GemmPlan, calls: int = CALLS, command: list[str] | None = None) -> Session:
+    """Profile the timed calls and copies (compile and prepare stay outside); check the result."""
+    from kernelscope.collect.api import profile
+
+    p = prepare(plan)
+    gemm(p, plan)  # compiles
+    torch.cuda.synchronize()
+    flush = torch.empty(stream_bytes(), dtype=torch.uint8, device="cuda")
+    with profile(command=command) as session:
+        timed_calls(p, plan, flush, calls)
+        copies(stream_bytes())
+    err = relative_error(p, plan)
+    if not err < TOLERANCE:
+        raise RuntimeError(f"the W4A16 GEMM is wrong: relative error {err:.2e} against the fp32 reference.")
+    session.environment[PLAN_KEY] = plan.to_dict()
+    session.environment[COMPILED_KEY] = compiled_info()
+    session.environment["w4a16_relative_error"] = err
+    return session
+
+
+def main(plan: GemmPlan = DEMO_PLAN) -> None:
+    torch.manual_seed(0)
+    with region("prepare"):
+        p = prepare(plan)
+    flush = torch.empty(stream_bytes(), dtype=torch.uint8, device="cuda")
+    with region("warmup"):
+        gemm(p, plan)
+        torch.cuda.synchronize()
+    timed_calls(p, plan, flush)
+    copies(stream_bytes())
+    with region("check"):
+        err = relative_error(p, plan)
+    print(f"demo: W4A16 GEMM (Triton, Marlin INT4 weights, groupsize {plan.groupsize}) m={plan.m} k={plan.k} "
+          f"n={plan.n}, relative error vs fp32 reference {err:.2e} (first {CHECK_COLUMNS} columns)")
+    if not err < TOLERANCE:
         raise SystemExit(f"demo: result is wrong (relative error {err:.2e})")
 
 

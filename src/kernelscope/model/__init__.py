@@ -1,11 +1,14 @@
 """Plain data for a profiling session. No third-party imports: a session
 recorded on an H100 loads and renders anywhere."""
 from kernelscope.model.device import Device, attribute
+from kernelscope.model.finding import Finding
 from kernelscope.model.launch import Activity, Dim3, Launch, Region
 from kernelscope.model.metric import SOURCES, Metric, MetricMap
+from kernelscope.model.sample import DeviceReading, GpuProcess, Sample
 from kernelscope.model.session import SCHEMA_VERSION, CollectorStatus, Session, SessionFileError
 
 __all__ = [
-    "Activity", "CollectorStatus", "Device", "Dim3", "Launch", "Metric", "MetricMap", "Region",
+    "Activity", "CollectorStatus", "Device", "DeviceReading", "Dim3", "Finding", "GpuProcess", "Launch", "Metric", "MetricMap",
+    "Region", "Sample",
     "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.model.finding import Finding
 from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
 
 Dim3 = tuple[int, int, int]
@@ -14,20 +15,24 @@ class Launch:
     """A kernel launch: configuration and timing as the collector saw it.
 
     ``start_ns`` is on the session's clock (nanoseconds since the session's
-    ``time_origin_ns``). Registers, shared memory and any other per-launch
+    ``time_origin_ns``); None when only the counter pass saw the launch (ncu
+    serialises kernels, so its launches have no timeline). Registers, shared memory and any other per-launch
     values live in ``metrics`` keyed by model name, each with its raw name.
     """
 
     kernel: str
     grid: Dim3
     block: Dim3
-    start_ns: int
+    start_ns: int | None
     duration_ns: int
     stream: int | None = None
     device_index: int | None = None
     correlation_id: int | None = None
     regions: list[str] = field(default_factory=list)
     metrics: MetricMap = field(default_factory=dict)
+    # Counter pass: every ncu metric kept, keyed by its raw ncu name, and NVIDIA's rule results.
+    counters: MetricMap = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def blocks(self) -> int:
@@ -53,6 +58,8 @@ class Launch:
             "correlation_id": self.correlation_id,
             "regions": list(self.regions),
             "metrics": metrics_to_dict(self.metrics),
+            "counters": metrics_to_dict(self.counters),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     @classmethod
@@ -61,13 +68,15 @@ class Launch:
             kernel=str(d["kernel"]),
             grid=_dim3(d["grid"]),
             block=_dim3(d["block"]),
-            start_ns=int(d["start_ns"]),
+            start_ns=None if d.get("start_ns") is None else int(d["start_ns"]),
             duration_ns=int(d["duration_ns"]),
             stream=d.get("stream"),
             device_index=d.get("device_index"),
             correlation_id=d.get("correlation_id"),
             regions=[str(r) for r in d.get("regions", [])],
             metrics=metrics_from_dict(d.get("metrics", {})),
+            counters=metrics_from_dict(d.get("counters", {})),
+            findings=[Finding.from_dict(f) for f in d.get("findings", [])],
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelscope.model.device import Device
 from kernelscope.model.launch import Activity, Launch, Region
+from kernelscope.model.sample import Sample
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "kernelscope-session"
@@ -56,7 +57,9 @@ class Session:
     launches: list[Launch] = field(default_factory=list)
     activities: list[Activity] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)  # live GPU state (NVML/GPM sampler)
     collectors: dict[str, CollectorStatus] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)  # files kept beside the session, e.g. the ncu report
     environment: dict[str, Any] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------
@@ -72,10 +75,12 @@ class Session:
             "device": None if self.device is None else self.device.to_dict(),
             "time_origin_ns": self.time_origin_ns,
             "collectors": {k: v.to_dict() for k, v in self.collectors.items()},
+            "artifacts": dict(self.artifacts),
             "environment": self.environment,
             "regions": [r.to_dict() for r in self.regions],
             "activities": [a.to_dict() for a in self.activities],
             "launches": [x.to_dict() for x in self.launches],
+            "samples": [x.to_dict() for x in self.samples],
         }
 
     @classmethod
@@ -92,7 +97,9 @@ class Session:
             launches=[Launch.from_dict(x) for x in d.get("launches", [])],
             activities=[Activity.from_dict(a) for a in d.get("activities", [])],
             regions=[Region.from_dict(r) for r in d.get("regions", [])],
+            samples=[Sample.from_dict(x) for x in d.get("samples", [])],  # optional: older files have none
             collectors={k: CollectorStatus.from_dict(v) for k, v in d.get("collectors", {}).items()},
+            artifacts={str(k): str(v) for k, v in (d.get("artifacts") or {}).items()},
             environment=dict(d.get("environment") or {}),
         )
 

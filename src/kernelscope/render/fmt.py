@@ -60,3 +60,46 @@ def metric_value(m: Metric | None) -> str:
 
 def truncate(s: str, width: int) -> str:
     return s if len(s) <= width else s[: max(0, width - 1)] + "…"
+
+
+def bar(pct: float, width: int = 20) -> str:
+    """A horizontal bar for a percentage, eighth-block resolution."""
+    pct = max(0.0, min(100.0, pct))
+    eighths = round(pct / 100.0 * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(width, "·")
+
+
+def metric_cell(m: Metric | None, kind: str = "") -> str:
+    """A Metric as a short cell: bytes humanised, % with one decimal, N/A with its reason."""
+    if m is None:
+        return "N/A"
+    if m.is_missing:
+        return f"N/A ({m.missing_reason})"
+    v = m.value
+    if kind == "bytes" or m.unit == "byte":
+        return size_bytes(float(v))
+    if m.unit == "%":
+        return f"{float(v):.1f}%"
+    unit = "" if m.unit in ("inst", "sector", "byte/block", "register/thread") else m.unit  # the column says it
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        v = int(v)  # ncu reports counters as doubles
+    if isinstance(v, float):
+        return f"{v:,.2f} {unit}".rstrip()
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,} {unit}".rstrip()
+    return f"{v} {unit}".rstrip()
+
+
+def short_cell(m: Metric | None, kind: str = "") -> str:
+    """metric_cell without the reason, for narrow table cells (the panel lists reasons once)."""
+    return "N/A" if m is None or m.is_missing else metric_cell(m, kind)
+
+
+def source_note(m: Metric | None) -> str:
+    """Where a value came from: the collector's raw name, or the formula it was derived by."""
+    if m is None or m.is_missing:
+        return ""
+    if m.source == "derived":
+        return f"derived: {m.formula}"
+    return f"{m.source}: {m.raw_name}"

@@ -37,8 +37,10 @@ class SessionHeader:
             clocks = []
             sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
             sm_now = d.value("sm_clock_mhz")
-            if sm_max:
-                clocks.append(f"SM {sm_now if sm_now is not None else 'N/A'} / {sm_max} MHz max")
+            if sm_max and sm_now is not None:
+                clocks.append(f"SM {sm_now} / {sm_max} MHz max")
+            elif sm_max:
+                clocks.append(f"SM clock max {sm_max} MHz")
             drv = d.value("driver_version")
             if drv:
                 clocks.append(f"driver {drv}")

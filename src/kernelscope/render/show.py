@@ -3,9 +3,13 @@ from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
 
+from kernelscope.analyze.gpu_stats import summarize_gpu_stats
 from kernelscope.analyze.summary import KernelSummary, SessionSummary
 from kernelscope.model import Session
+from kernelscope.analyze.counters import counter_launches
 from kernelscope.render.config_panel import KernelConfigPanel
+from kernelscope.render.counter_panels import CounterPanels
+from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_table import KernelTable
 
@@ -23,6 +27,12 @@ class ShowView:
         yield KernelTable(self.summary, self.table_limit)
         for k in self.selected:
             yield KernelConfigPanel(k)
+            profiled = counter_launches(self.session, k.name)
+            if profiled:
+                yield CounterPanels(profiled[0], k.short_name, len(profiled))
+        stats = summarize_gpu_stats(self.session) if self.session.samples else None
+        if stats is not None:
+            yield GpuStatsPanel(self.session, stats)
 
 
 def make_console(width: int | None = None, file=None, color: bool | None = None) -> Console:

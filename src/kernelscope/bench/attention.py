@@ -1,0 +1,182 @@
+"""The attention benchmark: implementations x sequence lengths x head dims x causal x dtypes.
+
+Shapes follow a fixed token budget, as in a transformer layer: ``batch =
+tokens // seq_len`` and ``heads = hidden // head_dim`` (B·S = 16k tokens and
+hidden 2048 by default), unless batch or heads are given. Every
+implementation sees the same inputs at a point. One that raises is recorded as
+``failed`` (or ``oom``) with its error and the sweep goes on.
+
+Per row: the timing from :mod:`kernelscope.bench.timing`, TFLOP/s derived as
+``FLOPS_FORMULA / median time``, and the peak memory the allocator reports.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping
+
+from kernelscope.bench.environment import add_environment_at_end, environment_at_start
+from kernelscope.bench.results import BenchResults, BenchRow
+from kernelscope.bench.timing import Timing, time_cuda, time_wall
+
+FLOPS_FORMULA = "4 * batch * heads * seq_len^2 * head_dim, halved when causal"
+DTYPES = ("fp16", "bf16")
+Progress = Callable[[int, int, str], None]
+Timer = Callable[..., Timing]
+
+
+@dataclass(frozen=True)
+class AttentionCase:
+    batch: int
+    heads: int
+    seq_len: int
+    head_dim: int
+    causal: bool
+    dtype: str  # one of DTYPES
+
+    @property
+    def flops(self) -> int:
+        """Two matmuls of 2·S²·D flops per head; a causal mask skips half of them."""
+        full = 4 * self.batch * self.heads * self.seq_len ** 2 * self.head_dim
+        return full // 2 if self.causal else full
+
+    def label(self) -> str:
+        return (f"B={self.batch} H={self.heads} S={self.seq_len} D={self.head_dim} "
+                f"{'causal' if self.causal else 'full'} {self.dtype}")
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    warmup: int = 10
+    repeats: int = 30
+    flush_l2: bool = True
+    device: str = "cuda"
+    seed: int = 0
+
+
+def make_cases(seq_lengths: list[int], head_dims: list[int], causal_modes: list[bool], dtypes: list[str],
+               tokens: int = 16384, hidden: int = 2048, batch: int | None = None,
+               heads: int | None = None) -> list[AttentionCase]:
+    """The sweep's points; ValueError (one sentence) for a shape the budget cannot make."""
+    cases = []
+    for d in head_dims:
+        h = heads if heads is not None else hidden // d
+        if heads is None and hidden % d:
+            raise ValueError(f"hidden size {hidden} is not a multiple of head dim {d}")
+        for dtype in dtypes:
+            if dtype not in DTYPES:
+                raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+            for causal in causal_modes:
+                for s in seq_lengths:
+                    b = batch if batch is not None else tokens // s
+                    if b < 1 or h < 1 or s < 1:
+                        raise ValueError(f"seq_len {s} leaves no batch within {tokens} tokens; raise --tokens "
+                                         "or give --batch")
+                    cases.append(AttentionCase(b, h, s, d, causal, dtype))
+    return cases
+
+
+def _is_oom(e: BaseException) -> bool:
+    import torch
+
+    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
+
+
+def _error_text(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def _inputs(case: AttentionCase, settings: SweepSettings) -> tuple[Any, Any, Any]:
+    import torch
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
+    gen = torch.Generator(device=settings.device).manual_seed(settings.seed)
+    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
+    return tuple(torch.randn(shape, generator=gen, device=settings.device, dtype=dtype) for _ in range(3))
+
+
+def _peak_memory(fn: Callable[[], Any], device: str) -> dict[str, Any]:
+    """Peak allocator memory during one call, and how much of it the call itself added."""
+    import torch
+
+    if device != "cuda":
+        return {"peak_memory_bytes": None, "memory_missing_reason": "CPU run: no CUDA allocator statistics"}
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    return {"peak_memory_bytes": peak, "extra_memory_bytes": peak - before,
+            "memory_source": "torch.cuda.max_memory_allocated (inputs included; extra = peak - allocated before)"}
+
+
+def measure(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[Any, Any, Any],
+            settings: SweepSettings, timer: Timer) -> BenchRow:
+    """One row: run fn once for memory (this also compiles/tunes it), then time it."""
+    q, k, v = qkv
+
+    def call() -> Any:
+        return fn(q, k, v, case.causal)
+
+    params = asdict(case)
+    try:
+        memory = _peak_memory(call, settings.device)
+        timing = timer(call, warmup=settings.warmup, repeats=settings.repeats, flush_l2=settings.flush_l2)
+    except Exception as e:  # an implementation that cannot run this point is a result, not a crash
+        return BenchRow(impl, params, "oom" if _is_oom(e) else "failed", _error_text(e))
+    finally:
+        _release(settings.device)
+    tflops = case.flops / (timing.median_ms * 1e-3) / 1e12
+    values = {**timing.to_dict(), "flops": case.flops, "flops_formula": FLOPS_FORMULA, "tflops": tflops,
+              "tflops_formula": "flops / (median_ms * 1e-3) / 1e12", **memory}
+    return BenchRow(impl, params, "ok", None, values)
+
+
+def _release(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable[..., Any]],
+                        settings: SweepSettings = SweepSettings(), *, timer: Timer | None = None,
+                        on_progress: Progress | None = None, command: list[str] | None = None,
+                        on_row: Callable[[BenchResults], None] | None = None,
+                        describe: Callable[[str, AttentionCase], dict[str, Any]] | None = None) -> BenchResults:
+    """Measure every implementation at every case; ``on_row`` sees the results after each row.
+
+    ``describe(impl, case)`` may add fields to an ok row (e.g. the launch config the autotuner chose).
+    """
+    timer = timer or (time_cuda if settings.device == "cuda" else time_wall)
+    env = environment_at_start()
+    results = BenchResults("attention", env, {**asdict(settings), "impls": list(impls), "flops_formula": FLOPS_FORMULA},
+                           command=list(command if command is not None else sys.argv))
+    total, done = len(cases) * len(impls), 0
+    for case in cases:
+        try:
+            qkv = _inputs(case, settings)
+        except Exception as e:  # no inputs: every implementation misses this point for the same reason
+            status, err = ("oom" if _is_oom(e) else "failed"), f"allocating the inputs: {_error_text(e)}"
+            qkv = None
+        for name, fn in impls.items():
+            if on_progress:
+                on_progress(done, total, f"{name} {case.label()}")
+            if qkv is None:
+                row = BenchRow(name, asdict(case), status, err)
+            else:
+                row = measure(case, name, fn, qkv, settings, timer)
+                if describe is not None and row.status == "ok":
+                    row.values.update(describe(name, case))
+            results.rows.append(row)
+            done += 1
+            if on_row:
+                on_row(results)
+        del qkv
+        _release(settings.device)
+    if on_progress:
+        on_progress(done, total, "done")
+    add_environment_at_end(env)
+    return results

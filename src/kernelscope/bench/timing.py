@@ -1,0 +1,88 @@
+"""Timing a GPU callable with CUDA events: warm-up, repeats, median and spread.
+
+Each repeat is bracketed by its own pair of CUDA events on the current stream,
+so host overhead between repeats is not counted. With ``flush_l2`` a buffer
+twice the size of L2 is overwritten before every repeat (outside the events),
+so each repeat starts with a cold cache, as one layer of a model would.
+torch is imported on first use. :func:`time_wall` measures the same way with
+the host clock, for CPU callables (tests, machines without a GPU).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call times in milliseconds over ``repeats`` calls after ``warmup`` calls."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    q1_ms: float
+    q3_ms: float
+    mean_ms: float
+    repeats: int
+    warmup: int
+    clock: str  # "cuda-event" or "perf_counter"
+    l2_flushed: bool
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "iqr_ms": self.iqr_ms}
+
+
+def summarize(times_ms: list[float], warmup: int, clock: str, l2_flushed: bool) -> Timing:
+    """Median, extremes and quartiles (inclusive method) of the per-call times."""
+    if not times_ms:
+        raise ValueError("no timed repeats")
+    xs = sorted(times_ms)
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0], xs[0], xs[0])
+    return Timing(median_ms=statistics.median(xs), min_ms=xs[0], max_ms=xs[-1], q1_ms=q1, q3_ms=q3,
+                  mean_ms=statistics.fmean(xs), repeats=len(xs), warmup=warmup, clock=clock, l2_flushed=l2_flushed)
+
+
+def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flush_l2: bool = True) -> Timing:
+    """Time ``fn()`` on the current CUDA device; exceptions from fn propagate."""
+    import torch
+
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    flush = None
+    if flush_l2:
+        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush.zero_()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    return summarize(times, warmup, "cuda-event", flush is not None)
+
+
+def time_wall(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5, flush_l2: bool = False) -> Timing:
+    """Time ``fn()`` with the host's perf_counter (CPU work; no cache flush)."""
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return summarize(times, warmup, "perf_counter", False)

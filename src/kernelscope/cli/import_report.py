@@ -1,0 +1,44 @@
+"""`kernelscope import REPORT.ncu-rep`: a session from an Nsight Compute report made
+by hand (CUDA C++, CUTLASS, any `ncu` invocation), for `show` to render."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernelscope.cli.common import fail
+
+NAME = "import"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="turn an Nsight Compute report (.ncu-rep) into a session")
+    p.add_argument("report", help="an .ncu-rep file written by ncu -o")
+    p.add_argument("-o", "--output", help="session file (default: REPORT with .json)")
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the session file")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kernelscope.collect.api import new_session
+    from kernelscope.collect.counters import session_from_report
+    from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
+    from kernelscope.model import CollectorStatus
+
+    report = Path(args.report)
+    out = Path(args.output) if args.output else report.with_suffix(".json")
+    if out.exists() and not args.force_overwrite:
+        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    try:
+        parsed = read_report(report)
+    except NcuReportError as e:
+        fail(str(e))
+    session = new_session(["ncu-report", str(report)])
+    session_from_report(session, parsed)
+    session.artifacts["ncu_report"] = str(report)
+    session.collectors["counters"] = CollectorStatus("ok", None, {"report": str(report),
+                                                                  "kernels_profiled": len(parsed.kernels)})
+    session.save(out)
+    print(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
+          f"View them with: kernelscope show {out}", file=sys.stderr)
+    return 0

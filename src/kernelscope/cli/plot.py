@@ -1,0 +1,50 @@
+"""`kernelscope plot`: draw a benchmark results file as PNGs (works without a GPU)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kernelscope.cli.common import fail
+
+DEFAULT_BASELINE = "sdpa-flash"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plot", help="draw a benchmark results file as PNGs (latency, TFLOP/s, speedup, memory)",
+                       description="Draw a results file from `kernelscope bench` as PNGs.")
+    p.add_argument("results", help="results JSON written by kernelscope bench")
+    p.add_argument("--output-dir", default="plots", metavar="DIR", help="where the PNGs go (default plots/)")
+    p.add_argument("--baseline", metavar="IMPL",
+                   help=f"implementation the speedup plot divides by (default {DEFAULT_BASELINE} if it was run)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kernelscope.bench.results import BenchResults, ResultsFileError
+
+    try:
+        results = BenchResults.load(args.results)
+    except ResultsFileError as e:
+        fail(str(e))
+    impls = sorted({r.impl for r in results.rows})
+    if not results.rows:
+        fail(f"{args.results} has no results rows to plot")
+    baseline = args.baseline
+    if baseline is not None and not any(r.impl == baseline and r.status == "ok" for r in results.rows):
+        fail(f"--baseline {baseline} has no successful rows in {args.results}; it has {', '.join(impls)}")
+    if baseline is None and DEFAULT_BASELINE in impls:
+        baseline = DEFAULT_BASELINE
+    try:
+        from kernelscope.render.plots import write_plots
+    except ImportError:
+        fail("kernelscope plot needs matplotlib (pip install 'kernelscope[plot]')")
+    try:
+        paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark)
+    except OSError as e:
+        fail(f"cannot write the plots into {args.output_dir}: {e.strerror or e}")
+    for path in paths:
+        print(path)
+    if baseline is None:
+        print(f"kernelscope: no speedup plot: {DEFAULT_BASELINE} is not in the results; choose one with --baseline.",
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,131 @@
+"""`kernelscope profile`: run one kernel configuration under kernelscope and show the panels.
+
+``kernelscope profile attention --impl flash --seq-len 512`` runs the attention
+workload module (kernels/attention/workload.py) through the same runner as
+`kernelscope run`, keeps the session file, and draws it as `kernelscope show`
+does. ``--impl`` takes every implementation the benchmark knows, so one view
+compares them. The Triton kernel is autotuned in a separate process first and
+the profiled run pins the chosen config, so the trace holds no tuning launches.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelscope.cli.common import add_view_args, fail, render_show
+
+WORKLOAD = "kernelscope.kernels.attention.workload"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="profile one kernel configuration and show it (kernelscope profile attention --help)",
+                       description="Run one configuration of a shipped kernel under kernelscope and show the panels.")
+    p.set_defaults(func=lambda args: _no_target(p))
+    targets = p.add_subparsers(dest="target", metavar="KERNEL")
+    a = targets.add_parser("attention", help="one attention forward configuration",
+                           description="Profile one attention forward configuration; batch and heads default to "
+                                       "the benchmark's budget (batch = 16384 / seq_len, heads = 2048 / head_dim).")
+    a.add_argument("--impl", default="flash", metavar="IMPL",
+                   help="flash, naive, sdpa-flash, sdpa-cudnn, sdpa-efficient or sdpa-math (default flash)")
+    a.add_argument("--seq-len", type=int, default=1024, help="sequence length (default 1024)")
+    a.add_argument("--head-dim", type=int, default=128, help="head dim (default 128)")
+    a.add_argument("--batch", type=int, help="batch size (default 16384 / seq-len, at least 1)")
+    a.add_argument("--heads", type=int, help="heads (default 2048 / head-dim)")
+    a.add_argument("--causal", action="store_true", help="causal mask")
+    a.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    a.add_argument("--iters", type=int, default=10, help="profiled calls after the first (default 10)")
+    a.add_argument("--config", metavar="BM,BN,WARPS,STAGES", help="pin the flash config instead of autotuning")
+    a.add_argument("--counters", action="store_true", help="also run the counter pass (Nsight Compute)")
+    a.add_argument("-o", "--output", metavar="FILE", help="session file (default kernelscope-attention-...json)")
+    a.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite FILE if it exists")
+    add_view_args(a)
+    a.set_defaults(func=main_attention)
+
+
+def _no_target(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _counter_pass(args: argparse.Namespace) -> None:
+    """The counter pass for --counters. Not built yet: replace this body with a call into it
+    (`kernelscope run --counters` on the same workload) once it exists."""
+    fail("the counter pass (kernelscope run --counters) is not available yet; run without --counters "
+         "for the trace pass")
+
+
+def _workload_args(args: argparse.Namespace) -> list[str]:
+    batch = args.batch if args.batch is not None else max(1, 16384 // args.seq_len)
+    heads = args.heads if args.heads is not None else max(1, 2048 // args.head_dim)
+    out = ["--impl", args.impl, "--batch", str(batch), "--heads", str(heads), "--seq-len", str(args.seq_len),
+           "--head-dim", str(args.head_dim), "--dtype", args.dtype, "--iters", str(args.iters)]
+    return out + (["--causal"] if args.causal else [])
+
+
+def _tune(workload: list[str]) -> str:
+    """Autotune the flash kernel in a plain child process; return its config as 'BM,BN,WARPS,STAGES'."""
+    import kernelscope
+
+    env = dict(os.environ)
+    root = str(Path(kernelscope.__file__).resolve().parent.parent)  # as collect/runner.py does for its child
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    r = subprocess.run([sys.executable, "-m", WORKLOAD, *workload, "--print-config"], capture_output=True, text=True,
+                       env=env)
+    lines = r.stdout.strip().splitlines()
+    if r.returncode != 0 or not lines:
+        err = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        fail(f"autotuning the flash kernel failed ({err})")
+    config = json.loads(lines[-1]).get("config")
+    if not config:
+        fail("the autotuner chose no flash config; give one with --config BM,BN,WARPS,STAGES")
+    return config
+
+
+def main_attention(args: argparse.Namespace) -> int:
+    from kernelscope.kernels.attention import IMPLEMENTATIONS
+
+    if args.impl not in IMPLEMENTATIONS:
+        fail(f"unknown implementation {args.impl!r}; choose from {', '.join(IMPLEMENTATIONS)}")
+    if min(args.seq_len, args.head_dim, args.iters, args.batch or 1, args.heads or 1) < 1:
+        fail("--seq-len, --head-dim, --iters, --batch and --heads must be positive")
+    if args.config and args.impl != "flash":
+        fail("--config pins the Triton kernel's launch config; it only applies to --impl flash")
+    if args.counters:
+        _counter_pass(args)
+    out = Path(args.output or _dt.datetime.now().strftime(
+        f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"))
+    if out.exists() and not args.force_overwrite:
+        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    if not out.parent.exists():
+        fail(f"the directory {out.parent} does not exist")
+    try:
+        import torch
+    except ImportError:
+        fail("kernelscope profile attention needs PyTorch with CUDA; torch is not installed in this Python")
+    if not torch.cuda.is_available():
+        fail("kernelscope profile attention runs the kernels on an NVIDIA GPU, and PyTorch sees no CUDA GPU here")
+
+    workload = _workload_args(args)
+    if args.impl == "flash":
+        config = args.config or _tune(workload)
+        print(f"kernelscope: flash config {config} (BLOCK_M, BLOCK_N, warps, stages)"
+              f"{'' if args.config else ', chosen by the autotuner'}.", file=sys.stderr)
+        workload += ["--config", config]
+    from kernelscope.collect.runner import RunError, run
+
+    try:
+        result = run(workload, out, module=WORKLOAD)
+    except RunError as e:
+        fail(str(e))
+    print(f"kernelscope: session written to {out}; view it again with: kernelscope show {out}", file=sys.stderr)
+    if result.exit_code != 0:
+        print(f"kernelscope: the workload exited with code {result.exit_code}; showing what was collected.",
+              file=sys.stderr)
+    banner = f"kernelscope profile attention: {' '.join(workload)}"
+    render_show(result.session, args, banner=banner)
+    return result.exit_code

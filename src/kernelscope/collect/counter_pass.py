@@ -1,0 +1,83 @@
+"""The counter pass: re-run the workload under ncu and merge what it measured.
+
+Failures never lose the trace pass: they are recorded in
+``session.collectors["counters"]`` with one sentence saying what to do.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from kernelscope.collect import driver
+from kernelscope.collect.counters import merge, session_from_report, top_kernel_regex
+from kernelscope.collect.ncu_fields import SECTIONS
+from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
+from kernelscope.collect.ncu_runner import NcuOptions, NcuRunError, run_ncu
+from kernelscope.model import CollectorStatus, Session
+
+
+@dataclass
+class CounterRequest:
+    top: int = 5
+    kernel_regex: str | None = None
+    region: str | None = None
+    launch_skip: int = 0
+    launch_count: int = 1
+    clock_control: str = "none"
+    ncu: str | None = None
+    timeout_s: float | None = None
+
+
+def report_path_for(session_path: Path) -> Path:
+    name = session_path.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return session_path.with_name(name + ".ncu-rep")
+
+
+def run_counter_pass(session: Session, command: list[str], session_path: Path, req: CounterRequest,
+                     on_line: Callable[[str], None] | None = None) -> bool:
+    """Profile ``command`` under ncu and merge into ``session``; True when it worked."""
+    regex = req.kernel_regex
+    chose = "--kernel" if regex else None
+    if regex is None and session.launches:
+        regex = top_kernel_regex(session, req.top)
+        chose = f"top {req.top} kernels by trace-pass time"
+    arch = session.device.arch if session.device else None
+    if arch is None:
+        try:
+            arch = driver.query_device(0).arch
+        except driver.DriverUnavailable:
+            arch = None
+    opts = NcuOptions(kernel_regex=regex, region=req.region, launch_skip=req.launch_skip,
+                      launch_count=req.launch_count, clock_control=req.clock_control, arch=arch,
+                      timeout_s=req.timeout_s, ncu=req.ncu)
+    report = report_path_for(session_path)
+    log = report.with_suffix(".ncu.log")
+    details = {"sections": list(SECTIONS), "kernel_filter": regex, "chosen_by": chose, "region": req.region,
+               "launch_skip": req.launch_skip, "launch_count_per_config": req.launch_count,
+               "clock_control": req.clock_control, "log": str(log)}
+    t0 = time.perf_counter()
+    try:
+        result = run_ncu(command, report, opts, log_path=log, on_line=on_line)
+        parsed = read_report(result.report)
+    except (NcuRunError, NcuReportError) as e:
+        session.collectors["counters"] = CollectorStatus("failed", str(e), details)
+        return False
+    details["wall_s"] = round(time.perf_counter() - t0, 3)
+    details["kernels_profiled"] = len(parsed.kernels)
+    details["report"] = str(result.report)
+    session.artifacts["ncu_report"] = str(result.report)
+    if session.launches:
+        stats = merge(session, parsed, launch_skip=req.launch_skip)
+        details.update(matched_by_config=stats.matched_by_config, matched_by_name=stats.matched_by_name,
+                       unmatched=stats.unmatched)
+    else:  # only ncu ran the program: its exit code is the workload's
+        session_from_report(session, parsed)
+        session.exit_code = result.exit_code
+    session.collectors["counters"] = CollectorStatus("ok", None, details)
+    return True

@@ -1,0 +1,169 @@
+"""Read an Nsight Compute report (.ncu-rep) with NVIDIA's own `ncu_report` module.
+
+`ncu_report` comes from the `ncu-report` package on PyPI (reads reports on a
+machine without a GPU) or from an Nsight Compute install (extras/python).
+Every value is kept with ncu's raw metric name and unit; nothing is rescaled.
+"""
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kernelscope.collect.ncu_fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.model import Finding, Metric
+
+_SEVERITY = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}  # ncu_report MsgType_*
+_SPEEDUP = {0: "unknown", 1: "local", 2: "global"}  # ncu_report SpeedupType_*
+
+
+class NcuReportError(Exception):
+    """A report that cannot be read; one sentence for the user."""
+
+
+@dataclass
+class NcuKernelResult:
+    index: int
+    name: str  # demangled
+    function: str  # ncu's "function" name base, as used by --kernel-name
+    mangled: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    metrics: dict[str, Metric] = field(default_factory=dict)  # raw ncu name -> Metric
+    findings: list[Finding] = field(default_factory=list)
+    nvtx_ranges: list[str] = field(default_factory=list)
+    labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # raw name -> (section name, label)
+
+
+@dataclass
+class NcuReport:
+    path: str
+    kernels: list[NcuKernelResult]
+
+
+def load_module() -> ModuleType:
+    """Import ncu_report from site-packages, else from an Nsight Compute install."""
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    roots = []
+    ncu = shutil.which("ncu")
+    if ncu:
+        roots.append(Path(os.path.realpath(ncu)).parent.parent / "extras" / "python")
+        roots.append(Path(os.path.realpath(ncu)).parent / "extras" / "python")
+    roots += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)]
+    roots += [Path(p) for p in sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)]
+    for root in roots:
+        if (root / "ncu_report.py").exists():
+            sys.path.insert(0, str(root))
+            try:
+                return importlib.import_module("ncu_report")
+            except ImportError:
+                sys.path.remove(str(root))
+    raise NcuReportError("the ncu_report module is not available: pip install ncu-report (or 'kernelscope[counters]')")
+
+
+def _metric(m: Any) -> Metric | None:
+    if not m.has_value():
+        return None
+    v = m.value()
+    if v is None:
+        return None
+    return Metric(value=v, unit=m.unit() or "", source="ncu", raw_name=m.name())
+
+
+def _wanted(arch_names: set[str]) -> set[str]:
+    names = {c for f in NCU_FIELDS for c in f.candidates}
+    names |= {STALL_METRIC.format(r) for r, _ in STALL_REASONS}
+    for extra in EXTRA_METRICS.values():
+        names |= set(extra)
+    return names | arch_names
+
+
+def _findings(action: Any) -> list[Finding]:
+    out = []
+    for r in action.rule_results_as_dicts():
+        msg = r.get("rule_message") or {}
+        if not msg.get("message"):
+            continue
+        speed = r.get("speedup_estimation") or {}
+        evidence = tuple((fm.get("name", ""), fm.get("value")) for fm in r.get("focus_metrics") or [])
+        out.append(Finding(
+            source="ncu-rule", rule_id=str(r.get("rule_identifier", "")), name=str(r.get("name", "")),
+            section=str(r.get("section_identifier", "")), severity=_SEVERITY.get(msg.get("type"), "info"),
+            title=str(msg.get("title", "")), message=str(msg["message"]),
+            speedup_type=_SPEEDUP.get(speed.get("type")) if speed else None,
+            speedup_pct=float(speed["speedup"]) if speed.get("speedup") is not None else None,
+            evidence=evidence,
+        ))
+    return out
+
+
+def _nvtx(action: Any) -> list[str]:
+    """Names of the NVTX push/pop ranges open around the launch, outermost first."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    names: list[str] = []
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        i = 0
+        while (rng := domain.push_pop_range(i)) is not None:  # index = order on the range stack
+            names.append(str(rng.name()))
+            i += 1
+    return names
+
+
+def read_report(path: str | os.PathLike[str]) -> NcuReport:
+    path = Path(path)
+    if not path.is_file():
+        raise NcuReportError(f"{path}: no such report file")
+    mod = load_module()
+    try:
+        ctx = mod.load_report(str(path))
+    except Exception as e:  # the module raises plain exceptions for damaged files
+        raise NcuReportError(f"{path} is not a readable Nsight Compute report ({e})") from None
+    if ctx is None or ctx.num_ranges() == 0:
+        raise NcuReportError(f"{path} is damaged or holds no profiling results")
+    kernels: list[NcuKernelResult] = []
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for i in range(rng.num_actions()):
+            kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
+    if not kernels:
+        raise NcuReportError(f"{path} holds no kernel results")
+    return NcuReport(path=str(path), kernels=kernels)
+
+
+def _read_action(a: Any, index: int) -> NcuKernelResult:
+    labels: dict[str, tuple[str, str]] = {}
+    # Older ncu_report modules (Nsight Compute's own extras before 2026) have no sections():
+    # then only the metrics kernelscope maps are kept; the .ncu-rep itself keeps the rest.
+    for s in (a.sections() if hasattr(a, "sections") else []):
+        for group in (s.header_metrics(), s.body_metrics()):
+            for m in group or []:
+                labels[m.name()] = (s.name(), m.label())
+    wanted = _wanted(set(labels))
+    metrics: dict[str, Metric] = {}
+    for name in a.metric_names():
+        if name in wanted or name.startswith(("launch__", "device__attribute_")):
+            m = _metric(a.metric_by_name(name))
+            if m is not None:
+                metrics[name] = m
+
+    def dim(prefix: str) -> tuple[int, int, int]:
+        return tuple(int(metrics[f"{prefix}_{c}"].value) if f"{prefix}_{c}" in metrics else 1
+                     for c in "xyz")  # type: ignore[return-value]
+
+    return NcuKernelResult(
+        index=index, name=a.name(a.NameBase_DEMANGLED), function=a.name(a.NameBase_FUNCTION),
+        mangled=a.name(a.NameBase_MANGLED), grid=dim("launch__grid_dim"), block=dim("launch__block_dim"),
+        metrics=metrics, findings=_findings(a), nvtx_ranges=_nvtx(a), labels=labels,
+    )

@@ -1,0 +1,133 @@
+"""Run a command under Nsight Compute (`ncu`) as a subprocess.
+
+Only the sections the panels need, only the kernels that matter, clocks left
+alone by default (--clock-control none). Failures become NcuRunError with one
+sentence saying what happened and what to do.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kernelscope.collect.ncu_fields import EXTRA_METRICS, SECTIONS
+
+PERMISSION_MARKER = "ERR_NVGPUCTRPERM"
+
+
+class NcuRunError(Exception):
+    """The counter pass could not run or produced no report; one sentence for the user."""
+
+
+@dataclass
+class NcuOptions:
+    kernel_regex: str | None = None  # matched against ncu's "function" name base
+    region: str | None = None  # NVTX push/pop range (kernelscope.region)
+    launch_skip: int = 0
+    launch_count: int | None = 1
+    per_launch_config: bool = True  # skip/count apply per (kernel, grid, block, smem)
+    clock_control: str = "none"  # "none" keeps the clocks as found; "base" locks base clocks
+    arch: str | None = None  # picks the extra metrics the chip has
+    timeout_s: float | None = None
+    ncu: str | None = None  # path to ncu; default: on PATH
+    extra_args: list[str] = field(default_factory=list)
+
+
+def find_ncu(explicit: str | None = None) -> str:
+    if explicit:
+        if shutil.which(explicit) or os.path.isfile(explicit):
+            return explicit
+        raise NcuRunError(f"ncu was not found at {explicit!r}")
+    found = shutil.which("ncu")
+    if found is None:
+        for cand in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"):
+            if os.path.isfile(cand):
+                return cand
+        raise NcuRunError("ncu (Nsight Compute) is not on PATH; install Nsight Compute or pass --ncu PATH")
+    return found
+
+
+def build_command(ncu: str, report: Path, command: list[str], opts: NcuOptions) -> list[str]:
+    argv = [ncu, "--clock-control", opts.clock_control, "--import-source", "no", "-f", "-o", str(report)]
+    for s in SECTIONS:
+        argv += ["--section", s]
+    extra = EXTRA_METRICS.get(opts.arch or "", ())
+    if extra:
+        argv += ["--metrics", ",".join(extra)]
+    if opts.kernel_regex:
+        argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:{opts.kernel_regex}"]
+    if opts.region:
+        argv += ["--nvtx", "--nvtx-include", f"{opts.region}/"]
+    if opts.per_launch_config:
+        argv += ["--filter-mode", "per-launch-config"]
+    if opts.launch_skip:
+        argv += ["--launch-skip", str(opts.launch_skip)]
+    if opts.launch_count is not None:
+        argv += ["--launch-count", str(opts.launch_count)]
+    return argv + list(opts.extra_args) + ["--", *command]
+
+
+@dataclass
+class NcuRunResult:
+    report: Path
+    exit_code: int
+    log: str
+
+
+def run_ncu(command: list[str], report: Path, opts: NcuOptions, log_path: Path | None = None,
+            on_line: Callable[[str], None] | None = None) -> NcuRunResult:
+    """Run; every output line (ncu's ==PROF== progress and the workload's own
+    output) goes to ``log_path`` and, one by one, to ``on_line``."""
+    ncu = find_ncu(opts.ncu)
+    rep = report if report.name.endswith(".ncu-rep") else report.with_suffix(".ncu-rep")
+    argv = build_command(ncu, rep.with_suffix(""), command, opts)
+    rep.unlink(missing_ok=True)
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", bufsize=1)
+    except OSError as e:
+        raise NcuRunError(f"ncu could not start ({e.strerror})") from None
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(opts.timeout_s, kill) if opts.timeout_s else None
+    if timer:
+        timer.start()
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if on_line:
+                on_line(line)
+        rc = proc.wait()
+    finally:
+        if timer:
+            timer.cancel()
+    log = "".join(lines)
+    _write(log_path, log)
+    where = f" (log: {log_path})" if log_path else ""
+    if timed_out.is_set():
+        raise NcuRunError(f"ncu did not finish within {opts.timeout_s:g} s and was stopped; narrow it with --kernel, "
+                          f"--top or --launch-count, or raise --ncu-timeout{where}")
+    if PERMISSION_MARKER in log:
+        raise NcuRunError("ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM); run as "
+                          "root or allow it with the nvidia driver option NVreg_RestrictProfilingToAdminUsers=0")
+    if not rep.exists() or rep.stat().st_size == 0:
+        if "No kernels were profiled" in log:
+            raise NcuRunError(f"ncu profiled no kernels: nothing matched the filters{where}")
+        why = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
+        raise NcuRunError(f"ncu {why} and wrote no report{where}")
+    return NcuRunResult(report=rep, exit_code=rc, log=log)
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is not None:
+        path.write_text(text)

@@ -1,0 +1,236 @@
+"""Panel 9, GPU stats: the sampled series over the run, a summary, and the samples
+placed against the kernel timeline (which kernels ran while each was taken)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary, device_samples
+from kernelscope.analyze.names import short_kernel_name
+from kernelscope.model import Launch, Session
+from kernelscope.render.fmt import size_bytes, truncate
+
+BLOCKS = " ▁▂▃▄▅▆▇█"  # index 0: nothing; 1..8: one to eight eighths
+
+LABELS = {
+    "gpu_utilization_pct": "GPU utilization", "memory_utilization_pct": "memory busy", "sm_activity_pct": "SM activity",
+    "sm_occupancy_pct": "SM occupancy", "tensor_activity_pct": "tensor activity",
+    "dram_bandwidth_util_pct": "DRAM bandwidth", "memory_used_bytes": "memory used", "sm_clock_mhz": "SM clock",
+    "memory_clock_mhz": "memory clock", "power_w": "power", "temperature_c": "temperature",
+    "pcie_tx_bytes_per_s": "PCIe TX", "pcie_rx_bytes_per_s": "PCIe RX",
+}
+LABEL_WIDTH, SCALE_WIDTH = 15, 16  # columns of the timeline strip around the series
+STRIP_FIELDS = ("gpu_utilization_pct", "sm_activity_pct", "tensor_activity_pct", "dram_bandwidth_util_pct",
+                "sm_clock_mhz", "power_w", "temperature_c", "memory_used_bytes")
+
+
+def value_text(v: float | None, unit: str) -> str:
+    if v is None:
+        return "N/A"
+    if unit == "B":
+        return size_bytes(v)
+    if unit == "B/s":
+        return size_bytes(v) + "/s"
+    if unit == "C":
+        return f"{v:.0f} °C"
+    return f"{v:.0f} {unit}".rstrip()
+
+
+def sparkline(values: Sequence[float | None], lo: float, hi: float) -> str:
+    """One character per value; None is '·'; values are clipped to [lo, hi]."""
+    span = hi - lo
+    out = []
+    for v in values:
+        if v is None:
+            out.append("·")
+        else:
+            frac = 0.0 if span <= 0 else min(1.0, max(0.0, (v - lo) / span))
+            out.append(BLOCKS[1 + round(frac * 7)])
+    return "".join(out)
+
+
+def bucket(times: Sequence[int], values: Sequence[float | None], t0: int, t1: int, width: int) -> list[float | None]:
+    """``width`` equal columns over [t0, t1]. A column shows the mean of the samples in it, else the
+    next sample's value: a sample covers the time since the previous one. NaN: after the last sample."""
+    sums, counts, seen = [0.0] * width, [0] * width, [False] * width
+    span = max(1, t1 - t0)
+    for t, v in zip(times, values):
+        col = min(width - 1, max(0, (t - t0) * width // span))
+        seen[col] = True
+        if v is not None:
+            sums[col] += v
+            counts[col] += 1
+    out: list[float | None] = [float("nan")] * width
+    nxt: float | None = float("nan")
+    for i in range(width - 1, -1, -1):
+        if seen[i]:
+            nxt = sums[i] / counts[i] if counts[i] else None
+        out[i] = nxt
+    return out
+
+
+def kernel_busy(launches: Sequence[Launch], t0: int, t1: int, width: int) -> list[float]:
+    """Fraction of each column's time with at least one kernel running (overlaps merged)."""
+    span = max(1, t1 - t0)
+    edges = [t0 + span * i // width for i in range(width + 1)]
+    busy = [0] * width
+    merged: list[list[int]] = []
+    for x in sorted(launches, key=lambda x: x.start_ns):
+        s, e = x.start_ns, x.start_ns + x.duration_ns
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    for s, e in merged:
+        first = max(0, (s - t0) * width // span)
+        last = min(width - 1, (e - t0) * width // span)
+        for c in range(first, last + 1):
+            busy[c] += max(0, min(e, edges[c + 1]) - max(s, edges[c]))
+    return [b / max(1, edges[i + 1] - edges[i]) for i, b in enumerate(busy)]
+
+
+def _scale(f: FieldStats) -> tuple[float, float]:
+    if f.unit == "%":
+        return 0.0, 100.0
+    if f.limit:
+        return 0.0, f.limit
+    lo, hi = (f.minimum or 0.0), (f.peak or 0.0)
+    return (lo, hi) if hi > lo else (0.0, hi or 1.0)
+
+
+class GpuStatsPanel:
+    def __init__(self, session: Session, summary: GpuStatsSummary, max_rows: int = 12) -> None:
+        self.session, self.summary, self.max_rows = session, summary, max_rows
+
+    def _title(self) -> str:
+        s = self.summary
+        every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
+        over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
+        return f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+
+    def _cost(self) -> Text | None:
+        st = self.session.collectors.get("sampler")
+        d = st.details if st else {}
+        if "read_ms_mean" not in d:
+            return None
+        return Text(f"Sampler cost (measured): {d['read_ms_mean']:.2f} ms per reading (max {d.get('read_ms_max', 0):.2f}),"
+                    f" {d.get('sampler_thread_cpu_ms', 0):.1f} ms sampler-thread CPU in all; GPM: {d.get('gpm', 'N/A')}",
+                    style="dim")
+
+    def _summary_table(self) -> tuple[Table, list[Text]]:
+        t = Table(box=None, header_style="bold", padding=(0, 1), show_edge=False)
+        for name, just in (("Field", "left"), ("Mean", "right"), ("Min", "right"), ("Peak", "right"),
+                           ("Ceiling", "right"), ("Samples", "right"), ("Source", "left")):
+            t.add_column(name, justify=just, no_wrap=name != "Source", overflow="fold")
+        partly: dict[str, list[str]] = {}  # reason -> fields that lack a value in some samples
+        n = self.summary.samples
+        for f in self.summary.fields:
+            label = LABELS.get(f.key, f.key)
+            src = f"{f.source}: {f.raw_name}"
+            if f.count == 0:
+                t.add_row(label, Text(f"N/A: {f.missing_reason}", style="dim"), "", "", "", f"0/{n}", src)
+                continue
+            if f.count < n and f.missing_reason:
+                partly.setdefault(f.missing_reason, []).append(label)
+            ceiling = value_text(f.limit, f.unit) if f.limit is not None else ""
+            t.add_row(label, value_text(f.mean, f.unit), value_text(f.minimum, f.unit), value_text(f.peak, f.unit),
+                      ceiling, f"{f.count}/{n}", src)
+        notes = [Text(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
+                 for reason, fields in partly.items()]
+        return t, notes
+
+    def _throttle_lines(self) -> list[Text]:
+        s = self.summary
+        out = []
+        if s.throttle_counts:
+            parts = [f"{n} in {c} samples ({b} while kernels ran)" for n, c, b in s.throttle_counts]
+            out.append(Text("Clock event reasons: " + "; ".join(parts)))
+        elif s.field("sm_clock_mhz") is not None:
+            out.append(Text("Clock event reasons: none reported"))
+        if s.flagged_samples:
+            out.append(Text(f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled or "
+                            f"had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from those "
+                            "windows may be slow (marked ! below)", style="bold yellow"))
+        elif s.busy_samples:
+            out.append(Text(f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in the "
+                            f"{s.busy_samples} samples taken while kernels ran"))
+        return out
+
+    def _strip(self, width: int) -> Table:
+        s = self.summary
+        t = Table.grid(padding=(0, 1))
+        t.add_column(no_wrap=True, style="bold", width=LABEL_WIDTH)
+        t.add_column(no_wrap=True, width=width)
+        t.add_column(no_wrap=True, style="dim", width=SCALE_WIDTH, overflow="ellipsis")
+        _, samples = device_samples(self.session, s.device_index)
+        times = [x.t_ns if s.on_timeline else x.wall_time_ns for x in samples]
+        t0, t1 = (min(0, times[0]) if s.on_timeline else times[0]), times[-1]
+        if s.on_timeline:
+            launches = [x for x in self.session.launches if x.device_index in (None, s.device_index)]
+            t1 = max([t1, *(x.start_ns + x.duration_ns for x in launches)])
+            busy = kernel_busy(launches, t0, t1, width)
+            t.add_row("kernels", sparkline([b if b > 0 else None for b in busy], 0, 1).replace("·", " "), "busy 0–100 %")
+        for key in STRIP_FIELDS:
+            f = s.field(key)
+            if f is None:
+                continue
+            if f.count == 0:
+                t.add_row(LABELS[key], Text(truncate(f"N/A: {f.missing_reason}", width), style="dim"), "")
+                continue
+            lo, hi = _scale(f)
+            cols = bucket(times, f.series, t0, t1, width)
+            line = "".join(" " if v is not None and v != v else sparkline([v], lo, hi) for v in cols)
+            t.add_row(LABELS[key], line, f"{value_text(lo, f.unit)}–{value_text(hi, f.unit)}")
+        flags = bucket(times, [1.0 if w.flags else 0.0 for w in s.windows], t0, t1, width)
+        t.add_row("flagged", "".join("!" if v and v == v else " " for v in flags), "! = see above")
+        left = f"{t0 / 1e9:.3f} s"
+        right = f"{t1 / 1e9:.3f} s"
+        t.add_row("", f"{left}{right:>{max(1, width - len(left))}}",
+                  "session clock" if s.on_timeline else "since 1st sample")
+        return t
+
+    def _samples_lines(self, width: int) -> list[Text]:
+        s = self.summary
+        _, samples = device_samples(self.session, s.device_index)
+        n = len(samples)
+        if n > self.max_rows:
+            flagged = [w.index for w in s.windows if w.flags][: self.max_rows // 2]
+            rest = self.max_rows - len(flagged)
+            even = [round(i * (n - 1) / max(1, rest - 1)) for i in range(rest)]
+            picks = sorted(set(flagged) | set(even))
+        else:
+            picks = list(range(n))
+        head = f"{'t':>9} {'GPU':>5} {'SM MHz':>6} {'power':>6} {'temp':>6}   kernels that ran since the previous sample"
+        out = [Text(truncate(head, width), style="bold")]
+        for i in picks:
+            x, w = samples[i], s.windows[i]
+            when = f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A"
+            names = [short_kernel_name(k) for k, _ in w.kernels]
+            ks = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "") if names else "(none)"
+            line = (f"{when:>9} {value_text(_f(x.value('gpu_utilization_pct')), '%'):>5} "
+                    f"{value_text(_f(x.value('sm_clock_mhz')), ''):>6} {value_text(_f(x.value('power_w')), 'W'):>6} "
+                    f"{value_text(_f(x.value('temperature_c')), 'C'):>6} {'!' if w.flags else ' '} {ks}")
+            out.append(Text(truncate(line, width), style="yellow" if w.flags else ""))
+        if len(picks) < n:
+            out.append(Text(f"{len(picks)} of {n} samples shown: flagged ones first, the rest evenly spaced", style="dim"))
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        inner = max(40, options.max_width - 4)  # panel border and padding
+        table, notes = self._summary_table()
+        parts: list = [table, *notes, Text(""), *self._throttle_lines()]
+        cost = self._cost()
+        if cost is not None:
+            parts.append(cost)
+        strip = max(10, inner - LABEL_WIDTH - SCALE_WIDTH - 2)
+        parts += [Text(""), Text("Against the kernel timeline", style="bold"), self._strip(strip), Text("")]
+        parts += self._samples_lines(inner)
+        yield Panel(Group(*parts), title=self._title(), title_align="left")
+
+
+def _f(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None

@@ -1,0 +1,171 @@
+"""Panel 6, Data packing: real weights through Marlin's INT4 format, byte by byte.
+
+Four small renderables (quantize, pack, place, unpack) composed by PackingPanel;
+every number comes from a PackingExample built from real packed data.
+"""
+from __future__ import annotations
+
+import math
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.model.packing import PackedWord, PackingExample, UnpackTrace
+
+
+def _hex32(x: int) -> str:
+    return f"0x{x & 0xFFFFFFFF:08x}"
+
+
+def _half(x: float) -> str:
+    if math.isnan(x):
+        return "—"
+    return f"{x:g}" if x != int(x) or abs(x) >= 1e5 else f"{int(x)}"
+
+
+def _signed(v: int) -> str:
+    return f"{v:+d}"
+
+
+def _table(*columns: str, left: tuple[str, ...] = ()) -> Table:
+    """Numbers right-aligned, the named text columns left; headers as plain text (no markup)."""
+    t = Table(box=None, padding=(0, 1), show_header=True, header_style="bold")
+    for c in columns:
+        t.add_column(Text(c), justify="left" if c in left else "right", no_wrap=True)
+    return t
+
+
+def _row(t: Table, *cells: str) -> None:
+    t.add_row(*(Text(c) for c in cells))  # cells hold brackets (B[0, 4]) that are not markup
+
+
+class QuantizeView:
+    """Step 1: fp16 weight -> scale of its group -> w / scale -> q = round + 8."""
+
+    def __init__(self, word: PackedWord) -> None:
+        self.word = word
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        t = _table("nibble", "k", "n", "fp16 w", "bits", "scale", "w / scale", "q", "q - 8", "(q-8)·scale")
+        for slot in self.word.nibbles:
+            v = slot.value
+            _row(t, str(slot.nibble), str(v.k), str(v.n), f"{v.weight:+.6f}", f"0x{v.weight_bits:04x}",
+                      f"{v.scale:.6f}", f"{v.ratio:+.4f}", str(v.q), _signed(v.signed),
+                      f"{v.signed * v.scale:+.6f}")
+        yield Text("1. fp16 -> int4: scale = max|w| · 2/15 over the group; q = round(w / scale) + 8, "
+                   "clamped to 0..15", style="bold")
+        yield t
+
+
+class PackView:
+    """Step 2: eight nibbles -> four bytes -> one int32, and the lane's four words."""
+
+    def __init__(self, example: PackingExample) -> None:
+        self.example = example
+
+    def _nibble_rows(self, word: PackedWord) -> Table:
+        t = Table(box=None, padding=(0, 1), show_header=False)
+        t.add_column("", style="bold", no_wrap=True)
+        for _ in range(8):
+            t.add_column("", justify="center", no_wrap=True)
+        order = list(reversed(word.nibbles))  # most significant first, as the word is written
+        t.add_row("nibble", *[str(s.nibble) for s in order])
+        t.add_row("q (hex)", *[f"{s.value.q:x}" for s in order])
+        t.add_row("bits", *[f"{s.value.q:04b}" for s in order])
+        t.add_row("byte", *[str(s.byte) if s.nibble % 2 else "" for s in order])
+        return t
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        ex = self.example
+        w = ex.words[0]
+        yield Text("\n2. int4 -> nibbles -> bytes -> int32 word: nibble i holds bits 4i..4i+3, low nibble first",
+                   style="bold")
+        yield self._nibble_rows(w)
+        mem = " ".join(f"{b:02x}" for b in w.word_bytes)
+        yield Text(f"word = {_hex32(w.word)} = {w.word_int32:,} as int32; in memory (little-endian): {mem}")
+        t = _table("tile", "B[row, col]", "byte offset", "word", "bytes in memory", "q by nibble 0..7", "k rows",
+                   "n cols", left=("k rows", "n cols"))
+        for x in ex.words:
+            ks = sorted({s.value.k for s in x.nibbles})
+            ns = sorted({s.value.n for s in x.nibbles})
+            _row(t, str(x.tile), f"B[{x.b_row}, {x.b_col}]", f"{x.byte_offset:,}", _hex32(x.word),
+                      " ".join(f"{b:02x}" for b in x.word_bytes), " ".join(str(s.value.q) for s in x.nibbles),
+                      ",".join(map(str, ks)), ",".join(map(str, ns)))
+        yield Text(f"lane {w.lane}'s four words, one per 16x16 tile of the chunk (B is int32 "
+                   f"{ex.b_shape[0]} x {ex.b_shape[1]}):")
+        yield t
+
+
+class PlacementView:
+    """Step 3: which lane owns which cell of a 16x16 tile, and which thread loads the words."""
+
+    def __init__(self, example: PackingExample) -> None:
+        self.example = example
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        ex = self.example
+        w = ex.words[0]
+        mine = {(s.tile_row, s.tile_col): s.nibble for s in w.nibbles}
+        t = Table(box=None, padding=(0, 0), show_header=True, header_style="bold")
+        t.add_column("k\\n", justify="right", no_wrap=True)
+        for col in range(len(ex.lane_of_cell[0])):
+            t.add_column(str(col), justify="right", no_wrap=True, min_width=3)
+        for row, lanes in enumerate(ex.lane_of_cell):
+            cells = [f"n{mine[(row, c)]}" if (row, c) in mine else str(lane) for c, lane in enumerate(lanes)]
+            t.add_row(str(row), *[f" {c}" for c in cells])
+        tt = ex.thread_tile
+        last = ex.words[-1]
+        yield Text("\n3. Placement: the Marlin permutation puts in each lane's word exactly its mma.m16n8k16 "
+                   "B fragments", style="bold")
+        yield Text(f"Lane owning each cell of a 16x16 tile (k rows x n columns); lane {w.lane}'s cells show the "
+                   f"nibble of its word that holds them:")
+        yield t
+        yield Text(
+            f"A 16x64 chunk is 4 such tiles along n. Lane {w.lane} holds the same 8 cells of each tile in words "
+            f"{w.b_col}..{last.b_col} of B row {w.b_row} (bytes {w.byte_offset:,}..{last.byte_offset + 3:,}): "
+            f"one 16-byte load. In {tt.why}, thread {w.thread} (warp {w.warp}, lane {w.lane}) copies these 16 "
+            f"bytes to shared memory with cp.async (its copy {w.fetch} of the stage) and reads the same 16 bytes "
+            f"back into its registers.")
+
+
+class UnpackView:
+    """Step 4: the in-register unpack of one word, with the fp16 value of both halves."""
+
+    def __init__(self, trace: UnpackTrace) -> None:
+        self.trace = trace
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        tr = self.trace
+        w = tr.word
+        yield Text(f"\n4. Unpack in registers (Marlin's dequant), word w = {_hex32(w.word)}: "
+                   f"no integer convert, just masks and fp16 arithmetic", style="bold")
+        c = _table("constant", "bits", "fp16 each half", "why", left=("constant", "why"))
+        for k in tr.constants:
+            _row(c, k.name, _hex32(k.bits), _half(k.half_value), k.meaning)
+        yield c
+        t = _table("operation", "result", "low half", "high half", "nibbles", "goes to", left=("operation", "goes to"))
+        for s in tr.steps:
+            _row(t, s.operation, _hex32(s.result_bits), _half(s.low_half), _half(s.high_half),
+                      f"{s.low_nibble}, {s.high_nibble}", s.fragment)
+        yield t
+        q = " ".join(str(x.value.q) for x in w.nibbles)
+        got = " ".join(f"{i}:{_signed(v)}" for i, v in enumerate(tr.signed_by_nibble))
+        yield Text(f"signed values by nibble {got}  (q = {q}, so each is q - 8, low and high nibbles alike); "
+                   f"with groups, Marlin then multiplies each fragment by its scale.")
+
+
+class PackingPanel:
+    def __init__(self, example: PackingExample) -> None:
+        self.example = example
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        ex = self.example
+        head = Text.assemble(
+            ("Weights: ", "bold"), ex.source, f" · {ex.license}\n",
+            f"w (n, k) = ({ex.n}, {ex.k}) fp16 -> q (k, n) -> B int32 ({ex.b_shape[0]}, {ex.b_shape[1]}), "
+            f"groupsize {ex.groupsize}. Followed here: {ex.lane_choice}.",
+        )
+        body = Group(head, QuantizeView(ex.words[0]), PackView(ex), PlacementView(ex), UnpackView(ex.unpack))
+        yield Panel(body, title="Data packing · Marlin INT4 (real weights)", title_align="left")

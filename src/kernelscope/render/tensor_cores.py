@@ -1,0 +1,31 @@
+"""Panel 7, Tensor cores: tensor pipe utilization (ncu's % of peak) and MMA instructions by kind."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+
+from kernelscope.analyze.counters import TensorView
+from kernelscope.render.fmt import bar, metric_cell
+
+
+class TensorCoresPanel:
+    def __init__(self, view: TensorView, title: str) -> None:
+        self.view, self.title = view, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        v = self.view
+        pct = v.tensor_pipe_pct
+        head = (f"Tensor pipe utilization  {bar(float(pct.value), 24)} {float(pct.value):.1f}% of peak "
+                f"[dim]({pct.raw_name})[/]" if not pct.is_missing else f"Tensor pipe utilization  N/A ({pct.missing_reason})")
+        t = Table(box=None, padding=(0, 1))
+        t.add_column("MMA kind")
+        t.add_column("Instructions", justify="right")
+        t.add_column("Rate", justify="right")
+        for label, n, rate in v.mma_instructions:
+            if n.is_missing:
+                t.add_row(label, "N/A", "[dim]not in this report[/]")
+            else:
+                t.add_row(label, metric_cell(n), "" if rate.is_missing else f"{float(rate.value):.3g} inst/s")
+        yield Panel(Group(head, t, "[dim]Rate = instructions / kernel duration (derived).[/]"),
+                    title=f"Tensor cores · {self.title}", title_align="left")

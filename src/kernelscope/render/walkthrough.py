@@ -1,0 +1,88 @@
+"""`kernelscope learn marlin`: one recorded launch of the W4A16 kernel, phase by phase."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.model import Metric
+from kernelscope.model.packing import Phase, Walkthrough
+from kernelscope.render.fmt import duration, size_bytes
+
+
+def figure_value(m: Metric) -> str:
+    """A figure's value in its unit; N/A with the reason when it was not measured."""
+    if m.is_missing:
+        return f"N/A: {m.missing_reason}"
+    v, unit = m.value, m.unit
+    if isinstance(v, str):
+        return v
+    if unit == "byte":
+        return f"{int(v):,} B ({size_bytes(v)})"
+    if unit == "ns":
+        return duration(v)
+    if unit == "byte/s":
+        return f"{float(v) / 1e9:,.1f} GB/s"
+    if unit == "FLOP/s":
+        return f"{float(v) / 1e12:,.2f} TFLOP/s"
+    if unit == "FLOP/byte":
+        return f"{float(v):.2f} FLOP/B"
+    if unit == "%":
+        return f"{float(v):.1f}%"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:,.2f} {unit}".rstrip()
+    return f"{int(v):,} {unit}".rstrip()
+
+
+def figure_source(m: Metric) -> str:
+    if m.is_missing:
+        return m.source
+    if m.source == "derived" and m.formula:
+        return m.formula
+    if m.source == "user":
+        return "launch parameter"
+    return f"{m.source}: {m.raw_name}"
+
+
+class PhaseView:
+    def __init__(self, number: int, phase: Phase) -> None:
+        self.number, self.phase = number, phase
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        t = Table(box=None, padding=(0, 1), show_header=False, expand=True)
+        t.add_column("", style="bold", no_wrap=True, min_width=24)
+        t.add_column("", overflow="fold", ratio=2)
+        t.add_column("", style="dim", overflow="fold", ratio=3)
+        for f in self.phase.figures:
+            t.add_row(Text(f.label), Text(figure_value(f.metric)), Text(figure_source(f.metric)))
+        body = Group(Text(self.phase.what), t)
+        yield Panel(body, title=f"{self.number}. {self.phase.title}", title_align="left")
+
+
+class WalkthroughView:
+    def __init__(self, walk: Walkthrough, banner: str | None = None) -> None:
+        self.walk, self.banner = walk, banner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        w = self.walk
+        if self.banner:
+            yield Text(self.banner)
+        yield Text.assemble(("Walkthrough · ", "bold"), (w.kernel, "bold"),
+                            f" on {w.device}, recorded {w.recorded}\n{w.problem}")
+        for i, p in enumerate(w.phases, 1):
+            yield PhaseView(i, p)
+
+
+class NeedsGpuNote:
+    """Which parts of what was shown came from a GPU run, for a reader without one."""
+
+    def __init__(self, walk: Walkthrough) -> None:
+        self.walk = walk
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = [Text("Needs a GPU (shown above from the recording):", style="bold")]
+        lines += [Text(f"  - {x}") for x in self.walk.needs_gpu]
+        lines.append(Text("Works here without one: quantizing and packing real weights, the placement of every "
+                          "nibble, the in-register unpack, and the bytes, FLOPs and intensity arithmetic."))
+        yield Group(*lines)
