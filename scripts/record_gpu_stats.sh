@@ -33,7 +33,9 @@ print(f"clock check: region start on the trace clock - time.time_ns() before it 
       f" time.time_ns() inside it - region start = {(c['inside_region_ns'] - abs_start) / 1e3:.1f} us")
 print("sampler:", json.dumps(s.collectors.get("sampler").to_dict()))
 ts = [x.t_ns for x in s.samples]
-print(f"samples {len(ts)}; first t {ts[0] / 1e6:.1f} ms, last t {ts[-1] / 1e6:.1f} ms; launches {len(s.launches)},"
+gpm = [x.value("sm_activity_pct") for x in s.samples]
+print(f"GPM sm_activity per sample: {[None if v is None else round(v) for v in gpm]}")
+print(f"samples {len(ts)} ({sum(t < 0 for t in ts)} before the trace origin); first t {ts[0] / 1e6:.1f} ms, last t {ts[-1] / 1e6:.1f} ms; launches {len(s.launches)},"
       f" last kernel end {max(x.start_ns + x.duration_ns for x in s.launches) / 1e6:.1f} ms")
 EOF
 $KS show "$O/session_h100_samples.json" --top 1 --width 120 --no-color > "$O/show_samples.txt" 2>> "$LOG"
@@ -68,9 +70,9 @@ def run(argv, quit_after=None):
     return rc, cpu, time.monotonic() - t0, out, (time.monotonic() - tq if sent else None)
 ks = [sys.executable, "-m", "kernelscope", "top", "--width", "120"]
 rc0, cpu0, wall0, _, _ = run(ks + ["--once", "--interval", "250"])
-rc, cpu, wall, out, _ = run(ks + ["--iterations", "41", "--interval", "250"])
-print(f"top live: rc={rc}, 41 refreshes at 250 ms in {wall:.2f} s, CPU {cpu:.2f} s; --once CPU {cpu0:.2f} s (start-up);"
-      f" CPU per refresh ~{(cpu - cpu0) / 40 * 1e3:.1f} ms -> {(cpu - cpu0) / (wall - wall0) * 100:.1f}% of one core")
+rc, cpu, wall, out, _ = run(ks + ["--iterations", "21", "--interval", "250"])
+print(f"top live: rc={rc}, 21 refreshes at 250 ms in {wall:.2f} s, CPU {cpu:.2f} s; --once CPU {cpu0:.2f} s (start-up);"
+      f" CPU per refresh ~{(cpu - cpu0) / 20 * 1e3:.1f} ms -> {(cpu - cpu0) / (wall - wall0) * 100:.1f}% of one core")
 rc, cpu, wall, out, q = run(ks + ["--interval", "250"], quit_after=2.0)
 print(f"top quit with q: rc={rc}, left {q:.2f} s after the key, traceback={'Traceback' in out.decode(errors='replace')}")
 EOF

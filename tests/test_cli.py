@@ -137,5 +137,5 @@ def test_demo_without_a_gpu_renders_the_bundled_h100_session():
     assert r.returncode == 0, r.stderr
     first = " ".join(r.stdout.split("╭")[0].split())  # the banner sentence, however it wrapped
     assert first.startswith("No CUDA GPU is available here (") and "NVIDIA H100 80GB HBM3 on 2026-" in first
-    assert "Kernel configuration · matmul_kernel" in r.stdout
-    assert "regions: matmul" in r.stdout
+    assert "Kernel configuration · _w4a16_kernel" in r.stdout
+    assert "regions: w4a16_gemm" in r.stdout

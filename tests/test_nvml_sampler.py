@@ -75,6 +75,7 @@ class FakeNvml:
         self.tick = -1
         self.initialised = 0
         self.gpm_live = 0  # GPM sample buffers allocated and not yet freed
+        self.gpm_pairs: list[tuple[int, int]] = []  # (older, newer) GPM sample numbers each query measured
 
     def _count(self, name):
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -160,6 +161,7 @@ class FakeNvml:
 
     def nvmlGpmMetricsGet(self, mg):
         assert mg.sample1 is not mg.sample2 and mg.sample1.seq < mg.sample2.seq  # older sample first
+        self.gpm_pairs.append((mg.sample1.seq, mg.sample2.seq))
         values = self.readings[min(mg.sample2.tick, len(self.readings) - 1)]["gpm"]
         for m in mg.metrics[: mg.numMetrics]:
             if m.metricId in self.gpm_refuses:
@@ -214,19 +216,44 @@ def test_a_function_missing_from_the_binding_is_na_too():
 
 def test_gpm_first_read_has_no_window_then_values_over_the_interval():
     fake = FakeNvml([H100_READING, dict(H100_READING, gpm={**H100_READING["gpm"], 2: 50.0})])
-    gpm = GpmReader(fake, ("gpu", 0))
+    gpm = GpmReader(fake, ("gpu", 0), min_window_ns=0)
     first = nvml_api.snapshot(fake, ("gpu", 0), gpm)
-    assert first["sm_activity_pct"].is_missing and "first GPM sample" in first["sm_activity_pct"].missing_reason
+    assert first["sm_activity_pct"].is_missing and "sampling began" in first["sm_activity_pct"].missing_reason
     assert first["sm_activity_pct"].source == "gpm"
     second = nvml_api.snapshot(fake, ("gpu", 0), gpm)
     assert second["sm_activity_pct"].value == 50.0 and second["tensor_activity_pct"].value == 72.25
     assert second["dram_bandwidth_util_pct"].value == 30.0 and second["sm_occupancy_pct"].value == 41.0
     assert second["pcie_tx_bytes_per_s"].value == 12.0 * 2**20 and second["pcie_tx_bytes_per_s"].source == "gpm"
-    assert fake.calls.get("pcie_legacy", 0) == 2  # only for the first read, before GPM had a window
+    assert first["pcie_tx_bytes_per_s"].is_missing and "sampling began" in first["pcie_tx_bytes_per_s"].missing_reason
+    assert fake.calls.get("pcie_legacy", 0) == 0  # the ~20 ms legacy counter is not read when GPM works
     third = nvml_api.snapshot(fake, ("gpu", 0), gpm)
     assert third["sm_activity_pct"].value == 50.0
     gpm.close()
     assert fake.gpm_live == 0
+
+
+def test_gpm_measures_over_at_least_the_minimum_window_when_read_more_often():
+    fake = FakeNvml()
+    now = [0]
+    gpm = GpmReader(fake, ("gpu", 0), min_window_ns=100, clock=lambda: now[0])
+    got = []
+    for t in (0, 50, 100, 150, 200, 260, 270):  # reads every ~50 "ns", window 100
+        now[0] = t
+        got.append(gpm.read()["sm_activity_pct"].value)
+    assert got[:2] == [None, None] and all(v == 88.5 for v in got[2:])
+    # GPM sample k is the (k+1)-th read; each value spans the newest sample at least 100 old
+    assert fake.gpm_pairs == [(1, 3), (2, 4), (3, 5), (4, 6), (4, 7)]
+    assert fake.gpm_live <= 4  # buffers are reused, not allocated per read
+    gpm.close()
+    assert fake.gpm_live == 0
+
+
+def test_gpm_nan_is_na_not_a_number_in_the_session():
+    fake = FakeNvml([dict(H100_READING, gpm={**H100_READING["gpm"], 10: float("nan")})])
+    gpm = GpmReader(fake, ("gpu", 0), min_window_ns=0)
+    gpm.read()
+    m = gpm.read()["dram_bandwidth_util_pct"]
+    assert m.value is None and "non-finite" in m.missing_reason
 
 
 def test_gpm_unsupported_says_why_and_pcie_falls_back():
@@ -240,7 +267,7 @@ def test_gpm_unsupported_says_why_and_pcie_falls_back():
 
 def test_one_gpm_metric_refused_is_na_the_others_are_read():
     fake = FakeNvml(gpm_refuses={5})
-    gpm = GpmReader(fake, ("gpu", 0))
+    gpm = GpmReader(fake, ("gpu", 0), min_window_ns=0)
     gpm.read()
     m = gpm.read()
     assert m["tensor_activity_pct"].is_missing and m["tensor_activity_pct"].missing_reason == "NVML: Not Supported"
@@ -249,7 +276,7 @@ def test_one_gpm_metric_refused_is_na_the_others_are_read():
 
 def test_sampler_thread_samples_at_the_interval_and_measures_its_cost():
     fake = FakeNvml()
-    s = GpuSampler([(0, "0000:19:00.0")], interval_ms=10, nvml=fake)
+    s = GpuSampler([(0, "0000:19:00.0")], interval_ms=10, nvml=fake, gpm_min_window_ns=30_000_000)
     assert s.start() is None
     time.sleep(0.2)
     status = s.stop()
@@ -262,7 +289,10 @@ def test_sampler_thread_samples_at_the_interval_and_measures_its_cost():
     assert times == sorted(times) and all(x.device_index == 0 for x in s.samples)
     gaps = sorted(b - a for a, b in zip(times, times[1:-1]))
     assert 8e6 <= gaps[len(gaps) // 2] <= 15e6  # median gap is the interval (a late reading is caught up)
-    assert s.samples[1].value("sm_activity_pct") == 88.5  # GPM from the second reading on
+    assert s.samples[0].value("sm_activity_pct") is None  # GPM: no 30 ms window yet
+    assert s.samples[-1].value("sm_activity_pct") == 88.5
+    gpm_times = [x.wall_time_ns for x in s.samples if x.value("sm_activity_pct") is not None]
+    assert gpm_times and gpm_times[0] - times[0] >= 25e6  # first GPM value once the window has passed
     assert fake.initialised == 0 and fake.gpm_live == 0  # NVML shut down and GPM buffers freed
     assert fake.calls["max_clock"] == 2  # static fields read once, not per sample
 

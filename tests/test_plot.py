@@ -17,7 +17,7 @@ RECORDED = DATA / "bench_attention_h100.json"
 
 
 def _png_text(path) -> dict[str, str]:
-    """The tEXt chunks of a PNG (checked chunk by chunk, CRC included)."""
+    """The text chunks (tEXt, iTXt) of a PNG, checked chunk by chunk, CRC included."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     out, pos = {}, 8
@@ -29,6 +29,12 @@ def _png_text(path) -> dict[str, str]:
         if kind == b"tEXt":
             key, _, value = body.partition(b"\0")
             out[key.decode("latin-1")] = value.decode("latin-1")
+        elif kind == b"iTXt":  # used for text that is not latin-1 (the title's dash)
+            key, _, rest = body.partition(b"\0")
+            compressed, rest = rest[0], rest[2:]
+            _lang, _, rest = rest.partition(b"\0")
+            _translated, _, text = rest.partition(b"\0")
+            out[key.decode("latin-1")] = (zlib.decompress(text) if compressed else text).decode("utf-8")
         pos += 12 + length
     return out
 

@@ -26,11 +26,14 @@ def _qkv(b, h, s_q, s_k, d, dtype, seed):
     return (torch.randn((b, h, s, d), generator=gen, device="cuda", dtype=dtype) for s in (s_q, s_k, s_k))
 
 
-def _check(q, k, v, causal, seed, **kw):
+def _check(q, k, v, causal, seed, autotune=False, **kw):
+    """Compare with the reference; one pinned config unless autotune (each autotuned shape compiles all configs)."""
     from kernelscope.kernels.attention import naive_attention, reference_attention
     from kernelscope.kernels.attention.check import error_vs_reference, within_factor
-    from kernelscope.kernels.attention.flash import flash_attention
+    from kernelscope.kernels.attention.flash import HOPPER_CONFIGS, flash_attention
 
+    if not autotune:
+        kw.setdefault("config", HOPPER_CONFIGS[0])
     out = flash_attention(q, k, v, causal, **kw)
     ref = reference_attention(q, k, v, causal)
     ok, why = within_factor(error_vs_reference(out, ref), error_vs_reference(naive_attention(q, k, v, causal), ref))
@@ -44,8 +47,8 @@ def test_autotuned_kernel_matches_reference(head_dim, causal):
     import torch
 
     seed = secrets.randbelow(2**31)
-    q, k, v = _qkv(1, 2048 // head_dim, 2048, 2048, head_dim, torch.float16, seed)  # the benchmark's shapes
-    _check(q, k, v, causal, seed)
+    q, k, v = _qkv(8, 2048 // head_dim, 2048, 2048, head_dim, torch.float16, seed)  # the benchmark's shape
+    _check(q, k, v, causal, seed, autotune=True)
 
 
 @pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])

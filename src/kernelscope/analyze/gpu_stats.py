@@ -8,6 +8,7 @@ not silently mixed in with the others.
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Sequence
@@ -128,7 +129,8 @@ class SampleWindow:
 @dataclass(frozen=True)
 class GpuStatsSummary:
     device_index: int
-    samples: int
+    samples: int  # summarised: those whose window overlaps the trace (all, without a trace)
+    outside_trace: int  # kept in the session, not summarised: taken before the trace began or after it ended
     span_ns: int | None
     interval_ms_median: float | None
     fields: tuple[FieldStats, ...]
@@ -137,13 +139,18 @@ class GpuStatsSummary:
     busy_samples: int
     flagged_samples: int
     on_timeline: bool  # samples have session-clock times (a trace gave the origin)
+    trace_end_ns: int | None  # session clock: the end of the last traced event
+    used: tuple[Sample, ...]  # the summarised samples, in time order
 
     def field(self, key: str) -> FieldStats | None:
         return next((f for f in self.fields if f.key == key), None)
 
 
 def _num(v: object) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A number, or None (also for NaN, which older session files may hold from GPM)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return None
+    return float(v)
 
 
 def field_stats(samples: Sequence[Sample], key: str, limit_key: str | None) -> FieldStats | None:
@@ -189,12 +196,31 @@ def device_samples(session: Session, device_index: int | None = None) -> tuple[i
     return device_index, samples
 
 
+def trace_end_ns(session: Session) -> int | None:
+    ends = [x.start_ns + x.duration_ns for x in session.launches]
+    ends += [a.start_ns + a.duration_ns for a in session.activities]
+    ends += [r.cpu_start_ns + r.cpu_duration_ns for r in session.regions]
+    return max(ends) if ends else None
+
+
+def within_trace(samples: Sequence[Sample], end_ns: int) -> list[Sample]:
+    """Samples whose window (since the previous sample) overlaps [0, end_ns] on the session clock."""
+    out, prev = [], None
+    for s in samples:
+        if s.t_ns is not None and s.t_ns >= 0 and (prev is None or prev < end_ns):
+            out.append(s)
+        prev = s.t_ns
+    return out
+
+
 def summarize_gpu_stats(session: Session, device_index: int | None = None) -> GpuStatsSummary | None:
     """None when the session holds no samples for the device."""
-    device_index, samples = device_samples(session, device_index)
-    if not samples:
+    device_index, every = device_samples(session, device_index)
+    if not every:
         return None
-    on_timeline = all(s.t_ns is not None for s in samples)
+    on_timeline = all(s.t_ns is not None for s in every)
+    end = trace_end_ns(session) if on_timeline else None
+    samples = (within_trace(every, end) or every) if end is not None else every
     times = [s.t_ns if on_timeline else s.wall_time_ns for s in samples]
     gaps = [b - a for a, b in zip(times, times[1:])]
     bounds = [(times[i - 1] if i else times[0], t) for i, t in enumerate(times)]
@@ -217,11 +243,13 @@ def summarize_gpu_stats(session: Session, device_index: int | None = None) -> Gp
             c[1] += int(w.busy)
     fields = tuple(f for f in (field_stats(samples, k, lim) for k, lim in SUMMARY_FIELDS) if f is not None)
     return GpuStatsSummary(
-        device_index=device_index, samples=len(samples), span_ns=times[-1] - times[0] if len(times) > 1 else None,
+        device_index=device_index, samples=len(samples), outside_trace=len(every) - len(samples),
+        span_ns=times[-1] - times[0] if len(times) > 1 else None,
         interval_ms_median=statistics.median(gaps) / 1e6 if gaps else None, fields=fields,
         throttle_counts=tuple((n, c[0], c[1]) for n, c in sorted(counts.items(), key=lambda kv: -kv[1][0])),
         windows=tuple(windows), busy_samples=sum(w.busy for w in windows),
-        flagged_samples=sum(bool(w.flags) for w in windows), on_timeline=on_timeline,
+        flagged_samples=sum(bool(w.flags) for w in windows), on_timeline=on_timeline, trace_end_ns=end,
+        used=tuple(samples),
     )
 
 

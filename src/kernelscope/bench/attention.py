@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
-from kernelscope.bench.environment import add_environment_at_end, environment_at_start
+from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
 from kernelscope.bench.timing import Timing, time_cuda, time_wall
 
@@ -168,8 +168,11 @@ def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable
                 row = BenchRow(name, asdict(case), status, err)
             else:
                 row = measure(case, name, fn, qkv, settings, timer)
-                if describe is not None and row.status == "ok":
-                    row.values.update(describe(name, case))
+                if row.status == "ok":
+                    # The clock the GPU ran at just after timing: a throttled row shows as one.
+                    row.values.update(clocks_now(env.get("pci_bus_id")))
+                    if describe is not None:
+                        row.values.update(describe(name, case))
             results.rows.append(row)
             done += 1
             if on_row:

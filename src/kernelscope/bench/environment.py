@@ -78,6 +78,18 @@ def nvml_state(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
     return {k: m.to_dict() for k, m in metrics.items()}
 
 
+def clocks_now(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
+    """SM clock and temperature right now (NVML), as row fields; None with the reason if unreadable."""
+    state = nvml_state(pci_bus_id, ordinal)
+    out: dict[str, Any] = {}
+    for key in ("sm_clock_mhz", "temperature_c"):
+        m = state.get(key) or {}
+        out[f"{key}_after"] = m.get("value")
+        if m.get("value") is None:
+            out[f"{key}_after_missing_reason"] = m.get("missing_reason") or state.get("missing_reason")
+    return out
+
+
 def environment_at_start(ordinal: int = 0) -> dict[str, Any]:
     dev, bus = device(ordinal)
     nvml = nvml_state(bus, ordinal)

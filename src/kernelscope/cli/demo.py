@@ -1,4 +1,4 @@
-"""`kernelscope demo`: profile the built-in Triton kernel, or show the bundled session."""
+"""`kernelscope demo`: profile the built-in W4A16 kernel end to end, or show the bundled session."""
 from __future__ import annotations
 
 import argparse
@@ -7,13 +7,39 @@ from pathlib import Path
 
 from kernelscope.cli.common import add_view_args, fail, render_show
 
+DEMO_KERNEL = "_w4a16_kernel"  # kernels.marlin.walkthrough.KERNEL_NAME; the panels default to it
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("demo", help="profile a built-in Triton kernel (or show a bundled session without a GPU)")
+    d = sub.add_parser("demo", help="profile the built-in W4A16 Triton kernel (or show a bundled session without a GPU)")
     d.add_argument("-o", "--output", default="kernelscope-demo.json", help="session file (default kernelscope-demo.json)")
     d.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the session file")
     add_view_args(d)
     d.set_defaults(func=main)
+
+
+def _show(session, args: argparse.Namespace, banner: str | None = None) -> int:
+    """The session's panels for the W4A16 kernel (unless --kernel says otherwise), then the packing panel."""
+    from kernelscope.model.names import short_kernel_name
+
+    if args.kernel is None and any(short_kernel_name(x.kernel) == DEMO_KERNEL for x in session.launches):
+        args.kernel = DEMO_KERNEL
+    code = render_show(session, args, banner=banner)
+    if code != 0 or args.json:
+        return code
+    from kernelscope.render.show import make_console
+
+    console = make_console(width=args.width, color=False if args.no_color else None)
+    try:
+        from kernelscope.kernels.marlin.explain import real_layer_example
+    except ImportError as e:
+        console.print(f"The data-packing panel needs torch and numpy to pack the weights ({e}).")
+        return 0
+    from kernelscope.render.packing import PackingPanel
+
+    console.print(PackingPanel(real_layer_example()))
+    console.print("Phase by phase, with the numbers of a launch: kernelscope learn marlin")
+    return 0
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
         session, label = bundled_session()
         banner = (f"No CUDA GPU is available here ({reason}); showing a session recorded on {label}, "
                   "bundled with kernelscope.")
-        return render_show(session, args, banner=banner)
+        return _show(session, args, banner=banner)
     out = Path(args.output)
     if out.exists() and not args.force_overwrite:
         fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
@@ -35,4 +61,4 @@ def main(args: argparse.Namespace) -> int:
     if result.exit_code != 0:
         fail(f"the demo workload failed with exit code {result.exit_code}; its session is in {out}", result.exit_code)
     print(f"kernelscope: demo session written to {out}", file=sys.stderr)
-    return render_show(Session.load(out), args)
+    return _show(Session.load(out), args)

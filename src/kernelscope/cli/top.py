@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="print one snapshot as JSON and exit")
     p.add_argument("--interval", type=float, default=500.0, metavar="MS",
-                   help="refresh every MS milliseconds (default 500); with --once, the GPM measurement window")
+                   help="refresh every MS milliseconds (default 500); with --once, the GPM window (at least 260)")
     p.add_argument("--iterations", type=int, metavar="N", help="stop after N refreshes")
     p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
     p.add_argument("--no-color", action="store_true", help="plain text output")
@@ -49,8 +49,11 @@ def main(args: argparse.Namespace, nvml: Any = None) -> int:
 def _snapshot(monitor, args: argparse.Namespace) -> int:
     from kernelscope import __version__
 
-    monitor.read()  # GPM needs a first sample; the second read measures over --interval
-    time.sleep(args.interval / 1000.0)
+    from kernelscope.collect.nvml_api import GPM_MIN_WINDOW_NS
+
+    window_ms = max(args.interval, GPM_MIN_WINDOW_NS / 1e6 + 10)  # GPM needs two samples this far apart
+    monitor.read()
+    time.sleep(window_ms / 1000.0)
     readings = monitor.read()
     if args.json:
         from kernelscope.analyze.gpu_stats import decode_throttle_reasons
@@ -61,7 +64,7 @@ def _snapshot(monitor, args: argparse.Namespace) -> int:
             mask = r.sample.value("throttle_reasons")
             d["throttle_reason_names"] = list(decode_throttle_reasons(mask)) if isinstance(mask, int) else None
             devices.append(d)
-        doc = {"kernelscope_version": __version__, "gpm_window_ms": args.interval,
+        doc = {"kernelscope_version": __version__, "gpm_window_ms": window_ms,
                "driver_version": monitor.driver_version().to_dict(), "devices": devices,
                "unreadable_devices": monitor.unreadable}
         json.dump(doc, sys.stdout, indent=1)

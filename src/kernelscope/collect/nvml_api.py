@@ -7,7 +7,9 @@ use, a scripted fake in tests.
 """
 from __future__ import annotations
 
+import math
 import time
+from collections import deque
 from typing import Any, Callable
 
 from kernelscope.model import DeviceReading, GpuProcess, Metric, Sample
@@ -25,6 +27,10 @@ GPM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", "pcie_rx_bytes_per_s", "B/s"),
 )
 _GPM_SCALE = {"pcie_tx_bytes_per_s": 1024 * 1024, "pcie_rx_bytes_per_s": 1024 * 1024}  # GPM reports MiB/s
+# On the H100 (2026-11-22, steady matmuls, sampled every 50 ms) GPM values over 50 ms windows alternated
+# between the load and 0 or NaN, and over windows of 100-150 ms still read all-zero now and then: the
+# counters behind them refresh about every 100 ms, sometimes 150 ms apart. Windows are kept well above that.
+GPM_MIN_WINDOW_NS = 250_000_000
 
 
 class NvmlUnavailable(Exception):
@@ -83,6 +89,8 @@ def metric(raw: str, unit: str, value: Any, err: str | None, scale: float = 1.0,
         return Metric.missing(raw, f"NVML: {err}", source, unit)
     if value is None:
         return Metric.missing(raw, "NVML returned no value", source, unit)
+    if isinstance(value, float) and not math.isfinite(value):  # GPM gives NaN for some metrics on an idle GPU
+        return Metric.missing(raw, f"NVML returned a non-finite value ({value})", source, unit)
     if isinstance(value, bytes):
         value = value.decode(errors="replace")
     if scale != 1.0 and isinstance(value, (int, float)):
@@ -101,9 +109,12 @@ def static_info(nvml: Nvml, h: Any) -> dict[str, Metric]:
     """What does not change while a workload runs: read once, copied into each sample."""
     n = nvml
     return {
-        "sm_clock_max_mhz": read(n, "nvmlDeviceGetMaxClockInfo(SM)", "MHz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
-        "memory_clock_max_mhz": read(n, "nvmlDeviceGetMaxClockInfo(MEM)", "MHz", lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)),
-        "power_limit_w": read(n, "nvmlDeviceGetEnforcedPowerLimit", "W", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h), 1e-3),
+        "sm_clock_max_mhz": read(n, "nvmlDeviceGetMaxClockInfo(SM)", "MHz",
+                                 lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
+        "memory_clock_max_mhz": read(n, "nvmlDeviceGetMaxClockInfo(MEM)", "MHz",
+                                     lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)),
+        "power_limit_w": read(n, "nvmlDeviceGetEnforcedPowerLimit", "W", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h),
+                              1e-3),
     }
 
 
@@ -123,53 +134,51 @@ def snapshot(nvml: Nvml, h: Any, gpm: "GpmReader | None" = None, static: dict[st
     mem, mem_err = call(n, lambda: n.nvmlDeviceGetMemoryInfo(h))
     out = {
         "gpu_utilization_pct": metric("nvmlDeviceGetUtilizationRates.gpu", "%", getattr(util, "gpu", None), util_err),
-        "memory_utilization_pct": metric("nvmlDeviceGetUtilizationRates.memory", "%", getattr(util, "memory", None), util_err),
+        "memory_utilization_pct": metric("nvmlDeviceGetUtilizationRates.memory", "%", getattr(util, "memory", None),
+                                         util_err),
         "memory_used_bytes": metric("nvmlDeviceGetMemoryInfo.used", "B", getattr(mem, "used", None), mem_err),
         "memory_total_bytes": metric("nvmlDeviceGetMemoryInfo.total", "B", getattr(mem, "total", None), mem_err),
-        "sm_clock_mhz": read(n, "nvmlDeviceGetClockInfo(SM)", "MHz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
-        "memory_clock_mhz": read(n, "nvmlDeviceGetClockInfo(MEM)", "MHz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
+        "sm_clock_mhz": read(n, "nvmlDeviceGetClockInfo(SM)", "MHz",
+                             lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM)),
+        "memory_clock_mhz": read(n, "nvmlDeviceGetClockInfo(MEM)", "MHz",
+                                 lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
         "power_w": read(n, "nvmlDeviceGetPowerUsage", "W", lambda: n.nvmlDeviceGetPowerUsage(h), 1e-3),
-        "temperature_c": read(n, "nvmlDeviceGetTemperature(GPU)", "C", lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
+        "temperature_c": read(n, "nvmlDeviceGetTemperature(GPU)", "C",
+                              lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
         "throttle_reasons": _throttle_reasons(n, h),
     }
     out.update(static if static is not None else static_info(n, h))
     if gpm is not None:
         out.update(gpm.read())
-    if pcie and not _has(out, "pcie_tx_bytes_per_s"):
-        # Without GPM, the legacy counter: NVML samples it over a 20 ms window per call.
+    if pcie and (gpm is None or gpm.reason is not None):
+        # Without GPM, the legacy counter: NVML blocks ~20 ms per call to measure it.
         for key, counter, raw in (("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES", "nvmlDeviceGetPcieThroughput(TX)"),
                                   ("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES", "nvmlDeviceGetPcieThroughput(RX)")):
             out[key] = read(n, raw, "B/s", lambda c=counter: n.nvmlDeviceGetPcieThroughput(h, getattr(n, c)), 1024.0)
     return out
 
 
-def _has(metrics: dict[str, Metric], key: str) -> bool:
-    return key in metrics and not metrics[key].is_missing
-
-
 class GpmReader:
-    """GPM metrics of one device, each over the time since the previous read.
+    """GPM metrics of one device, each over a trailing window of at least ``min_window_ns``.
 
-    Two sample buffers alternate, so a read costs one GPM sample and one
-    metrics query. When GPM is unsupported every GPM field says why.
+    GPM values are differences between two GPM samples. Each read takes one
+    sample and measures from the newest kept sample that is at least the
+    minimum window old, so reads more frequent than the window still get a
+    value (over a slightly longer window). When GPM is unsupported every GPM
+    field says why.
     """
 
-    def __init__(self, nvml: Nvml, h: Any) -> None:
-        self.nvml, self.handle = nvml, h
+    def __init__(self, nvml: Nvml, h: Any, min_window_ns: int = GPM_MIN_WINDOW_NS,
+                 clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self.nvml, self.handle, self.min_window_ns, self.clock = nvml, h, min_window_ns, clock
         self.reason: str | None = None
-        self._bufs: list[Any] = []
-        self._have_prev = False
+        self._kept: deque[tuple[int, Any]] = deque()  # (monotonic ns, GPM sample buffer), oldest first
+        self._free: list[Any] = []
         support, err = call(nvml, lambda: nvml.nvmlGpmQueryDeviceSupport(h))
         if err is not None:
             self.reason = f"NVML GPM support query failed: {err}"
         elif not getattr(support, "isSupportedDevice", 0):
             self.reason = "GPM is not supported on this GPU (NVML GPM metrics need Hopper or later)"
-        else:
-            bufs, err = call(nvml, lambda: [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()])
-            if err is not None:
-                self.reason = f"NVML could not allocate GPM samples: {err}"
-            else:
-                self._bufs = bufs
 
     def _missing(self, reason: str) -> dict[str, Metric]:
         return {key: Metric.missing(raw, reason, "gpm", unit) for raw, key, unit in GPM_FIELDS}
@@ -178,17 +187,22 @@ class GpmReader:
         if self.reason is not None:
             return self._missing(self.reason)
         n = self.nvml
-        cur = self._bufs[1] if self._have_prev else self._bufs[0]
-        _, err = call(n, lambda: n.nvmlGpmSampleGet(self.handle, cur))
+        buf, err = (self._free.pop(), None) if self._free else call(n, n.nvmlGpmSampleAlloc)
         if err is not None:
+            return self._missing(f"NVML could not allocate a GPM sample: {err}")
+        t = self.clock()
+        _, err = call(n, lambda: n.nvmlGpmSampleGet(self.handle, buf))
+        if err is not None:
+            self._free.append(buf)
             return self._missing(f"NVML GPM sample failed: {err}")
-        if not self._have_prev:
-            self._have_prev = True
-            return self._missing("the first GPM sample has no earlier one to measure against")
-        prev = self._bufs[0]
-        out = self._query(prev, cur)
-        self._bufs.reverse()  # this sample is the next read's "previous"
-        return out
+        while len(self._kept) >= 2 and t - self._kept[1][0] >= self.min_window_ns:
+            self._free.append(self._kept.popleft()[1])  # a newer sample is old enough to measure from
+        base = self._kept[0][1] if self._kept and t - self._kept[0][0] >= self.min_window_ns else None
+        self._kept.append((t, buf))
+        if base is None:
+            return self._missing(f"GPM measures between two GPM samples at least {self.min_window_ns / 1e6:g} ms "
+                                 "apart, and sampling began less than that ago")
+        return self._query(base, buf)
 
     def _query(self, prev: Any, cur: Any) -> dict[str, Metric]:
         n = self.nvml
@@ -210,9 +224,9 @@ class GpmReader:
         return out
 
     def close(self) -> None:
-        for b in self._bufs:
+        for b in [*self._free, *(buf for _, buf in self._kept)]:
             call(self.nvml, lambda b=b: self.nvml.nvmlGpmSampleFree(b))
-        self._bufs = []
+        self._free, self._kept = [], deque()
 
 
 def processes(nvml: Nvml, h: Any) -> tuple[list[GpuProcess], str | None]:
@@ -227,7 +241,7 @@ def processes(nvml: Nvml, h: Any) -> tuple[list[GpuProcess], str | None]:
             continue
         for p in procs or []:
             found.setdefault(int(p.pid), p)
-    if not found and errors:
+    if len(errors) == 2:  # one list refused (graphics, on a compute-only GPU) still leaves the other
         return [], "NVML: " + "; ".join(errors)
     out = []
     for pid, p in sorted(found.items()):

@@ -42,8 +42,9 @@ class GpuSampler:
     """
 
     def __init__(self, targets: list[tuple[int, str | None]], interval_ms: float = DEFAULT_INTERVAL_MS,
-                 nvml: Nvml | None = None) -> None:
+                 nvml: Nvml | None = None, gpm_min_window_ns: int = nvml_api.GPM_MIN_WINDOW_NS) -> None:
         self.targets, self.interval_ms, self._nvml_arg = targets, float(interval_ms), nvml
+        self.gpm_min_window_ns = gpm_min_window_ns
         self.samples: list[Sample] = []
         self._nvml: Nvml = None
         self._devices: list[_Device] = []
@@ -69,7 +70,8 @@ class GpuSampler:
             if err is not None:
                 self._skipped.append(f"device {cuda_index}: NVML could not find it ({err})")
                 continue
-            self._devices.append(_Device(cuda_index, h, nvml_api.static_info(n, h), GpmReader(n, h)))
+            gpm = GpmReader(n, h, self.gpm_min_window_ns)
+            self._devices.append(_Device(cuda_index, h, nvml_api.static_info(n, h), gpm))
         if not self._devices:
             nvml_api.stop(n)
             return "; ".join(self._skipped) or "no device to sample"

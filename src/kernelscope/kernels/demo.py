@@ -64,7 +64,12 @@ def gemm(p: Problem, plan: GemmPlan) -> torch.Tensor:
 
 def stream_bytes(device: str = "cuda") -> int:
     """A size that cannot stay in L2: L2_MULTIPLE times the L2 the driver reports."""
-    return L2_MULTIPLE * int(torch.cuda.get_device_properties(device).L2_cache_size)
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", None)
+    if not l2:
+        from kernelscope.collect.driver import query_device
+
+        l2 = query_device(torch.cuda.current_device()).value("l2_cache_bytes")
+    return L2_MULTIPLE * int(l2)
 
 
 def timed_calls(p: Problem, plan: GemmPlan, flush: torch.Tensor, calls: int = CALLS) -> None:

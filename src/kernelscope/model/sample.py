@@ -14,8 +14,9 @@ class Sample:
     ``wall_time_ns`` is absolute (``time.time_ns()`` when the reading began);
     ``t_ns`` is the same instant on the session clock (ns since the session's
     ``time_origin_ns``, like ``Launch.start_ns``), or None when the session has
-    no trace to give it an origin. GPM fields cover the time since the previous
-    sample of the same device.
+    no trace to give it an origin. GPM fields cover a trailing window of at
+    least 250 ms ending at the sample; the other NVML fields are as the driver
+    last updated them (its own averaging windows).
     """
 
     wall_time_ns: int

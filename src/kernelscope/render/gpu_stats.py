@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary, device_samples
+from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary
 from kernelscope.analyze.names import short_kernel_name
 from kernelscope.model import Launch, Session
 from kernelscope.render.fmt import size_bytes, truncate
@@ -112,33 +112,43 @@ class GpuStatsPanel:
         over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
         return f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
 
-    def _cost(self) -> Text | None:
+    def _cost(self) -> list[Text]:
+        out = []
+        if self.summary.outside_trace:
+            k = self.summary.outside_trace
+            out.append(Text(f"{k} more sample{'s' if k > 1 else ''}, taken before the trace began or after it ended, "
+                            f"{'are' if k > 1 else 'is'} kept in the session but not summarised", style="dim"))
         st = self.session.collectors.get("sampler")
         d = st.details if st else {}
-        if "read_ms_mean" not in d:
-            return None
-        return Text(f"Sampler cost (measured): {d['read_ms_mean']:.2f} ms per reading (max {d.get('read_ms_max', 0):.2f}),"
-                    f" {d.get('sampler_thread_cpu_ms', 0):.1f} ms sampler-thread CPU in all; GPM: {d.get('gpm', 'N/A')}",
-                    style="dim")
+        if "read_ms_mean" in d:
+            out.append(Text(f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
+                            f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per reading "
+                            f"{d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the Python "
+                            f"GIL included); GPM: {d.get('gpm', 'N/A')}", style="dim"))
+        return out
 
-    def _summary_table(self) -> tuple[Table, list[Text]]:
+    def _summary_table(self, wide: bool) -> tuple[Table, list[Text]]:
+        """Narrow terminals drop the ceiling column (the strip's scales show it) and name only the collector."""
+        names = ("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source") if wide else \
+            ("Field", "Mean", "Min", "Peak", "Samples", "Source")
         t = Table(box=None, header_style="bold", padding=(0, 1), show_edge=False)
-        for name, just in (("Field", "left"), ("Mean", "right"), ("Min", "right"), ("Peak", "right"),
-                           ("Ceiling", "right"), ("Samples", "right"), ("Source", "left")):
-            t.add_column(name, justify=just, no_wrap=name != "Source", overflow="fold")
+        for name in names:
+            t.add_column(name, justify="left" if name in ("Field", "Source") else "right", no_wrap=name != "Source",
+                         overflow="fold")
         partly: dict[str, list[str]] = {}  # reason -> fields that lack a value in some samples
         n = self.summary.samples
         for f in self.summary.fields:
             label = LABELS.get(f.key, f.key)
-            src = f"{f.source}: {f.raw_name}"
+            src = f"{f.source}: {f.raw_name}" if wide else f.source
             if f.count == 0:
-                t.add_row(label, Text(f"N/A: {f.missing_reason}", style="dim"), "", "", "", f"0/{n}", src)
-                continue
-            if f.count < n and f.missing_reason:
-                partly.setdefault(f.missing_reason, []).append(label)
-            ceiling = value_text(f.limit, f.unit) if f.limit is not None else ""
-            t.add_row(label, value_text(f.mean, f.unit), value_text(f.minimum, f.unit), value_text(f.peak, f.unit),
-                      ceiling, f"{f.count}/{n}", src)
+                cells = [Text(f"N/A: {f.missing_reason}", style="dim"), "", ""]
+            else:
+                if f.count < n and f.missing_reason:
+                    partly.setdefault(f.missing_reason, []).append(label)
+                cells = [value_text(f.mean, f.unit), value_text(f.minimum, f.unit), value_text(f.peak, f.unit)]
+            if wide:
+                cells.append(value_text(f.limit, f.unit) if f.limit is not None and f.count else "")
+            t.add_row(label, *cells, f"{f.count}/{n}", src)
         notes = [Text(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
                  for reason, fields in partly.items()]
         return t, notes
@@ -147,7 +157,7 @@ class GpuStatsPanel:
         s = self.summary
         out = []
         if s.throttle_counts:
-            parts = [f"{n} in {c} samples ({b} while kernels ran)" for n, c, b in s.throttle_counts]
+            parts = [f"{n} in {c} of {s.samples} samples ({b} while kernels ran)" for n, c, b in s.throttle_counts]
             out.append(Text("Clock event reasons: " + "; ".join(parts)))
         elif s.field("sm_clock_mhz") is not None:
             out.append(Text("Clock event reasons: none reported"))
@@ -166,12 +176,11 @@ class GpuStatsPanel:
         t.add_column(no_wrap=True, style="bold", width=LABEL_WIDTH)
         t.add_column(no_wrap=True, width=width)
         t.add_column(no_wrap=True, style="dim", width=SCALE_WIDTH, overflow="ellipsis")
-        _, samples = device_samples(self.session, s.device_index)
+        samples = s.used
         times = [x.t_ns if s.on_timeline else x.wall_time_ns for x in samples]
-        t0, t1 = (min(0, times[0]) if s.on_timeline else times[0]), times[-1]
+        t0, t1 = (min(0, times[0]) if s.on_timeline else times[0]), max(times[-1], s.trace_end_ns or times[-1])
         if s.on_timeline:
             launches = [x for x in self.session.launches if x.device_index in (None, s.device_index)]
-            t1 = max([t1, *(x.start_ns + x.duration_ns for x in launches)])
             busy = kernel_busy(launches, t0, t1, width)
             t.add_row("kernels", sparkline([b if b > 0 else None for b in busy], 0, 1).replace("·", " "), "busy 0–100 %")
         for key in STRIP_FIELDS:
@@ -195,7 +204,7 @@ class GpuStatsPanel:
 
     def _samples_lines(self, width: int) -> list[Text]:
         s = self.summary
-        _, samples = device_samples(self.session, s.device_index)
+        samples = s.used
         n = len(samples)
         if n > self.max_rows:
             flagged = [w.index for w in s.windows if w.flags][: self.max_rows // 2]
@@ -221,11 +230,9 @@ class GpuStatsPanel:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         inner = max(40, options.max_width - 4)  # panel border and padding
-        table, notes = self._summary_table()
+        table, notes = self._summary_table(wide=inner >= 110)
         parts: list = [table, *notes, Text(""), *self._throttle_lines()]
-        cost = self._cost()
-        if cost is not None:
-            parts.append(cost)
+        parts += self._cost()
         strip = max(10, inner - LABEL_WIDTH - SCALE_WIDTH - 2)
         parts += [Text(""), Text("Against the kernel timeline", style="bold"), self._strip(strip), Text("")]
         parts += self._samples_lines(inner)
@@ -233,4 +240,4 @@ class GpuStatsPanel:
 
 
 def _f(v: object) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None

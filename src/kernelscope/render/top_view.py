@@ -70,7 +70,7 @@ class DevicePanel:
         if m is None:
             return
         if m.is_missing:
-            t.add_row(label, Text(f"N/A: {m.missing_reason}", style="dim"), "", "")
+            t.add_row(label, "", "N/A", Text(m.missing_reason or "", style="dim", overflow="ellipsis", no_wrap=True))
             return
         v = _num(m)
         top = _num(self.r.sample.metrics.get(ceiling_key)) if ceiling_key else (100.0 if m.unit == "%" else None)
@@ -89,12 +89,12 @@ class DevicePanel:
         tx, rx = s.metrics.get("pcie_tx_bytes_per_s"), s.metrics.get("pcie_rx_bytes_per_s")
         if tx is not None and rx is not None:
             if tx.is_missing and rx.is_missing:
-                out.append(Text(f"PCIe        N/A: {tx.missing_reason}", style="dim"))
+                out.append(Text(f"PCIe         N/A: {tx.missing_reason}", style="dim", overflow="ellipsis", no_wrap=True))
             else:
-                out.append(Text(f"PCIe        TX {value_text(_num(tx), 'B/s')} · RX {value_text(_num(rx), 'B/s')}"))
+                out.append(Text(f"PCIe         TX {value_text(_num(tx), 'B/s')} · RX {value_text(_num(rx), 'B/s')}"))
         mask = s.metrics.get("throttle_reasons")
         if mask is not None and mask.is_missing:
-            out.append(Text(f"clocks      N/A: {mask.missing_reason}", style="dim"))
+            out.append(Text(f"clock events N/A: {mask.missing_reason}", style="dim", overflow="ellipsis", no_wrap=True))
         elif mask is not None and isinstance(mask.value, int):
             names = decode_throttle_reasons(mask.value)
             held = limiting_reasons(mask.value)
@@ -118,11 +118,11 @@ class DevicePanel:
         return t
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        t = Table.grid(padding=(0, 1))
-        t.add_column(style="bold", no_wrap=True, min_width=12)
-        t.add_column(no_wrap=True)
-        t.add_column(no_wrap=True, justify="right")
-        t.add_column(no_wrap=True, overflow="crop")
+        t = Table.grid(padding=(0, 1), expand=True)
+        t.add_column(style="bold", no_wrap=True, width=12)
+        t.add_column(no_wrap=True, width=self.bar_width)
+        t.add_column(no_wrap=True, justify="right", width=21)
+        t.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         for label, key, ceiling in ROWS:
             self._row(t, label, key, ceiling)
         name = self.r.name.value if not self.r.name.is_missing else "N/A"

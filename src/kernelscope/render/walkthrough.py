@@ -11,6 +11,16 @@ from kernelscope.model.packing import Phase, Walkthrough
 from kernelscope.render.fmt import duration, size_bytes
 
 
+def _unit(unit: str, value: float) -> str:
+    """'program' -> 'programs' for counts other than one; 'register/thread' -> 'registers/thread'."""
+    if not unit or value == 1:
+        return unit
+    head, sep, tail = unit.partition("/")
+    words = head.split(" ")
+    words[-1] = words[-1] if words[-1].endswith("s") else words[-1] + "s"
+    return " ".join(words) + sep + tail
+
+
 def figure_value(m: Metric) -> str:
     """A figure's value in its unit; N/A with the reason when it was not measured."""
     if m.is_missing:
@@ -18,8 +28,8 @@ def figure_value(m: Metric) -> str:
     v, unit = m.value, m.unit
     if isinstance(v, str):
         return v
-    if unit == "byte":
-        return f"{int(v):,} B ({size_bytes(v)})"
+    if unit in ("byte", "byte/block"):
+        return f"{int(v):,} B" + (f" ({size_bytes(v)})" if v >= 1024 else "")
     if unit == "ns":
         return duration(v)
     if unit == "byte/s":
@@ -31,13 +41,16 @@ def figure_value(m: Metric) -> str:
     if unit == "%":
         return f"{float(v):.1f}%"
     if isinstance(v, float) and not v.is_integer():
-        return f"{v:,.2f} {unit}".rstrip()
-    return f"{int(v):,} {unit}".rstrip()
+        return f"{v:,.2f} {_unit(unit, v)}".rstrip()
+    return f"{int(v):,} {_unit(unit, v)}".rstrip()
+
+
+_COLLECTOR = {"instrument": "in-kernel instrumentation", "ncu": "the counter pass (ncu)"}
 
 
 def figure_source(m: Metric) -> str:
     if m.is_missing:
-        return m.source
+        return "" if m.source == "derived" else f"would come from {_COLLECTOR.get(m.source, m.source)}"
     if m.source == "derived" and m.formula:
         return m.formula
     if m.source == "user":

@@ -48,10 +48,15 @@ class FlashConfig:
 
 
 # Hopper: BLOCK_M 128 feeds the 64-row wgmma of one or two warpgroups; the
-# stages pipeline the TMA loads of K and V. Configs that do not fit in shared
-# memory are dropped by the autotuner (OutOfResources).
-HOPPER_CONFIGS = tuple(
-    FlashConfig(128, bn, w, s) for bn in (64, 128) for w in (4, 8) for s in (2, 3, 4)
+# stages pipeline the TMA loads of K and V. Of the 12 combinations of BLOCK_N
+# 64/128, warps 4/8 and stages 2-4, these won or came within 3% somewhere on an
+# H100 (benchmarks/attention/NOTES.md); the rest lost everywhere or did not fit
+# in shared memory, and only cost compile time. BLOCK_M 64 (one warpgroup, more
+# CTAs per SM) wins at head dim 64 by 2-6 %; BLOCK_M 256 lost everywhere.
+HOPPER_CONFIGS = (
+    FlashConfig(128, 64, 4, 2), FlashConfig(128, 64, 4, 3), FlashConfig(128, 64, 4, 4),
+    FlashConfig(128, 64, 8, 3), FlashConfig(128, 128, 4, 3), FlashConfig(128, 128, 8, 3),
+    FlashConfig(64, 64, 4, 3),
 )
 # The CPU interpreter: small blocks, so the test sizes cross several blocks.
 INTERPRETER_CONFIG = FlashConfig(32, 16, 4, 1)
@@ -65,6 +70,15 @@ def _dot(a, b, acc, UPCAST: tl.constexpr):
     if UPCAST:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
     return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _round_bf16(x):
+    """fp32 to the nearest bf16 value (ties to even), kept in fp32. For the interpreter only:
+    its fp32 -> bf16 cast truncates toward zero, where the GPU rounds to nearest."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -94,7 +108,10 @@ def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m,
         l_i = l_i * alpha + tl.sum(p, 1)
         v = desc_v.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         acc = acc * alpha[:, None]
-        acc = _dot(p.to(q.dtype), v, acc, UPCAST)
+        if UPCAST:
+            acc = _dot(_round_bf16(p), v, acc, UPCAST)
+        else:
+            acc = _dot(p.to(q.dtype), v, acc, UPCAST)
         m_i = m_ij
     return acc, l_i, m_i
 
@@ -130,6 +147,8 @@ def _attn_fwd(desc_q, desc_k, desc_v, desc_o, heads, seq_q, seq_k, qk_scale, SEQ
                                  causal_offset, BLOCK_N, HEAD_DIM, True, CAUSAL, UPCAST)
     # Rows that saw no key have acc = 0 and l = 0: their output is 0, not 0/0.
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    if UPCAST:
+        out = _round_bf16(out)
     desc_o.store([off_b, off_h, start_m * BLOCK_M, 0], out.to(q.dtype).reshape(1, 1, BLOCK_M, HEAD_DIM))
 
 
@@ -227,6 +246,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     bn = config.block_n if config else HOPPER_CONFIGS[0].block_n
     descs = (_descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(out, bm))
     args = (*descs, h, s_q, s_k, scale, _bucket(s_k))
+    # The interpreter's bf16 dot and casts are wrong (see _dot, _round_bf16): emulate the GPU's.
     flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16}
 
     def grid(meta: dict) -> tuple[int, int]:

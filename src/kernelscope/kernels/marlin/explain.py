@@ -7,10 +7,13 @@ Each nibble is checked against ``q`` at the coordinates that
 """
 from __future__ import annotations
 
+import ast
+import io
+import struct
+import zipfile
 from dataclasses import dataclass
 from importlib import resources
 
-import numpy as np
 import torch
 
 from kernelscope.model.packing import (
@@ -38,17 +41,45 @@ class RealLayer:
     license: str
 
 
+def _read_npy(raw: bytes) -> object:
+    """One array of an .npy file: fp16 as a torch tensor, int64 as a list, text as str.
+
+    Read by hand (the format is a magic string, a header dict, raw data) so that
+    the panel needs no numpy: GPU installs of torch often come without it.
+    """
+    if raw[:6] != b"\x93NUMPY":
+        raise ValueError("not an .npy array")
+    size_bytes = 2 if raw[6] == 1 else 4
+    header_len = int.from_bytes(raw[8:8 + size_bytes], "little")
+    start = 8 + size_bytes + header_len
+    header = ast.literal_eval(raw[8 + size_bytes:start].decode("latin1"))
+    descr, shape, data = header["descr"], tuple(header["shape"]), raw[start:]
+    if header["fortran_order"]:
+        raise ValueError("Fortran-ordered arrays are not supported")
+    if descr == "<f2":
+        return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(shape)
+    if descr == "<i8":
+        return list(struct.unpack(f"<{len(data) // 8}q", data))
+    if descr.startswith("<U") and shape == ():
+        return data.decode("utf-32-le").rstrip("\x00")
+    raise ValueError(f"unsupported .npy dtype {descr}")
+
+
+def read_npz(raw: bytes) -> dict[str, object]:
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        return {name.removesuffix(".npy"): _read_npy(z.read(name)) for name in z.namelist()}
+
+
 def load_real_layer() -> RealLayer:
     """The slice of a real model's weight bundled with kernelscope (see docs/marlin.md)."""
-    with resources.files("kernelscope").joinpath("data", REAL_LAYER).open("rb") as f:
-        d = np.load(f, allow_pickle=False)
-        weight = torch.from_numpy(d["weight"].copy())
-        n, k = weight.shape
-        r0, c0 = (int(x) for x in d["offset"])
-        full = tuple(int(x) for x in d["full_shape"])
-        source = (f"{d['model']} · {d['tensor']}[{r0}:{r0 + n}, {c0}:{c0 + k}] of {full} "
-                  f"(fp32 -> fp16) · {str(d['source']).split(':')[0]}")
-        return RealLayer(weight=weight, source=source, license=str(d["license"]))
+    d = read_npz(resources.files("kernelscope").joinpath("data", REAL_LAYER).read_bytes())
+    weight = d["weight"]
+    n, k = weight.shape
+    r0, c0 = (int(x) for x in d["offset"])
+    full = tuple(int(x) for x in d["full_shape"])
+    source = (f"{d['model']} · {d['tensor']}[{r0}:{r0 + n}, {c0}:{c0 + k}] of {full} "
+              f"(fp32 -> fp16) · {str(d['source']).split(':')[0]}")
+    return RealLayer(weight=weight, source=source, license=str(d["license"]))
 
 
 def loader_thread(b_row: int, chunk: int, lane: int, tile: ThreadTile = MARLIN_SMALL_M_TILE) -> tuple[int, int, int]:
@@ -67,22 +98,27 @@ def loader_thread(b_row: int, chunk: int, lane: int, tile: ThreadTile = MARLIN_S
 
 
 def _fp16(bits16: int) -> float:
-    return float(np.array(bits16 & 0xFFFF, dtype=np.uint16).view(np.float16))
+    return struct.unpack("<e", struct.pack("<H", bits16 & 0xFFFF))[0]
 
 
 def _bits16(x: float) -> int:
-    return int(np.array(x, dtype=np.float16).view(np.uint16))
+    """fp16 bit pattern of x, rounded to nearest even (IEEE), as the GPU's fp16 ops round."""
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+def _round16(x: float) -> float:
+    return _fp16(_bits16(x))
 
 
 def _pair(bits16: int) -> int:
     return bits16 | bits16 << 16
 
 
-def _lanes(x: int) -> tuple[np.float16, np.float16]:
-    return np.float16(_fp16(x)), np.float16(_fp16(x >> 16))
+def _lanes(x: int) -> tuple[float, float]:
+    return _fp16(x), _fp16(x >> 16)
 
 
-def _join(lo: np.float16, hi: np.float16) -> int:
+def _join(lo: float, hi: float) -> int:
     return _bits16(lo) | _bits16(hi) << 16
 
 
@@ -137,13 +173,13 @@ def unpack_in_registers(word: PackedWord) -> UnpackTrace:
         step(f"lo = ({src} & LO) | EX", lo, first)
         sub = _lanes(c["SUB"].bits)
         lo_vals = _lanes(lo)
-        step("lo - SUB  (hsub2)", _join(lo_vals[0] - sub[0], lo_vals[1] - sub[1]), first,
+        step("lo - SUB  (hsub2)", _join(_round16(lo_vals[0] - sub[0]), _round16(lo_vals[1] - sub[1])), first,
              _fragment(word, first, first + 4))
         hi = (w & c["HI"].bits) | c["EX"].bits
         step(f"hi = ({src} & HI) | EX", hi, first + 1)
         mul, add = _lanes(c["MUL"].bits), _lanes(c["ADD"].bits)
         hi_vals = _lanes(hi)
-        fma = [np.float16(np.float32(v) * np.float32(m) + np.float32(a)) for v, m, a in zip(hi_vals, mul, add)]
+        fma = [_round16(v * m + a) for v, m, a in zip(hi_vals, mul, add)]  # fused: one rounding
         step("hi * MUL + ADD  (hfma2)", _join(fma[0], fma[1]), first + 1, _fragment(word, first + 1, first + 5))
     order = tuple(signed[i] for i in range(NIBBLES))
     return UnpackTrace(word=word, constants=tuple(c.values()), steps=tuple(steps), signed_by_nibble=order)

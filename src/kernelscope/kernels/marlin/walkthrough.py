@@ -260,7 +260,8 @@ def _load_phase(p: GemmPlan, b: _Bytes, compiled: dict | None) -> Phase:
     pid, pid_k = min(1, p.grid[0] - 1), min(1, p.split_k - 1)  # a program off the origin: offsets show strides
     pid_m, pid_n = p.program_tile(pid)
     k0, n0, m0 = pid_k * p.k_split, pid_n * p.block_n, pid_m * p.block_m
-    at = f"program {pid}, pid_k {pid_k} (C rows {m0}.., columns {n0}..{n0 + p.block_n - 1}), first iteration"
+    at = (f"program {pid}, pid_k {pid_k} (C rows {m0}..{m0 + rows - 1}, columns {n0}..{n0 + p.block_n - 1}), "
+          "first iteration")
     figs = [
         Figure("A tile per iteration", _d(a_tile, "byte", "A tile", "min(BLOCK_M, m) x BLOCK_K x 2 B (fp16)")),
         Figure("Bk tile per iteration", _d(bk_tile, "byte", "Bk tile", "BLOCK_K / 8 x BLOCK_N x 4 B (int32, 8 weights)")),
@@ -342,9 +343,11 @@ def _writeback_phase(p: GemmPlan, b: _Bytes, epilogues: tuple[tuple[Launch, ...]
                                                         f"median over {len(per_call)} calls of the CUPTI durations "
                                                         "of the kernels between two GEMM launches") if per_call else
                            Metric.missing("epilogue duration", "no kernel followed the GEMM launches", "cupti", "ns")))
-    what = ("Each program scales (one group) and stores its fp32 tile; with split_k > 1 the partial sums go to "
-            "an fp32 buffer that torch then sums over split_k and casts to fp16 in separate kernels."
-            if p.split_k > 1 else "Each program converts its fp32 tile to fp16 and stores it.")
+    scaled = ("The scales were applied during the unpack. " if p.groups > 1 else
+              "Each program multiplies its fp32 tile by the column scales (one group). ")
+    what = scaled + ("With split_k > 1 each program stores its fp32 partial sums; torch then adds the split_k "
+                     "partials and casts to fp16 in separate kernels." if p.split_k > 1 else
+                     "Each program converts its fp32 tile to fp16 and stores it.")
     return Phase("Accumulate and write back", what, tuple(figs))
 
 
