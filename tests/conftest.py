@@ -33,3 +33,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+
+
+def assert_snapshot(name: str, text: str, width: int = 120) -> None:
+    """Compare terminal text with tests/snapshots/NAME; UPDATE_SNAPSHOTS=1 rewrites it.
+
+    A missing snapshot is written and the test fails, so a new one is always reviewed.
+    """
+    assert max((len(line) for line in text.splitlines()), default=0) <= width
+    snap = SNAPSHOTS / name
+    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
+        snap.parent.mkdir(exist_ok=True)
+        snap.write_text(text)
+        if not os.environ.get("UPDATE_SNAPSHOTS"):
+            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
+    assert text == snap.read_text()

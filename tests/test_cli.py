@@ -1,7 +1,6 @@
 """The CLI as a user meets it: exit codes, pass-through, partial sessions, one-sentence errors."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -4,11 +4,10 @@ small hand-made sessions for the edge cases. No GPU needed."""
 from __future__ import annotations
 
 import io
-import os
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import assert_snapshot, DATA
 from kernelscope.analyze.gpu_stats import (
     CLOCK_LOW_FRACTION, clock_hygiene, decode_throttle_reasons, limiting_reasons, low_clock, sample_flags,
     summarize_gpu_stats,
@@ -18,7 +17,6 @@ from kernelscope.model import Launch, Metric, Sample, Session
 from kernelscope.render.gpu_stats import GpuStatsPanel, bucket, kernel_busy, sparkline
 from kernelscope.render.show import ShowView, make_console
 
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 H100 = DATA / "session_h100_samples.json.gz"
 
 
@@ -156,13 +154,7 @@ def test_h100_matmuls_ran_power_capped_and_are_flagged(h100):
 
 def test_h100_panel_snapshot_at_120_columns(h100):
     text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 120)
-    snap = SNAPSHOTS / "gpu_stats_h100_samples.w120.txt"
-    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
-        snap.parent.mkdir(exist_ok=True)
-        snap.write_text(text)
-        if not os.environ.get("UPDATE_SNAPSHOTS"):
-            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
-    assert text == snap.read_text()
+    assert_snapshot("gpu_stats_h100_samples.w120.txt", text)
     assert max(len(line) for line in text.splitlines()) <= 120
     assert "9 · GPU stats" in text and "sw_power_cap" in text and "nvjet_sm90" in text and "!" in text
 

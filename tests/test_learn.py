@@ -13,11 +13,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from conftest import ROOT  # noqa: E402
+from conftest import assert_snapshot, ROOT  # noqa: E402
 from kernelscope.model import Session  # noqa: E402
 
 BUNDLED = ROOT / "src" / "kernelscope" / "data" / "marlin_session_h100.json.gz"
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 
 def ks(*args):
@@ -148,10 +147,4 @@ def test_walkthrough_snapshot_at_120_columns(bundled):
     console.print(NeedsGpuNote(walk))
     text = buf.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 120
-    snap = SNAPSHOTS / "learn_marlin_h100.w120.txt"
-    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
-        snap.parent.mkdir(exist_ok=True)
-        snap.write_text(text)
-        if not os.environ.get("UPDATE_SNAPSHOTS"):
-            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
-    assert text == snap.read_text()
+    assert_snapshot("learn_marlin_h100.w120.txt", text)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import os
 import struct
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
-from conftest import ROOT  # noqa: E402
+from conftest import assert_snapshot  # noqa: E402
 from kernelscope.kernels.marlin import pack, quantize  # noqa: E402
 from kernelscope.kernels.marlin.explain import (  # noqa: E402
     load_real_layer, packing_example, real_layer_example, unpack_in_registers,
@@ -19,7 +18,6 @@ from kernelscope.kernels.marlin.layout import fragment_coords  # noqa: E402
 from kernelscope.render.packing import PackingPanel  # noqa: E402
 from kernelscope.render.show import make_console  # noqa: E402
 
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +155,4 @@ def test_panel_snapshot_at_120_columns():
     assert max(len(line) for line in text.splitlines()) <= 120
     ex = real_layer_example()
     assert f"0x{ex.words[0].word:08x}" in text and "frag_b0[0] of lane" in text
-    snap = SNAPSHOTS / "packing_real_layer.w120.txt"
-    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
-        snap.parent.mkdir(exist_ok=True)
-        snap.write_text(text)
-        if not os.environ.get("UPDATE_SNAPSHOTS"):
-            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
-    assert text == snap.read_text()
+    assert_snapshot("packing_real_layer.w120.txt", text)

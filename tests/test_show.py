@@ -11,12 +11,11 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import assert_snapshot, DATA, ROOT
 from kernelscope.analyze.summary import select_kernels, summarize
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
 
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 
 
@@ -31,13 +30,7 @@ def render(session: Session, width: int = 120, top: int = 3, kernel: str | None 
 @pytest.mark.parametrize("path", SESSIONS, ids=[p.name for p in SESSIONS])
 def test_snapshot_at_120_columns(path):
     text = render(Session.load(path))
-    snap = SNAPSHOTS / (path.name.replace(".json.gz", "") + ".w120.txt")
-    if os.environ.get("UPDATE_SNAPSHOTS") or not snap.exists():
-        snap.parent.mkdir(exist_ok=True)
-        snap.write_text(text)
-        if not os.environ.get("UPDATE_SNAPSHOTS"):
-            pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
-    assert text == snap.read_text()
+    assert_snapshot((path.name.replace(".json.gz", "") + ".w120.txt"), text)
     assert max(len(line) for line in text.splitlines()) <= 120
 
 
