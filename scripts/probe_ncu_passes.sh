@@ -12,6 +12,10 @@ run --metrics smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_thr
 run --metrics sm__inst_executed_pipe_tensor_op_hmma.sum,sm__inst_executed_pipe_tensor_op_gmma.sum
 run --set full
 run --set basic
+OURS=$(PYTHONPATH=src python3 -c "
+from kernelscope.collect.ncu_fields import SECTIONS, EXTRA_METRICS
+print(' '.join('--section ' + x for x in SECTIONS), '--metrics', ','.join(EXTRA_METRICS['sm_90']))")
+run $OURS
 PYTHONPATH=src python3 -c "
 from kernelscope.collect.ncu_fields import NCU_FIELDS, STALL_METRIC, STALL_REASONS
 print(','.join(sorted({c for f in NCU_FIELDS for c in f.candidates if not c.startswith('launch__')} | {STALL_METRIC.format(r) for r,_ in STALL_REASONS})))" > /tmp/panel_metrics.txt

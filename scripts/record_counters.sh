@@ -44,6 +44,7 @@ echo "distinct kernels in workload: $N"
 echo "workload alone (s):                     $A"
 echo "ncu --set full, same kernels (s):       $B  results: $MF"
 echo "kernelscope run --counters, both (s):   $C  results: $MK"
+echo "replay passes per result (kernelscope): $(grep -o '[0-9]* passes' /tmp/ks_bench.ncu.log | sort | uniq -c | tr '\n' ' ')"
 } | tee "$O/bench_counters.txt"
 # nothing lost: every model field the panels use that --set full has, kernelscope's pass has too
 python3 - <<'PY' | tee -a "$O/bench_counters.txt"

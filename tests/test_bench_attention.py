@@ -88,6 +88,22 @@ def test_failed_and_oom_rows_are_recorded_and_the_sweep_goes_on(tmp_path):
     assert [r.to_dict() for r in again.rows] == doc["rows"]
 
 
+def test_first_call_is_outside_the_timing():
+    calls = []
+
+    def impl(q, k, v, causal):
+        calls.append(1)
+        return q
+
+    def timer(fn, *, warmup, repeats, flush_l2):
+        assert len(calls) == 1  # compile / autotune happened before any measurement
+        return summarize([1.0], warmup, "perf_counter", flush_l2)
+
+    results = run_attention_sweep(make_cases([16], [64], [False], ["fp16"], tokens=16, hidden=64), {"x": impl}, CPU,
+                                  timer=timer)
+    assert results.rows[0].status == "ok" and results.rows[0].get("median_ms") == 1.0
+
+
 def test_environment_says_why_gpu_fields_are_missing():
     results = run_attention_sweep(make_cases([16], [64], [False], ["fp16"], tokens=16, hidden=64),
                                   {"naive": naive_attention}, CPU)

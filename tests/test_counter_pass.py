@@ -34,7 +34,7 @@ def test_ncu_command_asks_only_for_what_the_panels_need():
     argv = build_command("ncu", __import__("pathlib").Path("/tmp/r"), ["python", "x.py"],
                          NcuOptions(kernel_regex="^(?:a|b)$", region="gemm", arch="sm_90"))
     assert argv[:3] == ["ncu", "--clock-control", "none"]
-    assert "--set" not in argv and argv.count("--section") == 9
+    assert "--set" not in argv and argv.count("--section") == 7
     assert argv[argv.index("--kernel-name") + 1] == "regex:^(?:a|b)$"
     assert argv[argv.index("--nvtx-include") + 1] == "gemm/"
     assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"

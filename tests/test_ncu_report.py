@@ -122,3 +122,60 @@ def test_a_file_that_is_not_a_report(tmp_path):
         read_report(p)
     with pytest.raises(NcuReportError, match="no such report"):
         read_report(tmp_path / "missing.ncu-rep")
+
+
+def test_a_hand_made_report_with_ncu_default_sections(tmp_path):
+    """`ncu -o r ./app` with no options: the basic sections only. What the report has
+    equals its details page; what it lacks is N/A with the raw names looked for."""
+    rep = read_report(report_file("ncu_h100_handmade_default", tmp_path))
+    text = gzip.decompress((DATA / "ncu_h100_handmade_default.details.csv.gz").read_bytes()).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    ids = sorted({int(r["ID"]) for r in rows})
+    checked = 0
+    for k, kid in zip(rep.kernels, ids):
+        page = {(r["Section Name"], r["Metric Name"]): _num(r["Metric Value"]) for r in rows if int(r["ID"]) == kid}
+        for raw, key in k.labels.items():
+            if key in page and raw in k.metrics and isinstance(page[key], float):
+                assert float(k.metrics[raw].value) == pytest.approx(page[key], rel=1e-4, abs=0.006)
+                checked += 1
+        fields = resolve_fields(k.metrics)
+        assert fields["stall_long_scoreboard"].is_missing and "WarpStateStats" in fields["stall_long_scoreboard"].missing_reason
+        assert not fields["duration_ns"].is_missing
+    assert checked >= 20
+
+
+def test_session_counters_equal_the_details_page_for_several_libraries(report):
+    """`kernelscope run --counters` on the H100 stored each result's raw ncu metrics in the
+    session; the same report's details page was printed there too. The raw-name <-> label
+    map comes from the section definitions (read from the other report, same ncu)."""
+    from kernelscope.model import Session
+
+    label_to_raw = {}
+    for k in report.kernels:
+        for raw, key in k.labels.items():
+            label_to_raw.setdefault(key, raw)
+    s = Session.load(DATA / "session_h100_counters.json.gz")
+    text = gzip.decompress((DATA / "session_h100_counters.details.csv.gz").read_bytes()).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    ids = sorted({int(r["ID"]) for r in rows})
+    profiled = [x for x in s.launches if x.counters]
+    assert len(ids) == len(profiled) == 4
+    libraries = set()
+    checked = 0
+    for x in profiled:  # report order = profiling order = launch order
+        kid = ids[profiled.index(x)]
+        page_rows = [r for r in rows if int(r["ID"]) == kid and r["Metric Name"]]
+        assert page_rows[0]["Kernel Name"].split("(")[0].split("<")[0].split()[-1].split("::")[-1] in x.kernel
+        libraries.add(x.kernel.split("<")[0].split("(")[0][-30:])
+        for r in page_rows:
+            raw = label_to_raw.get((r["Section Name"], r["Metric Name"]))
+            if r["Section Name"] == "Command line profiler metrics":  # --metrics extras appear by raw name
+                raw = r["Metric Name"]
+            shown = _num(r["Metric Value"])
+            if raw is None or raw not in x.counters or not isinstance(shown, float):
+                continue
+            assert float(x.counters[raw].value) == pytest.approx(shown, rel=1e-4, abs=0.006), (x.kernel[:40], raw)
+            checked += 1
+    assert checked >= 150
+    names = " ".join(x.kernel for x in profiled)
+    assert "matmul_kernel" in names and "nvjet" in names and "at::native" in names  # Triton, cuBLAS, PyTorch

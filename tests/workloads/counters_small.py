@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 import kernelscope
-from kernelscope.kernels.demo import matmul, softmax
+from kernelscope.kernels.tiled import matmul, softmax
 
 
 def main() -> None:

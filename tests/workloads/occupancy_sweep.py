@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from kernelscope.kernels.demo import matmul, softmax
+from kernelscope.kernels.tiled import matmul, softmax
 
 CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
     (64, 64, 32, 2, 2), (64, 64, 64, 4, 3), (128, 64, 32, 4, 4), (128, 128, 64, 4, 3),

@@ -93,6 +93,15 @@ class TransactionsView:
 
 def _access(x: Launch, kind: str) -> AccessRow:
     sectors, per_sector = _m(x, f"global_{kind}_sectors"), _m(x, f"global_{kind}_bytes_per_sector")
+    if not per_sector.is_missing and float(per_sector.value) == 0 and not sectors.is_missing and float(sectors.value) > 0:
+        # Sectors moved but no LDG/STG counted: asynchronous copies (cp.async / LDGSTS, TMA),
+        # which ncu's SASS bytes-per-sector counter does not see. Not an efficiency of 0.
+        why = ("the sectors were moved by asynchronous copies (cp.async/LDGSTS or TMA), which "
+               f"{per_sector.raw_name} does not count")
+        per_sector = Metric.missing(per_sector.raw_name, why, "ncu", per_sector.unit)
+    if not sectors.is_missing and float(sectors.value) == 0:
+        why = f"no global {kind}s went through L1TEX ({sectors.raw_name} = 0; TMA bulk copies are not counted here)"
+        per_sector = Metric.missing(per_sector.raw_name, why, "ncu", per_sector.unit)
     if not per_sector.is_missing:
         eff = _derived(100.0 * float(per_sector.value) / SECTOR_BYTES, "%",
                        f"bytes used per sector / {SECTOR_BYTES} bytes per sector x 100", per_sector)
@@ -130,6 +139,7 @@ class TensorView:
     tensor_pipe_pct: Metric
     mma_instructions: tuple[tuple[str, Metric, Metric], ...]  # (kind label, count, per second)
     duration_ns: Metric
+    hmma_includes_gmma: bool  # equal non-zero counts: ncu counts wgmma on the HMMA pipe too
 
 
 def tensor_cores(x: Launch) -> TensorView:
@@ -143,4 +153,6 @@ def tensor_cores(x: Launch) -> TensorView:
         else:
             rate = _missing_from(f"{kind} rate", "inst/s", n, dur)
         rows.append((label, n, rate))
-    return TensorView(_m(x, "tensor_pipe_pct"), tuple(rows), dur)
+    h, g = _m(x, "mma_hmma_instructions"), _m(x, "mma_gmma_instructions")
+    same = not h.is_missing and not g.is_missing and float(g.value) > 0 and float(h.value) == float(g.value)
+    return TensorView(_m(x, "tensor_pipe_pct"), tuple(rows), dur, same)

@@ -114,7 +114,11 @@ def _peak_memory(fn: Callable[[], Any], device: str) -> dict[str, Any]:
 
 def measure(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[Any, Any, Any],
             settings: SweepSettings, timer: Timer) -> BenchRow:
-    """One row: run fn once for memory (this also compiles/tunes it), then time it."""
+    """One row: a first untimed call (compile, autotune, plan), one call for peak memory, then the timing.
+
+    The first call is kept out of the memory figure: Triton's autotuner allocates
+    a 256 MiB cache-flush buffer of its own while it tunes.
+    """
     q, k, v = qkv
 
     def call() -> Any:
@@ -122,6 +126,7 @@ def measure(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[A
 
     params = asdict(case)
     try:
+        call()
         memory = _peak_memory(call, settings.device)
         timing = timer(call, warmup=settings.warmup, repeats=settings.repeats, flush_l2=settings.flush_l2)
     except Exception as e:  # an implementation that cannot run this point is a result, not a crash

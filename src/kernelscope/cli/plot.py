@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from kernelscope.cli.common import fail
@@ -34,10 +35,10 @@ def main(args: argparse.Namespace) -> int:
         fail(f"--baseline {baseline} has no successful rows in {args.results}; it has {', '.join(impls)}")
     if baseline is None and DEFAULT_BASELINE in impls:
         baseline = DEFAULT_BASELINE
-    try:
-        from kernelscope.render.plots import write_plots
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:
         fail("kernelscope plot needs matplotlib (pip install 'kernelscope[plot]')")
+    from kernelscope.render.plots import write_plots
+
     try:
         paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark)
     except OSError as e:

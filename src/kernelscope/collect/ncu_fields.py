@@ -6,24 +6,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Only what the panels need: far cheaper than --set full.
+# Measured on an H100 (2026-11-22, benchmarks/results/counter_pass.md): the
+# MemoryWorkloadAnalysis_Tables section alone costs 30 replay passes, so the
+# few table values the panels use are asked for as metrics instead; and no
+# panel uses InstructionStats.
 SECTIONS: tuple[str, ...] = (
-    "SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables",
-    "ComputeWorkloadAnalysis", "SchedulerStats", "WarpStateStats", "InstructionStats",
+    "SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis",
+    "SchedulerStats", "WarpStateStats",
 )
 
 # Metrics the sections do not carry. Per architecture, since ncu refuses the
 # whole run when asked for a metric the chip lacks (checked with
 # `ncu --query-metrics --chip gh100` for sm_90).
 _COMMON_EXTRA = (
-    "dram__bytes.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+    "dram__bytes.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+    "smsp__inst_executed.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
     "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
     "sm__inst_executed_pipe_tensor_op_dmma.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "sm__sass_data_bytes_mem_global_op_ld.sum", "sm__sass_data_bytes_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
     "sm__sass_data_bytes_mem_shared.sum",
 )
 EXTRA_METRICS: dict[str, tuple[str, ...]] = {

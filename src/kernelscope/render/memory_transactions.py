@@ -26,9 +26,15 @@ class MemoryTransactionsPanel:
         for r in self.view.shared_access:
             s.add_row(r.kind, _short(r.instructions), _short(r.wavefronts), _short(r.bank_conflicts),
                       _short(r.wavefronts_per_instruction))
+        reasons: list[str] = []
+        for r in self.view.global_access:
+            m = r.bytes_used_per_sector if r.bytes_used_per_sector.is_missing else r.efficiency_pct
+            if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
+                reasons.append(f"global {r.kind}: {m.missing_reason}")
+        notes = [f"[dim]N/A {text}[/]" for text in reasons]
         note = (f"[dim]Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                 "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. "
                 "A warp's 4-byte coalesced access needs 4 sectors per request.[/]")
-        yield Panel(Group(g, s, note), title=f"Memory transactions · {self.title}", title_align="left")
+        yield Panel(Group(g, s, *notes, note), title=f"Memory transactions · {self.title}", title_align="left")
 
 

@@ -27,7 +27,9 @@ class NcuFindingsPanel:
         self.findings, self.title, self.limit = findings, title, limit
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        shown = sorted((f for f in self.findings if f.severity in ("optimization", "warning", "error")),
+        # ncu's notes about optional metrics it lacked are about the report, not the kernel
+        shown = sorted((f for f in self.findings if f.severity in ("optimization", "warning", "error")
+                        and not f.message.startswith("The optional metric")),
                        key=lambda f: -(f.speedup_pct or 0.0))[: self.limit]
         if not shown:
             return

@@ -27,5 +27,9 @@ class TensorCoresPanel:
                 t.add_row(label, "N/A", "[dim]not in this report[/]")
             else:
                 t.add_row(label, metric_cell(n), "" if rate.is_missing else f"{float(rate.value):.3g} inst/s")
-        yield Panel(Group(head, t, "[dim]Rate = instructions / kernel duration (derived).[/]"),
+        notes = ["[dim]Rate = instructions / kernel duration (derived).[/]"]
+        if v.hmma_includes_gmma:
+            notes.append("[dim]HMMA and GMMA counts are equal: ncu counts the wgmma instructions on the HMMA "
+                         "pipe too, so they are the same instructions, not two kinds.[/]")
+        yield Panel(Group(head, t, *notes),
                     title=f"Tensor cores · {self.title}", title_align="left")
