@@ -213,3 +213,33 @@ def test_profile_workload_runs_on_cpu():
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "attention/naive B=1 H=2 S=16 D=64 full fp16: 2 calls" in r.stdout
+
+
+def test_rows_measured_while_throttled_are_flagged(monkeypatch):
+    """Benchmark hygiene: the NVML state right after a row decides its flag, by the
+    same rules as the session's GPU-stats panel (power cap; clock < 80% of max)."""
+    from kernelscope.bench import environment
+    from kernelscope.bench.results import BenchRow
+    from kernelscope.cli.bench import _cell
+    from kernelscope.collect import nvml
+    from kernelscope.model import Metric
+
+    def reading(clock: int, mask: int):
+        return {"sm_clock_mhz": Metric(clock, "MHz", "nvml", "nvmlDeviceGetClockInfo(SM)"),
+                "sm_clock_max_mhz": Metric(1980, "MHz", "nvml", "nvmlDeviceGetMaxClockInfo(SM)"),
+                "temperature_c": Metric(60, "C", "nvml", "nvmlDeviceGetTemperature"),
+                "throttle_reasons": Metric(mask, "bitmask", "nvml", "nvmlDeviceGetCurrentClocksEventReasons")}, None
+
+    monkeypatch.setattr(nvml, "snapshot", lambda bus, index: reading(1290, 0x004))
+    hot = environment.clocks_now("0000:00:00.0")
+    assert hot["sm_clock_mhz_after"] == 1290
+    assert any("sw_power_cap" in f for f in hot["clock_flags_after"])
+    assert any("clock" in f for f in hot["clock_flags_after"] if "sw_power_cap" not in f)
+    monkeypatch.setattr(nvml, "snapshot", lambda bus, index: reading(1980, 0x000))
+    assert environment.clocks_now(None)["clock_flags_after"] == []
+    monkeypatch.setattr(nvml, "snapshot", lambda bus, index: ({}, "NVML could not start: no driver"))
+    none = environment.clocks_now(None)
+    assert none["sm_clock_mhz_after"] is None and "no driver" in none["clock_flags_after_missing_reason"]
+    row = BenchRow("flash", {}, "ok", None, {"median_ms": 1.0, "tflops": 300.0, **hot})
+    assert _cell(row).endswith(" !")
+    assert not _cell(BenchRow("flash", {}, "ok", None, {"median_ms": 1.0, "tflops": 300.0})).endswith("!")

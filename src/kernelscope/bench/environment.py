@@ -79,14 +79,30 @@ def nvml_state(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
 
 
 def clocks_now(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
-    """SM clock and temperature right now (NVML), as row fields; None with the reason if unreadable."""
-    state = nvml_state(pci_bus_id, ordinal)
+    """SM clock, temperature and throttle state right now (NVML), as row fields.
+
+    ``clock_flags_after`` lists why the measurement just taken should not be
+    trusted as-is (throttle reasons, clock far below its maximum), by the same
+    rules as the session's GPU-stats panel; empty means nothing was seen. Values
+    NVML cannot give are None with the reason.
+    """
+    import time
+
+    from kernelscope.analyze.gpu_stats import sample_flags
+    from kernelscope.collect.nvml import snapshot
+    from kernelscope.model import Sample
+
+    metrics, reason = snapshot(pci_bus_id, ordinal)
     out: dict[str, Any] = {}
     for key in ("sm_clock_mhz", "temperature_c"):
-        m = state.get(key) or {}
-        out[f"{key}_after"] = m.get("value")
-        if m.get("value") is None:
-            out[f"{key}_after_missing_reason"] = m.get("missing_reason") or state.get("missing_reason")
+        m = metrics.get(key)
+        out[f"{key}_after"] = None if m is None else m.value
+        if m is None or m.is_missing:
+            out[f"{key}_after_missing_reason"] = reason if m is None else m.missing_reason
+    if reason is None:
+        out["clock_flags_after"] = list(sample_flags(Sample(time.time_ns(), ordinal, metrics)))
+    else:
+        out["clock_flags_after_missing_reason"] = reason
     return out
 
 

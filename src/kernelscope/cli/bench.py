@@ -171,6 +171,11 @@ def _print_summary(results, args: argparse.Namespace) -> None:
     for title, table in summary_tables(results):
         console.print(title)
         console.print(table)
+    flagged = [r for r in results.rows if r.status == "ok" and r.get("clock_flags_after")]
+    if flagged:
+        console.print(f"! {len(flagged)} of {sum(r.status == 'ok' for r in results.rows)} measurements were taken "
+                      "while the GPU was throttled or clocked far below its maximum (marked !): "
+                      + "; ".join(sorted({f for r in flagged for f in r.get("clock_flags_after")})))
 
 
 def summary_tables(results) -> list[tuple[str, Any]]:
@@ -203,4 +208,6 @@ def _cell(row) -> str:
     if row.status != "ok":
         return row.status
     tflops = row.get("tflops")
-    return f"{row.get('median_ms'):.3f} / {tflops:.0f}" if tflops >= 10 else f"{row.get('median_ms'):.3f} / {tflops:.2g}"
+    mark = " !" if row.get("clock_flags_after") else ""  # measured while throttled or clocked down
+    return (f"{row.get('median_ms'):.3f} / {tflops:.0f}" if tflops >= 10 else
+            f"{row.get('median_ms'):.3f} / {tflops:.2g}") + mark

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelscope.analyze.counters import counter_launches
 from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary, SessionSummary
 from kernelscope.model import Metric, Session
 
@@ -49,7 +50,16 @@ def _config(c: ConfigSummary) -> dict[str, Any]:
     }
 
 
-def _kernel(k: KernelSummary) -> dict[str, Any]:
+def _counter_results(session: Session, k: KernelSummary) -> list[dict[str, Any]]:
+    """Every raw ncu metric of each profiled launch, and NVIDIA's rule findings."""
+    return [{
+        "grid": list(x.grid), "block": list(x.block), "start_ns": x.start_ns,
+        "counters": {name: _metric(m) for name, m in sorted(x.counters.items())},
+        "findings": [f.to_dict() for f in x.findings],
+    } for x in counter_launches(session, k.name)]
+
+
+def _kernel(session: Session, k: KernelSummary) -> dict[str, Any]:
     return {
         "name": k.name,
         "short_name": k.short_name,
@@ -62,6 +72,7 @@ def _kernel(k: KernelSummary) -> dict[str, Any]:
         "share_of_kernel_time": round(k.share_of_kernel_time, 6),
         "regions": list(k.regions),
         "configurations": [_config(c) for c in k.configs],
+        "counter_results": _counter_results(session, k),
     }
 
 
@@ -84,7 +95,9 @@ def show_json(session: Session, summary: SessionSummary, selected: tuple[KernelS
             "attributes": {m.raw_name: _metric(m) for m in d.attributes.values()},
         },
         "collectors": {k: v.to_dict() for k, v in sorted(session.collectors.items())},
+        "artifacts": dict(session.artifacts),
+        "gpu_samples": [x.to_dict() for x in session.samples],
         "total_kernel_ns": summary.total_kernel_ns,
         "launch_count": summary.launch_count,
-        "kernels": [_kernel(k) for k in selected],
+        "kernels": [_kernel(session, k) for k in selected],
     }
