@@ -185,7 +185,6 @@ def _one_sentence(r) -> str:
     (["bench", "attention", "--seq-lengths", "128,abc"], "--seq-lengths must be comma-separated integers"),
     (["bench", "attention", "--impl", "flash,cublas"], "unknown implementation cublas"),
     (["bench", "attention", "--head-dim", "96", "--hidden", "2000"], "not a multiple of head dim 96"),
-    (["profile", "attention", "--counters"], "counter pass (kernelscope run --counters) is not available yet"),
     (["profile", "attention", "--impl", "cublas"], "unknown implementation 'cublas'"),
     (["profile", "attention", "--impl", "naive", "--config", "128,64,4,3"], "only applies to --impl flash"),
 ])
@@ -198,6 +197,7 @@ def test_bench_and_profile_without_a_gpu_say_so(tmp_path):
         pytest.skip("this machine has a GPU")
     assert "no CUDA GPU" in _one_sentence(_ks("bench", "attention", "-o", str(tmp_path / "r.json")))
     assert "no CUDA GPU" in _one_sentence(_ks("profile", "attention", "-o", str(tmp_path / "s.json")))
+    assert "no CUDA GPU" in _one_sentence(_ks("profile", "attention", "--counters", "-o", str(tmp_path / "c.json")))
     assert not (tmp_path / "r.json").exists()
 
 

@@ -52,11 +52,26 @@ def _no_target(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _counter_pass(args: argparse.Namespace) -> None:
-    """The counter pass for --counters. Not built yet: replace this body with a call into it
-    (`kernelscope run --counters` on the same workload) once it exists."""
-    fail("the counter pass (kernelscope run --counters) is not available yet; run without --counters "
-         "for the trace pass")
+def _counter_pass(result, workload: list[str], quiet: bool = False) -> int:
+    """--counters: the same counter pass as `kernelscope run --counters`, on the same workload."""
+    from kernelscope.collect.counter_pass import CounterRequest, run_counter_pass
+
+    if result.exit_code != 0:
+        return 0  # the trace pass already failed; nothing worth re-running under ncu
+    print("kernelscope: counter pass: running the workload under ncu ...", file=sys.stderr)
+
+    def progress(line: str) -> None:
+        if line.startswith("==PROF== Profiling") and not quiet:
+            print("  " + line.rstrip(), file=sys.stderr)
+
+    ok = run_counter_pass(result.session, [sys.executable, "-m", WORKLOAD, *workload], result.output,
+                          CounterRequest(), on_line=progress)
+    result.session.save(result.output)
+    if not ok:
+        print(f"kernelscope: error: counter pass failed: {result.session.collectors['counters'].reason}.",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def _workload_args(args: argparse.Namespace) -> list[str]:
@@ -95,12 +110,15 @@ def main_attention(args: argparse.Namespace) -> int:
         fail("--seq-len, --head-dim, --iters, --batch and --heads must be positive")
     if args.config and args.impl != "flash":
         fail("--config pins the Triton kernel's launch config; it only applies to --impl flash")
-    if args.counters:
-        _counter_pass(args)
     out = Path(args.output or _dt.datetime.now().strftime(
         f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"))
     if out.exists() and not args.force_overwrite:
         fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    if args.counters:
+        from kernelscope.collect.counter_pass import report_path_for
+
+        if report_path_for(out).exists() and not args.force_overwrite:
+            fail(f"{report_path_for(out)} already exists; use -f to overwrite it or -o to choose another file")
     if not out.parent.exists():
         fail(f"the directory {out.parent} does not exist")
     try:
@@ -122,10 +140,11 @@ def main_attention(args: argparse.Namespace) -> int:
         result = run(workload, out, module=WORKLOAD)
     except RunError as e:
         fail(str(e))
+    counters_failed = _counter_pass(result, workload) if args.counters else 0
     print(f"kernelscope: session written to {out}; view it again with: kernelscope show {out}", file=sys.stderr)
     if result.exit_code != 0:
         print(f"kernelscope: the workload exited with code {result.exit_code}; showing what was collected.",
               file=sys.stderr)
     banner = f"kernelscope profile attention: {' '.join(workload)}"
     render_show(result.session, args, banner=banner)
-    return result.exit_code
+    return result.exit_code or counters_failed
