@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary
-from kernelscope.analyze.names import short_kernel_name
+from kernelscope.model.names import short_kernel_name
 from kernelscope.model import Launch, Session
 from kernelscope.render.fmt import size_bytes, truncate
 
