@@ -15,7 +15,8 @@ from kernelscope import __version__
 from kernelscope.cli.common import EXIT_USAGE
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
-COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top")
+COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
+            "diff", "calibrate")
 _HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
 
 

@@ -42,9 +42,13 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
         json.dump(show_json(session, summary, selected if args.kernel else summary.kernels), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
+    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.cli.calibrate import ceilings_for_session
     from kernelscope.render.show import ShowView, make_console
 
     console = make_console(width=args.width, color=False if args.no_color else None)
     limit = len(summary.kernels) if args.all_kernels else 15
-    console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner))
+    analysis = analyze_session(session, ceilings_for_session(session), summary)
+    console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
+                           timeline_limit=getattr(args, "timeline", None)))
     return 0

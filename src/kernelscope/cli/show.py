@@ -10,6 +10,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("show", help="draw a session file")
     p.add_argument("file", help="session file written by kernelscope run")
     add_view_args(p)
+    p.add_argument("--timeline", nargs="?", const=200, type=int, metavar="N",
+                   help="also draw the run in time order, with the gaps between kernels (first N rows, default 200)")
+    p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")
     p.set_defaults(func=main)
 
 
@@ -20,4 +23,11 @@ def main(args: argparse.Namespace) -> int:
         session = Session.load(args.file)
     except SessionFileError as e:
         fail(str(e))
-    return render_show(session, args)
+    if args.timeline is not None and args.timeline < 1:
+        fail("--timeline N needs N >= 1 rows")
+    code = render_show(session, args)
+    if args.roofline_png:
+        from kernelscope.cli.calibrate import write_roofline
+
+        write_roofline(session, args.roofline_png)
+    return code

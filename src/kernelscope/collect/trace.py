@@ -8,7 +8,8 @@ import warnings
 from collections import Counter
 from typing import Any
 
-from kernelscope.collect import driver, nvml, sampler
+from kernelscope.collect import driver, nvml, regions, sampler
+from kernelscope.collect.instrument.sink import attach_pending
 from kernelscope.collect.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
 
@@ -27,6 +28,7 @@ class TraceRecorder:
         self._sampler: sampler.GpuSampler | None = None
         self._prof: Any = None
         self._torch: Any = None
+        self._declared: regions.DeclaredWorkLog | None = None  # region(..., flops=, bytes=) entries while recording
 
     def start(self) -> None:
         try:
@@ -41,6 +43,7 @@ class TraceRecorder:
             return
         self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         self._prof.__enter__()
+        self._declared = regions.start_declared_work_log()
         # After the profiler starts, so samples begin with the trace (started before it, the first
         # traced event came 5.3 s after the first sample on the H100).
         self._sampler = sampler.start_for_session(self.session, self.sample_interval_ms)
@@ -57,6 +60,9 @@ class TraceRecorder:
         with warnings.catch_warnings():  # torch warns about profiler cycles we do not use
             warnings.simplefilter("ignore", UserWarning)
             self._prof.__exit__(None, None, None)
+        if self._declared is not None:
+            self.session.declared_work = regions.stop_declared_work_log(self._declared)
+            self._declared = None
         sampler.finish_for_session(self._sampler, self.session)
         fd, path = tempfile.mkstemp(prefix="kernelscope-trace-", suffix=".json")
         os.close(fd)
@@ -78,6 +84,7 @@ class TraceRecorder:
         s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
         s.time_origin_ns = parsed.time_origin_ns
         sampler.place_on_session_clock(s)
+        attach_pending(s)  # block records submitted by instrumented kernels (collect/instrument)
         s.environment.update({"torch": self._torch.__version__, **parsed.info})
         status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
         if not parsed.launches:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
 from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
 
@@ -33,6 +34,9 @@ class Launch:
     # Counter pass: every ncu metric kept, keyed by its raw ncu name, and NVIDIA's rule results.
     counters: MetricMap = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # In-kernel instrumentation (opt-in): per-block SM and times, per-warp phases. None: not instrumented.
+    block_records: BlockRecords | None = None
+    scopes: PhaseScopes | None = None
 
     @property
     def blocks(self) -> int:
@@ -47,7 +51,7 @@ class Launch:
         return None if m is None else m.value
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "kernel": self.kernel,
             "grid": list(self.grid),
             "block": list(self.block),
@@ -61,6 +65,11 @@ class Launch:
             "counters": metrics_to_dict(self.counters),
             "findings": [f.to_dict() for f in self.findings],
         }
+        if self.block_records is not None:  # written only when present: uninstrumented files stay as they were
+            d["block_records"] = self.block_records.to_dict()
+        if self.scopes is not None:
+            d["scopes"] = self.scopes.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Launch":
@@ -77,6 +86,8 @@ class Launch:
             metrics=metrics_from_dict(d.get("metrics", {})),
             counters=metrics_from_dict(d.get("counters", {})),
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
+            block_records=None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
+            scopes=None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
         )
 
 

@@ -44,6 +44,30 @@ class CollectorStatus:
 
 
 @dataclass
+class DeclaredWork:
+    """Work the user declared for one occurrence of a region: kernelscope.region(name, flops=, bytes=, units=).
+
+    ``occurrence`` counts entries of regions with this name in the order they were
+    entered (0 first), which is the order of the trace pass's regions of that name.
+    """
+
+    region: str
+    occurrence: int
+    flops: float | None = None
+    bytes: float | None = None
+    units: dict[str, float] = field(default_factory=dict)  # e.g. {"tokens": 4096}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"region": self.region, "occurrence": self.occurrence, "flops": self.flops, "bytes": self.bytes,
+                "units": dict(self.units)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DeclaredWork":
+        return cls(region=str(d["region"]), occurrence=int(d["occurrence"]), flops=d.get("flops"),
+                   bytes=d.get("bytes"), units={str(k): float(v) for k, v in (d.get("units") or {}).items()})
+
+
+@dataclass
 class Session:
     """One profiling session. ``run`` saves it; ``show``, tests and exports load it."""
 
@@ -61,6 +85,7 @@ class Session:
     collectors: dict[str, CollectorStatus] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # files kept beside the session, e.g. the ncu report
     environment: dict[str, Any] = field(default_factory=dict)
+    declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
 
     # -- serialisation -------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +106,7 @@ class Session:
             "activities": [a.to_dict() for a in self.activities],
             "launches": [x.to_dict() for x in self.launches],
             "samples": [x.to_dict() for x in self.samples],
+            **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
         }
 
     @classmethod
@@ -101,6 +127,7 @@ class Session:
             collectors={k: CollectorStatus.from_dict(v) for k, v in d.get("collectors", {}).items()},
             artifacts={str(k): str(v) for k, v in (d.get("artifacts") or {}).items()},
             environment=dict(d.get("environment") or {}),
+            declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

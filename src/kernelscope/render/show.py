@@ -12,13 +12,18 @@ from kernelscope.render.counter_panels import CounterPanels
 from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_table import KernelTable
+from kernelscope.render.analysis_view import SessionPanels
+from kernelscope.render.summary import SummaryPanel
+from kernelscope.render.sm_layout import SMLayoutPanel
 
 
 class ShowView:
     def __init__(self, session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...],
-                 table_limit: int = 15, banner: str | None = None) -> None:
+                 table_limit: int = 15, banner: str | None = None, analysis=None,
+                 timeline_limit: int | None = None) -> None:
         self.session, self.summary, self.selected = session, summary, selected
         self.table_limit, self.banner = table_limit, banner
+        self.analysis, self.timeline_limit = analysis, timeline_limit  # analyze.profiling_summary.SessionAnalysis
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.banner:
@@ -27,9 +32,14 @@ class ShowView:
         yield KernelTable(self.summary, self.table_limit)
         for k in self.selected:
             yield KernelConfigPanel(k)
+            yield SMLayoutPanel(self.session, k, self.summary.sm_count)
             profiled = counter_launches(self.session, k.name)
             if profiled:
                 yield CounterPanels(profiled[0], k.short_name, len(profiled))
+            if self.analysis is not None:
+                yield SummaryPanel(self.analysis.kernel(k.name))
+        if self.analysis is not None:
+            yield SessionPanels(self.analysis, self.timeline_limit)
         stats = summarize_gpu_stats(self.session) if self.session.samples else None
         if stats is not None:
             yield GpuStatsPanel(self.session, stats)

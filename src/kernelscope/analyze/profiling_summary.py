@@ -1,0 +1,213 @@
+"""Panel 10's data: per kernel, duration and spread, throughput, % of peak, roofline
+position, bound and ranked recommendations, with every missing part named."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+from kernelscope.analyze.arch import UnknownArchError
+from kernelscope.analyze.bound import Bound, classify
+from kernelscope.analyze.counters import counter_launches
+from kernelscope.analyze.occupancy import arch_for_device
+from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
+from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoint, counter_flops, declared_totals,
+                                         make_point)
+from kernelscope.analyze.rules import RuleContext
+from kernelscope.analyze.rules.base import NO_COUNTERS
+from kernelscope.analyze.summary import KernelSummary, SessionSummary, summarize
+from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES
+from kernelscope.analyze.timeline import HOST_WAIT_GAP_NS, Timeline, build_timeline
+from kernelscope.model import Launch, Metric, Session
+
+PEAK_METRICS = (("SM (ncu)", "sm_throughput_pct"), ("memory (ncu)", "memory_throughput_pct"),
+                ("DRAM (ncu)", "dram_throughput_pct"), ("tensor pipe (ncu)", "tensor_pipe_pct"))
+
+
+@dataclass(frozen=True)
+class DurationStats:
+    launches: int
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    q1_ns: float
+    q3_ns: float
+    source: str  # "trace pass" | "counter pass (ncu replay, serialised)"
+
+    @property
+    def spread_ns(self) -> float | None:
+        """Run-to-run spread: IQR from SPREAD_IQR_MIN_LAUNCHES launches, max - min below, None for one launch."""
+        if self.launches >= SPREAD_IQR_MIN_LAUNCHES:
+            return self.q3_ns - self.q1_ns
+        return float(self.max_ns - self.min_ns) if self.launches > 1 else None
+
+    @property
+    def spread_basis(self) -> str:
+        if self.launches >= SPREAD_IQR_MIN_LAUNCHES:
+            return "IQR"
+        return "max - min" if self.launches > 1 else "one launch: no spread"
+
+
+def duration_stats(durations: Sequence[int], source: str) -> DurationStats:
+    xs = sorted(durations)
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0], xs[0], xs[0])
+    return DurationStats(len(xs), float(statistics.median(xs)), xs[0], xs[-1], q1, q3, source)
+
+
+def kernel_durations(session: Session, kernel: str) -> DurationStats:
+    traced = [x.duration_ns for x in session.launches if x.kernel == kernel and x.start_ns is not None]
+    if traced:
+        return duration_stats(traced, "trace pass")
+    return duration_stats([x.duration_ns for x in session.launches if x.kernel == kernel],
+                          "counter pass (ncu replay, serialised)")
+
+
+@dataclass(frozen=True)
+class KernelAnalysis:
+    kernel: KernelSummary
+    durations: DurationStats
+    counter_launch: Launch | None  # the first launch the counter pass measured
+    profiled_launches: int
+    throughput: tuple[tuple[str, Metric], ...]
+    pct_of_peak: tuple[tuple[str, Metric], ...]
+    roofline: RooflinePoint
+    bound: Bound
+    recommendations: KernelRecommendations
+    missing: tuple[tuple[str, str], ...]  # (what could not be shown, why)
+
+
+@dataclass(frozen=True)
+class SessionAnalysis:
+    summary: SessionSummary
+    kernels: tuple[KernelAnalysis, ...]  # summary order: most time first
+    timeline: Timeline
+    ceilings: Ceilings
+    regions: tuple[RooflinePoint, ...]  # regions with declared work
+    declared: dict[str, DeclaredTotals]
+    ranked: tuple[Recommendation, ...]  # every kernel's, by session gain
+
+    def kernel(self, name: str) -> KernelAnalysis:
+        """By full name, else the first (most time) with this short name; KeyError if none."""
+        for k in self.kernels:
+            if k.kernel.name == name:
+                return k
+        for k in self.kernels:
+            if k.kernel.short_name == name:
+                return k
+        raise KeyError(name)
+
+
+def _rate(label: str, amount: float | None, time_ns: float | None, unit: str, formula: str,
+          why: str) -> tuple[str, Metric]:
+    if amount is None or not time_ns:
+        return label, Metric.missing(label, why or "no duration was recorded", "derived", unit)
+    return label, Metric(amount / (time_ns * 1e-9), unit, "derived", label, formula=formula)
+
+
+def _declared_for(declared: dict[str, DeclaredTotals], session: Session, kernel: str) -> DeclaredTotals | None:
+    return next((d for d in declared.values() if d.per_launch_kernel == kernel), None)
+
+
+def _mean_declared(session: Session, region: str, attr: str) -> float | None:
+    vals = [getattr(w, attr) for w in session.declared_work if w.region == region and getattr(w, attr) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ceilings,
+            declared: dict[str, DeclaredTotals], arch, sm_count: int | None) -> KernelAnalysis:
+    profiled = counter_launches(session, k.name)
+    x = profiled[0] if profiled else None
+    durs = kernel_durations(session, k.name)
+    gaps = [g for g in timeline.gaps_before(k.name) if g < HOST_WAIT_GAP_NS]
+    bound = classify(x, [y.duration_ns for y in session.launches if y.kernel == k.name and y.start_ns is not None],
+                     gaps)
+    missing: list[tuple[str, str]] = []
+    if x is None:
+        missing.append(("counters (% of peak, counter-based bound, memory and stall rules)", NO_COUNTERS))
+    decl = _declared_for(declared, session, k.name)
+    counter_dur = x.metrics.get("duration_ns") if x is not None else None
+    cdur = float(counter_dur.value) if counter_dur is not None and not counter_dur.is_missing else None
+    # FLOPs per launch: declared work first (exact when declared), then the SASS counters.
+    cflops = counter_flops(x) if x is not None else Metric.missing("FLOPs", NO_COUNTERS, "derived", "FLOP")
+    dflops = _mean_declared(session, decl.region, "flops") if decl else None
+    if dflops is not None:
+        flops = Metric(dflops, "FLOP", "user", f"kernelscope.region({decl.region!r}, flops=...)")
+        flop_rate = _rate("compute", dflops, durs.median_ns, "FLOP/s", "declared FLOPs / median duration", "")
+    else:
+        flops = cflops
+        flop_rate = _rate("compute", None if cflops.is_missing else float(cflops.value), cdur, "FLOP/s",
+                          "SASS FLOPs / counter-pass duration", str(cflops.missing_reason))
+    dram = x.metrics.get("dram_bytes") if x is not None else None
+    if dram is not None and not dram.is_missing:
+        nbytes = dram
+        byte_rate = _rate("DRAM", float(dram.value), cdur, "byte/s", "dram__bytes.sum / gpu__time_duration.sum",
+                          "the counter pass recorded no duration")
+    elif decl and (db := _mean_declared(session, decl.region, "bytes")) is not None:
+        nbytes = Metric(db, "byte", "user", f"kernelscope.region({decl.region!r}, bytes=...)")
+        byte_rate = _rate("bytes (declared)", db, durs.median_ns, "byte/s", "declared bytes / median duration", "")
+    else:
+        nbytes = Metric.missing("DRAM bytes", NO_COUNTERS if x is None else "the counter pass has no dram__bytes.sum",
+                                "ncu", "byte")
+        byte_rate = ("DRAM", Metric.missing("DRAM byte rate", str(nbytes.missing_reason), "derived", "byte/s"))
+    throughput = [flop_rate, byte_rate]
+    if decl:
+        for unit, total in decl.units.items():
+            per = total / decl.occurrences
+            throughput.append(_rate(unit, per, durs.median_ns, f"{unit}/s", f"declared {unit} / median duration", ""))
+    if flops.is_missing:
+        missing.append(("FLOPs (FLOP/s, roofline)", str(flops.missing_reason)))
+    if nbytes.is_missing:
+        missing.append(("DRAM bytes (byte rate, roofline)", str(nbytes.missing_reason)))
+    tensor = any(not m.is_missing and float(m.value) > 0 for key, m in (x.metrics.items() if x else ())
+                 if key.startswith("mma_")) if x is not None else True
+    time_metric = counter_dur
+    if dflops is not None or cdur is None:  # declared FLOPs go with the real run's time
+        time_metric = Metric(durs.median_ns, "ns", "cupti" if durs.source == "trace pass" else "ncu",
+                             f"median kernel duration ({durs.source})")
+    point = make_point(k.short_name, "kernel", flops, nbytes, time_metric, tensor, ceilings)
+    peaks: list[tuple[str, Metric]] = []
+    for label, key in PEAK_METRICS:
+        m = x.metrics.get(key) if x is not None else None
+        peaks.append((label, m if m is not None else Metric.missing(key, NO_COUNTERS, "ncu", "%")))
+    bw = ceilings.memory_bandwidth
+    rate = byte_rate[1]
+    if not bw.is_missing and not rate.is_missing and nbytes.source == "ncu":
+        peaks.append(("DRAM vs measured copy bandwidth", Metric(100.0 * float(rate.value) / float(bw.value), "%",
+                      "derived", "DRAM bytes/s", formula="DRAM bytes/s / measured copy bandwidth x 100")))
+    else:
+        peaks.append(("DRAM vs measured copy bandwidth", Metric.missing(
+            "DRAM vs measured copy bandwidth", ceilings.missing_reason or str(rate.missing_reason or bw.missing_reason),
+            "derived", "%")))
+    peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
+    if ceilings.missing_reason:
+        missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings)
+    return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recommend(ctx),
+                          tuple(missing))
+
+
+def analyze_session(session: Session, ceilings: Ceilings | None = None,
+                    summary: SessionSummary | None = None) -> SessionAnalysis:
+    ceilings = ceilings or Ceilings.none()
+    summary = summary or summarize(session)
+    timeline = build_timeline(session)
+    declared = declared_totals(session)
+    arch = None
+    if session.device is not None:
+        try:
+            arch = arch_for_device(session.device)
+        except UnknownArchError:
+            arch = None
+    kernels = tuple(_kernel(session, k, timeline, ceilings, declared, arch, summary.sm_count) for k in summary.kernels)
+    regions = []
+    for d in declared.values():
+        flops = (Metric(d.flops, "FLOP", "user", f"kernelscope.region({d.region!r}, flops=...)") if d.flops is not None
+                 else Metric.missing("FLOPs", "the region declared no flops", "user", "FLOP"))
+        nbytes = (Metric(d.bytes, "byte", "user", f"kernelscope.region({d.region!r}, bytes=...)") if d.bytes is not None
+                  else Metric.missing("bytes", "the region declared no bytes", "user", "byte"))
+        t = (Metric(d.gpu_ns, "ns", "cupti", "region GPU span (sum over declared occurrences)") if d.gpu_ns
+             else Metric.missing("region GPU time", "the trace has no GPU span for its declared occurrences", "cupti",
+                                 "ns"))
+        regions.append(make_point(d.region, "region", flops, nbytes, t, True, ceilings))
+    ranked = rank_session([k.recommendations for k in kernels])
+    return SessionAnalysis(summary, kernels, timeline, ceilings, tuple(regions), declared, ranked)

@@ -1,0 +1,104 @@
+"""What a rule sees and what it returns.
+
+A rule is a small function over one kernel's data (RuleContext). It returns a
+model.Finding when it fires, with the metric values that triggered it as
+evidence and its estimated gain in ``speedup_pct`` (% of this kernel's time,
+by the rule's named formula); NotEvaluated with the reason when the data it
+needs is missing; or None when it looked and found nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from kernelscope.analyze.arch import SMArch
+from kernelscope.analyze.bound import Bound
+from kernelscope.analyze.roofline import Ceilings
+from kernelscope.analyze.summary import KernelSummary
+from kernelscope.model import Finding, Launch, Metric
+
+SOURCE = "kernelscope"
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    kernel: KernelSummary
+    launch: Launch | None  # the kernel's first counter-pass launch
+    bound: Bound
+    arch: SMArch | None  # with the device's own limits in place
+    sm_count: int | None
+    ceilings: Ceilings
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    rule_id: str
+    reason: str
+
+
+Outcome = Union[Finding, NotEvaluated, None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    rule_id: str
+    title: str
+    gain_formula: str  # how speedup_pct is estimated, in words
+    check: Callable[[RuleContext], Outcome]
+
+
+RULES: list[Rule] = []
+
+
+def rule(rule_id: str, title: str, gain_formula: str) -> Callable[[Callable[[RuleContext], Outcome]], Rule]:
+    """Register a rule function (one place lists them all: analyze.rules.RULES)."""
+    def wrap(fn: Callable[[RuleContext], Outcome]) -> Rule:
+        r = Rule(rule_id, title, gain_formula, fn)
+        RULES.append(r)
+        return r
+    return wrap
+
+
+def finding(r: Rule, section: str, message: str, gain_pct: float | None,
+            evidence: list[tuple[str, Any]], severity: str = "optimization") -> Finding:
+    gain = None if gain_pct is None else round(max(0.0, min(100.0, gain_pct)), 2)
+    return Finding(source=SOURCE, rule_id=r.rule_id, name=r.title, section=section, severity=severity,
+                   title=r.title, message=message, speedup_type="global" if gain is not None else None,
+                   speedup_pct=gain, evidence=tuple((str(k), _plain(v)) for k, v in evidence))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, float):
+        return round(v, 4)
+    return v
+
+
+def value(x: Launch | None, key: str) -> tuple[float, str] | None:
+    """(value, raw name) of a model metric of the launch, None when absent or not a number."""
+    if x is None:
+        return None
+    m: Metric | None = x.metrics.get(key)
+    if m is None or m.is_missing or isinstance(m.value, bool) or not isinstance(m.value, (int, float)):
+        return None
+    return float(m.value), m.raw_name
+
+
+def raw(x: Launch | None, raw_name: str) -> float | None:
+    """A raw ncu counter of the launch, None when absent."""
+    if x is None:
+        return None
+    m = x.counters.get(raw_name)
+    if m is None or m.is_missing or isinstance(m.value, bool) or not isinstance(m.value, (int, float)):
+        return None
+    return float(m.value)
+
+
+def headroom_pct(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:
+    """100 - the busiest unit's % of peak (SM, memory): how far the kernel is from a ceiling."""
+    sm, mem = value(x, "sm_throughput_pct"), value(x, "memory_throughput_pct")
+    if sm is None or mem is None:
+        return None
+    return 100.0 - max(sm[0], mem[0]), [(sm[1], sm[0]), (mem[1], mem[0])]
+
+
+NO_COUNTERS = "no counter pass for this kernel (kernelscope run --counters)"

@@ -1,0 +1,147 @@
+"""Memory rules: uncoalesced global access, shared-memory bank conflicts, register
+spills, and memory-bound kernels far from the bandwidth ceiling."""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.analyze import thresholds as th
+from kernelscope.analyze.bound import MEMORY
+from kernelscope.analyze.counters import SECTOR_BYTES, transactions
+from kernelscope.analyze.rules.base import NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, raw, rule, value
+from kernelscope.analyze.warp_state import warp_state
+
+SPILL_COUNTER = "derived__local_spilling_requests"
+
+
+@rule("uncoalesced-global", "Uncoalesced global memory access",
+      "wasted share of the kernel's global sectors x memory throughput % of peak")
+def uncoalesced(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(uncoalesced.rule_id, NO_COUNTERS)
+    rows = transactions(x).global_access
+    total = sum(float(r.sectors.value) for r in rows if not r.sectors.is_missing)
+    flagged, unmeasured = [], []
+    for r in rows:
+        bps = r.bytes_used_per_sector
+        if bps.is_missing:
+            if not r.sectors.is_missing and float(r.sectors.value) > 0:
+                unmeasured.append(f"global {r.kind}s: {bps.missing_reason}")
+            continue
+        share = float(r.sectors.value) / total if total and not r.sectors.is_missing else 0.0
+        if float(bps.value) <= th.UNCOALESCED_MAX_BYTES_PER_SECTOR and share >= th.UNCOALESCED_MIN_SECTOR_SHARE:
+            flagged.append((r, float(bps.value), float(r.sectors.value)))
+    if not flagged:
+        return NotEvaluated(uncoalesced.rule_id, "; ".join(unmeasured)) if unmeasured else None
+    evidence: list[tuple[str, Any]] = []
+    parts = []
+    wasted = 0.0
+    for r, bps, sectors in flagged:
+        wasted += sectors * (1 - bps / SECTOR_BYTES)
+        evidence += [(r.bytes_used_per_sector.raw_name, bps), (r.sectors.raw_name, sectors)]
+        if not r.sectors_per_request.is_missing:
+            evidence.append((r.sectors_per_request.raw_name, float(r.sectors_per_request.value)))
+        parts.append(f"{r.kind}s use {bps:g} of each {SECTOR_BYTES}-byte sector ({100 * bps / SECTOR_BYTES:.1f}%)")
+    mem = value(x, "memory_throughput_pct")
+    gain = None
+    if mem is not None:
+        evidence.append((mem[1], mem[0]))
+        gain = wasted / total * mem[0]
+    msg = (f"Global {'; '.join(parts)}: neighbouring threads read or write addresses far apart, so most of every "
+           "sector moved is thrown away. Make consecutive threads touch consecutive addresses (change the layout, "
+           "stage through shared memory, or loop so a warp covers contiguous bytes).")
+    return finding(uncoalesced, "Memory transactions", msg, gain, evidence)
+
+
+@rule("shared-bank-conflicts", "Shared-memory bank conflicts",
+      "extra (conflict) share of shared wavefronts x share of stall cycles waiting on shared memory "
+      "(short scoreboard + MIO throttle)")
+def bank_conflicts(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(bank_conflicts.rule_id, NO_COUNTERS)
+    flagged, evidence, waves_all, conflicts_all = [], [], 0.0, 0.0
+    for kind in ("load", "store"):
+        c, w, i = (value(x, f"shared_{kind}_{k}") for k in ("bank_conflicts", "wavefronts", "instructions"))
+        if c is None or w is None or i is None:
+            continue
+        waves_all += w[0]
+        conflicts_all += c[0]
+        if i[0] >= th.BANK_CONFLICT_MIN_INSTRUCTIONS and w[0] > 0 and c[0] / w[0] >= th.BANK_CONFLICT_MIN_SHARE:
+            flagged.append((kind, c[0] / w[0], w[0] / i[0]))
+            evidence += [(c[1], c[0]), (w[1], w[0]), (i[1], i[0])]
+    if not flagged and not waves_all and value(x, "shared_load_wavefronts") is None:
+        return NotEvaluated(bank_conflicts.rule_id, "the report has no shared-memory wavefront counters")
+    if not flagged:
+        return None
+    parts = [f"{kind}s: {100 * share:.0f}% of wavefronts are conflict replays, {ways:.1f} wavefronts per "
+             f"instruction (~{ways:.0f}-way for 32-bit accesses)" for kind, share, ways in flagged]
+    view = warp_state(x)
+    gain = None
+    if view.total_cycles_per_issue:
+        waiting = sum(float(s.cycles_per_issue.value) for s in view.stalls
+                      if s.reason in ("short_scoreboard", "mio_throttle"))
+        stall_share = waiting / view.total_cycles_per_issue
+        gain = conflicts_all / waves_all * stall_share * 100.0
+        evidence.append(("stall share short_scoreboard + mio_throttle (derived)", stall_share))
+    msg = (f"Shared {'; '.join(parts)}. Threads of a warp hit the same bank at different addresses, and the "
+           "accesses are replayed one after another. Pad the shared array (e.g. [32][33]) or swizzle the index.")
+    return finding(bank_conflicts, "Memory transactions", msg, gain, evidence)
+
+
+@rule("register-spills", "Register spills to local memory",
+      "spill requests / (spill + global load and store requests) x memory throughput % of peak")
+def spills(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(spills.rule_id, NO_COUNTERS)
+    n = raw(x, SPILL_COUNTER)
+    if n is None:
+        return NotEvaluated(spills.rule_id, f"the report has no {SPILL_COUNTER}")
+    if n < th.SPILL_MIN_REQUESTS:
+        return None
+    evidence: list[tuple[str, Any]] = [(SPILL_COUNTER, n)]
+    regs = value(x, "registers_per_thread")
+    if regs is not None:
+        evidence.append((regs[1], regs[0]))
+    reqs = [value(x, f"global_{k}_requests") for k in ("load", "store")]
+    mem = value(x, "memory_throughput_pct")
+    gain = None
+    if mem is not None and all(r is not None for r in reqs):
+        gain = n / (n + sum(r[0] for r in reqs if r)) * mem[0]
+        evidence.append((mem[1], mem[0]))
+    regs_text = f" at {regs[0]:.0f} registers per thread" if regs else ""
+    msg = (f"{n:,.0f} local-memory spill requests{regs_text}: values that do not fit in registers go to local "
+           "memory (through L1/L2). Give the kernel more registers (fewer threads per block, __launch_bounds__, "
+           "Triton num_warps) or keep fewer values live (smaller tiles, less unrolling).")
+    return finding(spills, "Memory workload", msg, gain, evidence)
+
+
+@rule("far-from-bandwidth", "Memory-bound, far from the bandwidth ceiling",
+      "100 - DRAM bandwidth achieved as % of the ceiling (measured copy bandwidth, else ncu's DRAM peak)")
+def far_from_bandwidth(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(far_from_bandwidth.rule_id, NO_COUNTERS)
+    if ctx.bound.bound != MEMORY or ctx.bound.limiter != "DRAM":
+        return None
+    dram, nbytes, dur = value(x, "dram_throughput_pct"), value(x, "dram_bytes"), value(x, "duration_ns")
+    bw = ctx.ceilings.memory_bandwidth
+    evidence: list[tuple[str, Any]] = []
+    if not bw.is_missing and nbytes is not None and dur is not None and dur[0] > 0:
+        achieved = nbytes[0] / (dur[0] * 1e-9)
+        pct, basis = 100.0 * achieved / float(bw.value), "of the measured copy bandwidth"
+        evidence += [(nbytes[1], nbytes[0]), (dur[1], dur[0]),
+                     ("measured copy bandwidth (calibration)", float(bw.value))]
+    elif dram is not None:
+        pct, basis = dram[0], "of ncu's DRAM peak (no measured ceiling: run kernelscope calibrate)"
+        evidence.append((dram[1], dram[0]))
+    else:
+        return NotEvaluated(far_from_bandwidth.rule_id,
+                            "neither DRAM bytes and duration nor ncu's DRAM % were recorded")
+    if pct >= th.FAR_FROM_BANDWIDTH_PCT:
+        return None
+    msg = (f"DRAM is the busiest level, yet it moves {pct:.1f}% {basis} (< {th.FAR_FROM_BANDWIDTH_PCT:.0f}%). "
+           "Keep more bytes in flight: wider (16-byte) loads, several independent loads per thread, enough blocks "
+           "per SM; and check coalescing, since wasted sectors count as traffic.")
+    return finding(far_from_bandwidth, "Speed of light", msg, 100.0 - pct, evidence)

@@ -1,0 +1,85 @@
+"""Every threshold the bound classification, the timeline and the rules use, in one place.
+
+Each is a judgement, not a measurement; the comment says why it sits where it
+does. Changing one here changes every panel and test that depends on it.
+"""
+from __future__ import annotations
+
+# -- bound classification (analyze/bound.py) ---------------------------------------------
+
+# A unit at or above this % of its peak (ncu's speed-of-light %) is what bounds the kernel.
+# Same cut as ncu's own SOLBottleneck rule, as the H100 recordings show: transpose_smem at
+# 59.1% memory got "Latency Issue", copy_coalesced at 63.3% got "High Memory Throughput".
+SOL_BOUND_PCT = 60.0
+
+# Below SOL_BOUND_PCT on every unit, a kernel with fewer warps than this % of the SM's
+# maximum (theoretical or achieved) is called occupancy-limited rather than latency-bound:
+# with under half the warps the scheduler has little to switch to while one waits.
+OCCUPANCY_LIMITED_PCT = 50.0
+
+# A kernel this short (median) can be launch-bound: a PyTorch eager launch costs the CPU
+# several microseconds, so kernels much shorter than ~10 µs can run faster than they are fed.
+LAUNCH_BOUND_MAX_MEDIAN_NS = 10_000
+
+# ... and it is launch-bound when the GPU sat idle before its launches (median gap, gaps
+# shorter than HOST_WAIT_GAP_NS) at least this many times its own median duration.
+LAUNCH_BOUND_GAP_RATIO = 1.0
+
+# -- timeline gaps (analyze/timeline.py) -----------------------------------------------------
+
+# Gaps up to this are the GPU switching between queued kernels, not idling: the H100
+# recordings show 0.9-1.4 µs between back-to-back kernels of one stream.
+BACK_TO_BACK_GAP_NS = 2_000
+
+# Gaps from BACK_TO_BACK_GAP_NS up to this are launch overhead (the CPU was launching the
+# next kernel); longer ones mean the host did other work (Python, synchronize, data prep):
+# a few eager launches' worth of CPU time is tens of microseconds.
+HOST_WAIT_GAP_NS = 50_000
+
+# -- rules (analyze/rules/) ------------------------------------------------------------------
+
+# Uncoalesced: flag a global load/store kind using at most half of each 32-byte sector.
+UNCOALESCED_MAX_BYTES_PER_SECTOR = 16.0
+# ... and only when that kind moves at least this share of the kernel's global sectors
+# (a reduction's few scattered stores are not worth a finding).
+UNCOALESCED_MIN_SECTOR_SHARE = 0.10
+
+# Bank conflicts: flag when at least this share of shared-memory wavefronts are extra
+# wavefronts caused by conflicts (1 - 1/N for an N-way conflict: 2-way is 0.5) ...
+BANK_CONFLICT_MIN_SHARE = 0.25
+# ... over at least this many shared instructions (ncu counts a few conflicts even in
+# conflict-free kernels: the H100 reduce_kernel shows 11 over 73,856 loads).
+BANK_CONFLICT_MIN_INSTRUCTIONS = 1_000
+
+# Register spills: any local-memory spill request is worth naming.
+SPILL_MIN_REQUESTS = 1
+
+# Occupancy: suggest lifting it when theoretical occupancy is at or under this %, and
+# only when no unit is at SOL_BOUND_PCT (a kernel at a ceiling does not need more warps).
+OCCUPANCY_FINDING_MAX_PCT = 50.0
+
+# Tail effect: flag when this share of the block slots of the launch's waves stay empty,
+# (ceil(waves) - waves) / ceil(waves); 62 waves leave 1.5% empty, 0.48 waves 52%.
+TAIL_MIN_IDLE_SHARE = 0.20
+
+# Stalls: a reason with at least this share of all stall cycles is "dominant".
+STALL_DOMINANT_SHARE = 0.40
+# Reasons that are not waiting: "selected" is issuing, "not_selected" had a ready warp.
+STALL_NOT_WAITING = ("selected", "not_selected")
+
+# Tensor pipe: a kernel whose MMA instructions are at least this share of its executed
+# warp instructions is a matmul (the H100 reduce_kernel shows 1.0% MMA instructions and is
+# no matmul; the recorded GEMMs show 3.2% to 11%) ...
+MATMUL_MIN_MMA_SHARE = 0.02
+# ... and its tensor pipe is under-used below this % of peak.
+LOW_TENSOR_PIPE_PCT = 50.0
+
+# Memory-bound kernels far from the bandwidth ceiling: DRAM the busiest level, yet under
+# this % of the ceiling (the measured copy bandwidth when calibrated, else ncu's DRAM peak).
+FAR_FROM_BANDWIDTH_PCT = 80.0
+
+# -- diff (analyze/diff.py) ------------------------------------------------------------------
+
+# Run-to-run spread: the interquartile range from this many launches up, max - min below
+# (quartiles of two or three values say little more than their range).
+SPREAD_IQR_MIN_LAUNCHES = 4

@@ -1,0 +1,13 @@
+"""In-kernel instrumentation, opt-in: a block recorder that has each program / thread
+block write the SM it ran on (%smid) and its start and end time (%globaltimer).
+
+- ``layout``: the record layout (shared with tests/workloads/cuda/ks_blocks.cuh).
+- ``reader``: buffer -> model.BlockRecords, with validation (pure; no GPU needed).
+- ``triton_blocks``: the @triton.jit helpers a kernel calls (imports triton).
+- ``recorder``: the host side: a zeroed buffer, read back after the launch (imports torch).
+- ``sink``: hands records to the session and attaches them to their launch.
+
+Not yet run on a GPU: the kernel side (``triton_blocks``, ``ks_blocks.cuh``) and the
+clock alignment are exercised only by tests/gpu/test_block_recorder_gpu.py. Phase
+scopes (Triton Proton's instrumentation backend) are not implemented.
+"""

@@ -1,0 +1,142 @@
+"""A session as a Chrome / Perfetto trace (Trace Event Format JSON): plain dicts, no Rich.
+
+Tracks: one per stream with the kernel launches and memcpy/memset (the trace
+pass's start and duration); the regions' GPU spans beside them and their CPU
+spans in a host process; GPU samples as counter tracks; and, for every launch
+with block records, one track per SM with its blocks. ``ts``/``dur`` are
+microseconds on the session clock (ns since ``time_origin_ns``, kept in
+``otherData``). Anything that has no time on that clock is left out with a
+note, never placed at a made-up time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelscope.model import Launch, Session
+from kernelscope.model.blocks import block_xyz
+from kernelscope.model.names import short_kernel_name
+
+PID_GPU, PID_HOST, PID_SAMPLES, PID_BLOCKS = 1, 2, 3, 100  # block tracks: PID_BLOCKS + launch index
+TID_REGIONS = 1_000_000  # beside the stream tracks, clear of any stream id
+TID_UNKNOWN_STREAM = 999_999
+
+
+@dataclass
+class ChromeTrace:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was left out, and why
+    time_origin_ns: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"traceEvents": self.events, "displayTimeUnit": "ns",
+                "otherData": {"generator": "kernelscope", "time_origin_ns": self.time_origin_ns,
+                              "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes)}}
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict[str, Any]:
+    e: dict[str, Any] = {"ph": "M", "name": kind, "pid": pid, "args": {"name": name}}
+    if tid is not None:
+        e["tid"] = tid
+    return e
+
+
+def _launch_event(i: int, x: Launch) -> dict[str, Any]:
+    args: dict[str, Any] = {"kernel": x.kernel, "launch_index": i, "grid": list(x.grid), "block": list(x.block),
+                            "correlation_id": x.correlation_id, "regions": list(x.regions)}
+    for key in ("registers_per_thread", "shared_memory_per_block_bytes"):
+        v = x.value(key)
+        if v is not None:
+            args[key] = v
+    if x.block_records is not None:
+        args["block_records"] = len(x.block_records)
+    return {"ph": "X", "cat": "kernel", "name": short_kernel_name(x.kernel), "pid": PID_GPU,
+            "tid": TID_UNKNOWN_STREAM if x.stream is None else x.stream, "ts": _us(x.start_ns or 0),
+            "dur": _us(x.duration_ns), "args": args}
+
+
+def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
+    rec = x.block_records
+    assert rec is not None
+    rows = [r for r in zip(rec.block_id, rec.smid, rec.start_ns, rec.end_ns) if 0 < r[2] <= r[3]]
+    if len(rows) < len(rec):
+        notes.append(f"{len(rec) - len(rows)} block record(s) of launch {i} have a zero time or end before they "
+                     "start and were left out")
+    if not rows:
+        return []
+    if rec.clock_offset_ns is not None:
+        shift, how = rec.clock_offset_ns, "session clock (measured offset)"
+    elif x.start_ns is not None:
+        shift, how = x.start_ns - min(r[2] for r in rows), "aligned to the launch's start"
+        notes.append(f"block times of launch {i} ({short_kernel_name(x.kernel)}) are aligned to the launch's "
+                     "start: the offset from %globaltimer to the session clock was not measured")
+    else:
+        notes.append(f"block records of launch {i} were left out: neither the launch nor a clock offset places "
+                     "them on the session clock")
+        return []
+    pid = PID_BLOCKS + i
+    out = [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
+           _meta("process_sort_index", pid, str(pid))]
+    for sm in sorted({r[1] for r in rows}):
+        out.append(_meta("thread_name", pid, f"SM {sm}", sm))
+    for b, sm, s, e in rows:
+        out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": pid, "tid": sm, "ts": _us(s + shift),
+                    "dur": _us(e - s), "args": {"block_id": b, "block_xyz": list(block_xyz(b, rec.grid)),
+                                                        "start_ns_raw": s, "end_ns_raw": e, "clock": how}})
+    return out
+
+
+def session_to_chrome_trace(session: Session) -> ChromeTrace:
+    out = ChromeTrace(time_origin_ns=session.time_origin_ns)
+    ev, notes = out.events, out.notes
+    gpu = "GPU" if session.device is None else f"GPU {session.device.index}: {session.device.name}"
+    ev += [_meta("process_name", PID_GPU, gpu), _meta("process_sort_index", PID_GPU, str(PID_GPU))]
+    streams = {x.stream for x in session.launches if x.start_ns is not None} | {a.stream for a in session.activities}
+    for s in sorted(streams, key=lambda v: (v is None, v or 0)):
+        tid = TID_UNKNOWN_STREAM if s is None else s
+        ev.append(_meta("thread_name", PID_GPU, "stream (not recorded)" if s is None else f"stream {s}", tid))
+    untimed = [i for i, x in enumerate(session.launches) if x.start_ns is None]
+    if untimed:
+        notes.append(f"{len(untimed)} of {len(session.launches)} launches have no start time (seen only by the "
+                     "counter pass, which serialises kernels) and were left out rather than placed at a made-up time")
+    for i, x in enumerate(session.launches):
+        if x.start_ns is not None:
+            ev.append(_launch_event(i, x))
+        if x.block_records is not None:
+            ev += _block_events(i, x, notes)
+    for a in session.activities:
+        ev.append({"ph": "X", "cat": a.kind, "name": a.name, "pid": PID_GPU,
+                   "tid": TID_UNKNOWN_STREAM if a.stream is None else a.stream, "ts": _us(a.start_ns),
+                   "dur": _us(a.duration_ns), "args": {"bytes": a.bytes}})
+    if session.regions:
+        ev += [_meta("process_name", PID_HOST, "host (CPU)"), _meta("thread_name", PID_HOST, "regions (CPU span)", 1)]
+        if any(r.gpu_start_ns is not None for r in session.regions):
+            ev.append(_meta("thread_name", PID_GPU, "regions (GPU span)", TID_REGIONS))
+    for r in session.regions:
+        ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_HOST, "tid": 1, "ts": _us(r.cpu_start_ns),
+                   "dur": _us(r.cpu_duration_ns), "args": {"span": "cpu"}})
+        if r.gpu_start_ns is not None and r.gpu_duration_ns is not None:
+            ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
+                       "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
+    ev += _sample_events(session, notes)
+    return out
+
+
+def _sample_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
+    if not session.samples:
+        return []
+    placed = [s for s in session.samples if s.t_ns is not None]
+    if len(placed) < len(session.samples):
+        notes.append(f"{len(session.samples) - len(placed)} GPU samples have no time on the session clock "
+                     "(no trace gave it an origin) and were left out")
+    out: list[dict[str, Any]] = [_meta("process_name", PID_SAMPLES, "GPU samples (NVML/GPM)")] if placed else []
+    for s in placed:
+        for key, m in sorted(s.metrics.items()):
+            if isinstance(m.value, (int, float)) and not isinstance(m.value, bool):
+                out.append({"ph": "C", "name": f"{key} [{m.unit}]" if m.unit else key, "pid": PID_SAMPLES,
+                            "ts": _us(s.t_ns), "args": {"value": m.value}, "cat": f"gpu{s.device_index}"})
+    return out

@@ -1,0 +1,100 @@
+"""`kernelscope diff`: two sessions kernel by kernel, changes in %, noise called out."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, SessionDiff
+from kernelscope.render.fmt import duration
+from kernelscope.render.summary import number, rate_cell
+
+_VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim"}
+_BOUND = {"memory-bound": "memory", "compute-bound": "compute", "latency-bound": "latency",
+          "occupancy-limited": "occupancy", "launch-bound": "launch", "unknown": "?"}
+
+
+def _name(k, width: int) -> str:
+    """The short name, cut to fit, with the launch configuration when the kernel is compared per configuration."""
+    cfg = f" [{k.config.replace('x1x1', '').replace('x1 ', ' ')}]" if k.config else ""
+    room = width - len(cfg)
+    name = k.short_name if len(k.short_name) <= room else k.short_name[: max(1, room - 1)] + "…"
+    return escape(name + cfg)
+
+
+def pct(v: float | None) -> str:
+    return "N/A" if v is None else f"{v:+.1f}%"
+
+
+class DiffView:
+    def __init__(self, diff: SessionDiff, name_a: str, name_b: str, fail_pct: float | None = None) -> None:
+        self.diff, self.name_a, self.name_b, self.fail_pct = diff, name_a, name_b, fail_pct
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        d = self.diff
+        head = Table.grid(padding=(0, 2))
+        head.add_column(style="bold", no_wrap=True)
+        head.add_column(overflow="fold")
+        head.add_row("A", self.name_a)
+        head.add_row("B", self.name_b)
+        if d.device.warning:
+            head.add_row("[bold yellow]Warning[/]", f"[yellow]{d.device.warning}[/]")
+        head.add_row("Kernel time", f"{duration(d.total_a_ns)} → {duration(d.total_b_ns)} ({pct(d.total_change_pct)}; "
+                     "all launches, so a different number of launches changes it too)")
+        t = Table(box=None, padding=(0, 1), show_header=True)
+        kernel_width = max(20, options.max_width - 4 - 80)  # the other columns take about 80 cells
+        t.add_column("Kernel", no_wrap=True, width=kernel_width)
+        for name in ("Launches", "Median A", "Median B", "Change", "Spread"):
+            t.add_column(name, justify="right", no_wrap=True)
+        t.add_column("Verdict", no_wrap=True)
+        t.add_column("Bound A → B", no_wrap=True)
+        split = any(k.config for k in d.kernels)
+        for k in d.kernels:
+            la = k.a.launches if k.a else 0
+            lb = k.b.launches if k.b else 0
+            verdict = k.verdict + ("*" if k.single_launch else "")
+            style = _VERDICT_STYLE.get(k.verdict)
+            ba, bb = _BOUND.get(k.bound_a or "", k.bound_a or "—"), _BOUND.get(k.bound_b or "", k.bound_b or "—")
+            bound = "" if k.bound_a is None and k.bound_b is None else (ba if ba == bb else f"{ba} → {bb}")
+            t.add_row(_name(k, kernel_width), f"{la} / {lb}", duration(k.a.median_ns) if k.a else "—",
+                      duration(k.b.median_ns) if k.b else "—", pct(k.change_pct),
+                      "—" if k.spread_ns is None else duration(k.spread_ns),
+                      f"[{style}]{verdict}[/]" if style else verdict, bound)
+        parts: list = [head, t]
+        def both(c) -> bool:
+            return c.a is not None and not c.a.is_missing and c.b is not None and not c.b.is_missing
+
+        detail = [k for k in d.kernels if any(both(c) for c in k.throughput + k.counters)]
+        for k in detail:
+            c = Table(box=None, padding=(0, 1), show_header=True, title=f"{k.short_name}", title_justify="left")
+            for col in ("", "A", "B", "Change"):
+                c.add_column(col, justify="right" if col else "left", no_wrap=True)
+            for ch in k.throughput + k.counters:
+                if (ch.a is None or ch.a.is_missing) and (ch.b is None or ch.b.is_missing):
+                    continue
+                c.add_row(ch.label, _cell(ch.a), _cell(ch.b), pct(ch.change_pct))
+            parts.append(c)
+        note = (f"[dim]Change = (median B - median A) / median A; noise when {NOISE_FORMULA} (spread: IQR from 4 "
+                "launches, max - min below). Counters are those of the first launch the counter pass measured.[/]")
+        parts.append(note)
+        if any(k.single_launch for k in d.kernels):
+            parts.append("[dim]* one launch in each session: no spread to judge the change by.[/]")
+        if split:
+            parts.append("[dim]A kernel launched with several grid / block configurations in both sessions is "
+                         "compared per configuration, shown as \\[grid / block].[/]")
+        if self.fail_pct is not None:
+            slow = d.slower_than(self.fail_pct)
+            names = ", ".join(k.short_name for k in slow[:5]) + (f" and {len(slow) - 5} more" if len(slow) > 5 else "")
+            parts.append(f"[bold red]{len(slow)} kernel(s) slower by more than {self.fail_pct:g}% beyond the spread: "
+                         f"{names}[/]" if slow else
+                         f"No kernel is slower by more than {self.fail_pct:g}% beyond the spread.")
+        yield Panel(Group(*parts), title="kernelscope diff", title_align="left")
+
+
+def _cell(m) -> str:
+    if m is None or m.is_missing:
+        return "N/A"
+    if m.unit in ("%",) or m.unit.endswith("/s"):
+        return rate_cell(m, False)
+    return number(m.value)

@@ -1,0 +1,172 @@
+"""Panel 10, Profiling summary: duration and spread, throughput, % of peak, roofline
+position, bottleneck, and ranked recommendations with their evidence, per kernel."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+
+from kernelscope.analyze.bound import UNKNOWN, Bound
+from kernelscope.analyze.profiling_summary import KernelAnalysis
+from kernelscope.analyze.recommend import Recommendation
+from kernelscope.model import Metric
+from kernelscope.render.fmt import duration
+from kernelscope.render.ncu_findings import plain
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float, unit: str) -> str:
+    """1.23e12, "FLOP/s" -> "1.23 TFLOP/s" (decimal prefixes, as rates are quoted)."""
+    unit = {"byte/s": "B/s", "byte": "B"}.get(unit, unit)
+    for scale, prefix in _SI:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def rate_cell(m: Metric, with_reason: bool = True) -> str:
+    if m.is_missing:
+        return f"N/A ({m.missing_reason})" if with_reason else "N/A"
+    if m.unit == "%":
+        return f"{float(m.value):.1f}%"
+    return si(float(m.value), m.unit)
+
+
+def bound_text(b: Bound) -> str:
+    head = b.bound if not b.limiter or b.bound == UNKNOWN else f"{b.bound} ({b.limiter})"
+    text = f"[bold]{head}[/]: {b.reason}" + (f" [dim](basis: {b.basis})[/]" if b.basis else "")
+    if b.inside is not None:
+        text += f"; inside the kernel: {b.inside.bound}, {b.inside.reason}"
+    return text
+
+
+def number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)  # ncu reports counters as doubles
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def evidence_text(r: Recommendation) -> str:
+    parts = [f"{name} = {number(value)}" for name, value in r.finding.evidence]
+    return "; ".join(parts) if parts else "(NVIDIA's rule result; its metrics are in the report)"
+
+
+def gain_cell(r: Recommendation) -> str:
+    if r.gain_pct is not None:
+        return f"{r.gain_pct:.1f}%"
+    if r.local_pct is not None:
+        return f"({r.local_pct:.0f}% local)"
+    return "—"
+
+
+class RecommendationsTable:
+    def __init__(self, recs: tuple[Recommendation, ...], limit: int = 5, show_kernel: bool = False) -> None:
+        self.recs, self.limit, self.show_kernel = recs, limit, show_kernel
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        t = Table(box=None, padding=(0, 1), expand=True, show_header=True)
+        t.add_column("#", justify="right", no_wrap=True)
+        t.add_column("Gain", justify="right", no_wrap=True)
+        t.add_column("Source", no_wrap=True)
+        if self.show_kernel:
+            t.add_column("Kernel", no_wrap=True, max_width=24, overflow="ellipsis")
+        t.add_column("Finding and evidence", overflow="fold", ratio=1)
+        for i, r in enumerate(self.recs[: self.limit], 1):
+            src = "kernelscope" if r.source == "kernelscope" else "ncu rule"
+            title = r.finding.title or r.finding.name or r.finding.rule_id
+            sentences = 3 if r.source == "kernelscope" else 1
+            body = (f"[bold]{title}[/]: {plain(r.finding.message, sentences=sentences)}\n"
+                    f"[dim]evidence: {evidence_text(r)}[/]")
+            cells = [str(i), gain_cell(r), src] + ([r.short_name] if self.show_kernel else []) + [body]
+            t.add_row(*cells)
+        yield t
+        if len(self.recs) > self.limit:
+            yield f"[dim]… and {len(self.recs) - self.limit} more findings with smaller or no estimated gain[/]"
+        bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
+                              for r in self.recs[: self.limit] if r.gain_pct is not None or r.local_pct is not None)
+        if bases:
+            yield "[dim]Gain estimates: " + " · ".join(bases) + "[/]"
+
+
+class SummaryPanel:
+    def __init__(self, k: KernelAnalysis, limit: int = 5) -> None:
+        self.k, self.limit = k, limit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        k = self.k
+        g = Table.grid(padding=(0, 2))
+        g.add_column(style="bold", no_wrap=True)
+        g.add_column(overflow="fold")
+        d = k.durations
+        spread = ("one launch: no spread" if d.spread_ns is None else
+                  f"min {duration(d.min_ns)}, max {duration(d.max_ns)}, IQR {duration(d.q3_ns - d.q1_ns)}")
+        launches = f"{d.launches} launch{'es' if d.launches > 1 else ''}"
+        g.add_row("Duration", f"median {duration(d.median_ns)} over {launches} ({spread}; {d.source})")
+        known = {why for _, why in k.missing}
+        thr = []
+        for label, m in k.throughput:
+            if m.is_missing:
+                thr.append(f"{label} N/A" + ("" if m.missing_reason in known else f" ({m.missing_reason})"))
+            else:
+                thr.append(f"{label} {rate_cell(m)}" + (f" [dim]({m.formula})[/]" if m.formula else ""))
+        g.add_row("Throughput", " · ".join(thr))
+        ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
+        if all(m.is_missing for _, m in ncu):
+            peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"
+        else:
+            peaks = " · ".join(f"{label.replace(' (ncu)', '')} {rate_cell(m, False)}" for label, m in ncu)
+            peaks += " [dim](ncu's own % of peak)[/]"
+        measured = [(label, m) for label, m in k.pct_of_peak if "(ncu)" not in label]
+        if all(m.is_missing for _, m in measured):
+            peaks += " · measured ceilings N/A"
+        else:
+            peaks += "\n" + " · ".join(f"{label} {rate_cell(m, False)}" for label, m in measured)
+        g.add_row("% of peak", peaks)
+        p = k.roofline
+        if p.intensity.is_missing:
+            roof = "N/A" + ("" if p.intensity.missing_reason in known else f" ({p.intensity.missing_reason})")
+        else:
+            roof = f"{float(p.intensity.value):.3g} FLOP/byte · {rate_cell(p.flop_rate, False)}"
+            roof += (f" · {float(p.pct_of_roof.value):.0f}% of the {p.side} roof" if not p.pct_of_roof.is_missing
+                     else " · roof N/A")
+        g.add_row("Roofline", roof)
+        g.add_row("Bottleneck", bound_text(k.bound))
+        recs = k.recommendations
+        parts: list = [g]
+        if recs.recommendations:
+            parts.append("[bold]Recommendations[/] [dim](best estimated gain first; gain = share of this kernel's "
+                         "time a fix could save)[/]")
+            parts.append(RecommendationsTable(recs.recommendations, self.limit))
+        else:
+            rules = f"{recs.rules_run} kernelscope rule{'s' if recs.rules_run != 1 else ''}"
+            parts.append(f"[bold]Recommendations[/]: none. No rule fired on the data collected ({rules} looked).")
+        parts.append(MissingList(k))
+        yield Panel(Group(*parts), title=f"10 · Profiling summary · {k.kernel.short_name}", title_align="left")
+
+
+class MissingList:
+    """What could not be shown or evaluated, each reason once."""
+
+    def __init__(self, k: KernelAnalysis) -> None:
+        self.k = k
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        by_reason: dict[str, list[str]] = defaultdict(list)
+        for what, why in self.k.missing:
+            by_reason[why].append(what)
+        for n in self.k.recommendations.not_evaluated:
+            by_reason[n.reason].append(f"rule {n.rule_id}")
+        if not by_reason:
+            return
+        t = Table.grid(padding=(0, 1))
+        t.add_column(no_wrap=True)
+        t.add_column(overflow="fold")
+        for why, whats in by_reason.items():
+            t.add_row("·", f"{', '.join(whats)}: {why}")
+        yield "[dim]Not shown or not evaluated:[/]"
+        yield t

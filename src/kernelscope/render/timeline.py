@@ -1,0 +1,69 @@
+"""Panel 8, Timeline: the run in time order, one row per kernel, copy and region,
+with the GPU-idle gaps between them called out."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+
+from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
+from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP, Timeline
+from kernelscope.render.fmt import duration
+
+_GAP_STYLE = {LAUNCH_GAP: "yellow", HOST_WAIT: "red"}
+
+
+def _offset(ns: int) -> str:
+    return f"{ns / 1e6:,.3f}"
+
+
+class TimelinePanel:
+    def __init__(self, timeline: Timeline, limit: int = 200) -> None:
+        self.timeline, self.limit = timeline, limit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        tl = self.timeline
+        if tl.missing_reason is not None:
+            yield Panel(f"N/A: {tl.missing_reason}.", title="8 · Timeline", title_align="left")
+            return
+        head = Table.grid(padding=(0, 2))
+        head.add_column(style="bold", no_wrap=True)
+        head.add_column(overflow="fold")
+        busy_pct = 100.0 * tl.gpu_busy_ns / tl.span_ns if tl.span_ns else 0.0
+        head.add_row("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
+                     "kernels and copies")
+        for g in tl.gaps:
+            what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else "host doing other work "
+                    "(Python, synchronize, data preparation)")
+            head.add_row(g.kind.capitalize() + "s", f"{g.count} totalling {duration(g.total_ns)}, largest "
+                         f"{duration(g.largest_ns)}: {what}")
+        if not tl.gaps:
+            head.add_row("Gaps", "none: every kernel started within "
+                         f"{duration(BACK_TO_BACK_GAP_NS)} of the previous one ending")
+        t = Table(box=None, padding=(0, 1), expand=True, show_header=True)
+        t.add_column("Start ms", justify="right", no_wrap=True)
+        t.add_column("Duration", justify="right", no_wrap=True)
+        t.add_column("Idle before", justify="right", no_wrap=True)
+        t.add_column("Kind", no_wrap=True)
+        t.add_column("Name", overflow="ellipsis", no_wrap=True, ratio=1, min_width=20)
+        t.add_column("Notes (counter pass)", overflow="fold", ratio=1)
+        origin = next(r.start_ns for r in tl.rows if r.kind != "region")
+        for r in tl.rows[: self.limit]:
+            if r.kind == "region":
+                where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
+                t.add_row(f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
+                          "[dim]region[/]", f"[dim]▸ {r.name}[/]", where)
+                continue
+            gap = ""
+            if r.gap_before_ns is not None and r.gap_kind in _GAP_STYLE:
+                gap = f"[{_GAP_STYLE[r.gap_kind]}]{duration(r.gap_before_ns)} {r.gap_kind}[/]"
+            notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
+            t.add_row(_offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind, r.short_name, notes)
+        parts: list = [head, t]
+        if len(tl.rows) > self.limit:
+            parts.append(f"[dim]… {len(tl.rows) - self.limit} more rows (show --timeline N to see more)[/]")
+        parts.append(f"[dim]Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back "
+                     f"(not shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are "
+                     "ncu's % of peak for the launches the counter pass measured (SM, memory, DRAM, tensor pipe, "
+                     "achieved occupancy).[/]")
+        yield Panel(Group(*parts), title="8 · Timeline", title_align="left")

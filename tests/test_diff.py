@@ -1,0 +1,152 @@
+"""`kernelscope diff`: two recordings of the same workload on the H100 (differences are
+noise), a recording against a copy with durations scaled (a real slowdown), noise
+detection, the CI exit status, different GPUs, and bad input."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, ROOT, assert_snapshot
+from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, diff_sessions
+from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.model import Session
+from kernelscope.render.diff_view import DiffView
+from kernelscope.render.show import make_console
+
+MIXED = DATA / "session_h100_mixed.json.gz"
+RUN1 = DATA / "session_h100_counters.json.gz"  # tests/workloads/counters_small.py ...
+RUN2 = DATA / "counters_h100_region.json.gz"  # ... recorded again, the counter pass on one region
+
+
+def diff(a: Session, b: Session):
+    return diff_sessions(analyze_session(a), analyze_session(b), a, b)
+
+
+def scaled(s: Session, factor: float, only: str | None = None) -> Session:
+    out = Session.from_dict(s.to_dict())
+    for x in out.launches:
+        if only is None or only in x.kernel:
+            x.duration_ns = int(round(x.duration_ns * factor))
+    return out
+
+
+def ks(*args: str, cache: str = "/nonexistent-kernelscope-cache") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), KERNELSCOPE_CACHE_DIR=cache)
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env)
+
+
+def render(panel) -> str:
+    buf = io.StringIO()
+    make_console(width=120, file=buf, color=False).print(panel)
+    return buf.getvalue()
+
+
+def test_a_session_against_itself_is_the_same_everywhere():
+    s = Session.load(MIXED)
+    d = diff(s, s)
+    assert {k.verdict for k in d.kernels} == {SAME}
+    assert d.total_change_pct == 0 and d.device.warning is None and not d.slower_than(0)
+
+
+def test_scaled_durations_are_slower_unless_within_the_spread():
+    a = Session.load(MIXED)
+    b = scaled(a, 1.25)
+    d = diff(a, b)
+    assert d.total_change_pct == pytest.approx(25.0, abs=0.01)
+    slower = 0
+    for k in d.kernels:
+        assert k.change_pct == pytest.approx(25.0, abs=0.1)
+        beyond = k.spread_ns is None or abs(k.b.median_ns - k.a.median_ns) > k.spread_ns
+        assert k.verdict == (SLOWER if beyond else NOISE), k.name
+        slower += k.verdict == SLOWER
+    assert slower >= 10
+    # distribution_elementwise ran at several sizes with one configuration: its spread hides +25%
+    dist = next(k for k in d.kernels if k.short_name.startswith("distribution_elementwise") and k.a.launches > 4)
+    assert dist.verdict == NOISE and dist.spread_ns > dist.b.median_ns - dist.a.median_ns
+
+
+def test_changes_smaller_than_the_spread_are_noise_not_wins():
+    a = Session.load(DATA / "session_h100_samples.json.gz")  # 703 launches of one GEMM: a real IQR
+    b = scaled(a, 0.99, only="nvjet")
+    k = next(k for k in diff(a, b).kernels if "nvjet" in k.name)
+    assert k.spread_basis == "IQR" and k.change_pct == pytest.approx(-1.0, abs=0.05)
+    assert k.verdict == NOISE  # a 1% "win" inside a 119 µs IQR is not a win
+    k2 = next(k for k in diff(a, scaled(a, 0.5, only="nvjet")).kernels if "nvjet" in k.name)
+    assert k2.verdict == FASTER
+
+
+def test_two_real_recordings_of_the_same_workload_differ_only_by_noise():
+    a, b = Session.load(RUN1), Session.load(RUN2)
+    d = diff(a, b)
+    assert d.device.warning is None
+    assert not d.slower_than(2.0)
+    assert all(k.verdict in (NOISE, FASTER, SLOWER, SAME) for k in d.kernels)
+    assert sum(k.verdict == NOISE for k in d.kernels) >= 7
+    nvjet = next(k for k in d.kernels if "nvjet" in k.name)  # the counter pass measured it in both
+    counters = {c.label: c for c in nvjet.counters}
+    assert counters["DRAM bytes"].change_pct == pytest.approx((17355520 - 17239808) / 17239808 * 100)
+    assert counters["registers/thread"].change_pct == 0
+
+
+def test_different_gpus_are_warned_about():
+    a = Session.load(MIXED)
+    b = Session.from_dict(a.to_dict())
+    b.device.name = "NVIDIA A100-SXM4-80GB"
+    d = diff(a, b)
+    assert not d.device.same_gpu and "different GPUs" in d.device.warning
+    assert "Warning" in render(DiffView(d, "a", "b"))
+
+
+def test_kernels_in_one_session_only():
+    a = Session.load(MIXED)
+    b = Session.from_dict(a.to_dict())
+    b.launches = [x for x in b.launches if "nvjet" not in x.kernel]
+    k = next(k for k in diff(a, b).kernels if "nvjet" in k.name)
+    assert k.verdict == ONLY_A and k.b is None
+
+
+def test_cli_fail_if_slower_exit_status(tmp_path):
+    slow = tmp_path / "slow.json.gz"
+    scaled(Session.load(MIXED), 1.25).save(slow)
+    r = ks("diff", str(MIXED), str(slow), "--fail-if-slower", "10", "--width", "120", "--no-color")
+    assert r.returncode == 1 and "slower by more than 10%" in r.stdout
+    assert ks("diff", str(MIXED), str(slow), "--fail-if-slower", "30").returncode == 0
+    assert ks("diff", str(RUN1), str(RUN2), "--fail-if-slower", "2").returncode == 0
+    r = ks("diff", str(MIXED), str(slow), "--json", "--fail-if-slower", "10")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["schema"] == "kernelscope-diff/1" and doc["slower"]
+    assert all(k["change_pct"] == pytest.approx(25.0, abs=0.1) for k in doc["kernels"])
+
+
+def test_cli_warns_on_stderr_for_different_gpus(tmp_path):
+    other = Session.load(MIXED)
+    other.device.name = "NVIDIA A100-SXM4-80GB"
+    p = tmp_path / "other.json"
+    other.save(p)
+    r = ks("diff", str(MIXED), str(p))
+    assert r.returncode == 0 and "warning: the sessions ran on different GPUs" in r.stderr
+
+
+@pytest.mark.parametrize("args,phrase", [
+    (["diff", "no_such.json", str(MIXED)], "no such session file"),
+    (["diff", str(MIXED), str(MIXED), "--kernel", "("], "not a valid regular expression"),
+    (["diff", str(MIXED), str(MIXED), "--kernel", "zzz_none"], "no kernel of either session"),
+    (["diff", str(MIXED), str(MIXED), "--fail-if-slower", "-1"], "non-negative"),
+])
+def test_cli_bad_input_is_one_sentence(args, phrase):
+    r = ks(*args)
+    assert r.returncode == 2 and r.stderr.startswith("kernelscope: error:") and phrase in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_diff_snapshots(tmp_path):
+    a, b = Session.load(RUN1), Session.load(RUN2)
+    assert_snapshot("diff_h100_counters_two_recordings.w120.txt", render(DiffView(diff(a, b), "run1", "run2", 2.0)))
+    m = Session.load(MIXED)
+    assert_snapshot("diff_mixed_scaled_1.25.w120.txt", render(DiffView(diff(m, scaled(m, 1.25)), "mixed",
+                                                                       "mixed x1.25", 10.0)))
