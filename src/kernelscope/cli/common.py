@@ -17,6 +17,16 @@ def fail(msg: str, code: int = EXIT_USAGE) -> NoReturn:
     raise SystemExit(code)
 
 
+def load_session(path: str):
+    """Session.load, with a damaged or missing file as one sentence and exit 2."""
+    from kernelscope.model import Session, SessionFileError
+
+    try:
+        return Session.load(path)
+    except SessionFileError as e:
+        fail(str(e))
+
+
 def add_view_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", metavar="REGEX", help="show the configuration of kernels matching REGEX")
     p.add_argument("--top", type=int, default=3, metavar="N", help="configuration panels for the top N kernels (default 3)")

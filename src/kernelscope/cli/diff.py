@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, load_session
 
 EXIT_SLOWER = 1
 
@@ -52,14 +52,10 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.analyze.diff import SessionDiff, diff_sessions
     from kernelscope.analyze.profiling_summary import analyze_session
     from kernelscope.cli.calibrate import ceilings_for_session
-    from kernelscope.model import Session, SessionFileError
 
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         fail("--fail-if-slower takes a non-negative percentage")
-    try:
-        sa, sb = Session.load(args.a), Session.load(args.b)
-    except SessionFileError as e:
-        fail(str(e))
+    sa, sb = load_session(args.a), load_session(args.b)
     d = diff_sessions(analyze_session(sa, ceilings_for_session(sa)), analyze_session(sb, ceilings_for_session(sb)),
                       sa, sb)
     if args.kernel is not None:

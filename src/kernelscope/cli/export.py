@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, load_session
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,13 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.model import Session, SessionFileError
     from kernelscope.render.chrome_trace import session_to_chrome_trace
 
-    try:
-        session = Session.load(args.file)
-    except SessionFileError as e:
-        fail(str(e))
+    session = load_session(args.file)
     trace = session_to_chrome_trace(session)
     try:
         with open(args.chrome, "w") as f:

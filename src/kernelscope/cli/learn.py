@@ -12,7 +12,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, load_session
 
 TOPICS = ("marlin",)
 BUNDLED = "marlin_session_h100.json.gz"
@@ -59,13 +59,9 @@ def _session_and_plan(args: argparse.Namespace):
     """(session, plan, banner): from --session, a fresh GPU run, or the bundled H100 recording."""
     from kernelscope.demo import gpu_available
     from kernelscope.kernels.marlin.walkthrough import plan_of
-    from kernelscope.model import Session, SessionFileError
 
     if args.session:
-        try:
-            session = Session.load(args.session)
-        except SessionFileError as e:
-            fail(str(e))
+        session = load_session(args.session)
         return session, _plan(plan_of(session), args), None
     ok, reason = gpu_available()
     if ok:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from kernelscope.cli.common import add_view_args, fail, render_show
+from kernelscope.cli.common import add_view_args, fail, load_session, render_show
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,12 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.model import Session, SessionFileError
-
-    try:
-        session = Session.load(args.file)
-    except SessionFileError as e:
-        fail(str(e))
+    session = load_session(args.file)
     if args.timeline is not None and args.timeline < 1:
         fail("--timeline N needs N >= 1 rows")
     code = render_show(session, args)
