@@ -75,6 +75,10 @@ def test_show_draws_the_counter_panels(tmp_path, workload):
     strided = next(k for k in doc["kernels"] if k["short_name"] == "copy_strided")
     metrics = strided["configurations"][0]["metrics"]
     assert metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]["source"] == "ncu"
+    analysis = strided["analysis"]  # the bound and the ranked recommendations, each with its evidence
+    assert analysis["bound"]["bound"] == "memory-bound"
+    top = analysis["recommendations"][0]
+    assert top["finding"]["rule_id"] == "uncoalesced-global" and top["finding"]["evidence"]
     (result,) = strided["counter_results"]  # every raw ncu metric, under its raw name
     assert result["counters"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]["value"] == 16777216
     assert any(f["rule_id"] == "MemoryCacheAccessPattern" for f in result["findings"])

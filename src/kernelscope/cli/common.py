@@ -46,14 +46,20 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
         fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
     if args.kernel is not None and not selected:
         fail(f"no kernel matches --kernel {args.kernel!r}; {len(summary.kernels)} kernels are in the session")
-    if args.json:
-        from kernelscope.render.json_view import show_json
-
-        json.dump(show_json(session, summary, selected if args.kernel else summary.kernels), sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return 0
     from kernelscope.analyze.profiling_summary import analyze_session
     from kernelscope.cli.calibrate import ceilings_for_session
+
+    if args.json:
+        from kernelscope.render.analysis_json import analysis_json
+        from kernelscope.render.json_view import show_json
+
+        doc = show_json(session, summary, selected if args.kernel else summary.kernels)
+        per_kernel = analysis_json(analyze_session(session, ceilings_for_session(session), summary))
+        for k in doc["kernels"]:
+            k["analysis"] = per_kernel.get(k["name"])
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return 0
     from kernelscope.render.show import ShowView, make_console
 
     console = make_console(width=args.width, color=False if args.no_color else None)

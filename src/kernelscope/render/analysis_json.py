@@ -1,0 +1,40 @@
+"""The analysis (bound, throughput, % of peak, roofline point, ranked
+recommendations with evidence) as plain JSON for `show --json`."""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.analyze.profiling_summary import KernelAnalysis, SessionAnalysis
+from kernelscope.model import Metric
+
+
+def _m(m: Metric) -> dict[str, Any]:
+    d: dict[str, Any] = {"value": m.value, "unit": m.unit, "source": m.source, "raw_name": m.raw_name}
+    if m.is_missing:
+        d["missing_reason"] = m.missing_reason
+    if m.formula:
+        d["formula"] = m.formula
+    return d
+
+
+def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
+    p = a.roofline
+    return {
+        "bound": {"bound": a.bound.bound, "basis": a.bound.basis, "reason": a.bound.reason,
+                  "limiter": a.bound.limiter, "evidence": [list(e) for e in a.bound.evidence]},
+        "throughput": {label: _m(m) for label, m in a.throughput},
+        "pct_of_peak": {label: _m(m) for label, m in a.pct_of_peak},
+        "roofline": {"flops": _m(p.flops), "bytes": _m(p.bytes), "intensity": _m(p.intensity),
+                     "flop_rate": _m(p.flop_rate), "roof": _m(p.roof), "pct_of_roof": _m(p.pct_of_roof),
+                     "side": p.side or None},
+        "recommendations": [{"gain_pct": r.gain_pct, "gain_basis": r.gain_basis, "session_gain_pct": r.session_gain_pct,
+                             "local_pct": r.local_pct, "finding": r.finding.to_dict()}
+                            for r in a.recommendations.recommendations],
+        "not_evaluated": [{"rule_id": n.rule_id, "reason": n.reason} for n in a.recommendations.not_evaluated],
+        "missing": [{"what": what, "why": why} for what, why in a.missing],
+    }
+
+
+def analysis_json(analysis: SessionAnalysis) -> dict[str, dict[str, Any]]:
+    """Per kernel (full name), its analysis."""
+    return {a.kernel.name: kernel_analysis_json(a) for a in analysis.kernels}
