@@ -77,8 +77,10 @@ def test_show_draws_the_counter_panels(tmp_path, workload):
     assert metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]["source"] == "ncu"
     analysis = strided["analysis"]  # the bound and the ranked recommendations, each with its evidence
     assert analysis["bound"]["bound"] == "memory-bound"
-    top = analysis["recommendations"][0]
-    assert top["finding"]["rule_id"] == "uncoalesced-global" and top["finding"]["evidence"]
+    ranked = [r["finding"]["rule_id"] for r in analysis["recommendations"]]
+    # ours and NVIDIA's finding on the same problem lead the list (their gains are 53.7% and 54.4%)
+    assert set(ranked[:2]) == {"uncoalesced-global", "MemoryCacheAccessPattern"}
+    assert all(r["finding"]["evidence"] for r in analysis["recommendations"])
     (result,) = strided["counter_results"]  # every raw ncu metric, under its raw name
     assert result["counters"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]["value"] == 16777216
     assert any(f["rule_id"] == "MemoryCacheAccessPattern" for f in result["findings"])
