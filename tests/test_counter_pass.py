@@ -78,8 +78,8 @@ def test_show_draws_the_counter_panels(tmp_path, workload):
     analysis = strided["analysis"]  # the bound and the ranked recommendations, each with its evidence
     assert analysis["bound"]["bound"] == "memory-bound"
     ranked = [r["finding"]["rule_id"] for r in analysis["recommendations"]]
-    # ours and NVIDIA's finding on the same problem lead the list (their gains are 53.7% and 54.4%)
-    assert set(ranked[:2]) == {"uncoalesced-global", "MemoryCacheAccessPattern"}
+    # NVIDIA's two findings (loads, stores: 54.4%) and ours (53.7%) on the same problem lead the list
+    assert set(ranked[:3]) == {"uncoalesced-global", "MemoryCacheAccessPattern"}
     assert all(r["finding"]["evidence"] for r in analysis["recommendations"])
     (result,) = strided["counter_results"]  # every raw ncu metric, under its raw name
     assert result["counters"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]["value"] == 16777216
