@@ -35,8 +35,8 @@ class KernelConfigPanel:
     def _config_table(self, c: ConfigSummary) -> Table:
         t = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=True)
         t.add_column("", style="bold", no_wrap=True, min_width=20)
-        t.add_column("Value", overflow="fold", ratio=3)
-        t.add_column("Source", style="dim", overflow="fold", ratio=2)
+        t.add_column("Value", overflow="fold", ratio=5)
+        t.add_column("Source", style="dim", overflow="fold", ratio=6)
         cfg, m = c.config, c.metrics
         t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", "cupti: grid")
         warps = -(-cfg.threads_per_block // 32)
@@ -48,7 +48,8 @@ class KernelConfigPanel:
         smem = m.get("shared_memory_per_block_bytes")
         if cfg.shared_memory_per_block_bytes is not None:
             v = cfg.shared_memory_per_block_bytes
-            t.add_row("Shared mem / block", f"{v:,} B ({size_bytes(v)}), static + dynamic", _src(smem))
+            human = f" ({size_bytes(v)})" if v >= 1024 else ""
+            t.add_row("Shared mem / block", f"{v:,} B{human}, static + dynamic", _src(smem))
         else:
             t.add_row("Shared mem / block", _na(smem, "not recorded"), _src(smem))
         static = m.get("shared_memory_static_bytes")
