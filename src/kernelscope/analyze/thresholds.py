@@ -83,3 +83,8 @@ FAR_FROM_BANDWIDTH_PCT = 80.0
 # Run-to-run spread: the interquartile range from this many launches up, max - min below
 # (quartiles of two or three values say little more than their range).
 SPREAD_IQR_MIN_LAUNCHES = 4
+
+# The session-wide recommendation list leaves out findings that could save less
+# than this share of all kernel time: a 0.1% tail effect on a tiny kernel is
+# true but not where an author should look first (each kernel's panel still lists it).
+SESSION_LIST_MIN_GAIN_PCT = 0.5

@@ -8,6 +8,7 @@ from rich.panel import Panel
 
 from kernelscope.analyze.profiling_summary import SessionAnalysis
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
+from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.roofline_term import RooflineChart, placed
 from kernelscope.render.summary import RecommendationsTable
 from kernelscope.render.timeline import TimelinePanel
@@ -18,15 +19,22 @@ class SessionRecommendationsPanel:
         self.analysis, self.limit = analysis, limit
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        recs = tuple(r for r in self.analysis.ranked if r.session_gain_pct is not None)
+        with_gain = tuple(r for r in self.analysis.ranked if r.session_gain_pct is not None)
+        recs = tuple(r for r in with_gain if r.session_gain_pct >= SESSION_LIST_MIN_GAIN_PCT)
+        left_out = len(with_gain) - len(recs)
         if not recs:
+            if left_out:
+                yield (f"[dim]Recommendations across the session: {left_out} finding(s), each under "
+                       f"{SESSION_LIST_MIN_GAIN_PCT:g}% of all kernel time; see each kernel's summary.[/]")
             return
         from dataclasses import replace
 
         as_session = tuple(replace(r, gain_pct=r.session_gain_pct) for r in recs)  # the Gain column shows session gain
         yield Panel(RecommendationsTable(as_session, self.limit, show_kernel=True),
                     title="Recommendations across the session", title_align="left",
-                    subtitle=f"gain = {SESSION_GAIN_FORMULA}", subtitle_align="left")
+                    subtitle=f"gain = {SESSION_GAIN_FORMULA}"
+                             + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed" if left_out else ""),
+                    subtitle_align="left")
 
 
 class SessionPanels:
