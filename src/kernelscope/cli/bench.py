@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--heads", type=int, help="fixed head count instead of hidden / head_dim")
     _add_common(a)
     a.set_defaults(func=main_attention)
+    from kernelscope.cli import bench_w4a16  # its own module: this one would pass 300 lines
+
+    bench_w4a16.add_parser(benches, _add_common)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

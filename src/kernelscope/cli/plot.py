@@ -8,6 +8,7 @@ import sys
 from kernelscope.cli.common import fail
 
 DEFAULT_BASELINE = "sdpa-flash"
+DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}  # per benchmark: the peer to beat
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,8 +34,9 @@ def main(args: argparse.Namespace) -> int:
     baseline = args.baseline
     if baseline is not None and not any(r.impl == baseline and r.status == "ok" for r in results.rows):
         fail(f"--baseline {baseline} has no successful rows in {args.results}; it has {', '.join(impls)}")
-    if baseline is None and DEFAULT_BASELINE in impls:
-        baseline = DEFAULT_BASELINE
+    default = DEFAULT_BASELINES.get(results.benchmark, DEFAULT_BASELINE)
+    if baseline is None and default in impls:
+        baseline = default
     if importlib.util.find_spec("matplotlib") is None:
         fail("kernelscope plot needs matplotlib (pip install 'kernelscope[plot]')")
     from kernelscope.render.plots import write_plots
@@ -46,6 +48,6 @@ def main(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     if baseline is None:
-        print(f"kernelscope: no speedup plot: {DEFAULT_BASELINE} is not in the results; choose one with --baseline.",
+        print(f"kernelscope: no speedup plot: {default} is not in the results; choose one with --baseline.",
               file=sys.stderr)
     return 0

@@ -95,6 +95,10 @@ def _header(results: "BenchResults") -> str:
 def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
                 prefix: str = "attention") -> list[Path]:
     """Write the four PNGs into output_dir and return their paths (speedup only if the baseline has rows)."""
+    if results.benchmark == "w4a16":  # its own axes (m) and quantities: render/plots_w4a16.py
+        from kernelscope.render.plots_w4a16 import write_w4a16_plots
+
+        return write_w4a16_plots(results, output_dir, prefix=prefix)
     import matplotlib
 
     matplotlib.use("Agg")

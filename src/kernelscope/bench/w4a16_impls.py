@@ -1,0 +1,109 @@
+"""The three implementations of the W4A16 benchmark, built once per layer shape from one quantized weight.
+
+Each builder takes the :class:`Weights` of a shape and returns ``fn(a)``: fp16 ``A (m, k)`` -> ``C (m, n)``.
+All three start from the same q and scales, so they compute the same product. torch is imported on use.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def untuned_launch(m: int) -> dict[str, int]:
+    """A simple per-m choice of tiles and split-k, NOT tuned: split k while m is too small to fill the GPU.
+
+    k must be a multiple of split_k * block_k (512 here for m <= 16, 128 above): true of every default shape.
+    """
+    if m <= 16:
+        return {"block_m": 16, "block_n": 64, "block_k": 128, "split_k": 4}
+    if m <= 64:
+        return {"block_m": _pow2(m), "block_n": 128, "block_k": 64, "split_k": 2}
+    return {"block_m": 64, "block_n": 128, "block_k": 64, "split_k": 1}
+
+
+def _pow2(m: int) -> int:
+    return 1 << max(4, math.ceil(math.log2(m)))
+
+
+@dataclass
+class Weights:
+    """One layer's quantized weight, in every form an implementation starts from (all on one device)."""
+
+    k: int
+    n: int
+    groupsize: int
+    q: Any  # uint8 (k, n), 0..15
+    scales: Any  # fp16 (scale_rows, n)
+    B: Any  # Marlin int32 (k / 16, 2n)
+    s: Any  # Marlin scales
+
+
+def make_weights(k: int, n: int, groupsize: int, device: str, seed: int) -> Weights:
+    """A weight ~ N(0, 1/k), quantized symmetrically (one fp16 scale per group) and packed as Marlin does."""
+    import torch
+
+    from kernelscope.kernels.marlin import pack, quantize
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    w = (torch.randn((n, k), generator=gen, device=device) / math.sqrt(k)).half()
+    q, scales = quantize(w, groupsize)
+    del w
+    B, s = pack(q, scales, groupsize)
+    return Weights(k, n, groupsize, q, scales, B, s)
+
+
+Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C), built once per shape
+
+
+def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
+    from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
+
+    bk, sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
+    return lambda a: w4a16_matmul(a, bk, sk, wt.groupsize, **untuned_launch(a.shape[0]))
+
+
+def build_cublas(wt: Weights) -> Callable[[Any], Any]:
+    """cuBLAS fp16: ``a @ w.T`` on the dequantized (n, k) fp16 weight, as nn.Linear stores it."""
+    import torch
+
+    from kernelscope.kernels.marlin.format import dequantize
+
+    w = dequantize(wt.q, wt.scales, wt.groupsize).t().contiguous()  # (n, k)
+    return lambda a: torch.matmul(a, w.T)
+
+
+def build_tinygemm(wt: Weights, inner_k_tiles: int = 8) -> Callable[[Any], Any]:
+    """torch's int4 tinygemm (bf16): the same q, scales as bf16 and zero points 0, so w = (q - 8) * scale.
+
+    CUDA takes q packed two per byte (n, k/2), even k in the high nibble; older torch and the CPU op take
+    int32 (n, k). Any signature mismatch raises, and the sweep records it as a failed row. The zero
+    points are 0 because this quantization is symmetric; tinygemm's cost does not depend on their values.
+    """
+    import torch
+
+    ops = torch.ops.aten
+    q = wt.q.t().contiguous().to(torch.int32)  # (n, k)
+    group = wt.k if wt.groupsize == -1 else wt.groupsize
+    sz = torch.stack([wt.scales.float(), torch.zeros_like(wt.scales, dtype=torch.float32)], dim=-1)
+    sz = sz.to(torch.bfloat16).contiguous()  # (scale_rows, n, 2)
+    if q.device.type == "cpu":
+        packed = ops._convert_weight_to_int4pack_for_cpu(q, inner_k_tiles)
+        mm = ops._weight_int4pack_mm_for_cpu
+    else:
+        try:
+            packed = ops._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), inner_k_tiles)
+        except RuntimeError:
+            packed = ops._convert_weight_to_int4pack(q, inner_k_tiles)
+        mm = ops._weight_int4pack_mm
+    last: dict[str, Any] = {}
+
+    def call(a: Any) -> Any:
+        # A bf16 model holds bf16 activations: convert A once per input, outside the timed calls.
+        if last.get("fp16") is not a:
+            last["fp16"], last["bf16"] = a, a.to(torch.bfloat16)
+        return mm(last["bf16"], packed, group, sz)
+    return call
+
+
+IMPLEMENTATIONS: dict[str, Builder] = {"w4a16": build_w4a16, "cublas": build_cublas, "tinygemm": build_tinygemm}

@@ -1,0 +1,120 @@
+"""`kernelscope bench w4a16`: the Triton W4A16 GEMM vs cuBLAS fp16 and torch's int4 tinygemm.
+
+Registered by :mod:`kernelscope.cli.bench` (``add_parser``); shares its options, output file,
+progress bar and GPU check. The summary prints one table per layer shape.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable
+
+from kernelscope.cli.common import fail
+
+DEFAULT_M = "1,4,16,64,256"
+DEFAULT_SHAPES = "4096x4096,4096x14336,8192x8192,8192x28672,28672x8192"
+DEFAULT_IMPLS = "w4a16,cublas,tinygemm"
+
+
+def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = benches.add_parser("w4a16", help="W4A16 GEMM: Triton kernel on Marlin INT4 weights vs cuBLAS fp16 and "
+                                         "torch int4 tinygemm",
+                           description="C = A @ W with 4-bit weights over token counts m and layer shapes KxN; "
+                                       "times, the bytes floor from the measured copy bandwidth, and speedups.")
+    p.add_argument("--m", default=DEFAULT_M, metavar="LIST", help=f"comma-separated token counts (default {DEFAULT_M})")
+    p.add_argument("--shapes", default=DEFAULT_SHAPES, metavar="LIST",
+                   help=f"comma-separated KxN layer shapes (default {DEFAULT_SHAPES})")
+    p.add_argument("--groupsize", type=int, default=128, help="rows per scale: 128, or -1 for one (default 128)")
+    p.add_argument("--impl", default=DEFAULT_IMPLS, metavar="LIST",
+                   help=f"comma-separated implementations (default {DEFAULT_IMPLS})")
+    add_common(p)
+    p.set_defaults(func=main_w4a16)
+
+
+def main_w4a16(args: argparse.Namespace) -> int:
+    from kernelscope.bench.w4a16 import IMPLEMENTATIONS, W4A16Settings, make_cases, parse_shapes, run_w4a16_sweep
+    from kernelscope.cli.bench import _int_list, _names, _output_path, _progress, _require_cuda
+
+    ms = _int_list(args.m, "--m")
+    impls = _names(args.impl)
+    unknown = [i for i in impls if i not in IMPLEMENTATIONS]
+    if unknown or not impls:
+        fail(f"unknown implementation {', '.join(unknown) or '(none given)'}; choose from {', '.join(IMPLEMENTATIONS)}")
+    try:
+        cases = make_cases(ms, parse_shapes(args.shapes), args.groupsize)
+    except ValueError as e:
+        fail(str(e))
+    if args.warmup < 0 or args.repeats < 1:
+        fail("--warmup must be >= 0 and --repeats >= 1")
+    out = _output_path(args, "w4a16")
+    _require_cuda()
+    settings = W4A16Settings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,
+                             device="cuda", seed=args.seed)
+    command = ["kernelscope", *sys.argv[1:]]
+    with _progress(args) as on_progress:
+        results = run_w4a16_sweep(cases, {n: IMPLEMENTATIONS[n] for n in impls}, settings, on_progress=on_progress,
+                                  command=command, on_row=lambda r: r.save(out))
+    results.save(out)
+    print_summary(results, args.width, None if not args.no_color else False)
+    failed = sum(r.status != "ok" for r in results.rows)
+    print(f"kernelscope: {len(results.rows)} results written to {out}"
+          f"{f' ({failed} failed, wrong or out of memory)' if failed else ''}. Plot them with: kernelscope plot {out}",
+          file=sys.stderr)
+    return 0
+
+
+def print_summary(results, width: int | None, color: bool | None, file: Any = None) -> None:
+    from kernelscope.render.show import make_console
+
+    console = make_console(width=width, file=file, color=color)
+    bw = results.settings.get("copy_bandwidth_bytes_per_s")
+    if bw:
+        console.print(f"copy bandwidth {bw / 1e9:.0f} GB/s (measured now: device-to-device copy, read + write)")
+    for title, table in summary_tables(results):
+        console.print(title)
+        console.print(table)
+    flagged = [r for r in results.rows if r.status == "ok" and r.get("clock_flags_after")]
+    if flagged:
+        console.print(f"! {len(flagged)} of {sum(r.status == 'ok' for r in results.rows)} measurements were taken "
+                      "while the GPU was throttled or clocked far below its maximum (marked !): "
+                      + "; ".join(sorted({f for r in flagged for f in r.get("clock_flags_after")})))
+
+
+def summary_tables(results) -> list[tuple[str, Any]]:
+    """(title, Rich table) per layer shape: implementations by m, then w4a16's speedups."""
+    from rich.table import Table
+
+    groups: dict[tuple, dict[str, dict[int, Any]]] = {}
+    for r in results.rows:
+        p = r.params
+        groups.setdefault((p["k"], p["n"], p["groupsize"]), {}).setdefault(r.impl, {})[p["m"]] = r
+    tables = []
+    for (k, n, g), by_impl in groups.items():
+        ms = sorted({m for cells in by_impl.values() for m in cells})
+        t = Table()
+        t.add_column("impl")
+        for m in ms:
+            t.add_column(f"m={m}", justify="right")
+        for impl, cells in by_impl.items():
+            t.add_row(impl, *(_cell(cells.get(m)) for m in ms))
+        for base in ("cublas", "tinygemm"):
+            if "w4a16" in by_impl and base in by_impl:
+                t.add_row(f"w4a16 vs {base}", *(_speedup(by_impl["w4a16"].get(m), base) for m in ms))
+        tables.append((f"W4A16 GEMM k={k} n={n} groupsize {g}: median ms / % of bytes floor", t))
+    return tables
+
+
+def _cell(row) -> str:
+    if row is None:
+        return "-"
+    if row.status != "ok":
+        return "wrong" if row.get("relative_error") is not None else row.status
+    mark = " !" if row.get("clock_flags_after") else ""  # measured while throttled or clocked down
+    pct = row.get("pct_of_floor")
+    ms = row.get("median_ms")
+    return (f"{ms:.4f} / {pct:.0f}%" if pct >= 1 else f"{ms:.4g} / {pct:.2g}%") + mark
+
+
+def _speedup(row, base: str) -> str:
+    value = None if row is None else row.get(f"speedup_vs_{base}")
+    return "-" if value is None else f"{value:.3g}x"

@@ -1,0 +1,198 @@
+"""`kernelscope bench w4a16` without a GPU: cases, parsing, the bytes floor, the sweep harness, JSON, plots, CLI.
+
+The sweep runs the real builders on CPU (the Triton kernel in its interpreter, cuBLAS's stand-in torch.matmul,
+torch's CPU tinygemm op) next to injected ones that raise or return a wrong result.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from kernelscope.bench.results import BenchResults, BenchRow
+from kernelscope.bench.timing import summarize
+
+torch = pytest.importorskip("torch")
+
+from kernelscope.bench.w4a16 import (  # noqa: E402
+    FLOOR_FORMULA,
+    IMPLEMENTATIONS,
+    W4A16Case,
+    W4A16Settings,
+    make_cases,
+    parse_shapes,
+    run_w4a16_sweep,
+    untuned_launch,
+)
+
+COPY_BYTES = 1 << 20
+CPU = W4A16Settings(warmup=0, repeats=1, flush_l2=False, device="cpu", copy_buffer_bytes=COPY_BYTES)
+FIXED_MS = 2.0  # the fake timer's median for every callable, the copy included
+
+
+def fixed_timer(fn, *, warmup, repeats, flush_l2):
+    """Calls fn once (so a raising call still raises) and reports FIXED_MS: the floor arithmetic is then exact."""
+    fn()
+    return summarize([FIXED_MS] * 3, warmup, "fake", flush_l2)
+
+
+def _raises(wt):
+    def fn(a):
+        raise RuntimeError("tinygemm needs sm_80\nsecond line")
+    return fn
+
+
+def _wrong(wt):
+    return lambda a: torch.zeros((a.shape[0], wt.n), dtype=torch.float16) + 1
+
+
+def _setup_fails(wt):
+    raise TypeError("_convert_weight_to_int4pack() takes 1 argument")
+
+
+def test_shapes_and_cases():
+    assert parse_shapes("4096x4096, 8192X28672,") == [(4096, 4096), (8192, 28672)]
+    for bad in ("4096", "4096x", "4096*4096", "0x256", "axb", ","):
+        with pytest.raises(ValueError, match="--shapes must"):
+            parse_shapes(bad)
+    cases = make_cases([1, 16], [(4096, 4096), (8192, 28672)])
+    assert len(cases) == 4 and W4A16Case(16, 8192, 28672, 128) in cases
+    with pytest.raises(ValueError, match="k must be a multiple of 128 and n of 256"):
+        make_cases([1], [(4096, 4000)])
+    with pytest.raises(ValueError, match="--groupsize must be 128 or -1"):
+        make_cases([1], [(4096, 4096)], groupsize=64)
+    # The untuned launch divides k for every default shape (k % (split_k * block_k) == 0).
+    for m in (1, 4, 16, 64, 256):
+        lc = untuned_launch(m)
+        assert all(k % (lc["split_k"] * lc["block_k"]) == 0 for k in (4096, 8192, 28672)) and lc["block_m"] >= min(m, 64)
+
+
+def test_bytes_floor_against_independent_arithmetic():
+    case = W4A16Case(m=16, k=4096, n=14336, groupsize=128)
+    # 4096*14336/2 weight bytes + 32 groups * 14336 * 2 scale bytes + 16*4096*2 (A) + 16*14336*2 (C)
+    assert case.bytes_moved == 29_360_128 + 917_504 + 131_072 + 458_752 == 30_867_456
+    assert W4A16Case(1, 4096, 4096, -1).bytes_moved == 8_388_608 + 8192 + 8192 + 8192
+    results = run_w4a16_sweep([W4A16Case(4, 512, 256)], {"cublas": IMPLEMENTATIONS["cublas"]}, CPU,
+                              timer=fixed_timer, command=["t"])
+    bw = 2 * COPY_BYTES / (FIXED_MS * 1e-3)  # read + write over the fake copy time
+    assert results.settings["copy_bandwidth_bytes_per_s"] == pytest.approx(bw)
+    assert results.settings["floor_formula"] == FLOOR_FORMULA and "copy_" in results.settings["copy_method"]
+    row = results.rows[0]
+    expected = (512 * 256 // 2 + 4 * 256 * 2 + 4 * 512 * 2 + 4 * 256 * 2) / bw * 1e3
+    assert row.get("floor_ms") == pytest.approx(expected)
+    assert row.get("pct_of_floor") == pytest.approx(100 * expected / FIXED_MS)
+
+
+def test_sweep_records_failures_and_goes_on(tmp_path):
+    builders = {**IMPLEMENTATIONS, "raises": _raises, "wrong": _wrong, "nosetup": _setup_fails}
+    seen, saved = [], []
+    results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]), builders, CPU, timer=fixed_timer, command=["t"],
+                              on_progress=lambda d, t, label: seen.append((d, t)),
+                              on_row=lambda r: saved.append(len(r.rows)))
+    assert len(results.rows) == 12 and seen[-1] == (12, 12) and max(saved) == 12
+    by = {(r.impl, r.params["m"]): r for r in results.rows}
+    for impl in ("w4a16", "cublas", "tinygemm"):  # the real builders, on CPU, are correct
+        for m in (1, 4):
+            r = by[(impl, m)]
+            assert r.status == "ok" and r.get("relative_error") < 1e-2, (impl, m, r.error)
+            assert r.get("speedup_vs_cublas") == pytest.approx(1.0)  # the fake timer times all alike
+    raised = by[("raises", 1)]
+    assert raised.status == "failed" and raised.error == "RuntimeError: tinygemm needs sm_80"
+    assert raised.get("median_ms") is None
+    wrong = by[("wrong", 4)]
+    assert wrong.status == "failed" and "wrong result" in wrong.error and wrong.get("relative_error") > 0.5
+    assert wrong.get("median_ms") is None  # a wrong result is never timed
+    nosetup = by[("nosetup", 4)]
+    assert nosetup.status == "failed" and nosetup.error.startswith("setting up: TypeError")
+    assert by[("wrong", 1)].get("speedup_vs_cublas") is None
+
+    path = tmp_path / "r.json"
+    results.save(path)
+    doc = json.loads(path.read_text())
+    assert doc["benchmark"] == "w4a16" and doc["settings"]["bytes_formula"].startswith("k*n/2")
+    assert BenchResults.load(path).to_dict() == doc
+
+
+def test_summary_table_text():
+    from kernelscope.cli.bench_w4a16 import print_summary
+
+    results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]),
+                              {"cublas": IMPLEMENTATIONS["cublas"], "w4a16": _raises, "wrong": _wrong}, CPU,
+                              timer=fixed_timer, command=["t"])
+    results.rows[0].values["clock_flags_after"] = ["sw_power_cap"]
+    buf = io.StringIO()
+    print_summary(results, 110, False, file=buf)
+    text = buf.getvalue()
+    assert "W4A16 GEMM k=512 n=256 groupsize 128" in text and "m=1" in text and "m=4" in text
+    assert "copy bandwidth 1 GB/s" in text
+    cublas = next(line for line in text.splitlines() if line.startswith("│ cublas"))
+    assert cublas.count("2.0000 / ") == 2 and " !" in cublas
+    assert next(line for line in text.splitlines() if line.startswith("│ wrong ")).count("wrong") == 3
+    assert "w4a16 vs cublas" in text and "1 of 2 measurements" in text
+
+
+def _synthetic_results() -> BenchResults:
+    """SYNTHETIC results for the plot test, written by hand: not a recording of any GPU."""
+    env = {"device": {"name": {"value": "SYNTHETIC TEST DEVICE"}}, "date_utc": "2000-01-01T00:00:00+00:00"}
+    rows = []
+    for k, n in ((4096, 4096), (8192, 28672)):
+        for m in (1, 16, 256):
+            base = 0.01 * m ** 0.5 * k * n / 4096 ** 2
+            for impl, factor in (("w4a16", 0.5), ("cublas", 1.0), ("tinygemm", 0.7)):
+                values = {"median_ms": base * factor, "pct_of_floor": 30.0 / factor, "relative_error": 1e-3,
+                          "speedup_vs_cublas": 1 / factor}
+                rows.append(BenchRow(impl, {"m": m, "k": k, "n": n, "groupsize": 128}, "ok", None, values))
+    rows.append(BenchRow("tinygemm", {"m": 64, "k": 4096, "n": 4096, "groupsize": 128}, "failed", "RuntimeError: x"))
+    return BenchResults("w4a16", env, {}, rows, ["synthetic"])
+
+
+def test_plots_from_a_synthetic_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from kernelscope.render.plots import write_plots
+
+    path = tmp_path / "synthetic.json"
+    _synthetic_results().save(path)
+    paths = write_plots(BenchResults.load(path), tmp_path / "plots", prefix="w4a16")
+    assert [p.name for p in paths] == ["w4a16_time.png", "w4a16_floor.png", "w4a16_speedup.png"]
+    for p in paths:
+        assert p.stat().st_size > 10_000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "SYNTHETIC TEST DEVICE, 2000-01-01" in Image.open(p).text["Title"]
+
+
+def _ks(*args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env)
+
+
+def _one_sentence(r) -> str:
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith("."), r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,phrase", [
+    (["--shapes", "4096x4096,4096"], "--shapes must be comma-separated KxN pairs"),
+    (["--shapes", "4096x1000"], "k must be a multiple of 128 and n of 256"),
+    (["--m", "1,abc"], "--m must be comma-separated integers"),
+    (["--m", "0,4"], "--m must list positive integers"),
+    (["--impl", "w4a16,marlin"], "unknown implementation marlin"),
+    (["--groupsize", "64"], "--groupsize must be 128 or -1"),
+])
+def test_cli_bad_input_is_one_sentence(args, phrase, tmp_path):
+    assert phrase in _one_sentence(_ks("bench", "w4a16", *args, "-o", str(tmp_path / "r.json")))
+
+
+def test_bench_without_a_gpu_says_so(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert "no CUDA GPU" in _one_sentence(_ks("bench", "w4a16", "-o", str(tmp_path / "r.json")))
+    assert not (tmp_path / "r.json").exists()
