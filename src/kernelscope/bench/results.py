@@ -100,3 +100,14 @@ class BenchResults:
             return cls.from_dict(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ResultsFileError(f"{path} has a malformed results row or field ({type(e).__name__}: {e})") from None
+
+
+def clock_flag_note(results: "BenchResults") -> str | None:
+    """One line about rows measured while the GPU was throttled or clocked down (marked ! in tables)."""
+    ok = [r for r in results.rows if r.status == "ok"]
+    flagged = [r for r in ok if r.get("clock_flags_after")]
+    if not flagged:
+        return None
+    reasons = "; ".join(sorted({f for r in flagged for f in r.get("clock_flags_after")}))
+    return (f"! {len(flagged)} of {len(ok)} measurements were taken while the GPU was throttled or clocked far "
+            f"below its maximum (marked !): {reasons}")

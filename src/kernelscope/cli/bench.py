@@ -168,17 +168,16 @@ class _progress:
 
 
 def _print_summary(results, args: argparse.Namespace) -> None:
+    from kernelscope.bench.results import clock_flag_note
     from kernelscope.render.show import make_console
 
     console = make_console(width=args.width, color=False if args.no_color else None)
     for title, table in summary_tables(results):
         console.print(title)
         console.print(table)
-    flagged = [r for r in results.rows if r.status == "ok" and r.get("clock_flags_after")]
-    if flagged:
-        console.print(f"! {len(flagged)} of {sum(r.status == 'ok' for r in results.rows)} measurements were taken "
-                      "while the GPU was throttled or clocked far below its maximum (marked !): "
-                      + "; ".join(sorted({f for r in flagged for f in r.get("clock_flags_after")})))
+    note = clock_flag_note(results)
+    if note:
+        console.print(note)
 
 
 def summary_tables(results) -> list[tuple[str, Any]]:
