@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,3 +52,20 @@ def assert_snapshot(name: str, text: str, width: int = 120) -> None:
         if not os.environ.get("UPDATE_SNAPSHOTS"):
             pytest.fail(f"snapshot {snap.name} was missing and has been written; review and commit it")
     assert text == snap.read_text()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, **kw) -> subprocess.CompletedProcess:
+    """`python -m kernelscope ARGS` from this checkout, as a user would run it."""
+
+
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=full_env, **kw)
+
+
+def one_sentence_error(r) -> str:
+    """Bad input: exit 2, no traceback, exactly one 'kernelscope: error: ...' sentence; returns it."""
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith("."), r.stderr
+    return lines[0]

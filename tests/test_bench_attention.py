@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli, one_sentence_error
 from kernelscope.bench.results import SCHEMA, SCHEMA_VERSION, BenchResults, BenchRow, ResultsFileError
 from kernelscope.bench.timing import summarize
 
@@ -168,17 +168,8 @@ def test_summary_table_text():
     assert naive_line.count(" / ") == 2
 
 
-def _ks(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env)
-
-
-def _one_sentence(r) -> str:
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith("."), r.stderr
-    return lines[0]
+_ks = run_cli
+_one_sentence = one_sentence_error
 
 
 @pytest.mark.parametrize("args,phrase", [

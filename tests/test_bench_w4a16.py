@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli, one_sentence_error
 from kernelscope.bench.results import BenchResults, BenchRow
 from kernelscope.bench.timing import summarize
 
@@ -166,17 +163,8 @@ def test_plots_from_a_synthetic_file(tmp_path):
         assert "SYNTHETIC TEST DEVICE, 2000-01-01" in Image.open(p).text["Title"]
 
 
-def _ks(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env)
-
-
-def _one_sentence(r) -> str:
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith("."), r.stderr
-    return lines[0]
+_ks = run_cli
+_one_sentence = one_sentence_error
 
 
 @pytest.mark.parametrize("args,phrase", [

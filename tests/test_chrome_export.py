@@ -4,14 +4,11 @@ time on the session clock is placed at a made-up one."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, run_cli
 from kernelscope.collect.instrument.reader import read_block_buffer
 from kernelscope.model import Session
 from kernelscope.render.chrome_trace import PID_BLOCKS, PID_GPU, PID_HOST, PID_SAMPLES, session_to_chrome_trace
@@ -19,9 +16,7 @@ from kernelscope.render.chrome_trace import PID_BLOCKS, PID_GPU, PID_HOST, PID_S
 T0 = 1_795_322_159_289_605_829
 
 
-def ks(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+ks = run_cli
 
 
 def ns(us: float) -> int:

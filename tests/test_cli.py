@@ -9,21 +9,12 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli, one_sentence_error
 from kernelscope.model import Session
 
 
-def ks(*args, cwd=None, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, env=env, **kw)
-
-
-def _assert_one_sentence_error(r):
-    assert r.returncode == 2, r
-    assert "Traceback" not in r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith(".")
+ks = run_cli
+_assert_one_sentence_error = one_sentence_error
 
 
 def test_run_passes_stdout_and_exit_code_through_and_writes_session(tmp_path):

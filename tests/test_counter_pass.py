@@ -3,13 +3,11 @@ replays a report recorded on the H100 or fails the ways the real one does."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from kernelscope.collect.ncu_runner import NcuOptions, NcuRunError, build_command, run_ncu
 from kernelscope.model import Session
 from ncu_fixtures import report_file
@@ -17,10 +15,7 @@ from ncu_fixtures import report_file
 FAKE_NCU = str(ROOT / "tests" / "fakes" / "ncu")
 
 
-def ks(*args, env=None, cwd=None):
-    e = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, env=e)
+ks = run_cli
 
 
 @pytest.fixture

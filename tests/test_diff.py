@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import DATA, ROOT, assert_snapshot
+from conftest import DATA, assert_snapshot, run_cli
 from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, diff_sessions
 from kernelscope.analyze.profiling_summary import analyze_session
 from kernelscope.model import Session
@@ -35,9 +32,8 @@ def scaled(s: Session, factor: float, only: str | None = None) -> Session:
     return out
 
 
-def ks(*args: str, cache: str = "/nonexistent-kernelscope-cache") -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), KERNELSCOPE_CACHE_DIR=cache)
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env)
+def ks(*args: str, cache: str = "/nonexistent-kernelscope-cache"):
+    return run_cli(*args, env={"KERNELSCOPE_CACHE_DIR": cache})
 
 
 def render(panel) -> str:

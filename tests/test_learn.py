@@ -4,25 +4,19 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import statistics
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 
-from conftest import assert_snapshot, ROOT  # noqa: E402
+from conftest import assert_snapshot, ROOT, run_cli  # noqa: E402
 from kernelscope.model import Session  # noqa: E402
 
 BUNDLED = ROOT / "src" / "kernelscope" / "data" / "marlin_session_h100.json.gz"
 
 
-def ks(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env)
+ks = run_cli
 
 
 def _no_gpu() -> None:

@@ -1,15 +1,12 @@
 """`kernelscope plot` on a results file recorded on an H100: no GPU needed."""
 from __future__ import annotations
 
-import os
 import struct
-import subprocess
-import sys
 import zlib
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, run_cli
 
 pytest.importorskip("matplotlib")
 
@@ -39,10 +36,7 @@ def _png_text(path) -> dict[str, str]:
     return out
 
 
-def _ks(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env)
+_ks = run_cli
 
 
 def test_plot_recorded_results_writes_titled_pngs(tmp_path):
