@@ -168,16 +168,9 @@ class _progress:
 
 
 def _print_summary(results, args: argparse.Namespace) -> None:
-    from kernelscope.bench.results import clock_flag_note
-    from kernelscope.render.show import make_console
+    from kernelscope.cli.bench_output import print_tables
 
-    console = make_console(width=args.width, color=False if args.no_color else None)
-    for title, table in summary_tables(results):
-        console.print(title)
-        console.print(table)
-    note = clock_flag_note(results)
-    if note:
-        console.print(note)
+    print_tables(results, summary_tables(results), args.width, False if args.no_color else None)
 
 
 def summary_tables(results) -> list[tuple[str, Any]]:

@@ -64,19 +64,11 @@ def main_w4a16(args: argparse.Namespace) -> int:
 
 
 def print_summary(results, width: int | None, color: bool | None, file: Any = None) -> None:
-    from kernelscope.bench.results import clock_flag_note
-    from kernelscope.render.show import make_console
+    from kernelscope.cli.bench_output import print_tables
 
-    console = make_console(width=width, file=file, color=color)
     bw = results.settings.get("copy_bandwidth_bytes_per_s")
-    if bw:
-        console.print(f"copy bandwidth {bw / 1e9:.0f} GB/s (measured now: device-to-device copy, read + write)")
-    for title, table in summary_tables(results):
-        console.print(title)
-        console.print(table)
-    note = clock_flag_note(results)
-    if note:
-        console.print(note)
+    preface = [f"copy bandwidth {bw / 1e9:.0f} GB/s (measured now: device-to-device copy, read + write)"] if bw else []
+    print_tables(results, summary_tables(results), width, color, file=file, preface=preface)
 
 
 def summary_tables(results) -> list[tuple[str, Any]]:
