@@ -14,8 +14,8 @@ nvcc -O3 -arch=sm_90 -o /tmp/access_patterns tests/workloads/cuda/access_pattern
 if [ -d .whl ]; then  # the same ncu_report reader CI uses (PyPI ncu-report), carried as a wheel
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/ncu_report-*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
-echo "== python workload, both passes (top 4)"
-$KS run --counters --top 4 -f -o "$F/session_h100_counters.json" -- python3 tests/workloads/counters_small.py 2>&1 | tail -8
+echo "== python workload, both passes (top 8: every kernel of the workload)"
+$KS run --counters --top 8 -f -o "$F/session_h100_counters.json" -- python3 tests/workloads/counters_small.py 2>&1 | tail -8
 echo "== CUDA C++ program: counter pass only"
 $KS run --counters -f -o "$F/session_h100_cuda.json" -- /tmp/access_patterns 2>&1 | tail -8
 echo "== region filter"

@@ -85,6 +85,29 @@ def test_block_shapes_and_tile_order(blocks: dict) -> None:
     assert _rel_err(_run(a, B, s, 128, **blocks), reference_matmul(a, B, s, 128)) < TOL
 
 
+@pytest.mark.parametrize("m,split_k,groupsize,prefetch", [(1, 1, 128, 0), (3, 4, 128, 1), (16, 2, -1, 2),
+                                                            (33, 2, 128, 2), (2, 1, 128, 2)])
+def test_swapped_operands_match_reference(m: int, split_k: int, groupsize: int, prefetch: int) -> None:
+    """C^T = W^T A^T (n on the MMA's M side), alone and with the in-kernel split-k sum, with
+    0, 1 or 2 weight slices loaded ahead (the last case: more slices ahead than the loop has)."""
+    k = 128 if prefetch == 2 and split_k == 1 and m == 2 else 512
+    a, B, s = _problem(m, k, 256 if k == 128 else 512, groupsize, seed=300 + m + split_k)
+    c = _run(a, B, s, groupsize, swap_ab=True, split_k=split_k, block_n=64, block_k=64, prefetch=prefetch)
+    assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
+
+
+def test_split_k_counters_reset_between_calls() -> None:
+    """The last program of each tile resets its counter: a second call, and a call with
+    another tile count, must add the partials again rather than skip or double them."""
+    a, B, s = _problem(5, 512, 512, 128, seed=404)
+    ref = reference_matmul(a, B, s, 128)
+    first = _run(a, B, s, 128, split_k=4).clone()
+    second = _run(a, B, s, 128, split_k=4)
+    assert torch.equal(first, second), "split-k sums in a fixed order, so repeated calls agree bit for bit"
+    assert _rel_err(_run(a, B, s, 128, split_k=2, block_n=32), ref) < TOL
+    assert _rel_err(_run(a, B, s, 128, split_k=4), ref) < TOL
+
+
 def test_strided_activations() -> None:
     """a as a transposed view: the kernel must honour its strides."""
     a, B, s = _problem(5, 256, 256, -1, seed=55)
@@ -168,3 +191,37 @@ def test_gpu_sizes(m: int, groupsize: int, split_k: int) -> None:
     a, B, s = _problem(m, 4096, 4096, groupsize, seed=m * 10 + split_k)
     c = _run(a, B, s, groupsize, split_k=split_k)
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
+
+
+def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
+    """The GPU unpack is PTX the interpreter cannot run: replay its instructions, with the
+    constants read from the PTX text itself, in numpy fp16 for every nibble value, and
+    check that output register p holds nibble p as q - 8 exactly."""
+    import re
+
+    from kernelscope.kernels.marlin.gemm import _UNPACK_PTX
+
+    lines = [ln.strip().rstrip(";") for ln in _UNPACK_PTX.splitlines() if ln.strip()[:3] in ("lop", "sub", "fma", "shr")]
+    regs = {m[0]: int(m[1], 16) for m in re.findall(r"mov\.b32 (\w+), (0x[0-9a-f]+)", _UNPACK_PTX)}
+    lop = [[int(x, 16) for x in re.findall(r"0x[0-9a-f]+", ln)] for ln in lines if ln.startswith("lop3")]
+    sub = [regs[ln.split(",")[-1].strip()] for ln in lines if ln.startswith("sub")]
+    fma = [[regs[r.strip()] for r in ln.split(",")[-2:]] for ln in lines if ln.startswith("fma")]
+    assert len(lop) == 4 and len(sub) == 2 and len(fma) == 2
+    def halves(u32: np.ndarray) -> np.ndarray:  # fp16x2 register -> (low, high) fp16
+        return np.stack([(u32 & 0xFFFF).astype(np.uint16), (u32 >> 16).astype(np.uint16)], -1).view(np.float16)
+
+    def f16x2(c: int) -> np.ndarray:
+        return halves(np.array([c], dtype=np.uint32))[0]
+
+    words = np.arange(1 << 16, dtype=np.uint64)  # every pair of nibble values in every position pair
+    words = ((words & 0xFF) | ((words & 0xFF) << 8) | ((words >> 8) << 16) | ((words >> 8) << 24)).astype(np.uint32)
+    w2 = words >> 8
+    t0 = halves((words & lop[0][0]) | lop[0][1]) - f16x2(sub[0])
+    t1 = (halves((words & lop[1][0]) | lop[1][1]) * f16x2(fma[0][0])).astype(np.float16) + f16x2(fma[0][1])
+    t2 = halves((w2 & lop[2][0]) | lop[2][1]) - f16x2(sub[1])
+    t3 = (halves((w2 & lop[3][0]) | lop[3][1]) * f16x2(fma[1][0])).astype(np.float16) + f16x2(fma[1][1])
+    # mov.b32 {$p, $p+4}, t_p: output p is the low half of t_p, output p + 4 its high half
+    out = [t0[:, 0], t1[:, 0], t2[:, 0], t3[:, 0], t0[:, 1], t1[:, 1], t2[:, 1], t3[:, 1]]
+    for p in range(8):
+        expected = ((words >> (4 * p)) & 0xF).astype(np.float32) - 8
+        assert np.array_equal(out[p].astype(np.float32), expected), f"nibble {p}"

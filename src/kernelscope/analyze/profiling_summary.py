@@ -205,7 +205,7 @@ def analyze_session(session: Session, ceilings: Ceilings | None = None,
                  else Metric.missing("FLOPs", "the region declared no flops", "user", "FLOP"))
         nbytes = (Metric(d.bytes, "byte", "user", f"kernelscope.region({d.region!r}, bytes=...)") if d.bytes is not None
                   else Metric.missing("bytes", "the region declared no bytes", "user", "byte"))
-        t = (Metric(d.gpu_ns, "ns", "cupti", "region GPU span (sum over declared occurrences)") if d.gpu_ns
+        t = (Metric(d.gpu_ns, "ns", "cupti", "sum of the durations of the kernels inside the declared occurrences") if d.gpu_ns
              else Metric.missing("region GPU time", "the trace has no GPU span for its declared occurrences", "cupti",
                                  "ns"))
         regions.append(make_point(d.region, "region", flops, nbytes, t, True, ceilings))

@@ -83,7 +83,7 @@ class DeclaredTotals:
     flops: float | None  # sum over the entries that declared it
     bytes: float | None
     units: dict[str, float]
-    gpu_ns: int | None  # sum of the GPU spans of the declared occurrences (None: no span recorded)
+    gpu_ns: int | None  # GPU busy time: kernel durations inside the declared occurrences (None: no span recorded)
     kernels: tuple[str, ...]  # distinct kernels launched inside the declared occurrences
     per_launch_kernel: str | None  # the one kernel, launched once per occurrence, the work belongs to
 
@@ -109,9 +109,11 @@ def declared_totals(session: Session) -> dict[str, DeclaredTotals]:
             if win is None:
                 spans_ok = False
                 continue
-            gpu_ns += win[1] - win[0]
-            inside = [x.kernel for x in session.launches if x.start_ns is not None and name in x.regions
-                      and win[0] <= x.start_ns < win[1]]
+            launches = [x for x in session.launches if x.start_ns is not None and name in x.regions
+                        and win[0] <= x.start_ns < win[1]]
+            # busy time, not the span: a first call's JIT compile leaves the GPU idle inside the region
+            gpu_ns += sum(x.duration_ns for x in launches)
+            inside = [x.kernel for x in launches]
             kernels.extend(inside)
             per_occ.append(inside)
         flops = [w.flops for w in works if w.flops is not None]

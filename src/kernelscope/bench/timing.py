@@ -4,6 +4,9 @@ Each repeat is bracketed by its own pair of CUDA events on the current stream,
 so host overhead between repeats is not counted. With ``flush_l2`` a buffer
 twice the size of L2 is overwritten before every repeat (outside the events),
 so each repeat starts with a cold cache, as one layer of a model would.
+Before the repeats the GPU spins (``HOST_LEAD_CYCLES``) while the host queues
+all of them, so a short kernel is timed as the GPU runs it, not as fast as
+Python can launch it.
 torch is imported on first use. :func:`time_wall` measures the same way with
 the host clock, for CPU callables (tests, machines without a GPU).
 """
@@ -13,6 +16,8 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
+
+HOST_LEAD_CYCLES = 20_000_000  # ~10 ms of GPU clock: more than queuing 30 repeats takes the host
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flu
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    torch.cuda._sleep(HOST_LEAD_CYCLES * max(1, repeats // 30))
     for start, end in zip(starts, ends):
         if flush is not None:
             flush.zero_()

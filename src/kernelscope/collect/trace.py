@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from kernelscope.collect import driver, nvml, regions, sampler
+from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.sink import attach_pending
 from kernelscope.collect.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
@@ -85,6 +86,7 @@ class TraceRecorder:
         s.time_origin_ns = parsed.time_origin_ns
         sampler.place_on_session_clock(s)
         attach_pending(s)  # block records submitted by instrumented kernels (collect/instrument)
+        scope_sink.attach_pending(s)  # phase scopes recorded with Proton (collect/instrument/proton_scopes)
         s.environment.update({"torch": self._torch.__version__, **parsed.info})
         status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
         if not parsed.launches:

@@ -85,7 +85,12 @@ class BlockRecords:
 
 @dataclass
 class WarpScopes:
-    """The scopes one warp went through, in order: index into PhaseScopes.names, start, end."""
+    """The scopes one warp went through, in order: index into PhaseScopes.names, start, end.
+
+    Start and end are in PhaseScopes.time_unit (SM cycles for Proton's clock64,
+    counted from the block's first record). ``block_offset_ns``: %globaltimer ns
+    from the launch's earliest block start to this block's; None: not recorded.
+    """
 
     block_id: int
     warp: int
@@ -93,6 +98,7 @@ class WarpScopes:
     scope: list[int] = field(default_factory=list)
     start_ns: list[int] = field(default_factory=list)
     end_ns: list[int] = field(default_factory=list)
+    block_offset_ns: int | None = None
 
     def __post_init__(self) -> None:
         if not (len(self.scope) == len(self.start_ns) == len(self.end_ns)):
@@ -100,14 +106,14 @@ class WarpScopes:
 
     def to_dict(self) -> dict[str, Any]:
         return {"block_id": self.block_id, "warp": self.warp, "smid": self.smid, "scope": list(self.scope),
-                "start_ns": list(self.start_ns), "end_ns": list(self.end_ns)}
+                "start_ns": list(self.start_ns), "end_ns": list(self.end_ns), "block_offset_ns": self.block_offset_ns}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "WarpScopes":
-        sm = d.get("smid")
+        sm, off = d.get("smid"), d.get("block_offset_ns")
         return cls(block_id=int(d["block_id"]), warp=int(d["warp"]), smid=None if sm is None else int(sm),
                    scope=[int(v) for v in d.get("scope", [])], start_ns=[int(v) for v in d.get("start_ns", [])],
-                   end_ns=[int(v) for v in d.get("end_ns", [])])
+                   end_ns=[int(v) for v in d.get("end_ns", [])], block_offset_ns=None if off is None else int(off))
 
 
 @dataclass
@@ -125,6 +131,11 @@ class PhaseScopes:
     clock_offset_ns: int | None = None
     source: str = "proton"
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def time_unit(self) -> str:
+        """What start_ns / end_ns count: ns for %globaltimer, SM cycles for clock64 (Proton's default)."""
+        return "cycles" if self.clock == "clock64" else "ns"
 
     def to_dict(self) -> dict[str, Any]:
         return {"names": list(self.names), "clock": self.clock, "clock_offset_ns": self.clock_offset_ns,

@@ -3,7 +3,8 @@
 Tracks: one per stream with the kernel launches and memcpy/memset (the trace
 pass's start and duration); the regions' GPU spans beside them and their CPU
 spans in a host process; GPU samples as counter tracks; and, for every launch
-with block records, one track per SM with its blocks. ``ts``/``dur`` are
+with block records, one track per SM with its blocks; for every launch with
+phase scopes, one track per warp (render/chrome_scopes.py). ``ts``/``dur`` are
 microseconds on the session clock (ns since ``time_origin_ns``, kept in
 ``otherData``). Anything that has no time on that clock is left out with a
 note, never placed at a made-up time.
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.model import Launch, Session
+from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.model.blocks import block_xyz
 from kernelscope.model.names import short_kernel_name
 
@@ -108,6 +110,7 @@ def session_to_chrome_trace(session: Session) -> ChromeTrace:
             ev.append(_launch_event(i, x))
         if x.block_records is not None:
             ev += _block_events(i, x, notes)
+        ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
     for a in session.activities:
         ev.append({"ph": "X", "cat": a.kind, "name": a.name, "pid": PID_GPU,
                    "tid": TID_UNKNOWN_STREAM if a.stream is None else a.stream, "ts": _us(a.start_ns),

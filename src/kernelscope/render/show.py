@@ -15,6 +15,8 @@ from kernelscope.render.kernel_table import KernelTable
 from kernelscope.render.analysis_view import SessionPanels
 from kernelscope.render.summary import SummaryPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
+from kernelscope.render.kernel_timeline import KernelPhasesPanel
+from kernelscope.render.warp_execution import WarpExecutionPanel
 
 
 class ShowView:
@@ -34,6 +36,10 @@ class ShowView:
             yield KernelConfigPanel(k)
             yield SMLayoutPanel(self.session, k, self.summary.sm_count)
             profiled = counter_launches(self.session, k.name)
+            scoped = next((x for x in self.session.launches if x.kernel == k.name and x.scopes is not None), None)
+            if scoped is not None:  # Proton phase scopes: panels 4 (warp execution) and 8 (inside the kernel)
+                yield WarpExecutionPanel(scoped, k.short_name, counters=profiled[0] if profiled else None)
+                yield KernelPhasesPanel(scoped, k.short_name)
             if profiled:
                 yield CounterPanels(profiled[0], k.short_name, len(profiled))
             if self.analysis is not None:

@@ -6,8 +6,12 @@ block write the SM it ran on (%smid) and its start and end time (%globaltimer).
 - ``triton_blocks``: the @triton.jit helpers a kernel calls (imports triton).
 - ``recorder``: the host side: a zeroed buffer, read back after the launch (imports torch).
 - ``sink``: hands records to the session and attaches them to their launch.
+- ``proton_scopes`` / ``proton_trace`` / ``scope_sink``: phase scopes with Triton Proton's
+  instrumentation backend (imports triton when used), its trace file -> PhaseScopes (pure),
+  and attaching them to their launch.
 
 Not yet run on a GPU: the kernel side (``triton_blocks``, ``ks_blocks.cuh``) and the
-clock alignment are exercised only by tests/gpu/test_block_recorder_gpu.py. Phase
-scopes (Triton Proton's instrumentation backend) are not implemented.
+clock alignment are exercised only by tests/gpu/test_block_recorder_gpu.py, and Proton
+scopes only by tests/gpu/test_proton_scopes_gpu.py (the kernel side compiles to sm_90
+cubin on the CPU).
 """

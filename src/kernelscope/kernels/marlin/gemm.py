@@ -31,6 +31,7 @@ import torch
 from .format import NIBBLES, ZERO, check_shape, describe, group_rows, unpack
 
 tl: Any = None  # triton.language, bound by _kernel() before the first compile
+_UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by _kernel()
 
 _SHIFTS = tuple(4 * i for i in range(NIBBLES))
 
@@ -63,26 +64,88 @@ def reference_matmul(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsiz
     return a.float() @ w.to(a.device)
 
 
+# One int32 word -> its 8 nibbles as fp16 q - 8, two per instruction (Hopper/Ampere PTX).
+# lop3 (a & b) | c (LUT 0xEA) drops a nibble pair into the mantissas of fp16 1024 (0x6400):
+# the low nibble of each 16-bit half gives 1024 + q, exactly q - 8 after subtracting 1032
+# (0x6408); the next nibble gives 1024 + 16 q, exactly q - 8 after * 1/16 (0x2C00) - 72
+# (0xD480); f16x2 arithmetic takes no immediates, hence the constant registers.
+# Halves: (nibble 0, 4), (1, 5), then the word >> 8 gives (2, 6), (3, 7).
+_UNPACK_PTX = """{
+.reg .b32 t0, t1, t2, t3, w2, c1032, c16th, cm72;
+mov.b32 c1032, 0x64086408;
+mov.b32 c16th, 0x2c002c00;
+mov.b32 cm72, 0xd480d480;
+lop3.b32 t0, $8, 0x000f000f, 0x64006400, 0xea;
+lop3.b32 t1, $8, 0x00f000f0, 0x64006400, 0xea;
+shr.b32 w2, $8, 8;
+lop3.b32 t2, w2, 0x000f000f, 0x64006400, 0xea;
+lop3.b32 t3, w2, 0x00f000f0, 0x64006400, 0xea;
+sub.f16x2 t0, t0, c1032;
+fma.rn.f16x2 t1, t1, c16th, cm72;
+sub.f16x2 t2, t2, c1032;
+fma.rn.f16x2 t3, t3, c16th, cm72;
+mov.b32 {$0, $4}, t0;
+mov.b32 {$1, $5}, t1;
+mov.b32 {$2, $6}, t2;
+mov.b32 {$3, $7}, t3;
+}"""
+
+
+def _interleave8(q0, q1, q2, q3, q4, q5, q6, q7, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """8 tensors (BLOCK_N, BLOCK_K // 8), nibble p of each word -> (BLOCK_N, BLOCK_K), k = 8 * word + p.
+
+    join adds a trailing axis, so the last join pairs p with p + 1, the one before p with
+    p + 2, the first p with p + 4: element [n, r, i, j, l] is nibble 4i + 2j + l of word r,
+    all in one thread's registers, and the reshape moves no data.
+    """
+    w = tl.join(tl.join(tl.join(q0, q4), tl.join(q2, q6)), tl.join(tl.join(q1, q5), tl.join(q3, q7)))
+    return tl.reshape(w, (BLOCK_N, BLOCK_K))
+
+
+def _unpack_t(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
+    """(BLOCK_N, BLOCK_K // 8) int32 words -> (BLOCK_N, BLOCK_K) fp16 q - 8; k = 8 * word + nibble."""
+    if DEQUANT_ASM:
+        q = tl.inline_asm_elementwise(_UNPACK_ASM, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words],
+                                      dtype=(tl.float16,) * 8, is_pure=True, pack=1)
+        return _interleave8(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], BLOCK_N, BLOCK_K)
+    # q | 0x6400 is the fp16 bit pattern of 1024 + q: exact q - 8 after subtracting 1032,
+    # cheaper than an int-to-float conversion per weight (and the interpreter can run it).
+    return _interleave8(_nibble(words, 0), _nibble(words, 1), _nibble(words, 2), _nibble(words, 3),
+                        _nibble(words, 4), _nibble(words, 5), _nibble(words, 6), _nibble(words, 7),
+                        BLOCK_N, BLOCK_K)
+
+
+def _nibble(words, p: tl.constexpr):
+    """Nibble p (low first) of each word as fp16 q - 8."""
+    return (((words >> (4 * p)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - 1032.0
+
+
 def _w4a16_kernel(
-    a_ptr, b_ptr, s_ptr, c_ptr,
-    M, N,
+    a_ptr, b_ptr, s_ptr, c_ptr, part_ptr, count_ptr,
+    M, N, K_SPLIT,
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_sg, stride_sn,
-    stride_cs, stride_cm, stride_cn,
-    K_SPLIT: tl.constexpr,
+    stride_cm, stride_cn,
+    SPLIT_K: tl.constexpr,
     GROUP_K: tl.constexpr,
     PER_CHANNEL: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    SWAP_AB: tl.constexpr,
+    DEQUANT_ASM: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
-    K_SPLIT is a constexpr (one compile per layer shape, a handful per model):
-    a runtime loop bound trips the Triton 3.6 interpreter under numpy >= 2.4
-    (triton-lang/triton#9171), and a fixed trip count costs nothing on the GPU.
+    With SPLIT_K > 1 every program stores its fp32 partial tile, then counts
+    itself in on a per-tile counter; the program that arrives last adds the
+    partials in split order (deterministic) and writes fp16 C, then resets the
+    counter, so the whole product is one launch.
+    SWAP_AB computes C^T = W^T A^T: n fills the MMA's M side (>= 64 on Hopper's
+    warpgroup MMA) when m is a handful of tokens.
     """
     # Tutorial-style grouped ordering of the output tiles, for L2 reuse of B.
     pid = tl.program_id(0)
@@ -99,29 +162,68 @@ def _w4a16_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     offs_w = tl.arange(0, BLOCK_K // 8)
-    shifts = tl.arange(0, 8) * 4
     mask_m = offs_m < M
 
     k_start = pid_k * K_SPLIT
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_k)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k_start // 8 + offs_w)[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words: the 8 nibbles of
+    # a word become 8 neighbouring k of one column, in the registers of one thread.
+    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_w)[None, :] * stride_bk
+    if SWAP_AB:
+        a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_k)[:, None] * stride_ak
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_k)[None, :] * stride_ak
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # PREFETCH slices of weights are loaded ahead into registers (loop-carried), so that
+    # their DRAM latency overlaps the unpack and MMA of the slices before them.
+    step = (BLOCK_K // 8) * stride_bk
+    if PREFETCH >= 1:
+        ahead1 = tl.load(b_ptrs)
+    if PREFETCH >= 2:
+        ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
     for kk in range(0, K_SPLIT, BLOCK_K):
-        a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
-        words = tl.load(b_ptrs)  # (BLOCK_K // 8, BLOCK_N) int32, one read per word
-        q = (words[:, None, :] >> shifts[None, :, None]) & 0xF
-        w = (tl.reshape(q, (BLOCK_K, BLOCK_N)) - 8).to(tl.float16)
+        if PREFETCH == 0:
+            words = tl.load(b_ptrs)
+        elif PREFETCH == 1:
+            words = ahead1
+            ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
+        else:
+            words = ahead1
+            ahead1 = ahead2
+            ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
+        w_t = _unpack_t(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # (BLOCK_N, BLOCK_K) fp16, q - 8
         if not PER_CHANNEL:
             g = (k_start + kk) // GROUP_K
             scale = tl.load(s_ptr + g * stride_sg + offs_n * stride_sn)
-            w = w * scale[None, :]
-        acc = tl.dot(a, w, acc)
+            w_t = w_t * scale[:, None]
+        if SWAP_AB:
+            a = tl.load(a_ptrs, mask=mask_m[None, :], other=0.0)
+            acc = tl.dot(w_t, a, acc)
+        else:
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
+            acc = tl.dot(a, tl.trans(w_t), acc)
         a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += (BLOCK_K // 8) * stride_bk
+        b_ptrs += step
+    if SWAP_AB:
+        acc = tl.trans(acc)
     if PER_CHANNEL:
         acc = acc * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
-    c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & (offs_n < N)[None, :])
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = mask_m[:, None] & (offs_n < N)[None, :]
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    else:
+        tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        parts = part_ptr + pid * (SPLIT_K * BLOCK_M * BLOCK_N)
+        tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc)
+        tl.debug_barrier()  # every thread's partial is stored before the counter says so
+        arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for i in tl.static_range(SPLIT_K):
+                total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, cache_modifier=".cg")
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
+            tl.atomic_xchg(count_ptr + pid, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
 
 @lru_cache(maxsize=None)
@@ -134,7 +236,11 @@ def _kernel() -> Callable:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("w4a16_matmul needs triton; install it or use reference_matmul.") from exc
     tl = language
-    return triton.jit(_w4a16_kernel)
+    global _unpack_t, _interleave8, _nibble, _UNPACK_ASM
+    _UNPACK_ASM = language.constexpr(_UNPACK_PTX)  # a jitted function may read only constexpr globals
+    _unpack_t, _interleave8, _nibble = triton.jit(_unpack_t), triton.jit(_interleave8), triton.jit(_nibble)
+    # M is not specialized: decode batches of 1, 4, 16 tokens share one compile per configuration.
+    return triton.jit(_w4a16_kernel, do_not_specialize=["M"])
 
 
 def _cdiv(x: int, y: int) -> int:
@@ -194,6 +300,23 @@ def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
     return m, k, n
 
 
+_COUNTERS: dict[Any, torch.Tensor] = {}
+
+
+def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
+    """Zeroed int32 per-tile arrival counters for split-k, one buffer per device, grown on demand.
+
+    The program that finishes a tile resets its counter, so the buffer is zeroed
+    only when allocated. Launches on two streams of one device at once would
+    share it: split-k calls must not overlap (one stream, as in a model's forward).
+    """
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < tiles:
+        buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
 def w4a16_matmul(
     a: torch.Tensor,
     B: torch.Tensor,
@@ -208,40 +331,52 @@ def w4a16_matmul(
     group_m: int = 8,
     num_warps: int = 4,
     num_stages: int = 3,
+    swap_ab: bool = False,
+    dequant_asm: bool | None = None,
+    prefetch: int = 0,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
     a is fp16 ``(m, k)`` for any m >= 1.  ``split_k > 1`` splits k across
-    programs (more parallelism for small m); the fp32 partial sums are then
-    added in a fixed order, so results are deterministic.  ``out``, if given,
-    receives the result.  Block sizes are powers of two; BLOCK_K must divide 128
-    so that a slice of k never straddles two scale groups.
+    programs (more parallelism for small m); the fp32 partial sums are added
+    inside the same launch, in split order, so results are deterministic.
+    ``swap_ab`` computes the transposed product (n on the MMA's M side).
+    ``dequant_asm`` unpacks with PTX two weights per instruction (default: on a
+    GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
+    is how many k slices of weights are loaded into registers ahead of the one unpacked.
+    ``out``, if given, receives the result.  Block sizes are powers of two;
+    BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
+    :func:`configs.choose_launch` picks these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
+    if prefetch not in (0, 1, 2):
+        raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
     if block_m not in (16, 32, 64, 128) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
         raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
                          f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
     kernel = _kernel()
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    target = out if split_k == 1 else torch.empty((split_k, m, n), dtype=torch.float32, device=a.device)
-    c_strides = (0, *out.stride()) if split_k == 1 else target.stride()
-    grid = (_cdiv(m, block_m) * _cdiv(n, block_n), split_k)
-    kernel[grid](
-        a, B, s, target,
-        m, n,
+    tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
+    if split_k > 1:
+        parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
+        counters = _tile_counters(a.device, tiles)
+    else:
+        parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
+    kernel[(tiles, split_k)](
+        a, B, s, out, parts, counters,
+        m, n, k // split_k,
         a.stride(0), a.stride(1),
         B.stride(0), B.stride(1),
         s.stride(0), s.stride(1),
-        *c_strides,
-        K_SPLIT=k // split_k,
+        out.stride(0), out.stride(1),
+        SPLIT_K=split_k,
         GROUP_K=group_rows(k, groupsize),
         PER_CHANNEL=k // group_rows(k, groupsize) == 1,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
+        DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm), PREFETCH=int(prefetch),
         num_warps=num_warps, num_stages=num_stages,
     )
-    if split_k > 1:
-        out.copy_(target.sum(dim=0))
     return out

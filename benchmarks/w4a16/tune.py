@@ -1,0 +1,111 @@
+"""Sweep launch configurations of the Triton W4A16 kernel on the GPU, per (k, n, m), against cuBLAS fp16.
+
+    PYTHONPATH=src python3 benchmarks/w4a16/tune.py --out tune.json [--deadline 400]
+
+Every configuration is checked against the fp32 reference first (a wrong one is recorded, never timed),
+then timed like the benchmark (CUDA events, L2 flushed before each call, median). Results are written
+after every shape, so a run cut short keeps what it measured. The last lines print the best per point.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+
+import torch
+
+from kernelscope.bench.timing import time_cuda
+from kernelscope.bench.w4a16 import DEFAULT_MS, DEFAULT_SHAPES, W4A16Case, make_weights, relative_error
+from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
+
+
+def candidates(m: int) -> list[dict]:
+    """The launch configurations worth trying at this m (PTX unpack, transposed weight loads, prefetch)."""
+    out = []
+    if m <= 16:
+        for bn, bk, sk, pf in itertools.product((64, 128, 256), (64, 128), (4, 8, 16), (0, 1, 2)):
+            out.append(dict(block_m=16, block_n=bn, block_k=bk, split_k=sk, num_warps=4, num_stages=3,
+                            swap_ab=True, prefetch=pf))
+        for bk, sk, pf in itertools.product((64, 128), (8, 16), (1, 2)):
+            out.append(dict(block_m=16, block_n=256, block_k=bk, split_k=sk, num_warps=8, num_stages=3, swap_ab=True,
+                            prefetch=pf))
+        # round 1's best, Triton unpack, for the record of what the PTX unpack changed
+        out.append(dict(block_m=16, block_n=128, block_k=64, split_k=8, num_warps=4, num_stages=3, swap_ab=True,
+                        dequant_asm=False))
+    else:
+        bms = (64,) if m <= 64 else (64, 128)
+        for bm, bn, bk, sk, nw, st in itertools.product(bms, (128, 256), (64, 128), (1, 2, 4), (4, 8), (3, 4)):
+            if bn == 256 and nw == 4:
+                continue
+            out.append(dict(block_m=bm, block_n=bn, block_k=bk, split_k=sk, num_warps=nw, num_stages=st))
+        for bm, bn, sk, nw in itertools.product((64, 128) if m > 64 else (64,), (64, 128), (1, 2, 4), (4, 8)):
+            if bn == 64 and nw == 8:
+                continue
+            out.append(dict(block_m=bm, block_n=bn, block_k=64, split_k=sk, num_warps=nw, num_stages=3, swap_ab=True))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--deadline", type=float, default=400.0, help="seconds; stop starting new points after it")
+    ap.add_argument("--m", default=",".join(map(str, DEFAULT_MS)))
+    ap.add_argument("--repeats", type=int, default=15)
+    args = ap.parse_args()
+    t0 = time.time()
+    ms = [int(x) for x in args.m.split(",")]
+    rows: list[dict] = []
+    best: dict[str, dict] = {}
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    for k, n in DEFAULT_SHAPES:
+        wt = make_weights(k, n, 128, "cuda", 0)
+        bk, sk = to_kernel_layout(wt.B, wt.s, 128)
+        w16 = None
+        for m in ms:
+            if time.time() - t0 > args.deadline:
+                break
+            a = torch.randn((m, k), generator=gen, device="cuda").half()
+            if w16 is None:
+                from kernelscope.kernels.marlin.format import dequantize
+                w16 = dequantize(wt.q, wt.scales, 128).t().contiguous()
+            cub = time_cuda(lambda: torch.matmul(a, w16.T), warmup=5, repeats=args.repeats).median_ms
+            floor_ms = W4A16Case(m, k, n).bytes_moved / 3.0e12 * 1e3  # orientation only; the bench measures copy BW
+            for cfg in candidates(m):
+                if k % (cfg["split_k"] * cfg["block_k"]):
+                    continue
+                row = dict(k=k, n=n, m=m, **cfg, cublas_ms=cub)
+                try:
+                    err = relative_error(w4a16_matmul(a, bk, sk, 128, **cfg), a, wt)
+                    row["relative_error"] = err
+                    if not err < 1e-2:
+                        row["status"] = "wrong"
+                    else:
+                        t = time_cuda(lambda: w4a16_matmul(a, bk, sk, 128, **cfg), warmup=5, repeats=args.repeats)
+                        row.update(status="ok", median_ms=t.median_ms, iqr_ms=t.iqr_ms)
+                except Exception as e:  # a config that does not compile or fit is a result
+                    row.update(status="failed", error=f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
+                rows.append(row)
+                key = f"{k}x{n} m={m}"
+                if row.get("status") == "ok" and row["median_ms"] < best.get(key, {}).get("median_ms", 1e9):
+                    best[key] = dict(row, floor_at_3tbps_ms=floor_ms)
+            print(f"[{time.time() - t0:6.0f}s] {k}x{n} m={m}: best "
+                  f"{best.get(f'{k}x{n} m={m}', {}).get('median_ms', float('nan')) * 1e3:.1f} us, "
+                  f"cublas {cub * 1e3:.1f} us", flush=True)
+        del wt, bk, sk, w16
+        torch.cuda.empty_cache()
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
+                       "rows": rows, "best": best}, f)
+    print(f"{'point':<22}{'best us':>9}{'cublas us':>10}{'x cublas':>9}  config")
+    for key, r in best.items():
+        cfg = {c: r[c] for c in ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "swap_ab",
+                                 "prefetch", "dequant_asm") if c in r}
+        print(f"{key:<22}{r['median_ms'] * 1e3:>9.1f}{r['cublas_ms'] * 1e3:>10.1f}"
+              f"{r['cublas_ms'] / r['median_ms']:>9.2f}  {cfg}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

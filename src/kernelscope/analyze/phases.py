@@ -1,0 +1,177 @@
+"""Phase scopes (per warp) -> durations, idle gaps, overlap between phases, and checks.
+
+Pure. Times are in ``PhaseScopes.time_unit`` (SM cycles for Proton): warps of
+one block share an SM and so a clock, so overlap is measured inside a block and
+summarised over blocks; different SMs' cycle counters are never compared.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import pairwise
+
+from kernelscope.model import Launch, PhaseScopes, WarpScopes
+
+PER_WARP_FORMULA = "per warp: sum of (end - start) over that phase's scopes; then median / min / max over warps"
+IDLE_FORMULA = "idle = warp span (first start to last end) - time inside any scope"
+OVERLAP_FORMULA = ("per block: time some warp is in A while some warp is in B / block span; median over blocks "
+                   "(nested scopes count as overlapping)")
+SHARE_FORMULA = "median over blocks of (time some warp is in the phase / block span)"
+
+Interval = tuple[int, int]
+
+
+def merge(intervals: list[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def covered(intervals: list[Interval]) -> int:
+    return sum(e - s for s, e in merge(intervals))
+
+
+def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    a, b, out, i, j = merge(a), merge(b), [], 0, 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+@dataclass(frozen=True)
+class PhaseStat:
+    name: str
+    scopes: int  # scope instances recorded, all warps
+    warps: int  # warps that entered the phase
+    per_warp_median: float  # time per warp (sum of its instances)
+    per_warp_min: int
+    per_warp_max: int
+    first_start_median: float  # median over warps of the phase's first start (from the block's first record)
+    share_of_block_median: float | None  # 0..1, SHARE_FORMULA; None: no block with a span
+
+
+@dataclass(frozen=True)
+class WarpIdle:
+    block_id: int
+    warp: int
+    span: int
+    busy: int
+    idle: int
+    gaps: tuple[Interval, ...]  # between merged scopes, in time order
+
+
+@dataclass(frozen=True)
+class Overlap:
+    a: str
+    b: str
+    fraction_median: float  # 0..1 of the block span, OVERLAP_FORMULA
+    blocks: int
+
+
+@dataclass(frozen=True)
+class PhaseSummary:
+    unit: str
+    blocks: int
+    warps: int
+    phases: tuple[PhaseStat, ...]  # in order of median first start
+    overlaps: tuple[Overlap, ...]  # pairs with any overlap, largest first
+    block_span_median: float | None
+    checks: tuple[str, ...]  # consistency problems, one sentence each
+    problems: tuple[str, ...]  # what the collector dropped (from PhaseScopes.problems)
+
+
+def _by_block(s: PhaseScopes) -> dict[int, list[WarpScopes]]:
+    out: dict[int, list[WarpScopes]] = defaultdict(list)
+    for w in s.warps:
+        out[w.block_id].append(w)
+    return out
+
+
+def phase_intervals(ws: list[WarpScopes], scope: int) -> list[Interval]:
+    return [(st, en) for w in ws for sc, st, en in zip(w.scope, w.start_ns, w.end_ns) if sc == scope]
+
+
+def warp_idle(w: WarpScopes) -> WarpIdle:
+    m = merge(list(zip(w.start_ns, w.end_ns)))
+    if not m:
+        return WarpIdle(w.block_id, w.warp, 0, 0, 0, ())
+    gaps = tuple((a[1], b[0]) for a, b in pairwise(m))
+    span, busy = m[-1][1] - m[0][0], sum(e - s for s, e in m)
+    return WarpIdle(w.block_id, w.warp, span, busy, span - busy, gaps)
+
+
+def block_span(ws: list[WarpScopes]) -> int:
+    starts = [s for w in ws for s in w.start_ns]
+    ends = [e for w in ws for e in w.end_ns]
+    return max(ends) - min(starts) if starts else 0
+
+
+def check_scopes(s: PhaseScopes, launch: Launch | None) -> list[str]:
+    """Consistency of the scopes with themselves and with the launch's measured duration."""
+    out: list[str] = []
+    bad = sum(1 for w in s.warps for a, b in zip(w.start_ns, w.end_ns) if b < a)
+    if bad:
+        out.append(f"{bad} scope(s) end before they start")
+    unknown = sum(1 for w in s.warps for sc in w.scope if not 0 <= sc < len(s.names))
+    if unknown:
+        out.append(f"{unknown} scope(s) point to no phase name")
+    if launch is not None:
+        offsets = [w.block_offset_ns for w in s.warps if w.block_offset_ns is not None]
+        if offsets and max(offsets) > launch.duration_ns:
+            out.append(f"a block started {max(offsets):,} ns after the first, later than the launch's measured "
+                       f"duration ({launch.duration_ns:,} ns): the scopes may come from another launch")
+    if s.clock_offset_ns is None and s.warps:
+        out.append(f"scope times are {s.time_unit} on each SM's own counter, with no offset to the session clock: "
+                   "whether every scope lies inside the launch's measured span cannot be checked")
+    return out
+
+
+def summarize_phases(s: PhaseScopes, launch: Launch | None = None) -> PhaseSummary:
+    blocks = _by_block(s)
+    per_warp: dict[int, list[int]] = defaultdict(list)
+    first: dict[int, list[int]] = defaultdict(list)
+    count: dict[int, int] = defaultdict(int)
+    for w in s.warps:
+        totals: dict[int, int] = defaultdict(int)
+        for sc, st, en in zip(w.scope, w.start_ns, w.end_ns):
+            totals[sc] += en - st
+            count[sc] += 1
+        for sc, t in totals.items():
+            per_warp[sc].append(t)
+            first[sc].append(min(st for c, st in zip(w.scope, w.start_ns) if c == sc))
+    spans = {b: block_span(ws) for b, ws in blocks.items()}
+    shares: dict[int, list[float]] = defaultdict(list)
+    for b, ws in blocks.items():
+        if spans[b] > 0:
+            for sc in per_warp:
+                shares[sc].append(covered(phase_intervals(ws, sc)) / spans[b])
+    stats = [PhaseStat(s.names[sc] if 0 <= sc < len(s.names) else f"scope {sc}", count[sc], len(v),
+                       statistics.median(v), min(v), max(v), statistics.median(first[sc]),
+                       statistics.median(shares[sc]) if shares[sc] else None)
+             for sc, v in per_warp.items()]
+    stats.sort(key=lambda p: (p.first_start_median, p.name))
+    overlaps = []
+    ids = sorted(per_warp)
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            fr = [covered(intersect(phase_intervals(ws, a), phase_intervals(ws, b))) / spans[blk]
+                  for blk, ws in blocks.items() if spans[blk] > 0]
+            if fr and max(fr) > 0:
+                overlaps.append(Overlap(s.names[a] if a < len(s.names) else f"scope {a}",
+                                        s.names[b] if b < len(s.names) else f"scope {b}", statistics.median(fr), len(fr)))
+    overlaps.sort(key=lambda o: -o.fraction_median)
+    nonzero = [v for v in spans.values() if v > 0]
+    return PhaseSummary(s.time_unit, len(blocks), len(s.warps), tuple(stats), tuple(overlaps),
+                        statistics.median(nonzero) if nonzero else None, tuple(check_scopes(s, launch)),
+                        tuple(s.problems))

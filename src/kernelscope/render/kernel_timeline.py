@@ -1,0 +1,60 @@
+"""Panel 8, the inside of a kernel: its phases (Proton scopes) with measured durations,
+their share of a block's time, and how much phases overlapped across warps."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.analyze.phases import (
+    OVERLAP_FORMULA,
+    PER_WARP_FORMULA,
+    SHARE_FORMULA,
+    summarize_phases,
+)
+from kernelscope.model import Launch
+from kernelscope.render.fmt import bar
+from kernelscope.render.warp_execution import phase_letters
+
+
+class KernelPhasesPanel:
+    def __init__(self, launch: Launch, title: str, overlap_limit: int = 6) -> None:
+        self.launch, self.title, self.overlap_limit = launch, title, overlap_limit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        s = self.launch.scopes
+        title = f"Kernel timeline (inside) · {self.title}"
+        if s is None or not s.warps:
+            why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
+            yield Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+            return
+        v = summarize_phases(s, self.launch)
+        u = v.unit
+        letters = dict(zip(s.names, phase_letters(s.names)))
+        span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
+        head = Text(f"{v.blocks:,} blocks, {v.warps:,} warps recorded; median block span {span} "
+                    f"(first to last scope record of a block)")
+        t = Table(box=None, padding=(0, 1), expand=False)
+        for col, just in (("phase", "left"), ("scopes", "right"), ("warps", "right"), (f"per warp median ({u})", "right"),
+                          ("min", "right"), ("max", "right"), (f"starts at ({u})", "right"), ("share of block", "left")):
+            t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        for p in v.phases:
+            share = "N/A" if p.share_of_block_median is None else \
+                f"{bar(100 * p.share_of_block_median, 12)} {100 * p.share_of_block_median:4.1f}%"
+            t.add_row(f"{letters.get(p.name, '?')} {p.name}", f"{p.scopes:,}", f"{p.warps:,}",
+                      f"{p.per_warp_median:,.0f}", f"{p.per_warp_min:,}", f"{p.per_warp_max:,}",
+                      f"{p.first_start_median:,.0f}", share)
+        parts: list = [head, t]
+        if v.overlaps:
+            parts.append(Text("Overlap between phases (pipeline stages working at once):"))
+            for o in v.overlaps[: self.overlap_limit]:
+                parts.append(Text(f"  {o.a} ∥ {o.b}: {100 * o.fraction_median:.1f}% of the block span "
+                                  f"(median over {o.blocks:,} blocks)"))
+        else:
+            parts.append(Text("Overlap between phases: none measured (no two phases ran at once in any block)"))
+        parts.append(Text(f"derived: {PER_WARP_FORMULA}; share = {SHARE_FORMULA}; overlap = "
+                          f"{OVERLAP_FORMULA}. Times in {u} ({s.clock}) from each block's first record.", style="dim"))
+        parts += [Text(f"check: {c}", style="dim") for c in v.checks]
+        parts += [Text(f"problem: {p}", style="yellow") for p in v.problems]
+        yield Panel(Group(*parts), title=title, title_align="left")

@@ -1,0 +1,118 @@
+"""Panel 4, Warp execution: for one block, each warp's phases over time with its idle gaps
+(Proton scopes), and the ncu stall reasons of the kernel beside it when the counter pass ran."""
+from __future__ import annotations
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.analyze.phases import IDLE_FORMULA, warp_idle
+from kernelscope.analyze.warp_state import warp_state
+from kernelscope.model import Launch, PhaseScopes, WarpScopes
+
+IDLE = "·"
+STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+
+
+def phase_letters(names: list[str]) -> list[str]:
+    """One letter per phase: its initial, or the next free letter of its name, or a digit."""
+    used: set[str] = set()
+    out = []
+    for i, n in enumerate(names):
+        pick = next((c.upper() for c in n if c.isalnum() and c.upper() not in used), None)
+        if pick is None:
+            pick = next(d for d in "0123456789" + "abcdefghijklmnopqrstuvwxyz" if d not in used)
+        used.add(pick)
+        out.append(pick)
+    return out
+
+
+def warp_strip(w: WarpScopes, t0: int, span: int, width: int) -> list[int | None]:
+    """Per column: the phase covering most of it (the innermost when nested ties), None when idle."""
+    cols: list[int | None] = []
+    for c in range(width):
+        lo = t0 + span * c // width
+        hi = max(t0 + span * (c + 1) // width, lo + 1)
+        best, best_cover, best_len = None, 0, 0
+        for sc, s, e in zip(w.scope, w.start_ns, w.end_ns):
+            cover = min(e, hi) - max(s, lo)
+            if cover > best_cover or (cover == best_cover > 0 and e - s < best_len):
+                best, best_cover, best_len = sc, cover, e - s
+        cols.append(best)
+    return cols
+
+
+def choose_block(s: PhaseScopes, block: int | None) -> int | None:
+    ids = sorted({w.block_id for w in s.warps})
+    if not ids:
+        return None
+    return block if block in ids else ids[0]
+
+
+class WarpExecutionPanel:
+    def __init__(self, launch: Launch, title: str, block: int | None = None, counters: Launch | None = None,
+                 max_warps: int = 32) -> None:
+        self.launch, self.title, self.block, self.counters, self.max_warps = launch, title, block, counters, max_warps
+
+    def _timeline(self, s: PhaseScopes, block: int, width: int) -> list:
+        ws = sorted((w for w in s.warps if w.block_id == block), key=lambda w: w.warp)
+        starts = [v for w in ws for v in w.start_ns]
+        ends = [v for w in ws for v in w.end_ns]
+        t0, span = min(starts), max(max(ends) - min(starts), 1)
+        letters = phase_letters(s.names)
+        strip_w = max(10, width - 30)
+        sm = ws[0].smid
+        parts: list = [Text(f"block {block}" + (f" on SM {sm}" if sm is not None else "") +
+                            f" · {len(ws)} warps · span {span:,} {s.time_unit} · one column = "
+                            f"{span / strip_w:,.0f} {s.time_unit}")]
+        for w in ws[: self.max_warps]:
+            line = Text(f"warp {w.warp:>2} ")
+            for sc in warp_strip(w, t0, span, strip_w):
+                if sc is None or not 0 <= sc < len(letters):
+                    line.append(IDLE, style="dim")
+                else:
+                    line.append(letters[sc], style=STYLES[sc % len(STYLES)])
+            idle = warp_idle(w)
+            pct = 100.0 * idle.idle / idle.span if idle.span else 0.0
+            line.append(f" idle {pct:4.1f}% ({len(idle.gaps)} gaps)")
+            parts.append(line)
+        if len(ws) > self.max_warps:
+            parts.append(Text(f"… {len(ws) - self.max_warps} more warps", style="dim"))
+        legend = Text("  ".join(f"{ch}={n}" for ch, n in zip(letters, s.names)) + f"  {IDLE}=outside any scope")
+        parts += [legend, Text(f"measured: Proton scopes, {s.clock} per warp; {IDLE_FORMULA}", style="dim")]
+        return parts
+
+    def _stalls(self) -> list:
+        if self.counters is None:
+            return [Text("Stall reasons: N/A: the counter pass (ncu) did not measure this kernel", style="dim")]
+        v = warp_state(self.counters)
+        if v.total_cycles_per_issue is None:
+            return [Text("Stall reasons: N/A: no warp-state counters in the ncu report", style="dim")]
+        t = Table(box=None, padding=(0, 1), title="Stall reasons (ncu, all warps)", title_justify="left")
+        t.add_column("reason", no_wrap=True)
+        t.add_column("share", justify="right", no_wrap=True)
+        for st in v.stalls[:6]:
+            t.add_row(st.reason, f"{st.share_pct:.1f}%")
+        return [t, Text(f"share = {v.share_formula}", style="dim")]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        s = self.launch.scopes
+        title = f"Warp execution · {self.title}"
+        if s is None or not s.warps:
+            why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
+            yield Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+            return
+        block = choose_block(s, self.block)
+        assert block is not None
+        stalls = self._stalls()
+        if options.max_width >= 110 and self.counters is not None:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(ratio=3)
+            grid.add_column(ratio=1)
+            grid.add_row(Group(*self._timeline(s, block, options.max_width * 3 // 4 - 4)), Group(*stalls))
+            body: list = [grid]
+        else:
+            body = self._timeline(s, block, options.max_width - 4) + stalls
+        body += [Text(f"problem: {p}", style="yellow") for p in s.problems]
+        yield Panel(Group(*body), title=title, title_align="left")
