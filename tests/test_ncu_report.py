@@ -144,7 +144,16 @@ def test_a_hand_made_report_with_ncu_default_sections(tmp_path):
     assert checked >= 20
 
 
-def test_session_counters_equal_the_details_page_for_several_libraries(report):
+SESSIONS_WITH_DETAILS = [
+    # name, counter results, kernel-name fragments that must be among them (library)
+    ("session_h100_counters", 4, ("matmul_kernel", "nvjet", "at::native")),  # Triton, cuBLAS, PyTorch
+    ("session_h100_analysis", 12, ("matmul_kernel", "softmax_kernel", "nvjet", "cudnn_generated_fort_native_sdpa",
+                                   "reduce_kernel", "elementwise_kernel")),  # + cuDNN attention, reductions
+]
+
+
+@pytest.mark.parametrize("name,results,libraries_expected", SESSIONS_WITH_DETAILS)
+def test_session_counters_equal_the_details_page_for_several_libraries(report, name, results, libraries_expected):
     """`kernelscope run --counters` on the H100 stored each result's raw ncu metrics in the
     session; the same report's details page was printed there too. The raw-name <-> label
     map comes from the section definitions (read from the other report, same ncu)."""
@@ -154,12 +163,12 @@ def test_session_counters_equal_the_details_page_for_several_libraries(report):
     for k in report.kernels:
         for raw, key in k.labels.items():
             label_to_raw.setdefault(key, raw)
-    s = Session.load(DATA / "session_h100_counters.json.gz")
-    text = gzip.decompress((DATA / "session_h100_counters.details.csv.gz").read_bytes()).decode()
+    s = Session.load(DATA / f"{name}.json.gz")
+    text = gzip.decompress((DATA / f"{name}.details.csv.gz").read_bytes()).decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     ids = sorted({int(r["ID"]) for r in rows})
     profiled = [x for x in s.launches if x.counters]
-    assert len(ids) == len(profiled) == 4
+    assert len(ids) == len(profiled) == results
     libraries = set()
     checked = 0
     for x in profiled:  # report order = profiling order = launch order
@@ -176,6 +185,6 @@ def test_session_counters_equal_the_details_page_for_several_libraries(report):
                 continue
             assert float(x.counters[raw].value) == pytest.approx(shown, rel=1e-4, abs=0.006), (x.kernel[:40], raw)
             checked += 1
-    assert checked >= 150
+    assert checked >= 40 * results
     names = " ".join(x.kernel for x in profiled)
-    assert "matmul_kernel" in names and "nvjet" in names and "at::native" in names  # Triton, cuBLAS, PyTorch
+    assert all(lib in names for lib in libraries_expected), [lib for lib in libraries_expected if lib not in names]

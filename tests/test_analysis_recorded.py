@@ -1,0 +1,87 @@
+"""Analysis on a session recorded on an H100 with the ceilings `kernelscope calibrate` measured
+there the same day (tests/data/ceilings_h100.json): a Triton matmul, cuBLAS, cuDNN attention
+(SDPA) and PyTorch kernels, both passes, the matmuls and the attention declaring their work.
+Expected values are recomputed here from the recorded numbers, never typed in."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from conftest import DATA, run_cli
+from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.roofline import Ceilings
+from kernelscope.collect.calibrate import load_calibration
+from kernelscope.model import Session
+
+SESSION = DATA / "session_h100_analysis.json.gz"
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    s = Session.load(SESSION)
+    cal = load_calibration(DATA / "ceilings_h100.json")
+    assert cal.key.device_name == s.device.name  # the same GPU model, measured the same day
+    return s, cal, analyze_session(s, Ceilings.from_metrics(cal.ceilings, "tests/data/ceilings_h100.json"))
+
+
+def _kernel(analysis, fragment: str):
+    return next(k for k in analysis.kernels if fragment in k.kernel.name)
+
+
+@pytest.mark.parametrize("region,fragment", [("triton_mm", "matmul_kernel"), ("cublas_mm", "nvjet"),
+                                             ("cudnn_attention", "cudnn_generated_fort_native_sdpa")])
+def test_declared_work_places_each_kernel_against_the_measured_roof(recorded, region, fragment):
+    s, cal, analysis = recorded
+    declared = analysis.declared[region]
+    assert declared.per_launch_kernel is not None and fragment in declared.per_launch_kernel
+    point = next(p for p in analysis.regions if p.label == region)
+    launches = [x for x in s.launches if region in x.regions and fragment in x.kernel]
+    busy_ns = sum(x.duration_ns for x in launches)
+    assert point.time_ns.value == busy_ns
+    assert point.flop_rate.value == pytest.approx(declared.flops / (busy_ns * 1e-9))
+    roof = max(float(cal.ceilings[k].value) for k in ("matmul_fp16_flop_per_s", "matmul_bf16_flop_per_s"))
+    bw = float(cal.ceilings["copy_bandwidth_bytes_per_s"].value)
+    attainable = min(roof, bw * point.intensity.value)
+    assert point.pct_of_roof.value == pytest.approx(100 * point.flop_rate.value / attainable, rel=1e-6)
+    # the kernels are compute-heavy: above the ridge point, on the compute side, and below the roof
+    assert point.side == "compute" and 5 < point.pct_of_roof.value < 100
+
+
+def test_every_profiled_kernel_gets_a_bound_with_its_basis(recorded):
+    s, _, analysis = recorded
+    profiled = [k for k in analysis.kernels if k.counter_launch is not None]
+    assert len(profiled) >= 7
+    for k in profiled:
+        assert k.bound.bound != "unknown" and k.bound.basis in ("counters", "timeline"), k.kernel.name
+        assert k.bound.evidence and k.bound.reason
+    attention = _kernel(analysis, "cudnn_generated_fort_native_sdpa")
+    assert attention.bound.bound == "compute-bound"
+    pct = dict(attention.pct_of_peak)
+    assert not pct["tensor pipe (ncu)"].is_missing and pct["tensor pipe (ncu)"].value > 30
+
+
+def test_recommendations_name_their_evidence(recorded):
+    _, _, analysis = recorded
+    recs = [r for k in analysis.kernels for r in k.recommendations.recommendations]
+    assert recs
+    for r in recs:
+        assert r.finding.evidence, r.finding.rule_id
+
+
+def test_show_with_the_recorded_ceilings(tmp_path):
+    """The ceilings file goes where calibrate caches it; show then draws roofs and % of roof."""
+    cal = json.loads((DATA / "ceilings_h100.json").read_text())
+    from kernelscope.collect.calibrate import Calibration  # noqa: F401  (format checked by load above)
+    key = cal["key"]
+    name = (f"ceilings-{key['device_name'].replace(' ', '-')}-{key['driver_version']}-"
+            f"{key['sm_clock_max_mhz']}MHz.json")
+    (tmp_path / name).write_text(json.dumps(cal))
+    session = tmp_path / "s.json"
+    session.write_bytes(gzip.decompress(SESSION.read_bytes()))
+    r = run_cli("show", str(session), "--kernel", "cudnn", "--width", "120", "--no-color",
+                env={"KERNELSCOPE_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert "measured by kernelscope calibrate on 2026-11-22" in r.stdout
+    assert "of the compute roof" in r.stdout
