@@ -16,7 +16,9 @@ from kernelscope.bench.timing import summarize
 
 torch = pytest.importorskip("torch")
 
-from kernelscope.bench.w4a16 import (  # noqa: E402
+from kernelscope.bench.w4a16 import (
+    DEFAULT_MS,
+    DEFAULT_SHAPES,  # noqa: E402
     FLOOR_FORMULA,
     IMPLEMENTATIONS,
     W4A16Case,
@@ -24,7 +26,6 @@ from kernelscope.bench.w4a16 import (  # noqa: E402
     make_cases,
     parse_shapes,
     run_w4a16_sweep,
-    untuned_launch,
 )
 
 COPY_BYTES = 1 << 20
@@ -63,10 +64,33 @@ def test_shapes_and_cases():
         make_cases([1], [(4096, 4000)])
     with pytest.raises(ValueError, match="--groupsize must be 128 or -1"):
         make_cases([1], [(4096, 4096)], groupsize=64)
-    # The untuned launch divides k for every default shape (k % (split_k * block_k) == 0).
-    for m in (1, 4, 16, 64, 256):
-        lc = untuned_launch(m)
-        assert all(k % (lc["split_k"] * lc["block_k"]) == 0 for k in (4096, 8192, 28672)) and lc["block_m"] >= min(m, 64)
+
+
+def test_launch_choice_tuned_table_and_rule():
+    """The shipped H100 table covers every default point; its launches divide k; any other GPU or shape
+    gets the rule, which also divides k, and the source says which it was."""
+    from kernelscope.kernels.marlin.configs import choose_launch, rule_launch, tuned_tables
+
+    h100 = "NVIDIA H100 80GB HBM3"
+    table = tuned_tables()[h100]
+    assert {(r["k"], r["n"], r["m"]) for r in table["configs"]} == {
+        (k, n, m) for k, n in DEFAULT_SHAPES for m in DEFAULT_MS}
+    for r in table["configs"]:
+        got = choose_launch(r["m"], r["k"], r["n"], 128, h100)
+        assert got.launch == r["launch"] and got.source.startswith(f"tuned on {h100}") and f"m={r['m']}" in got.source
+        assert r["k"] % (got.launch["split_k"] * got.launch["block_k"]) == 0
+    between = choose_launch(8, 8192, 8192, 128, h100)  # not tuned at m=8: the next tuned m above, 16
+    assert "at m=16" in between.source
+    above = choose_launch(1024, 8192, 8192, 128, h100)  # above every tuned m: the largest
+    assert "at m=256" in above.source
+    other = choose_launch(1, 8192, 8192, 128, "NVIDIA A100-SXM4-80GB")
+    assert other.source.startswith("rule (no tuned table for this GPU)") and other.launch == rule_launch(1, 8192)
+    assert choose_launch(1, 5120, 5120, 128, h100).source.startswith("rule (this shape was not tuned)")
+    assert choose_launch(1, 8192, 8192, -1, h100).source.startswith("rule")  # the table is for groupsize 128
+    for m in (1, 4, 16, 64, 256, 1000):
+        for k in (128, 256, 384, 4096, 5120, 28672):
+            lc = rule_launch(m, k)
+            assert k % (lc["split_k"] * lc["block_k"]) == 0, (m, k, lc)
 
 
 def test_bytes_floor_against_independent_arithmetic():

@@ -23,10 +23,10 @@ from kernelscope.bench.attention import _error_text, _is_oom, _release
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
 from kernelscope.bench.timing import Timing, time_cuda, time_wall
-from kernelscope.bench.w4a16_impls import IMPLEMENTATIONS, Builder, Weights, make_weights, untuned_launch
+from kernelscope.bench.w4a16_impls import IMPLEMENTATIONS, Builder, Weights, make_weights
 
 __all__ = ["IMPLEMENTATIONS", "Builder", "W4A16Case", "W4A16Settings", "make_cases", "parse_shapes",
-           "run_w4a16_sweep", "untuned_launch"]
+           "run_w4a16_sweep"]
 
 BYTES_FORMULA = ("k*n/2 (packed int4 weights) + scale_rows*n*2 (fp16 scales, scale_rows = k/groupsize or 1) "
                  "+ m*k*2 (fp16 A) + m*n*2 (fp16 C)")
@@ -137,7 +137,8 @@ def measure(case: W4A16Case, impl: str, fn: Callable[[Any], Any], a: Any, wt: We
     except Exception as e:  # an implementation that cannot run this point is a result, not a crash
         return BenchRow(impl, params, "oom" if _is_oom(e) else "failed", _error_text(e))
     floor_ms = case.bytes_moved / bandwidth * 1e3
-    return BenchRow(impl, params, "ok", None, {
+    launch = fn.launch_info(case.m) if hasattr(fn, "launch_info") else {}
+    return BenchRow(impl, params, "ok", None, {**launch,
         **timing.to_dict(), "relative_error": err, "relative_error_columns": min(CHECK_COLUMNS, case.n),
         "bytes_moved": case.bytes_moved, "floor_ms": floor_ms, "pct_of_floor": 100 * floor_ms / timing.median_ms})
 
@@ -171,7 +172,8 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
         **asdict(settings), "impls": list(builders), "bytes_formula": BYTES_FORMULA, "floor_formula": FLOOR_FORMULA,
         "pct_of_floor_formula": PCT_FORMULA, "speedup_formula": SPEEDUP_FORMULA, "tolerance": TOLERANCE,
         "check": f"relative Frobenius error vs reference_matmul (fp32) on the first {CHECK_COLUMNS} columns",
-        "w4a16_launch": "untuned per-m choice, see kernelscope.bench.w4a16.untuned_launch", **bw},
+        "w4a16_launch": "kernelscope.kernels.marlin.configs.choose_launch: the tuned table of this GPU, else "
+                        "the rule; each row records the launch and its source", **bw},
         command=list(command if command is not None else sys.argv))
     total, done = len(cases) * len(builders), 0
     shapes: dict[tuple[int, int, int], list[W4A16Case]] = {}

@@ -10,22 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
-def untuned_launch(m: int) -> dict[str, int]:
-    """A simple per-m choice of tiles and split-k, NOT tuned: split k while m is too small to fill the GPU.
-
-    k must be a multiple of split_k * block_k (512 here for m <= 16, 128 above): true of every default shape.
-    """
-    if m <= 16:
-        return {"block_m": 16, "block_n": 64, "block_k": 128, "split_k": 4}
-    if m <= 64:
-        return {"block_m": _pow2(m), "block_n": 128, "block_k": 64, "split_k": 2}
-    return {"block_m": 64, "block_n": 128, "block_k": 64, "split_k": 1}
-
-
-def _pow2(m: int) -> int:
-    return 1 << max(4, math.ceil(math.log2(m)))
-
-
 @dataclass
 class Weights:
     """One layer's quantized weight, in every form an implementation starts from (all on one device)."""
@@ -56,11 +40,33 @@ def make_weights(k: int, n: int, groupsize: int, device: str, seed: int) -> Weig
 Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C), built once per shape
 
 
-def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
-    from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
+class W4A16Call:
+    """The Triton kernel with the launch :func:`choose_launch` picks per m (tuned table of this GPU, else the rule)."""
 
-    bk, sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
-    return lambda a: w4a16_matmul(a, bk, sk, wt.groupsize, **untuned_launch(a.shape[0]))
+    def __init__(self, wt: Weights) -> None:
+        import torch
+
+        from kernelscope.kernels.marlin import to_kernel_layout
+
+        self.wt = wt
+        self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
+        dev = self.bk.device
+        self.device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else None
+
+    def launch_info(self, m: int) -> dict[str, Any]:
+        from kernelscope.kernels.marlin.configs import choose_launch
+
+        choice = choose_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.device_name)
+        return {"launch": choice.launch, "launch_source": choice.source}
+
+    def __call__(self, a: Any) -> Any:
+        from kernelscope.kernels.marlin import w4a16_matmul
+
+        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, **self.launch_info(a.shape[0])["launch"])
+
+
+def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
+    return W4A16Call(wt)
 
 
 def build_cublas(wt: Weights) -> Callable[[Any], Any]:

@@ -215,13 +215,15 @@ def _w4a16_kernel(
     else:
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         parts = part_ptr + pid * (SPLIT_K * BLOCK_M * BLOCK_N)
-        tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc)
+        # only the rows of C that exist: at m = 1 a 16-row tile would move 16x the partial sums
+        tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=mask_m[:, None])
         tl.debug_barrier()  # every thread's partial is stored before the counter says so
         arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
             total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for i in tl.static_range(SPLIT_K):
-                total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, cache_modifier=".cg")
+                total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, mask=mask_m[:, None], other=0.0,
+                                 cache_modifier=".cg")
             tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
             tl.atomic_xchg(count_ptr + pid, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 

@@ -47,6 +47,8 @@ class _Bytes:
     @classmethod
     def of(cls, p: GemmPlan) -> "_Bytes":
         c = p.split_k * p.m * p.n * 4 if p.split_k > 1 else p.m * p.n * 2
+        if p.split_k > 1 and p.fused_split_sum:
+            c += p.m * p.n * 2  # the fp32 partials (rows of C that exist), then fp16 C by the last program
         return cls(a=p.m * p.k * 2, bk=p.k * p.n // 2, scales=p.groups * p.n * 2, c_kernel=c)
 
     @property
@@ -119,16 +121,25 @@ def _load_phase(p: GemmPlan, b: _Bytes, compiled: dict | None) -> Phase:
                                             "ceil(n / BLOCK_N) x m x k x 2 B: every column tile reads all of A")),
         Figure("Bk read by all programs", _d(p.m_tiles * b.bk, "byte", "Bk requested",
                                              "ceil(m / BLOCK_M) x k x n / 2 B: each weight read once per row tile")),
-        Figure("stage buffers (estimate)", _d((a_tile + bk_tile) * p.num_stages, "byte", "stage buffers",
-                                              f"(A tile + Bk tile) x num_stages ({p.num_stages})")),
+        Figure("stage buffers (estimate)",
+               _d(a_tile * p.num_stages, "byte", "stage buffers", f"A tile x num_stages ({p.num_stages}); the weights "
+                  "skip shared memory") if p.prefetch else
+               _d((a_tile + bk_tile) * p.num_stages, "byte", "stage buffers",
+                  f"(A tile + Bk tile) x num_stages ({p.num_stages})")),
     ]
     shared = (compiled or {}).get("shared_bytes")
     figs.append(Figure("shared memory the compiler allocated",
                        _d(shared, "byte", "metadata.shared", "Triton's compiled kernel metadata") if shared is not None
                        else Metric.missing("metadata.shared", "recorded only when kernelscope learn marlin runs the "
                                            "kernel itself", "derived", "byte")))
-    what = ("Per iteration each program loads an A tile and a Bk tile (and a row of scales); Triton stages "
-            f"them through shared memory, {p.num_stages} stages deep. Offsets are in bytes from each tensor's start.")
+    if p.prefetch:
+        what = ("Per iteration each program loads an A tile (staged through shared memory by Triton, "
+                f"{p.num_stages} stages deep), a row of scales, and a Bk tile straight into registers, "
+                f"{p.prefetch} iteration(s) ahead of its unpack, so its DRAM latency overlaps the work before it. ")
+    else:
+        what = ("Per iteration each program loads an A tile and a Bk tile (and a row of scales); Triton stages "
+                f"them through shared memory, {p.num_stages} stages deep. ")
+    what += "Offsets are in bytes from each tensor's start."
     return Phase("Global -> shared memory loads", what, tuple(figs))
 
 
@@ -142,8 +153,13 @@ def _unpack_phase(p: GemmPlan) -> Phase:
                                                  "ceil(m / BLOCK_M) x k x n")),
     )
     what = ("Word (r, c) of Bk holds q[8r .. 8r + 7, c] (to_kernel_layout converts Marlin's B once, so Triton "
-            "loads it densely). In registers: shift by 4i, mask 0xF, subtract 8, convert to fp16"
-            + (", multiply by the group's scale." if p.groups > 1 else "; the scale is applied to the sums at the end."))
+            "loads it densely). " + (
+                "In registers, PTX lop3 drops two nibbles at a time into the mantissas of fp16 1024 and one "
+                "f16x2 subtract (or multiply-add for the upper nibble) gives q - 8 for both: 12 instructions "
+                "per word of 8 weights" if p.dequant_asm else
+                "In registers: shift by 4i, mask 0xF, subtract 8, convert to fp16")
+            + (", then a multiply by the group's scale." if p.groups > 1 else
+               "; the scale is applied to the sums at the end."))
     return Phase("Unpack in registers", what, figs)
 
 
@@ -156,8 +172,12 @@ def _mma_phase(p: GemmPlan, compiled: dict | None) -> Phase:
         instr = Metric.missing("PTX opcodes", "recorded only when kernelscope learn marlin runs the kernel itself",
                                "derived")
     figs = (
-        Figure("tl.dot per iteration", _d(f"[{p.block_m} x {p.block_k}] @ [{p.block_k} x {p.block_n}]", "",
-                                          "dot shape", "A tile @ unpacked weight tile, fp32 accumulator")),
+        Figure("tl.dot per iteration",
+               _d(f"[{p.block_n} x {p.block_k}] @ [{p.block_k} x {p.block_m}]", "", "dot shape",
+                  "unpacked weight tile (transposed) @ A tile (transposed), fp32 accumulator: n is the MMA's M "
+                  "side") if p.swap_ab else
+               _d(f"[{p.block_m} x {p.block_k}] @ [{p.block_k} x {p.block_n}]", "", "dot shape",
+                  "A tile @ unpacked weight tile, fp32 accumulator")),
         Figure("FLOPs per dot", _d(2 * p.block_m * p.block_n * p.block_k, "FLOP", "dot FLOPs",
                                    "2 x BLOCK_M x BLOCK_N x BLOCK_K")),
         Figure("useful FLOPs", _d(2 * p.m * p.n * p.k, "FLOP", "FLOPs", "2 x m x n x k")),
@@ -175,10 +195,13 @@ def _writeback_phase(p: GemmPlan, b: _Bytes, epilogues: tuple[tuple[Launch, ...]
     figs = [
         Figure("accumulator per thread", _d(p.block_m * p.block_n // p.threads, "fp32 register", "acc",
                                             "BLOCK_M x BLOCK_N / threads")),
-        Figure("C written by the kernel", _d(b.c_kernel, "byte", "C bytes", "split_k x m x n x 4 B (fp32 partial sums)"
-                                             if p.split_k > 1 else "m x n x 2 B (fp16)")),
+        Figure("C written by the kernel", _d(b.c_kernel, "byte", "C bytes",
+                                             "split_k x m x n x 4 B (fp32 partial sums) + m x n x 2 B (fp16 C)"
+                                             if p.split_k > 1 and p.fused_split_sum else
+                                             "split_k x m x n x 4 B (fp32 partial sums)" if p.split_k > 1 else
+                                             "m x n x 2 B (fp16)")),
     ]
-    if p.split_k > 1:
+    if p.split_k > 1 and not p.fused_split_sum:
         names = sorted({short_kernel_name(y.kernel) for e in epilogues for y in e})
         per_call = [sum(y.duration_ns for y in e) for e in epilogues if e]
         figs.append(Figure("epilogue kernels", Metric(", ".join(names) or "none recorded", "", "cupti", "kernel")))
@@ -188,9 +211,16 @@ def _writeback_phase(p: GemmPlan, b: _Bytes, epilogues: tuple[tuple[Launch, ...]
                            Metric.missing("epilogue duration", "no kernel followed the GEMM launches", "cupti", "ns")))
     scaled = ("The scales were applied during the unpack. " if p.groups > 1 else
               "Each program multiplies its fp32 tile by the column scales (one group). ")
-    what = scaled + ("With split_k > 1 each program stores its fp32 partial sums; torch then adds the split_k "
-                     "partials and casts to fp16 in separate kernels." if p.split_k > 1 else
-                     "Each program converts its fp32 tile to fp16 and stores it.")
+    if p.split_k > 1 and p.fused_split_sum:
+        tail = ("With split_k > 1 each program stores its fp32 partial sums and counts itself in on its tile's "
+                "counter; the last to arrive adds the split_k partials in split order (deterministic), writes "
+                "fp16 C and resets the counter: one launch per call.")
+    elif p.split_k > 1:
+        tail = ("With split_k > 1 each program stores its fp32 partial sums; torch then adds the split_k "
+                "partials and casts to fp16 in separate kernels.")
+    else:
+        tail = "Each program converts its fp32 tile to fp16 and stores it."
+    what = scaled + tail
     return Phase("Accumulate and write back", what, tuple(figs))
 
 
@@ -232,7 +262,7 @@ def _measured_phase(session: Session, p: GemmPlan, b: _Bytes, launches: tuple[La
         figs.append(Figure("% of copy bandwidth", _d(100 * bw / float(copy.value), "%", "% of copy",
                                                      "achieved bandwidth / device-to-device copy bandwidth")))
     calls = [x.duration_ns + sum(y.duration_ns for y in e) for x, e in zip(launches, epilogues)]
-    if p.split_k > 1 and calls:
+    if p.split_k > 1 and not p.fused_split_sum and calls:
         figs.append(Figure("GPU time per call", _d(statistics.median(calls), "ns", "call time",
                                                    "median of kernel + epilogue durations")))
     l2 = _device_metric(session, "l2_cache_bytes", "byte")

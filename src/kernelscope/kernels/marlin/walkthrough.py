@@ -45,6 +45,10 @@ class GemmPlan:
     num_warps: int = 4
     num_stages: int = 3
     group_m: int = 8
+    swap_ab: int = 1  # 1: C^T = W^T A^T, n on the MMA's M side
+    prefetch: int = 1  # weight slices loaded into registers ahead of the unpack
+    dequant_asm: int = 1  # 1: PTX unpack, two weights per instruction; 0: Triton shifts and masks
+    fused_split_sum: int = 1  # 1: the last program of a tile adds the split-k partials; 0: torch kernels after
 
     def __post_init__(self) -> None:
         if self.m < 1:
@@ -85,7 +89,8 @@ class GemmPlan:
         """Keyword arguments of ``w4a16_matmul`` that reproduce this launch."""
         return {"split_k": self.split_k, "block_m": self.block_m, "block_n": self.block_n,
                 "block_k": self.block_k, "group_m": self.group_m, "num_warps": self.num_warps,
-                "num_stages": self.num_stages}
+                "num_stages": self.num_stages, "swap_ab": bool(self.swap_ab), "prefetch": self.prefetch,
+                "dequant_asm": bool(self.dequant_asm)}
 
     def program_tile(self, pid: int) -> tuple[int, int]:
         """(pid_m, pid_n) of program ``pid``: the kernel's grouped ordering, for the address example."""
@@ -99,6 +104,8 @@ class GemmPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GemmPlan":
+        # a plan recorded before these fields existed ran the first kernel version: none of them
+        d = {"swap_ab": 0, "prefetch": 0, "dequant_asm": 0, "fused_split_sum": 0, **d}
         return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -138,7 +145,7 @@ def find_calls(session: Session, plan: GemmPlan) -> RecordedCalls:
             if short_kernel_name(y.kernel) == KERNEL_NAME:
                 break
             tail.append(y)
-        epilogues.append(tuple(tail) if plan.split_k > 1 else ())
+        epilogues.append(tuple(tail) if plan.split_k > 1 and not plan.fused_split_sum else ())
     return RecordedCalls(tuple(match), tuple(epilogues))
 
 

@@ -1,0 +1,66 @@
+"""Launch configurations of the W4A16 kernel: tuned per device, with a rule for the rest.
+
+A tuned table (``tuned_<gpu>.json`` beside this module, written from a run of
+``benchmarks/w4a16/tune.py``) holds the fastest configuration measured per layer
+shape (k, n) and token count m on one GPU model. :func:`choose_launch` looks the
+call up there by device name; for a GPU or shape that was not tuned it applies
+:func:`rule_launch`, the pattern the H100 tuning showed, and says so.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+TUNED_FILES = ("tuned_h100.json",)
+
+
+@dataclass(frozen=True)
+class LaunchChoice:
+    launch: dict[str, Any]  # keyword arguments of w4a16_matmul
+    source: str  # "tuned on <device> (<date>) at m=<m>" or "rule (...)"
+
+
+def rule_launch(m: int, k: int) -> dict[str, Any]:
+    """The H100 tuning's pattern (benchmarks/w4a16/NOTES.md): transposed product everywhere; for decode
+    (m <= 16) 16-token tiles, 64 columns, k split 4 ways with one weight slice prefetched; wider tiles above."""
+    if m <= 16:
+        launch = dict(block_m=16, block_n=64, block_k=128, split_k=4, num_warps=4, num_stages=3, swap_ab=True,
+                      prefetch=1)
+    elif m <= 64:
+        launch = dict(block_m=64, block_n=64, block_k=64, split_k=4, num_warps=4, num_stages=3, swap_ab=True)
+    else:
+        launch = dict(block_m=128, block_n=128, block_k=64, split_k=2, num_warps=8, num_stages=3, swap_ab=True)
+    while launch["split_k"] > 1 and k % (launch["split_k"] * launch["block_k"]):
+        launch["split_k"] //= 2  # k must split into whole BLOCK_K slices
+    while k % launch["block_k"]:
+        launch["block_k"] //= 2
+    return launch
+
+
+@lru_cache(maxsize=None)
+def tuned_tables() -> dict[str, dict[str, Any]]:
+    """Device name -> tuned table, from the files shipped with the package."""
+    out = {}
+    for name in TUNED_FILES:
+        path = Path(__file__).with_name(name)
+        if path.exists():
+            doc = json.loads(path.read_text())
+            out[doc["device_name"]] = doc
+    return out
+
+
+def choose_launch(m: int, k: int, n: int, groupsize: int, device_name: str | None) -> LaunchChoice:
+    """The tuned configuration for this device and (k, n) at the nearest tuned m at or above m (else the
+    largest), or the rule when this device or shape was not tuned."""
+    table = tuned_tables().get(device_name or "")
+    if table is not None and table.get("groupsize") == groupsize:
+        rows = sorted((r for r in table["configs"] if (r["k"], r["n"]) == (k, n)), key=lambda r: r["m"])
+        if rows:
+            row = next((r for r in rows if r["m"] >= m), rows[-1])
+            return LaunchChoice(dict(row["launch"]), f"tuned on {table['device_name']} ({table['measured']}) "
+                                                     f"at m={row['m']}")
+    why = "no tuned table for this GPU" if table is None else "this shape was not tuned"
+    return LaunchChoice(rule_launch(m, k), f"rule ({why}): kernelscope.kernels.marlin.configs.rule_launch")
