@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 
 if has test; then
-  timeout "$(left 150)" python3 -m pytest -q --maxfail=5 -p no:cacheprovider tests/gpu/test_bench_w4a16_gpu.py \
+  timeout "$(left 150)" python3 -m pytest -q --maxfail=5 -p no:cacheprovider tests/gpu/test_bench_w4a16_gpu.py tests/kernels/test_marlin_gemm.py \
     tests/test_bench_w4a16.py 2>&1 | tail -20 | tee "$OUT/w4a16/pytest.txt"
 fi
 if has record; then

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# First GPU run of in-kernel instrumentation: the block recorder and Proton phase scopes.
+# GPU run of in-kernel instrumentation: the block recorder and Proton phase scopes.
 # From the repo root on a GPU machine:  OUT=/tmp/inst bash scripts/record_instrumented.sh
 # Leaves at most 5 files in $OUT: record.log (tests + show output), two sessions and
 # Proton's raw trace (gzipped). Clocks are never changed. Budget: about 240 s.
+# Ran on an H100 80GB HBM3 on 2026-11-22: its sessions and Proton trace are in tests/data/
+# (tests/test_instrumented_recorded.py); the GPU tests hit their 150 s timeout there (a Proton
+# stderr deadlock in the small-buffer test, since fixed); overhead: benchmarks/results/instrumentation_overhead.md.
 set -u
 O=${OUT:-/tmp/kernelscope-instrumented}
 mkdir -p "$O"

@@ -95,9 +95,9 @@ def test_first_call_is_outside_the_timing():
         calls.append(1)
         return q
 
-    def timer(fn, *, warmup, repeats, flush_l2):
-        assert len(calls) == 1  # compile / autotune happened before any measurement
-        return summarize([1.0], warmup, "perf_counter", flush_l2)
+    def timer(fns, *, warmup, repeats, flush_l2):
+        assert calls  # compile / autotune happened before any measurement
+        return {name: summarize([1.0], warmup, "perf_counter", flush_l2) for name in fns}
 
     results = run_attention_sweep(make_cases([16], [64], [False], ["fp16"], tokens=16, hidden=64), {"x": impl}, CPU,
                                   timer=timer)
@@ -234,3 +234,31 @@ def test_rows_measured_while_throttled_are_flagged(monkeypatch):
     row = BenchRow("flash", {}, "ok", None, {"median_ms": 1.0, "tflops": 300.0, **hot})
     assert _cell(row).endswith(" !")
     assert not _cell(BenchRow("flash", {}, "ok", None, {"median_ms": 1.0, "tflops": 300.0})).endswith("!")
+
+
+def test_implementations_are_timed_in_turn_repeat_by_repeat():
+    """Interleaved timing: after each one's warm-up, a, b, a, b, ... so both see the same clocks."""
+    from kernelscope.bench.timing import time_wall_interleaved
+
+    log = []
+    timings = time_wall_interleaved({"a": lambda: log.append("a"), "b": lambda: log.append("b")}, warmup=2,
+                                    repeats=3)
+    assert log == ["a", "a", "b", "b", "a", "b", "a", "b", "a", "b"]
+    assert set(timings) == {"a", "b"} and all(t.repeats == 3 and "interleaved" in t.clock for t in timings.values())
+
+
+def test_a_failure_while_timing_is_attributed_to_its_implementation():
+    """If the interleaved timing raises, each implementation is timed alone: only the culprit fails."""
+    state = {"armed": False}
+
+    def flaky(q, k, v, causal):
+        if state["armed"]:
+            raise RuntimeError("failed while timed")
+        state["armed"] = True  # the first (untimed) call passes
+        return q
+
+    results = run_attention_sweep(make_cases([16], [64], [False], ["fp16"], tokens=16, hidden=64),
+                                  {"naive": naive_attention, "flaky": flaky}, CPU)
+    by = {r.impl: r for r in results.rows}
+    assert by["naive"].status == "ok" and by["flaky"].status == "failed"
+    assert by["flaky"].error == "RuntimeError: failed while timed" and by["flaky"].get("median_ms") is None

@@ -1,7 +1,7 @@
 """Phase scopes (Proton): parsing its trace file, analysis, panels 4 and 8, export, attaching.
 
 The traces here are SYNTHETIC (tests/proton_fixtures.py), shaped exactly as Triton 3.6's
-Proton writes them; recorded ones are to be added once the GPU script has run.
+Proton writes them; the trace recorded on an H100 is tested in tests/test_instrumented_recorded.py.
 """
 from __future__ import annotations
 
@@ -251,6 +251,29 @@ def test_stderr_tee_passes_output_through_and_keeps_protons_lines(capfd):
     lines = tee.close()
     assert lines == ["Warning (cta0, warp0): first 1 events are dropped due to insufficient buffer size (1/2)"]
     assert "ordinary line" in capfd.readouterr().err
+
+
+def test_stderr_tee_survives_more_output_than_a_pipe_holds_written_with_the_gil_held():
+    """Proton prints one drop warning per warp from C++ with the GIL held; on the first GPU run (H100,
+    2026-11-22) a pipe-based tee filled up and the GPU test hung. 2,000 such lines (~190 KB) through
+    ctypes.PyDLL, which keeps the GIL during the call, must come through in a few seconds."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import ctypes, sys
+        sys.path.insert(0, {str(ROOT / "src")!r})
+        from kernelscope.collect.instrument.proton_scopes import _StderrTee
+        write = ctypes.PyDLL(None).write
+        tee = _StderrTee()
+        for i in range(2000):
+            b = f"Warning (cta{{i}}, warp0): first 52 events are dropped due to insufficient buffer size (16/68)\\n"
+            write(2, b.encode(), len(b))
+        print(len(tee.close()))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == "2000", r.stderr[-500:]
+    assert r.stderr.count("events are dropped") == 3 and "1,997 more Proton warnings" in r.stderr
 
 
 def test_interpreter_runs_are_not_recorded():

@@ -199,7 +199,7 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
     check that output register p holds nibble p as q - 8 exactly."""
     import re
 
-    from kernelscope.kernels.marlin.gemm import _UNPACK_PTX
+    from kernelscope.kernels.marlin.unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
     lines = [ln.strip().rstrip(";") for ln in _UNPACK_PTX.splitlines() if ln.strip()[:3] in ("lop", "sub", "fma", "shr")]
     regs = {m[0]: int(m[1], 16) for m in re.findall(r"mov\.b32 (\w+), (0x[0-9a-f]+)", _UNPACK_PTX)}

@@ -6,7 +6,9 @@
     kernelscope export phases.json --chrome phases.trace.json
 
 Needs an NVIDIA GPU to record; the kernel also runs in Triton's interpreter,
-where the scopes do nothing (tests/test_proton_scopes.py). Not yet run on a GPU.
+where the scopes do nothing (tests/test_proton_scopes.py). Recorded on an NVIDIA H100
+80GB HBM3 on 2026-11-22: tests/data/session_h100_proton.json.gz and Proton's raw
+tests/data/proton_h100_phases.chrome_trace.gz (tests/test_instrumented_recorded.py).
 """
 from __future__ import annotations
 

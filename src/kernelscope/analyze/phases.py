@@ -14,7 +14,8 @@ from itertools import pairwise
 from kernelscope.model import Launch, PhaseScopes, WarpScopes
 
 PER_WARP_FORMULA = "per warp: sum of (end - start) over that phase's scopes; then median / min / max over warps"
-IDLE_FORMULA = "idle = warp span (first start to last end) - time inside any scope"
+IDLE_FORMULA = ("unscoped = warp span (first start to last end) - time inside any scope: the warp ran unmarked "
+                "code or waited; not necessarily idle")
 OVERLAP_FORMULA = ("per block: time some warp is in A while some warp is in B / block span; median over blocks "
                    "(nested scopes count as overlapping)")
 SHARE_FORMULA = "median over blocks of (time some warp is in the phase / block span)"
@@ -87,7 +88,7 @@ class PhaseSummary:
     phases: tuple[PhaseStat, ...]  # in order of median first start
     overlaps: tuple[Overlap, ...]  # pairs with any overlap, largest first
     block_span_median: float | None
-    checks: tuple[str, ...]  # consistency problems, one sentence each
+    checks: tuple[str, ...]  # what was checked against what, and what could not be, one sentence each
     problems: tuple[str, ...]  # what the collector dropped (from PhaseScopes.problems)
 
 
@@ -131,6 +132,10 @@ def check_scopes(s: PhaseScopes, launch: Launch | None) -> list[str]:
         if offsets and max(offsets) > launch.duration_ns:
             out.append(f"a block started {max(offsets):,} ns after the first, later than the launch's measured "
                        f"duration ({launch.duration_ns:,} ns): the scopes may come from another launch")
+        elif offsets:
+            out.append(f"block starts (%globaltimer) within the launch's measured duration: the last block started "
+                       f"{max(offsets):,} ns after the first; the trace pass timed the launch at "
+                       f"{launch.duration_ns:,} ns")
     if s.clock_offset_ns is None and s.warps:
         out.append(f"scope times are {s.time_unit} on each SM's own counter, with no offset to the session clock: "
                    "whether every scope lies inside the launch's measured span cannot be checked")

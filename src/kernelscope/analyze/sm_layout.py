@@ -27,6 +27,7 @@ TAIL_FORMULA = "grid blocks - (waves - 1) x concurrent blocks"
 TAIL_IDLE_SMS_FORMULA = "SM count - min(blocks in the last wave, SM count)"
 SLOT_USE_FORMULA = "100 x grid blocks / (waves x concurrent blocks)"
 OVERHEAD_FORMULA = "100 x (median instrumented duration / median plain duration - 1), same kernel, grid and block"
+SPREAD_FORMULA = "100 x (max - min) / median of the plain launches' durations"
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class MeasuredLayout:
     checks: tuple[Check, ...]
     problems: tuple[str, ...]  # what the reader found wrong with the buffer
     overhead: Metric
+    overhead_noise: Metric  # the plain launches' own spread: an overhead smaller than it is not a measured slowdown
 
 
 def _ids_text(ids: list[int], limit: int = 8) -> str:
@@ -167,7 +169,8 @@ def _timer_step(recorded: list[int]) -> int | None:
     return min(steps) if steps else None
 
 
-def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | None = None) -> MeasuredLayout:
+def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | None = None,
+                    overhead_noise: Metric | None = None) -> MeasuredLayout:
     rec = launch.block_records
     if rec is None:
         raise ValueError("this launch has no block records; use computed_layout")
@@ -232,6 +235,8 @@ def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | Non
         checks=tuple(checks), problems=tuple(rec.problems),
         overhead=overhead if overhead is not None else Metric.missing(
             "instrumentation overhead", "not computed for this launch", "derived", "%"),
+        overhead_noise=overhead_noise if overhead_noise is not None else Metric.missing(
+            "plain launches' spread", "not computed for this launch", "derived", "%"),
     )
 
 
@@ -252,6 +257,18 @@ def instrumentation_overhead(session: Session, launch: Launch) -> Metric:
                                     "to compare with", "derived", "%")
     ratio = statistics.median(instrumented) / statistics.median(plain)
     return Metric(100.0 * (ratio - 1.0), "%", "derived", name, formula=OVERHEAD_FORMULA)
+
+
+def plain_duration_spread(session: Session, launch: Launch) -> Metric:
+    """How much the plain launches of this kernel (same grid and block) vary among themselves, in percent."""
+    plain = [x.duration_ns for x in session.launches if x.block_records is None
+             and (x.kernel, x.grid, x.block) == (launch.kernel, launch.grid, launch.block)]
+    name = f"plain launches' spread ({len(plain)} launches)"
+    if len(plain) < 2:
+        return Metric.missing(name, "fewer than two plain launches of this kernel with the same grid and block",
+                              "derived", "%")
+    return Metric(100.0 * (max(plain) - min(plain)) / statistics.median(plain), "%", "derived", name,
+                  formula=SPREAD_FORMULA)
 
 
 def instrumented_launches(session: Session, kernel: str) -> list[Launch]:

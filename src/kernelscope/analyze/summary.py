@@ -64,7 +64,8 @@ class SessionSummary:
     sm_count: int | None
 
 
-def _config(x: Launch) -> LaunchConfig:
+def launch_config(x: Launch) -> LaunchConfig:
+    """What groups launches into one configuration: grid, block, registers per thread, shared memory per block."""
     regs, smem = x.value("registers_per_thread"), x.value("shared_memory_per_block_bytes")
     return LaunchConfig(x.grid, x.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
 
@@ -104,7 +105,7 @@ def summarize(session: Session) -> SessionSummary:
         durations = [x.duration_ns for x in launches]
         groups: dict[LaunchConfig, list[Launch]] = defaultdict(list)
         for x in launches:
-            groups[_config(x)].append(x)
+            groups[launch_config(x)].append(x)
         configs = []
         for cfg, group in groups.items():
             occ, reason = _occupancy(cfg, arch, arch_reason)

@@ -7,7 +7,9 @@ implementation sees the same inputs at a point. One that raises is recorded as
 ``failed`` (or ``oom``) with its error and the sweep goes on.
 
 Per row: the timing from :mod:`kernelscope.bench.timing`, TFLOP/s derived as
-``FLOPS_FORMULA / median time``, and the peak memory the allocator reports.
+``FLOPS_FORMULA / median time``, and the peak memory the allocator reports. At a
+point, the implementations are timed interleaved, repeat by repeat, so that all
+of them run at the same clocks and power state.
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from typing import Any, Callable, Mapping
 
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
-from kernelscope.bench.timing import Timing, time_cuda, time_wall
+from kernelscope.bench.timing import Timing, time_cuda_interleaved, time_wall_interleaved
 
 FLOPS_FORMULA = "4 * batch * heads * seq_len^2 * head_dim, halved when causal"
 DTYPES = ("fp16", "bf16")
 Progress = Callable[[int, int, str], None]
-Timer = Callable[..., Timing]
+Timer = Callable[..., dict[str, Timing]]  # {name: fn} -> {name: Timing}, timed in turn
 
 
 @dataclass(frozen=True)
@@ -112,31 +114,49 @@ def _peak_memory(fn: Callable[[], Any], device: str) -> dict[str, Any]:
             "memory_source": "torch.cuda.max_memory_allocated (inputs included; extra = peak - allocated before)"}
 
 
-def measure(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[Any, Any, Any],
-            settings: SweepSettings, timer: Timer) -> BenchRow:
-    """One row: a first untimed call (compile, autotune, plan), one call for peak memory, then the timing.
+def prepare(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[Any, Any, Any],
+            settings: SweepSettings) -> tuple[Callable[[], Any] | None, BenchRow | dict[str, Any]]:
+    """A first untimed call (compile, autotune, plan), then one call for peak memory.
 
-    The first call is kept out of the memory figure: Triton's autotuner allocates
-    a 256 MiB cache-flush buffer of its own while it tunes.
+    Returns (call, memory fields), or (None, a failed / oom row). The first call is
+    kept out of the memory figure: Triton's autotuner allocates a 256 MiB cache-flush
+    buffer of its own while it tunes.
     """
     q, k, v = qkv
 
     def call() -> Any:
         return fn(q, k, v, case.causal)
 
-    params = asdict(case)
     try:
         call()
-        memory = _peak_memory(call, settings.device)
-        timing = timer(call, warmup=settings.warmup, repeats=settings.repeats, flush_l2=settings.flush_l2)
+        return call, _peak_memory(call, settings.device)
     except Exception as e:  # an implementation that cannot run this point is a result, not a crash
-        return BenchRow(impl, params, "oom" if _is_oom(e) else "failed", _error_text(e))
-    finally:
         _release(settings.device)
+        return None, BenchRow(impl, asdict(case), "oom" if _is_oom(e) else "failed", _error_text(e))
+
+
+def ok_row(case: AttentionCase, impl: str, timing: Timing, memory: dict[str, Any]) -> BenchRow:
     tflops = case.flops / (timing.median_ms * 1e-3) / 1e12
     values = {**timing.to_dict(), "flops": case.flops, "flops_formula": FLOPS_FORMULA, "tflops": tflops,
               "tflops_formula": "flops / (median_ms * 1e-3) / 1e12", **memory}
-    return BenchRow(impl, params, "ok", None, values)
+    return BenchRow(impl, asdict(case), "ok", None, values)
+
+
+def time_point(case: AttentionCase, calls: dict[str, Callable[[], Any]], memory: dict[str, dict[str, Any]],
+               settings: SweepSettings, timer: Timer) -> dict[str, BenchRow]:
+    """Time the implementations that ran, interleaved; if that raises, each alone, so the failure is attributed."""
+    kw = dict(warmup=settings.warmup, repeats=settings.repeats, flush_l2=settings.flush_l2)
+    try:
+        timings = timer(calls, **kw)
+        return {n: ok_row(case, n, timings[n], memory[n]) for n in calls}
+    except Exception:
+        rows = {}
+        for n, call in calls.items():
+            try:
+                rows[n] = ok_row(case, n, timer({n: call}, **kw)[n], memory[n])
+            except Exception as e:
+                rows[n] = BenchRow(n, asdict(case), "oom" if _is_oom(e) else "failed", _error_text(e))
+        return rows
 
 
 def _release(device: str) -> None:
@@ -155,9 +175,10 @@ def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable
 
     ``describe(impl, case)`` may add fields to an ok row (e.g. the launch config the autotuner chose).
     """
-    timer = timer or (time_cuda if settings.device == "cuda" else time_wall)
+    timer = timer or (time_cuda_interleaved if settings.device == "cuda" else time_wall_interleaved)
     env = environment_at_start()
-    results = BenchResults("attention", env, {**asdict(settings), "impls": list(impls), "flops_formula": FLOPS_FORMULA},
+    results = BenchResults("attention", env, {**asdict(settings), "impls": list(impls), "flops_formula": FLOPS_FORMULA,
+                                              "timing_order": "interleaved: every implementation once per repeat"},
                            command=list(command if command is not None else sys.argv))
     total, done = len(cases) * len(impls), 0
     for case in cases:
@@ -166,23 +187,34 @@ def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable
         except Exception as e:  # no inputs: every implementation misses this point for the same reason
             status, err = ("oom" if _is_oom(e) else "failed"), f"allocating the inputs: {_error_text(e)}"
             qkv = None
+        rows: dict[str, BenchRow] = {}
+        calls: dict[str, Callable[[], Any]] = {}
+        memory: dict[str, dict[str, Any]] = {}
         for name, fn in impls.items():
             if on_progress:
                 on_progress(done, total, f"{name} {case.label()}")
             if qkv is None:
-                row = BenchRow(name, asdict(case), status, err)
+                rows[name] = BenchRow(name, asdict(case), status, err)
+                continue
+            call, got = prepare(case, name, fn, qkv, settings)
+            if call is None:
+                rows[name] = got  # type: ignore[assignment]
             else:
-                row = measure(case, name, fn, qkv, settings, timer)
-                if row.status == "ok":
-                    # The clock the GPU ran at just after timing: a throttled row shows as one.
-                    row.values.update(clocks_now(env.get("pci_bus_id")))
-                    if describe is not None:
-                        row.values.update(describe(name, case))
+                calls[name], memory[name] = call, got  # type: ignore[assignment]
+        if calls:
+            rows.update(time_point(case, calls, memory, settings, timer))
+        for name in impls:  # rows in the order the implementations were given
+            row = rows[name]
+            if row.status == "ok":
+                # The clock the GPU ran at just after timing: a throttled row shows as one.
+                row.values.update(clocks_now(env.get("pci_bus_id")))
+                if describe is not None:
+                    row.values.update(describe(name, case))
             results.rows.append(row)
             done += 1
             if on_row:
                 on_row(results)
-        del qkv
+        del qkv, calls
         _release(settings.device)
     if on_progress:
         on_progress(done, total, "done")

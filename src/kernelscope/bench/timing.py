@@ -92,3 +92,55 @@ def time_wall(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5, flush
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return summarize(times, warmup, "perf_counter", False)
+
+
+def time_cuda_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 10, repeats: int = 30,
+                          flush_l2: bool = True) -> dict[str, Timing]:
+    """Time several callables in turn, repeat by repeat (a, b, c, a, b, c, ...), on the current CUDA device.
+
+    Sequential timing lets the GPU's clock drift between implementations (power cap, temperature);
+    interleaved, every implementation sees the same power state, so their ratio is the one to trust.
+    """
+    import torch
+
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    flush = None
+    if flush_l2:
+        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(repeats)] for name in fns}
+    torch.cuda._sleep(HOST_LEAD_CYCLES * max(1, repeats * len(fns) // 30))
+    for i in range(repeats):
+        for name, fn in fns.items():
+            if flush is not None:
+                flush.zero_()
+            start, end = events[name][i]
+            start.record()
+            fn()
+            end.record()
+    torch.cuda.synchronize()
+    return {name: summarize([s.elapsed_time(e) for s, e in pairs], warmup, "cuda-event (interleaved)",
+                            flush is not None) for name, pairs in events.items()}
+
+
+def time_wall_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 1, repeats: int = 5,
+                          flush_l2: bool = False) -> dict[str, Timing]:
+    """:func:`time_cuda_interleaved` with the host clock, for CPU callables."""
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: summarize(ts, warmup, "perf_counter (interleaved)", False) for name, ts in times.items()}

@@ -10,10 +10,10 @@ from rich.text import Text
 
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, CONCURRENT_FORMULA, SLOT_USE_FORMULA, TAIL_FORMULA, TAIL_IDLE_SMS_FORMULA, WAVES_FORMULA,
-    OVERHEAD_FORMULA, ComputedLayout, MeasuredLayout, SMTimeline, computed_layout, instrumentation_overhead,
-    instrumented_launches, measured_layout,
+    OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMTimeline, computed_layout,
+    instrumentation_overhead, instrumented_launches, measured_layout, plain_duration_spread,
 )
-from kernelscope.analyze.summary import KernelSummary
+from kernelscope.analyze.summary import KernelSummary, launch_config
 from kernelscope.model import Metric, Session
 from kernelscope.render.fmt import bar, duration
 
@@ -110,12 +110,24 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
         sm_total = (len(m.sms) + (m.idle_sm_count or 0)) * m.span_ns
         t.add_row("SM idle time", f"{duration(m.idle_ns)} of {duration(sm_total)} SM-time "
                   f"({100.0 * m.idle_ns / sm_total:.1f}%); after each SM's last block {duration(m.tail_idle_ns)}")
-    o = m.overhead
-    t.add_row("Overhead", f"N/A: {o.missing_reason}" if o.is_missing else f"{o.value:+.1f}% kernel time, "
-              f"{o.raw_name}")
+    o, noise = m.overhead, m.overhead_noise
+    if o.is_missing:
+        over = f"N/A: {o.missing_reason}"
+    else:
+        over = f"{o.value:+.1f}% kernel time, {o.raw_name}, durations measured by the trace pass (CUPTI)"
+        if not noise.is_missing:
+            within = abs(o.value) <= noise.value  # type: ignore[operator]
+            over += (f"; the plain launches alone spread {noise.value:.1f}%: "
+                     + ("within that, so no slowdown is measured" if within else "more than that spread"))
+    t.add_row("Overhead", over)
     parts: list = [t]
+    checks = Table.grid(padding=(0, 1))  # a grid, so that a long detail wraps under its own text
+    checks.add_column(no_wrap=True)
+    checks.add_column(overflow="fold")
     for c in m.checks:
-        parts.append(Text(f"  {'✓' if c.ok else '✗'} {c.name}: {c.detail}", style="" if c.ok else "bold"))
+        checks.add_row(f"  {'✓' if c.ok else '✗'}", Text(f"{c.name}: {c.detail}", style="" if c.ok else "bold"))
+    if m.checks:
+        parts.append(checks)
     for p in m.problems:
         parts.append(Text(f"  ✗ buffer: {p}", style="bold"))
     if m.sms and m.span_ns:
@@ -128,7 +140,7 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
         for s in chosen:
             parts.append(Text(f"  SM {s.smid:>4} {_strip(s, m.span_ns, strip_w)} {len(s.block_ids)} blk, "
                               f"tail idle {duration(s.tail_idle_ns)}"))
-    parts.append(Text(MEASURED_NOTE + OVERHEAD_FORMULA, style="dim"))
+    parts.append(Text(MEASURED_NOTE + OVERHEAD_FORMULA + "; spread = " + SPREAD_FORMULA, style="dim"))
     return parts
 
 
@@ -143,9 +155,12 @@ class SMLayoutPanel:
         c = k.configs[0]
         if recorded:
             x = recorded[-1]  # after any warm-up
+            # the instrumented launch's own configuration: its registers and shared memory may differ from the
+            # plain launches' (another compiled variant)
             theoretical = next((cs.occupancy.active_blocks_per_sm for cs in k.configs
-                                if cs.config.grid == x.grid and cs.config.block == x.block and cs.occupancy), None)
-            m = measured_layout(x, self.sm_count, instrumentation_overhead(self.session, x))
+                                if cs.config == launch_config(x) and cs.occupancy), None)
+            m = measured_layout(x, self.sm_count, instrumentation_overhead(self.session, x),
+                                plain_duration_spread(self.session, x))
             parts = _measured_view(m, theoretical, width, self.max_strips)
             if len(recorded) > 1:
                 parts.insert(0, Text(f"{len(recorded)} instrumented launches; showing the last", style="dim"))
@@ -157,5 +172,15 @@ class SMLayoutPanel:
                 parts.insert(0, Text(f"Configuration 1 of {len(k.configs)} (most time)", style="dim"))
             parts.append(Text("Not measured: no launch of this kernel was instrumented with the block recorder.",
                               style="dim"))
+            scoped = [x for x in self.session.launches if x.kernel == k.name and x.scopes is not None
+                      and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
+            if scoped:
+                last = scoped[-1]
+                ws = last.scopes.warps  # type: ignore[union-attr]
+                grid_blocks = last.grid[0] * last.grid[1] * last.grid[2]
+                sms = {w.smid for w in ws}
+                parts.append(Text(f"Proton scopes of one launch recorded the SM of {len({w.block_id for w in ws}):,} "
+                                  f"of its {grid_blocks:,} blocks: {len(sms):,} distinct SMs "
+                                  "(instrument: %smid per block)", style="dim"))
             title = f"Block → SM layout · {k.short_name} · {COMPUTED_LABEL}"
         yield Panel(Group(*parts), title=title, title_align="left")

@@ -61,7 +61,7 @@ class WarpExecutionPanel:
         ends = [v for w in ws for v in w.end_ns]
         t0, span = min(starts), max(max(ends) - min(starts), 1)
         letters = phase_letters(s.names)
-        strip_w = max(10, width - 30)
+        strip_w = max(10, width - 34)
         sm = ws[0].smid
         parts: list = [Text(f"block {block}" + (f" on SM {sm}" if sm is not None else "") +
                             f" · {len(ws)} warps · span {span:,} {s.time_unit} · one column = "
@@ -75,7 +75,7 @@ class WarpExecutionPanel:
                     line.append(letters[sc], style=STYLES[sc % len(STYLES)])
             idle = warp_idle(w)
             pct = 100.0 * idle.idle / idle.span if idle.span else 0.0
-            line.append(f" idle {pct:4.1f}% ({len(idle.gaps)} gaps)")
+            line.append(f" unscoped {pct:4.1f}% ({len(idle.gaps)} gaps)")
             parts.append(line)
         if len(ws) > self.max_warps:
             parts.append(Text(f"… {len(ws) - self.max_warps} more warps", style="dim"))

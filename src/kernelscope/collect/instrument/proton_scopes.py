@@ -19,14 +19,14 @@ Triton compiler may move scope records (loop pipelining, reordering). Proton
 reports dropped events (a full circular buffer: the *first* events of a warp
 are lost) and parser errors only on stderr; those lines are copied through and
 kept as problems. Outside a GPU (TRITON_INTERPRET=1) the scopes are no-ops and
-nothing is recorded. Needs a GPU to record: not yet run on one.
+nothing is recorded. Recorded on an H100 (Triton 3.6, 2026-11-22): tests/data/proton_h100_phases.chrome_trace.gz.
 """
 from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -49,32 +49,44 @@ class ProtonScopesError(RuntimeError):
 
 
 class _StderrTee:
-    """Copies fd 2 through a pipe to the real stderr, keeping Proton's warning lines (printed from C++)."""
+    """Sends fd 2 to a temporary file while Proton runs; on close, copies it to the real stderr and keeps
+    Proton's warning lines (printed from C++).
+
+    A file, not a pipe: Proton prints one drop warning per warp from C++ while the GIL is held, so a pipe
+    drained by a Python thread fills up (64 KiB) and the write blocks forever (first GPU run, 2026-11-22).
+    Drop warnings past the first few are counted instead of repeated.
+    """
+
+    SHOWN_DROPS = 3
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        sys.stderr.flush()
         self._saved = os.dup(2)
-        self._r, w = os.pipe()
-        os.dup2(w, 2)
-        os.close(w)
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        buf = b""
-        while chunk := os.read(self._r, 65536):
-            os.write(self._saved, chunk)
-            buf += chunk
-            *done, buf = buf.split(b"\n")
-            self.lines += [ln.decode(errors="replace") for ln in done if PROTON_STDERR.search(ln.decode(errors="replace"))]
-        if buf and PROTON_STDERR.search(buf.decode(errors="replace")):
-            self.lines.append(buf.decode(errors="replace"))
+        self._file = tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 2)
 
     def close(self) -> list[str]:
-        os.dup2(self._saved, 2)  # closes the pipe's write end: the pump sees EOF
-        self._thread.join(timeout=5)
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
         os.close(self._saved)
-        os.close(self._r)
+        self._file.seek(0)
+        text = self._file.read().decode(errors="replace")
+        self._file.close()
+        out, drops = [], 0
+        for ln in text.splitlines(keepends=True):
+            if PROTON_STDERR.search(ln):
+                self.lines.append(ln.rstrip("\n"))
+            if "dropped" in ln:
+                drops += 1
+                if drops > self.SHOWN_DROPS:
+                    continue
+            out.append(ln)
+        if drops > self.SHOWN_DROPS:
+            out.append(f"kernelscope: {drops - self.SHOWN_DROPS:,} more Proton warnings like these not repeated "
+                       f"({drops:,} warps in all; kept as one problem)\n")
+        if out:
+            os.write(2, "".join(out).encode())
         return self.lines
 
 

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import torch
 
 from .format import NIBBLES, ZERO, check_shape, describe, group_rows, unpack
+from .unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
 tl: Any = None  # triton.language, bound by _kernel() before the first compile
 _UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by _kernel()
@@ -62,33 +63,6 @@ def reference_matmul(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsiz
     k = q.shape[0]
     w = (q.float() - ZERO) * scales.float().repeat_interleave(group_rows(k, groupsize), dim=0)
     return a.float() @ w.to(a.device)
-
-
-# One int32 word -> its 8 nibbles as fp16 q - 8, two per instruction (Hopper/Ampere PTX).
-# lop3 (a & b) | c (LUT 0xEA) drops a nibble pair into the mantissas of fp16 1024 (0x6400):
-# the low nibble of each 16-bit half gives 1024 + q, exactly q - 8 after subtracting 1032
-# (0x6408); the next nibble gives 1024 + 16 q, exactly q - 8 after * 1/16 (0x2C00) - 72
-# (0xD480); f16x2 arithmetic takes no immediates, hence the constant registers.
-# Halves: (nibble 0, 4), (1, 5), then the word >> 8 gives (2, 6), (3, 7).
-_UNPACK_PTX = """{
-.reg .b32 t0, t1, t2, t3, w2, c1032, c16th, cm72;
-mov.b32 c1032, 0x64086408;
-mov.b32 c16th, 0x2c002c00;
-mov.b32 cm72, 0xd480d480;
-lop3.b32 t0, $8, 0x000f000f, 0x64006400, 0xea;
-lop3.b32 t1, $8, 0x00f000f0, 0x64006400, 0xea;
-shr.b32 w2, $8, 8;
-lop3.b32 t2, w2, 0x000f000f, 0x64006400, 0xea;
-lop3.b32 t3, w2, 0x00f000f0, 0x64006400, 0xea;
-sub.f16x2 t0, t0, c1032;
-fma.rn.f16x2 t1, t1, c16th, cm72;
-sub.f16x2 t2, t2, c1032;
-fma.rn.f16x2 t3, t3, c16th, cm72;
-mov.b32 {$0, $4}, t0;
-mov.b32 {$1, $5}, t1;
-mov.b32 {$2, $6}, t2;
-mov.b32 {$3, $7}, t3;
-}"""
 
 
 def _interleave8(q0, q1, q2, q3, q4, q5, q6, q7, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
 from kernelscope.model.packing import Figure, Phase
+from .unpack_ptx import instruction_count
 
 if TYPE_CHECKING:  # walkthrough.py imports this module; the plan is only a type here
     from .walkthrough import GemmPlan
@@ -155,8 +156,8 @@ def _unpack_phase(p: GemmPlan) -> Phase:
     what = ("Word (r, c) of Bk holds q[8r .. 8r + 7, c] (to_kernel_layout converts Marlin's B once, so Triton "
             "loads it densely). " + (
                 "In registers, PTX lop3 drops two nibbles at a time into the mantissas of fp16 1024 and one "
-                "f16x2 subtract (or multiply-add for the upper nibble) gives q - 8 for both: 12 instructions "
-                "per word of 8 weights" if p.dequant_asm else
+                f"f16x2 subtract (or multiply-add for the upper nibble) gives q - 8 for both: {instruction_count()} "
+                "PTX instructions per word of 8 weights (counted in kernels/marlin/unpack_ptx.py)" if p.dequant_asm else
                 "In registers: shift by 4i, mask 0xF, subtract 8, convert to fp16")
             + (", then a multiply by the group's scale." if p.groups > 1 else
                "; the scale is applied to the sums at the end."))
