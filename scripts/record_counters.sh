@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-record the counter-pass fixtures and the counter-pass benchmark on a GPU machine:
-#   OUT=/tmp/out bash scripts/record_counters.sh
+#   OUT=/tmp/out bash scripts/record_counters.sh [bench]
 # Writes $OUT/counters.tar.xz (sessions, .ncu-rep reports, ncu details pages) and
 # $OUT/bench_counters.txt. Never changes clocks (--clock-control none).
 set -u
@@ -14,6 +14,7 @@ nvcc -O3 -arch=sm_90 -o /tmp/access_patterns tests/workloads/cuda/access_pattern
 if [ -d .whl ]; then  # the same ncu_report reader CI uses (PyPI ncu-report), carried as a wheel
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/ncu_report-*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
+if [ "${1:-all}" != bench ]; then  # `record_counters.sh bench`: the benchmark alone
 echo "== python workload, both passes (top 8: every kernel of the workload)"
 $KS run --counters --top 8 -f -o "$F/session_h100_counters.json" -- python3 tests/workloads/counters_small.py 2>&1 | tail -8
 echo "== CUDA C++ program: counter pass only"
@@ -26,6 +27,7 @@ ncu --import "$F/handmade_cuda.ncu-rep" --page details --print-units base --csv 
 for r in session_h100_counters session_h100_cuda; do
   ncu --import "$F/$r.ncu-rep" --page details --print-units base --csv > "$F/$r.details.csv"
 done
+fi
 echo "== benchmark: mixed workload (14 distinct kernels), three ways"
 $KS run -q -f -o /tmp/mixed_trace.json -- python3 tests/workloads/mixed.py > /dev/null 2>&1
 KREGEX=$(python3 -c "from kernelscope.model import Session; from kernelscope.collect.counters import top_kernel_regex; print(top_kernel_regex(Session.load('/tmp/mixed_trace.json'), 100))")

@@ -118,7 +118,9 @@ def test_bench_then_plot(tmp_path):
     assert doc["environment"]["device"]["name"]["value"]  # the device the numbers belong to
     ok = [row for row in doc["rows"] if row["status"] == "ok"]
     assert {row["impl"] for row in ok} >= {"flash", "naive", "sdpa-flash"}
-    assert all(row["median_ms"] > 0 and row["peak_memory_bytes"] > 0 and row["clock"] == "cuda-event" for row in ok)
+    assert all(row["median_ms"] > 0 and row["peak_memory_bytes"] > 0 and row["clock"] == "cuda-event (interleaved)"
+               for row in ok)
+    assert "interleaved" in doc["settings"]["timing_order"]
     assert "S=256" in r.stdout and "flash" in r.stdout
     p = _ks("plot", str(out), "--output-dir", str(tmp_path / "plots"))
     assert p.returncode == 0, p.stderr

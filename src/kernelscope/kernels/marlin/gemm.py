@@ -310,6 +310,7 @@ def w4a16_matmul(
     swap_ab: bool = False,
     dequant_asm: bool | None = None,
     prefetch: int = 0,
+    maxnreg: int | None = None,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -320,6 +321,7 @@ def w4a16_matmul(
     ``dequant_asm`` unpacks with PTX two weights per instruction (default: on a
     GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
     is how many k slices of weights are loaded into registers ahead of the one unpacked.
+    ``maxnreg`` caps registers per thread (more programs per SM, maybe spills).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
@@ -353,6 +355,6 @@ def w4a16_matmul(
         PER_CHANNEL=k // group_rows(k, groupsize) == 1,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
         DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm), PREFETCH=int(prefetch),
-        num_warps=num_warps, num_stages=num_stages,
+        num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return out
