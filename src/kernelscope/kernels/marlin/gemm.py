@@ -111,6 +111,7 @@ def _w4a16_kernel(
     SWAP_AB: tl.constexpr,
     DEQUANT_ASM: tl.constexpr,
     PREFETCH: tl.constexpr,
+    RAGGED_M: tl.constexpr,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
@@ -189,15 +190,21 @@ def _w4a16_kernel(
     else:
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         parts = part_ptr + pid * (SPLIT_K * BLOCK_M * BLOCK_N)
-        # only the rows of C that exist: at m = 1 a 16-row tile would move 16x the partial sums
-        tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=mask_m[:, None])
+        # RAGGED_M (m not a multiple of BLOCK_M): only the rows of C that exist, since at m = 1 a
+        # 16-row tile would move 16x the partial sums; full tiles store unmasked (masks cost ~25 %
+        # at m = 256, measured on the H100: benchmarks/w4a16/NOTES.md)
+        part_mask = mask_m[:, None] if RAGGED_M else None
+        tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=part_mask)
         tl.debug_barrier()  # every thread's partial is stored before the counter says so
         arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
             total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for i in tl.static_range(SPLIT_K):
-                total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, mask=mask_m[:, None], other=0.0,
-                                 cache_modifier=".cg")
+                if RAGGED_M:
+                    total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, mask=part_mask, other=0.0,
+                                     cache_modifier=".cg")
+                else:
+                    total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, cache_modifier=".cg")
             tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
             tl.atomic_xchg(count_ptr + pid, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
@@ -354,7 +361,7 @@ def w4a16_matmul(
         GROUP_K=group_rows(k, groupsize),
         PER_CHANNEL=k // group_rows(k, groupsize) == 1,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
-        DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm), PREFETCH=int(prefetch),
+        DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm), PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0,
         num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return out
