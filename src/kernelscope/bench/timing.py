@@ -53,16 +53,21 @@ def summarize(times_ms: list[float], warmup: int, clock: str, l2_flushed: bool) 
                   mean_ms=statistics.fmean(xs), repeats=len(xs), warmup=warmup, clock=clock, l2_flushed=l2_flushed)
 
 
+def _l2_flush_buffer() -> Any:
+    """A buffer twice the size of this GPU's L2: zeroing it evicts whatever the last call left there."""
+    import torch
+
+    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    return torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+
+
 def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flush_l2: bool = True) -> Timing:
     """Time ``fn()`` on the current CUDA device; exceptions from fn propagate."""
     import torch
 
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    flush = None
-    if flush_l2:
-        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-        flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+    flush = _l2_flush_buffer() if flush_l2 else None
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -105,10 +110,7 @@ def time_cuda_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 10
 
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    flush = None
-    if flush_l2:
-        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-        flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+    flush = _l2_flush_buffer() if flush_l2 else None
     for fn in fns.values():
         for _ in range(warmup):
             fn()
