@@ -108,6 +108,22 @@ def test_split_k_counters_reset_between_calls() -> None:
     assert _rel_err(_run(a, B, s, 128, split_k=4), ref) < TOL
 
 
+def test_caller_owned_split_k_workspace() -> None:
+    """A caller's zeroed counter buffer is used, and left zeroed for the next call; a wrong one is refused."""
+    a, B, s = _problem(3, 512, 512, 128, seed=505)
+    ws = torch.zeros(64, dtype=torch.int32, device=DEVICE)
+    c = _run(a, B, s, 128, split_k=4, block_n=64, workspace=ws)
+    assert _rel_err(c, reference_matmul(a, B, s, 128)) < TOL
+    assert int(ws.abs().sum()) == 0
+    Bk, sk = to_kernel_layout(B, s, 128)
+    if DEVICE == "cpu":  # the interpreter runs programs in order, so what a stale buffer does is exact
+        stale = torch.ones(64, dtype=torch.int32, device=DEVICE)  # not zeroed: the kernel must read this one
+        w4a16_matmul(a, Bk, sk, 128, split_k=4, block_n=64, workspace=stale)
+        assert int(stale[:8].sum()) == 8, "each tile's third arrival reset its counter, the fourth counted to 1"
+    with pytest.raises(ValueError, match="workspace must be an int32 tensor of at least 8 zeroed counters"):
+        w4a16_matmul(a, Bk, sk, 128, split_k=4, block_n=64, workspace=torch.zeros(4, dtype=torch.int32, device=DEVICE))
+
+
 def test_strided_activations() -> None:
     """a as a transposed view: the kernel must honour its strides."""
     a, B, s = _problem(5, 256, 256, -1, seed=55)

@@ -318,6 +318,7 @@ def w4a16_matmul(
     dequant_asm: bool | None = None,
     prefetch: int = 0,
     maxnreg: int | None = None,
+    workspace: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -329,6 +330,9 @@ def w4a16_matmul(
     GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
     is how many k slices of weights are loaded into registers ahead of the one unpacked.
     ``maxnreg`` caps registers per thread (more programs per SM, maybe spills).
+    ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
+    output tile, owned by the caller (e.g. one per stream); the kernel leaves it
+    zeroed. Without it a per-device buffer is kept here, for one stream at a time.
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
@@ -347,7 +351,13 @@ def w4a16_matmul(
     tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
-        counters = _tile_counters(a.device, tiles)
+        if workspace is None:
+            counters = _tile_counters(a.device, tiles)
+        elif workspace.dtype != torch.int32 or workspace.numel() < tiles or workspace.device != a.device:
+            raise ValueError(f"w4a16_matmul: workspace must be an int32 tensor of at least {tiles} zeroed "
+                             f"counters on {a.device}, got {describe(workspace)}.")
+        else:
+            counters = workspace
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
     kernel[(tiles, split_k)](
