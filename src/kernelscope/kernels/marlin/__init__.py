@@ -13,7 +13,8 @@ from .format import (
     quantize_with_scales,
     unpack,
 )
-from .gemm import reference_matmul, to_kernel_layout, w4a16_matmul
+from .gemm import reference_matmul, to_kernel_layout
+from .matmul import w4a16_matmul
 
 __all__ = [
     "GROUPSIZES",

@@ -78,19 +78,12 @@ def _interleave8(q0, q1, q2, q3, q4, q5, q6, q7, BLOCK_N: tl.constexpr, BLOCK_K:
 
 def _unpack_t(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
     """(BLOCK_N, BLOCK_K // 8) int32 words -> (BLOCK_N, BLOCK_K) fp16 q - 8; k = 8 * word + nibble."""
-    if DEQUANT_ASM:
-        q = tl.inline_asm_elementwise(_UNPACK_ASM, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words],
-                                      dtype=(tl.float16,) * 8, is_pure=True, pack=1)
-        return _interleave8(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], BLOCK_N, BLOCK_K)
-    # q | 0x6400 is the fp16 bit pattern of 1024 + q: exact q - 8 after subtracting 1032,
-    # cheaper than an int-to-float conversion per weight (and the interpreter can run it).
-    return _interleave8(_nibble(words, 0), _nibble(words, 1), _nibble(words, 2), _nibble(words, 3),
-                        _nibble(words, 4), _nibble(words, 5), _nibble(words, 6), _nibble(words, 7),
-                        BLOCK_N, BLOCK_K)
+    q = _nibbles8(words, DEQUANT_ASM)
+    return _interleave8(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], BLOCK_N, BLOCK_K)
 
 
 def _nibble(words, p: tl.constexpr):
-    """Nibble p (low first) of each word as fp16 q - 8."""
+    """Nibble p (low first) of each word as fp16 q - 8 (see _nibbles8)."""
     return (((words >> (4 * p)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - 1032.0
 
 
@@ -184,19 +177,30 @@ def _w4a16_kernel(
     if PER_CHANNEL:
         acc = acc * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    c_mask = mask_m[:, None] & (offs_n < N)[None, :]
+    _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M)
+
+
+def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_k, SPLIT_K: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RAGGED_M: tl.constexpr):
+    """Store a fp32 (BLOCK_M, BLOCK_N) tile of C as fp16, or with SPLIT_K > 1 add it to the others.
+
+    With SPLIT_K > 1 every program stores its fp32 partial tile, then counts itself in on
+    the tile's counter; the program that arrives last adds the partials in split order
+    (deterministic), writes fp16 C and resets the counter, so the product is one launch.
+    """
+    c_mask = mask_m[:, None] & mask_n[None, :]
     if SPLIT_K == 1:
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+        tl.store(c_ptrs, acc.to(c_ptrs.dtype.element_ty), mask=c_mask)
     else:
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        parts = part_ptr + pid * (SPLIT_K * BLOCK_M * BLOCK_N)
+        parts = part_ptr + tile_id * (SPLIT_K * BLOCK_M * BLOCK_N)
         # RAGGED_M (m not a multiple of BLOCK_M): only the rows of C that exist, since at m = 1 a
         # 16-row tile would move 16x the partial sums; full tiles store unmasked (masks cost ~25 %
         # at m = 256, measured on the H100: benchmarks/w4a16/NOTES.md)
         part_mask = mask_m[:, None] if RAGGED_M else None
         tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=part_mask)
         tl.debug_barrier()  # every thread's partial is stored before the counter says so
-        arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        arrived = tl.atomic_add(count_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:
             total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for i in tl.static_range(SPLIT_K):
@@ -205,8 +209,93 @@ def _w4a16_kernel(
                                      cache_modifier=".cg")
                 else:
                     total += tl.load(parts + i * (BLOCK_M * BLOCK_N) + tile, cache_modifier=".cg")
-            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
-            tl.atomic_xchg(count_ptr + pid, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+            tl.store(c_ptrs, total.to(c_ptrs.dtype.element_ty), mask=c_mask)
+            tl.atomic_xchg(count_ptr + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+
+
+def _w4a16_gemv_kernel(
+    a_ptr, b_ptr, s_ptr, c_ptr, part_ptr, count_ptr,
+    M, N, K_SPLIT,
+    stride_am, stride_ak,
+    stride_bk, stride_bn,
+    stride_sg, stride_sn,
+    stride_cm, stride_cn,
+    SPLIT_K: tl.constexpr,
+    GROUP_K: tl.constexpr,
+    PER_CHANNEL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    DEQUANT_ASM: tl.constexpr,
+    PREFETCH: tl.constexpr,
+    RAGGED_M: tl.constexpr,
+):
+    """Decode (m <= 4): C[:, n-tile] over one K_SPLIT slice of k with FMAs, no tensor cores.
+
+    Each thread keeps, per row of A and per weight word it loads, one fp32 sum of the word's
+    8 products; the sums are added across threads once, after the k loop. The unpacked
+    weights never leave the registers (the tensor-core path stages them through shared
+    memory for the MMA, which is most of its time at m = 1: benchmarks/w4a16/NOTES.md).
+    """
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_w = tl.arange(0, BLOCK_K // 8)
+    mask_m = offs_m < M
+    k_start = pid_k * K_SPLIT
+    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_w)[None, :] * stride_bk
+    # (BLOCK_M, BLOCK_N, BLOCK_K // 8): nibble 0 of each word, repeated along n (stride 0) so that
+    # each thread loads the A values its own weights multiply and no layout conversion is needed
+    a_ptrs = (a_ptr + offs_m[:, None, None] * stride_am + (k_start + 8 * offs_w)[None, None, :] * stride_ak
+              + 0 * offs_n[None, :, None])
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K // 8), dtype=tl.float32)
+    step = (BLOCK_K // 8) * stride_bk
+    if PREFETCH >= 1:
+        ahead1 = tl.load(b_ptrs)
+    if PREFETCH >= 2:
+        ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
+    for kk in range(0, K_SPLIT, BLOCK_K):
+        if PREFETCH == 0:
+            words = tl.load(b_ptrs)
+        elif PREFETCH == 1:
+            words = ahead1
+            ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
+        else:
+            words = ahead1
+            ahead1 = ahead2
+            ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
+        q = _nibbles8(words, DEQUANT_ASM)  # 8 x (BLOCK_N, BLOCK_K // 8) fp16, q - 8
+        if PER_CHANNEL:
+            scale = tl.full((BLOCK_N,), 1.0, dtype=tl.float16)
+        else:
+            scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn)
+        for p in tl.static_range(8):
+            a_p = tl.load(a_ptrs + p * stride_ak, mask=mask_m[:, None, None], other=0.0).to(tl.float32)  # L1 hits
+            w_p = (q[p] * scale[:, None]).to(tl.float32)
+            acc += w_p[None, :, :] * a_p
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += step
+    out = tl.sum(acc, axis=2)
+    if PER_CHANNEL:
+        out = out * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    _finish_tile(out, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid_n, pid_k, SPLIT_K, BLOCK_M, BLOCK_N,
+                 RAGGED_M)
+
+
+def _nibbles8(words, DEQUANT_ASM: tl.constexpr):
+    """The 8 nibbles of each word as 8 fp16 tensors q - 8, nibble p at index p.
+
+    q | 0x6400 is the fp16 bit pattern of 1024 + q: exact q - 8 after subtracting 1032,
+    cheaper than an int-to-float conversion per weight (the interpreter's path); the PTX
+    does the same two nibbles at a time.
+    """
+    if DEQUANT_ASM:
+        return tl.inline_asm_elementwise(_UNPACK_ASM, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words],
+                                         dtype=(tl.float16,) * 8, is_pure=True, pack=1)
+    return (_nibble(words, 0), _nibble(words, 1), _nibble(words, 2), _nibble(words, 3),
+            _nibble(words, 4), _nibble(words, 5), _nibble(words, 6), _nibble(words, 7))
 
 
 @lru_cache(maxsize=None)
@@ -219,159 +308,18 @@ def _kernel() -> Callable:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("w4a16_matmul needs triton; install it or use reference_matmul.") from exc
     tl = language
-    global _unpack_t, _interleave8, _nibble, _UNPACK_ASM
+    global _unpack_t, _interleave8, _nibble, _nibbles8, _finish_tile, _UNPACK_ASM
     _UNPACK_ASM = language.constexpr(_UNPACK_PTX)  # a jitted function may read only constexpr globals
     _unpack_t, _interleave8, _nibble = triton.jit(_unpack_t), triton.jit(_interleave8), triton.jit(_nibble)
+    _nibbles8, _finish_tile = triton.jit(_nibbles8), triton.jit(_finish_tile)
     # M is not specialized: decode batches of 1, 4, 16 tokens share one compile per configuration.
     return triton.jit(_w4a16_kernel, do_not_specialize=["M"])
 
 
-def _cdiv(x: int, y: int) -> int:
-    """Ceiling division (triton.cdiv without importing triton)."""
-    return -(-x // y)
+@lru_cache(maxsize=None)
+def _gemv_kernel() -> Callable:
+    """The decode (m <= 4) kernel, jitted on first use like :func:`_kernel`."""
+    _kernel()  # binds tl and the helpers
+    import triton
 
-
-def _pow2_at_least(x: int, lo: int, hi: int) -> int:
-    """Smallest power of two >= x, kept within [lo, hi]."""
-    p = lo
-    while p < x and p < hi:
-        p *= 2
-    return p
-
-
-def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
-           out: torch.Tensor | None, split_k: int, block_k: int) -> tuple[int, int, int]:
-    """Validate the inputs of :func:`w4a16_matmul`; return (m, k, n)."""
-    where = "w4a16_matmul"
-    if not isinstance(a, torch.Tensor) or a.dtype != torch.float16 or a.dim() != 2 or a.shape[0] < 1:
-        desc = describe(a)
-        raise ValueError(
-            f"{where}: a must be a 2-D float16 tensor of shape (m, k) with m >= 1, got {desc}."
-        )
-    m, k = a.shape
-    if not isinstance(B, torch.Tensor) or B.dtype != torch.int32 or B.dim() != 2:
-        desc = describe(B)
-        raise ValueError(f"{where}: B must be a 2-D int32 tensor of shape (k // 8, n), got {desc}.")
-    if B.shape[0] * 16 == k and isinstance(s, torch.Tensor) and B.shape[1] == 2 * s.shape[-1]:
-        raise ValueError(f"{where}: B has Marlin's shape (k // 16, 2 * n); convert it once with "
-                         "to_kernel_layout(B, s, groupsize).")
-    if B.shape[0] * 8 != k:
-        raise ValueError(f"{where}: B must have k // 8 = {k // 8} rows for a with k={k}, got {B.shape[0]}.")
-    n = B.shape[1]
-    check_shape(k, n, groupsize, where)
-    rows = k // group_rows(k, groupsize)
-    if not isinstance(s, torch.Tensor) or s.dtype != torch.float16 or tuple(s.shape) != (rows, n):
-        desc = describe(s)
-        raise ValueError(f"{where}: s must be a float16 tensor of shape {(rows, n)}, got {desc}.")
-    if a.device != B.device or a.device != s.device:
-        raise ValueError(
-            f"{where}: a, B and s must be on one device, got {a.device}, {B.device}, {s.device}."
-        )
-    if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(
-            f"{where}: CPU tensors need the Triton interpreter; set TRITON_INTERPRET=1 before the first call."
-        )
-    bad_out = out is not None and (
-        out.dtype != torch.float16 or tuple(out.shape) != (m, n) or out.device != a.device
-    )
-    if bad_out:
-        raise ValueError(f"{where}: out must be a float16 tensor of shape {(m, n)} on {a.device}.")
-    if block_k not in (16, 32, 64, 128):
-        raise ValueError(f"{where}: block_k must be 16, 32, 64 or 128 (a divisor of 128), got {block_k}.")
-    if split_k < 1 or k % (split_k * block_k):
-        raise ValueError(f"{where}: k={k} must be a multiple of split_k * BLOCK_K = {split_k} * {block_k}.")
-    return m, k, n
-
-
-_COUNTERS: dict[Any, torch.Tensor] = {}
-
-
-def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Zeroed int32 per-tile arrival counters for split-k, one buffer per device, grown on demand.
-
-    The program that finishes a tile resets its counter, so the buffer is zeroed
-    only when allocated. Launches on two streams of one device at once would
-    share it: split-k calls must not overlap (one stream, as in a model's forward).
-    """
-    buf = _COUNTERS.get(device)
-    if buf is None or buf.numel() < tiles:
-        buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[device] = buf
-    return buf
-
-
-def w4a16_matmul(
-    a: torch.Tensor,
-    B: torch.Tensor,
-    s: torch.Tensor,
-    groupsize: int,
-    *,
-    out: torch.Tensor | None = None,
-    split_k: int = 1,
-    block_m: int | None = None,
-    block_n: int = 128,
-    block_k: int = 64,
-    group_m: int = 8,
-    num_warps: int = 4,
-    num_stages: int = 3,
-    swap_ab: bool = False,
-    dequant_asm: bool | None = None,
-    prefetch: int = 0,
-    maxnreg: int | None = None,
-    workspace: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
-
-    a is fp16 ``(m, k)`` for any m >= 1.  ``split_k > 1`` splits k across
-    programs (more parallelism for small m); the fp32 partial sums are added
-    inside the same launch, in split order, so results are deterministic.
-    ``swap_ab`` computes the transposed product (n on the MMA's M side).
-    ``dequant_asm`` unpacks with PTX two weights per instruction (default: on a
-    GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
-    is how many k slices of weights are loaded into registers ahead of the one unpacked.
-    ``maxnreg`` caps registers per thread (more programs per SM, maybe spills).
-    ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
-    output tile, owned by the caller (e.g. one per stream); the kernel leaves it
-    zeroed. Without it a per-device buffer is kept here, for one stream at a time.
-    ``out``, if given, receives the result.  Block sizes are powers of two;
-    BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
-    :func:`configs.choose_launch` picks these for a device and shape.
-    """
-    m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
-    if block_m is None:
-        block_m = _pow2_at_least(m, 16, 64)
-    if prefetch not in (0, 1, 2):
-        raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
-    if block_m not in (16, 32, 64, 128) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
-        raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
-                         f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
-    kernel = _kernel()
-    if out is None:
-        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
-    if split_k > 1:
-        parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
-        if workspace is None:
-            counters = _tile_counters(a.device, tiles)
-        elif workspace.dtype != torch.int32 or workspace.numel() < tiles or workspace.device != a.device:
-            raise ValueError(f"w4a16_matmul: workspace must be an int32 tensor of at least {tiles} zeroed "
-                             f"counters on {a.device}, got {describe(workspace)}.")
-        else:
-            counters = workspace
-    else:
-        parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
-    kernel[(tiles, split_k)](
-        a, B, s, out, parts, counters,
-        m, n, k // split_k,
-        a.stride(0), a.stride(1),
-        B.stride(0), B.stride(1),
-        s.stride(0), s.stride(1),
-        out.stride(0), out.stride(1),
-        SPLIT_K=split_k,
-        GROUP_K=group_rows(k, groupsize),
-        PER_CHANNEL=k // group_rows(k, groupsize) == 1,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
-        DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm), PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0,
-        num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
-    )
-    return out
+    return triton.jit(_w4a16_gemv_kernel, do_not_specialize=["M"])

@@ -1,0 +1,173 @@
+"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM and launches one of its two kernels.
+
+The tensor-core kernel (:mod:`gemm`) takes any m; the decode kernel (``gemv=True``,
+m <= 4) multiplies on the CUDA cores and keeps the unpacked weights in registers. On
+an H100 the decode kernel measured slower at every point (benchmarks/w4a16/NOTES.md,
+v6), so the tuned tables never choose it.
+Both add split-k partials inside the launch, using per-tile counters.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from .format import check_shape, describe, group_rows
+from .gemm import _gemv_kernel, _kernel
+
+GEMV_MAX_M = 4  # the decode kernel keeps BLOCK_M x BLOCK_N x BLOCK_K / 8 fp32 sums per program
+
+
+def _cdiv(x: int, y: int) -> int:
+    """Ceiling division (triton.cdiv without importing triton)."""
+    return -(-x // y)
+
+
+def _pow2_at_least(x: int, lo: int, hi: int) -> int:
+    """Smallest power of two >= x, kept within [lo, hi]."""
+    p = lo
+    while p < x and p < hi:
+        p *= 2
+    return p
+
+
+def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
+           out: torch.Tensor | None, split_k: int, block_k: int) -> tuple[int, int, int]:
+    """Validate the inputs of :func:`w4a16_matmul`; return (m, k, n)."""
+    where = "w4a16_matmul"
+    if not isinstance(a, torch.Tensor) or a.dtype != torch.float16 or a.dim() != 2 or a.shape[0] < 1:
+        desc = describe(a)
+        raise ValueError(
+            f"{where}: a must be a 2-D float16 tensor of shape (m, k) with m >= 1, got {desc}."
+        )
+    m, k = a.shape
+    if not isinstance(B, torch.Tensor) or B.dtype != torch.int32 or B.dim() != 2:
+        desc = describe(B)
+        raise ValueError(f"{where}: B must be a 2-D int32 tensor of shape (k // 8, n), got {desc}.")
+    if B.shape[0] * 16 == k and isinstance(s, torch.Tensor) and B.shape[1] == 2 * s.shape[-1]:
+        raise ValueError(f"{where}: B has Marlin's shape (k // 16, 2 * n); convert it once with "
+                         "to_kernel_layout(B, s, groupsize).")
+    if B.shape[0] * 8 != k:
+        raise ValueError(f"{where}: B must have k // 8 = {k // 8} rows for a with k={k}, got {B.shape[0]}.")
+    n = B.shape[1]
+    check_shape(k, n, groupsize, where)
+    rows = k // group_rows(k, groupsize)
+    if not isinstance(s, torch.Tensor) or s.dtype != torch.float16 or tuple(s.shape) != (rows, n):
+        desc = describe(s)
+        raise ValueError(f"{where}: s must be a float16 tensor of shape {(rows, n)}, got {desc}.")
+    if a.device != B.device or a.device != s.device:
+        raise ValueError(
+            f"{where}: a, B and s must be on one device, got {a.device}, {B.device}, {s.device}."
+        )
+    if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(
+            f"{where}: CPU tensors need the Triton interpreter; set TRITON_INTERPRET=1 before the first call."
+        )
+    bad_out = out is not None and (
+        out.dtype != torch.float16 or tuple(out.shape) != (m, n) or out.device != a.device
+    )
+    if bad_out:
+        raise ValueError(f"{where}: out must be a float16 tensor of shape {(m, n)} on {a.device}.")
+    if block_k not in (16, 32, 64, 128):
+        raise ValueError(f"{where}: block_k must be 16, 32, 64 or 128 (a divisor of 128), got {block_k}.")
+    if split_k < 1 or k % (split_k * block_k):
+        raise ValueError(f"{where}: k={k} must be a multiple of split_k * BLOCK_K = {split_k} * {block_k}.")
+    return m, k, n
+
+
+_COUNTERS: dict[Any, torch.Tensor] = {}
+
+
+def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
+    """Zeroed int32 per-tile arrival counters for split-k, one buffer per device, grown on demand.
+
+    The program that finishes a tile resets its counter, so the buffer is zeroed
+    only when allocated. Launches on two streams of one device at once would
+    share it: split-k calls must not overlap (one stream, as in a model's forward).
+    """
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < tiles:
+        buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
+def w4a16_matmul(
+    a: torch.Tensor,
+    B: torch.Tensor,
+    s: torch.Tensor,
+    groupsize: int,
+    *,
+    out: torch.Tensor | None = None,
+    split_k: int = 1,
+    block_m: int | None = None,
+    block_n: int = 128,
+    block_k: int = 64,
+    group_m: int = 8,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    swap_ab: bool = False,
+    dequant_asm: bool | None = None,
+    prefetch: int = 0,
+    maxnreg: int | None = None,
+    workspace: torch.Tensor | None = None,
+    gemv: bool = False,
+) -> torch.Tensor:
+    """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
+
+    a is fp16 ``(m, k)`` for any m >= 1.  ``split_k > 1`` splits k across
+    programs (more parallelism for small m); the fp32 partial sums are added
+    inside the same launch, in split order, so results are deterministic.
+    ``swap_ab`` computes the transposed product (n on the MMA's M side).
+    ``dequant_asm`` unpacks with PTX two weights per instruction (default: on a
+    GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
+    is how many k slices of weights are loaded into registers ahead of the one unpacked.
+    ``maxnreg`` caps registers per thread (more programs per SM, maybe spills).
+    ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
+    output tile, owned by the caller (e.g. one per stream); the kernel leaves it
+    zeroed. Without it a per-device buffer is kept here, for one stream at a time.
+    ``gemv`` (m <= 4) runs the decode kernel: CUDA-core FMAs, block_m = m rounded up to
+    a power of two; swap_ab, group_m and num_stages do not apply to it.
+    ``out``, if given, receives the result.  Block sizes are powers of two;
+    BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
+    :func:`configs.choose_launch` picks these for a device and shape.
+    """
+    m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
+    if gemv:
+        if m > GEMV_MAX_M:
+            raise ValueError(f"w4a16_matmul: gemv=True takes m <= {GEMV_MAX_M} rows, got m={m}.")
+        block_m = _pow2_at_least(m, 1, GEMV_MAX_M)
+    elif block_m is None:
+        block_m = _pow2_at_least(m, 16, 64)
+    if prefetch not in (0, 1, 2):
+        raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
+    if (block_m not in (16, 32, 64, 128) and not gemv) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
+        raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
+                         f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
+    if out is None:
+        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+    tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
+    if split_k > 1:
+        parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
+        if workspace is None:
+            counters = _tile_counters(a.device, tiles)
+        elif workspace.dtype != torch.int32 or workspace.numel() < tiles or workspace.device != a.device:
+            raise ValueError(f"w4a16_matmul: workspace must be an int32 tensor of at least {tiles} zeroed "
+                             f"counters on {a.device}, got {describe(workspace)}.")
+        else:
+            counters = workspace
+    else:
+        parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
+    common = dict(SPLIT_K=split_k, GROUP_K=group_rows(k, groupsize), PER_CHANNEL=k // group_rows(k, groupsize) == 1,
+                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                  DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
+                  PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0, num_warps=num_warps,
+                  **({"maxnreg": maxnreg} if maxnreg else {}))
+    args = (a, B, s, out, parts, counters, m, n, k // split_k, a.stride(0), a.stride(1), B.stride(0), B.stride(1),
+            s.stride(0), s.stride(1), out.stride(0), out.stride(1))
+    if gemv:
+        _gemv_kernel()[(_cdiv(n, block_n), split_k)](*args, **common)
+    else:
+        _kernel()[(tiles, split_k)](*args, GROUP_M=group_m, SWAP_AB=bool(swap_ab), num_stages=num_stages, **common)
+    return out
