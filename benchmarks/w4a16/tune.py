@@ -76,23 +76,13 @@ def candidates_round5(m: int) -> list[dict]:
             for bn, bk, sk, nw, pf in itertools.product((32, 64, 128), (64, 128), (4, 8, 16), (2, 4), (1, 2))]
 
 
-def candidates_round6(m: int) -> list[dict]:
-    """Round 6: one 16-deep MMA per nibble position (nibble_dots), against round 4's best launch in the same run."""
-    if m > 16:
-        return []
-    base = dict(block_m=16, block_k=128, num_warps=4, num_stages=3, swap_ab=True)
-    out = [dict(base, block_n=bn, split_k=sk, prefetch=pf, nibble_dots=True)
-           for bn, sk, pf in itertools.product((64, 128), (4, 8), (1, 2))]
-    return out + [dict(base, block_n=64, split_k=sk, prefetch=1) for sk in (4, 8)]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds; stop starting new points after it")
     ap.add_argument("--m", default=",".join(map(str, DEFAULT_MS)))
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 5, 6))
+    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 5))
     ap.add_argument("--shapes", default=None, help="KxN,... (default: the benchmark's five)")
     args = ap.parse_args()
     t0 = time.time()
@@ -100,7 +90,7 @@ def main() -> int:
     rows: list[dict] = []
     best: dict[str, dict] = {}
     gen = torch.Generator(device="cuda").manual_seed(1)
-    pick = {3: candidates, 4: candidates_round4, 5: candidates_round5, 6: candidates_round6}[args.round]
+    pick = {3: candidates, 4: candidates_round4, 5: candidates_round5}[args.round]
     shapes = DEFAULT_SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for k, n in shapes:
         wt = make_weights(k, n, 128, "cuda", 0)

@@ -105,15 +105,6 @@ def test_decode_kernel_matches_reference(m: int, split_k: int, groupsize: int, p
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
-@pytest.mark.parametrize("m,split_k,groupsize", [(1, 1, 128), (3, 2, -1), (16, 4, 128)])
-def test_one_mma_per_nibble_matches_reference(m: int, split_k: int, groupsize: int) -> None:
-    """nibble_dots: W_p (n x k/8) @ A^T rows 8j + p for p = 0..7, summed into one accumulator."""
-    a, B, s = _problem(m, 512, 512, groupsize, seed=700 + m + split_k)
-    c = _run(a, B, s, groupsize, swap_ab=True, nibble_dots=True, split_k=split_k, block_n=64, block_k=128,
-             prefetch=1)
-    assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
-
-
 def test_decode_kernel_refuses_more_than_four_rows() -> None:
     a, B, s = _problem(5, 256, 256, 128, seed=9)
     Bk, sk = to_kernel_layout(B, s, 128)

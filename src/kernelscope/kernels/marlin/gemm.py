@@ -105,7 +105,6 @@ def _w4a16_kernel(
     DEQUANT_ASM: tl.constexpr,
     PREFETCH: tl.constexpr,
     RAGGED_M: tl.constexpr,
-    NIBBLE_DOTS: tl.constexpr = False,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
@@ -162,17 +161,7 @@ def _w4a16_kernel(
             ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
         if not PER_CHANNEL:
             scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn)
-        if NIBBLE_DOTS:
-            # one MMA per nibble position: W_p (BLOCK_N, BLOCK_K // 8) times the rows k = 8j + p of
-            # A^T, so the unpacked values feed the MMA as they come out of the unpack (no interleave)
-            q = _nibbles8(words, DEQUANT_ASM)
-            for p in tl.static_range(8):
-                rows = k_start + kk + 8 * offs_w + p  # (BLOCK_K // 8,) the k of nibble p of each word
-                a_p = tl.load(a_ptr + offs_m[None, :] * stride_am + rows[:, None] * stride_ak,
-                              mask=mask_m[None, :], other=0.0)
-                w_p = q[p] if PER_CHANNEL else q[p] * scale[:, None]
-                acc = tl.dot(w_p, a_p, acc)
-        elif SWAP_AB:
+        if SWAP_AB:
             w_t = _unpack_t(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # (BLOCK_N, BLOCK_K) fp16, q - 8
             if not PER_CHANNEL:
                 w_t = w_t * scale[:, None]

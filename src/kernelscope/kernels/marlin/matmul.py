@@ -113,7 +113,6 @@ def w4a16_matmul(
     maxnreg: int | None = None,
     workspace: torch.Tensor | None = None,
     gemv: bool = False,
-    nibble_dots: bool = False,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -130,8 +129,6 @@ def w4a16_matmul(
     zeroed. Without it a per-device buffer is kept here, for one stream at a time.
     ``gemv`` (m <= 4) runs the decode kernel: CUDA-core FMAs, block_m = m rounded up to
     a power of two; swap_ab, group_m and num_stages do not apply to it.
-    ``nibble_dots`` (with swap_ab, block_k 128): one 16-deep MMA per nibble position, so the
-    unpacked weights go to the MMA without being interleaved into k order.
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
@@ -172,9 +169,5 @@ def w4a16_matmul(
     if gemv:
         _gemv_kernel()[(_cdiv(n, block_n), split_k)](*args, **common)
     else:
-        if nibble_dots and not (swap_ab and block_k >= 128):
-            raise ValueError("w4a16_matmul: nibble_dots needs swap_ab=True and block_k=128 "
-                             "(one 16-deep MMA per nibble).")
-        _kernel()[(tiles, split_k)](*args, GROUP_M=group_m, SWAP_AB=bool(swap_ab), NIBBLE_DOTS=bool(nibble_dots),
-                                    num_stages=num_stages, **common)
+        _kernel()[(tiles, split_k)](*args, GROUP_M=group_m, SWAP_AB=bool(swap_ab), num_stages=num_stages, **common)
     return out
