@@ -8,7 +8,7 @@ import gzip
 import statistics
 
 import pytest
-from conftest import DATA, assert_snapshot, run_cli
+from conftest import DATA, assert_snapshot, one_sentence_error, run_cli
 
 from kernelscope.analyze.sm_layout import (
     OVERHEAD_FORMULA,
@@ -163,3 +163,20 @@ def test_show_warp_execution_and_kernel_timeline_snapshots():
             in _flat(timeline))
     assert_snapshot("recorded_h100_warp_execution.w120.txt", warps)
     assert_snapshot("recorded_h100_kernel_timeline.w120.txt", timeline)
+
+
+def test_show_block_picks_the_block_the_warp_panel_draws():
+    """--block N draws that block's warps (its own SM); a block without scopes is named, not silently swapped."""
+    from kernelscope.model import Session
+
+    scopes = next(x.scopes for x in Session.load(PROTON).launches if x.scopes is not None)
+    other = sorted({w.block_id for w in scopes.warps})[5]
+    sm = next(w.smid for w in scopes.warps if w.block_id == other)
+    r = run_cli("show", str(PROTON), "--kernel", PHASES, "--block", str(other), "--width", "120", "--no-color")
+    assert r.returncode == 0, r.stderr
+    assert f"block {other} on SM {sm} · 4 warps" in _panel(r.stdout, f"Warp execution · {PHASES}")
+    r = run_cli("show", str(PROTON), "--kernel", PHASES, "--block", "100000", "--width", "120", "--no-color")
+    warps = _flat(_panel(r.stdout, f"Warp execution · {PHASES}"))
+    assert "block 100000 has no recorded scopes; showing block 0 (64 blocks recorded)" in warps
+    assert "--block takes a linear block id >= 0" in one_sentence_error(
+        run_cli("show", str(PROTON), "--block", "-1"))

@@ -66,5 +66,5 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
     limit = len(summary.kernels) if args.all_kernels else 15
     analysis = analyze_session(session, ceilings_for_session(session), summary)
     console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
-                           timeline_limit=getattr(args, "timeline", None)))
+                           timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None)))
     return 0

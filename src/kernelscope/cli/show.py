@@ -12,6 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_view_args(p)
     p.add_argument("--timeline", nargs="?", const=200, type=int, metavar="N",
                    help="also draw the run in time order, with the gaps between kernels (first N rows, default 200)")
+    p.add_argument("--block", type=int, metavar="ID", help="the block (linear id) the warp-execution panel draws "
+                   "(default: the first with recorded phase scopes)")
     p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")
     p.set_defaults(func=main)
 
@@ -20,6 +22,8 @@ def main(args: argparse.Namespace) -> int:
     session = load_session(args.file)
     if args.timeline is not None and args.timeline < 1:
         fail("--timeline N needs N >= 1 rows")
+    if args.block is not None and args.block < 0:
+        fail(f"--block takes a linear block id >= 0, got {args.block}")
     code = render_show(session, args)
     if args.roofline_png:
         from kernelscope.cli.calibrate import write_roofline

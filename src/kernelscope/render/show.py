@@ -22,8 +22,9 @@ from kernelscope.render.warp_execution import WarpExecutionPanel
 class ShowView:
     def __init__(self, session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...],
                  table_limit: int = 15, banner: str | None = None, analysis=None,
-                 timeline_limit: int | None = None) -> None:
+                 timeline_limit: int | None = None, block: int | None = None) -> None:
         self.session, self.summary, self.selected = session, summary, selected
+        self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner = table_limit, banner
         self.analysis, self.timeline_limit = analysis, timeline_limit  # analyze.profiling_summary.SessionAnalysis
 
@@ -38,7 +39,8 @@ class ShowView:
             profiled = counter_launches(self.session, k.name)
             scoped = next((x for x in self.session.launches if x.kernel == k.name and x.scopes is not None), None)
             if scoped is not None:  # Proton phase scopes: panels 4 (warp execution) and 8 (inside the kernel)
-                yield WarpExecutionPanel(scoped, k.short_name, counters=profiled[0] if profiled else None)
+                yield WarpExecutionPanel(scoped, k.short_name, block=self.block,
+                                         counters=profiled[0] if profiled else None)
                 yield KernelPhasesPanel(scoped, k.short_name)
             if profiled:
                 yield CounterPanels(profiled[0], k.short_name, len(profiled))

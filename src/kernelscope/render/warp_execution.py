@@ -114,5 +114,8 @@ class WarpExecutionPanel:
             body: list = [grid]
         else:
             body = self._timeline(s, block, options.max_width - 4) + stalls
+        if self.block is not None and block != self.block:
+            body.append(Text(f"note: block {self.block} has no recorded scopes; showing block {block} "
+                             f"({len({w.block_id for w in s.warps})} blocks recorded)", style="yellow"))
         body += [Text(f"problem: {p}", style="yellow") for p in s.problems]
         yield Panel(Group(*body), title=title, title_align="left")
