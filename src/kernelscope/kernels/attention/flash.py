@@ -32,7 +32,6 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16)
 LOG2_E = 1.4426950408889634
-RESCALE_LOG2 = tl.constexpr(8.0)  # lazy rescale: p may reach 2^8 = 256, far inside fp16 and fp32
 
 
 @dataclass(frozen=True)
@@ -85,15 +84,8 @@ def _round_bf16(x):
 @triton.jit
 def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m, qk_scale, seq_k, causal_offset,
                  BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-                 UPCAST: tl.constexpr, LAZY_RESCALE: tl.constexpr):
-    """Fold keys [lo, hi) into (acc, l_i, m_i); MASKED blocks may hold keys a row must not see.
-
-    LAZY_RESCALE (unmasked blocks): the running maximum m_i moves, and acc and l_i are
-    rescaled, only when some row's block maximum exceeds it by more than RESCALE_LOG2
-    (in log2 units); otherwise p = exp2(s - m_i) <= 2^RESCALE_LOG2 is used as is. The
-    result acc / l is the same; the 128 x head_dim multiply of acc is skipped on most
-    blocks once the maxima have settled.
-    """
+                 UPCAST: tl.constexpr):
+    """Fold keys [lo, hi) into (acc, l_i, m_i); MASKED blocks may hold keys a row must not see."""
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N):
         k = desc_k.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
@@ -109,26 +101,13 @@ def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m,
             m_sub = tl.where(m_ij == float("-inf"), 0.0, m_ij)
             p = tl.math.exp2(qk - m_sub[:, None])
             alpha = tl.math.exp2(m_i - m_sub)
-        elif LAZY_RESCALE:
-            m_blk = tl.max(qk, 1) * qk_scale
-            if tl.max(m_blk - m_i, 0) > RESCALE_LOG2:  # one decision for the whole block of rows
-                m_ij = tl.maximum(m_i, m_blk)
-                alpha = tl.math.exp2(m_i - m_ij)
-                acc = acc * alpha[:, None]
-                l_i = l_i * alpha
-                m_i = m_ij
-            m_ij = m_i
-            p = tl.math.exp2(qk * qk_scale - m_i[:, None])
         else:
             m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
             p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
             alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
         v = desc_v.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
-        if MASKED or not LAZY_RESCALE:
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-        else:
-            l_i = l_i + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
         if UPCAST:
             acc = _dot(_round_bf16(p), v, acc, UPCAST)
         else:
@@ -140,7 +119,7 @@ def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m,
 @triton.jit
 def _attn_fwd(desc_q, desc_k, desc_v, desc_o, heads, seq_q, seq_k, qk_scale, SEQ_BUCKET,
               HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LAZY_RESCALE: tl.constexpr = False):
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # Causal blocks late in the sequence do the most work: start them first.
     start_m = tl.cdiv(seq_q, BLOCK_M) - 1 - tl.program_id(0)
     off_bh = tl.program_id(1)
@@ -163,9 +142,9 @@ def _attn_fwd(desc_q, desc_k, desc_v, desc_o, heads, seq_q, seq_k, qk_scale, SEQ
     hi = tl.maximum(hi, 0)
     full = tl.maximum(full, 0) // BLOCK_N * BLOCK_N
     acc, l_i, m_i = _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, 0, full, offs_m, qk_scale, seq_k,
-                                 causal_offset, BLOCK_N, HEAD_DIM, False, CAUSAL, UPCAST, LAZY_RESCALE)
+                                 causal_offset, BLOCK_N, HEAD_DIM, False, CAUSAL, UPCAST)
     acc, l_i, m_i = _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, full, hi, offs_m, qk_scale, seq_k,
-                                 causal_offset, BLOCK_N, HEAD_DIM, True, CAUSAL, UPCAST, False)
+                                 causal_offset, BLOCK_N, HEAD_DIM, True, CAUSAL, UPCAST)
     # Rows that saw no key have acc = 0 and l = 0: their output is 0, not 0/0.
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     if UPCAST:
@@ -248,8 +227,7 @@ def _bucket(n: int) -> int:
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    sm_scale: float | None = None, config: FlashConfig | None = None,
-                    lazy_rescale: bool = False) -> torch.Tensor:
+                    sm_scale: float | None = None, config: FlashConfig | None = None) -> torch.Tensor:
     """Attention forward, ``(batch, heads, seq_q, head_dim)`` out, in q's dtype.
 
     ``sm_scale`` defaults to ``1 / sqrt(head_dim)``. ``config`` pins a launch
@@ -269,8 +247,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     descs = (_descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(out, bm))
     args = (*descs, h, s_q, s_k, scale, _bucket(s_k))
     # The interpreter's bf16 dot and casts are wrong (see _dot, _round_bf16): emulate the GPU's.
-    flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16,
-             "LAZY_RESCALE": bool(lazy_rescale)}
+    flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16}
 
     def grid(meta: dict) -> tuple[int, int]:
         return (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)
