@@ -68,21 +68,13 @@ def candidates_round4(m: int) -> list[dict]:
     return out
 
 
-def candidates_round5(m: int) -> list[dict]:
-    """Round 5: the decode kernel (gemv=True, CUDA-core FMAs, weights kept in registers), m <= 4 only."""
-    if m > 4:
-        return []
-    return [dict(gemv=True, block_n=bn, block_k=bk, split_k=sk, num_warps=nw, prefetch=pf)
-            for bn, bk, sk, nw, pf in itertools.product((32, 64, 128), (64, 128), (4, 8, 16), (2, 4), (1, 2))]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds; stop starting new points after it")
     ap.add_argument("--m", default=",".join(map(str, DEFAULT_MS)))
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 5))
+    ap.add_argument("--round", type=int, default=3, choices=(3, 4))
     ap.add_argument("--shapes", default=None, help="KxN,... (default: the benchmark's five)")
     args = ap.parse_args()
     t0 = time.time()
@@ -90,7 +82,7 @@ def main() -> int:
     rows: list[dict] = []
     best: dict[str, dict] = {}
     gen = torch.Generator(device="cuda").manual_seed(1)
-    pick = {3: candidates, 4: candidates_round4, 5: candidates_round5}[args.round]
+    pick = {3: candidates, 4: candidates_round4}[args.round]
     shapes = DEFAULT_SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for k, n in shapes:
         wt = make_weights(k, n, 128, "cuda", 0)
@@ -134,7 +126,7 @@ def main() -> int:
     print(f"{'point':<22}{'best us':>9}{'cublas us':>10}{'x cublas':>9}  config")
     for key, r in best.items():
         cfg = {c: r[c] for c in ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "swap_ab",
-                                 "prefetch", "dequant_asm", "maxnreg", "gemv", "nibble_dots") if c in r}
+                                 "prefetch", "dequant_asm", "maxnreg") if c in r}
         print(f"{key:<22}{r['median_ms'] * 1e3:>9.1f}{r['cublas_ms'] * 1e3:>10.1f}"
               f"{r['cublas_ms'] / r['median_ms']:>9.2f}  {cfg}")
     return 0

@@ -96,22 +96,6 @@ def test_swapped_operands_match_reference(m: int, split_k: int, groupsize: int, 
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
-@pytest.mark.parametrize("m,split_k,groupsize,prefetch", [(1, 1, 128, 0), (1, 4, 128, 1), (2, 2, -1, 2),
-                                                            (3, 4, 128, 2), (4, 1, -1, 1)])
-def test_decode_kernel_matches_reference(m: int, split_k: int, groupsize: int, prefetch: int) -> None:
-    """gemv=True: CUDA-core FMAs on the unpacked words, one fp32 sum per word, summed once at the end."""
-    a, B, s = _problem(m, 512, 512, groupsize, seed=600 + m + split_k + prefetch)
-    c = _run(a, B, s, groupsize, gemv=True, split_k=split_k, block_n=64, block_k=64, prefetch=prefetch)
-    assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
-
-
-def test_decode_kernel_refuses_more_than_four_rows() -> None:
-    a, B, s = _problem(5, 256, 256, 128, seed=9)
-    Bk, sk = to_kernel_layout(B, s, 128)
-    with pytest.raises(ValueError, match="gemv=True takes m <= 4 rows, got m=5"):
-        w4a16_matmul(a, Bk, sk, 128, gemv=True)
-
-
 def test_split_k_counters_reset_between_calls() -> None:
     """The last program of each tile resets its counter: a second call, and a call with
     another tile count, must add the partials again rather than skip or double them."""

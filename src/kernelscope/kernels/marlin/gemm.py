@@ -216,77 +216,6 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
             tl.atomic_xchg(count_ptr + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
 
-def _w4a16_gemv_kernel(
-    a_ptr, b_ptr, s_ptr, c_ptr, part_ptr, count_ptr,
-    M, N, K_SPLIT,
-    stride_am, stride_ak,
-    stride_bk, stride_bn,
-    stride_sg, stride_sn,
-    stride_cm, stride_cn,
-    SPLIT_K: tl.constexpr,
-    GROUP_K: tl.constexpr,
-    PER_CHANNEL: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    DEQUANT_ASM: tl.constexpr,
-    PREFETCH: tl.constexpr,
-    RAGGED_M: tl.constexpr,
-):
-    """Decode (m <= 4): C[:, n-tile] over one K_SPLIT slice of k with FMAs, no tensor cores.
-
-    Each thread keeps, per row of A and per weight word it loads, one fp32 sum of the word's
-    8 products; the sums are added across threads once, after the k loop. The unpacked
-    weights never leave the registers (the tensor-core path stages them through shared
-    memory for the MMA, which is most of its time at m = 1: benchmarks/w4a16/NOTES.md).
-    """
-    pid_n = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_w = tl.arange(0, BLOCK_K // 8)
-    mask_m = offs_m < M
-    k_start = pid_k * K_SPLIT
-    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_w)[None, :] * stride_bk
-    # (BLOCK_M, BLOCK_N, BLOCK_K // 8): nibble 0 of each word, repeated along n (stride 0) so that
-    # each thread loads the A values its own weights multiply and no layout conversion is needed
-    a_ptrs = (a_ptr + offs_m[:, None, None] * stride_am + (k_start + 8 * offs_w)[None, None, :] * stride_ak
-              + 0 * offs_n[None, :, None])
-    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K // 8), dtype=tl.float32)
-    step = (BLOCK_K // 8) * stride_bk
-    if PREFETCH >= 1:
-        ahead1 = tl.load(b_ptrs)
-    if PREFETCH >= 2:
-        ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
-    for kk in range(0, K_SPLIT, BLOCK_K):
-        if PREFETCH == 0:
-            words = tl.load(b_ptrs)
-        elif PREFETCH == 1:
-            words = ahead1
-            ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
-        else:
-            words = ahead1
-            ahead1 = ahead2
-            ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
-        q = _nibbles8(words, DEQUANT_ASM)  # 8 x (BLOCK_N, BLOCK_K // 8) fp16, q - 8
-        if PER_CHANNEL:
-            scale = tl.full((BLOCK_N,), 1.0, dtype=tl.float16)
-        else:
-            scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn)
-        for p in tl.static_range(8):
-            a_p = tl.load(a_ptrs + p * stride_ak, mask=mask_m[:, None, None], other=0.0).to(tl.float32)  # L1 hits
-            w_p = (q[p] * scale[:, None]).to(tl.float32)
-            acc += w_p[None, :, :] * a_p
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += step
-    out = tl.sum(acc, axis=2)
-    if PER_CHANNEL:
-        out = out * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    _finish_tile(out, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid_n, pid_k, SPLIT_K, BLOCK_M, BLOCK_N,
-                 RAGGED_M)
-
-
 def _nibbles8(words, DEQUANT_ASM: tl.constexpr):
     """The 8 nibbles of each word as 8 fp16 tensors q - 8, nibble p at index p.
 
@@ -317,12 +246,3 @@ def _kernel() -> Callable:
     _nibbles8, _finish_tile = triton.jit(_nibbles8), triton.jit(_finish_tile)
     # M is not specialized: decode batches of 1, 4, 16 tokens share one compile per configuration.
     return triton.jit(_w4a16_kernel, do_not_specialize=["M"])
-
-
-@lru_cache(maxsize=None)
-def _gemv_kernel() -> Callable:
-    """The decode (m <= 4) kernel, jitted on first use like :func:`_kernel`."""
-    _kernel()  # binds tl and the helpers
-    import triton
-
-    return triton.jit(_w4a16_gemv_kernel, do_not_specialize=["M"])

@@ -1,10 +1,6 @@
-"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM and launches one of its two kernels.
+"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM (:mod:`gemm`) and launches it.
 
-The tensor-core kernel (:mod:`gemm`) takes any m; the decode kernel (``gemv=True``,
-m <= 4) multiplies on the CUDA cores and keeps the unpacked weights in registers. On
-an H100 the decode kernel measured slower at every point (benchmarks/w4a16/NOTES.md,
-v6), so the tuned tables never choose it.
-Both add split-k partials inside the launch, using per-tile counters.
+Split-k partials are added inside the launch, using per-tile counters.
 """
 from __future__ import annotations
 
@@ -14,9 +10,7 @@ from typing import Any
 import torch
 
 from .format import check_shape, describe, group_rows
-from .gemm import _gemv_kernel, _kernel
-
-GEMV_MAX_M = 4  # the decode kernel keeps BLOCK_M x BLOCK_N x BLOCK_K / 8 fp32 sums per program
+from .gemm import _kernel
 
 
 def _cdiv(x: int, y: int) -> int:
@@ -112,7 +106,6 @@ def w4a16_matmul(
     prefetch: int = 0,
     maxnreg: int | None = None,
     workspace: torch.Tensor | None = None,
-    gemv: bool = False,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -127,22 +120,16 @@ def w4a16_matmul(
     ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
     output tile, owned by the caller (e.g. one per stream); the kernel leaves it
     zeroed. Without it a per-device buffer is kept here, for one stream at a time.
-    ``gemv`` (m <= 4) runs the decode kernel: CUDA-core FMAs, block_m = m rounded up to
-    a power of two; swap_ab, group_m and num_stages do not apply to it.
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
-    if gemv:
-        if m > GEMV_MAX_M:
-            raise ValueError(f"w4a16_matmul: gemv=True takes m <= {GEMV_MAX_M} rows, got m={m}.")
-        block_m = _pow2_at_least(m, 1, GEMV_MAX_M)
-    elif block_m is None:
+    if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
     if prefetch not in (0, 1, 2):
         raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
-    if (block_m not in (16, 32, 64, 128) and not gemv) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
+    if block_m not in (16, 32, 64, 128) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
         raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
                          f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
     if out is None:
@@ -159,15 +146,19 @@ def w4a16_matmul(
             counters = workspace
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
-    common = dict(SPLIT_K=split_k, GROUP_K=group_rows(k, groupsize), PER_CHANNEL=k // group_rows(k, groupsize) == 1,
-                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                  DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
-                  PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0, num_warps=num_warps,
-                  **({"maxnreg": maxnreg} if maxnreg else {}))
-    args = (a, B, s, out, parts, counters, m, n, k // split_k, a.stride(0), a.stride(1), B.stride(0), B.stride(1),
-            s.stride(0), s.stride(1), out.stride(0), out.stride(1))
-    if gemv:
-        _gemv_kernel()[(_cdiv(n, block_n), split_k)](*args, **common)
-    else:
-        _kernel()[(tiles, split_k)](*args, GROUP_M=group_m, SWAP_AB=bool(swap_ab), num_stages=num_stages, **common)
+    _kernel()[(tiles, split_k)](
+        a, B, s, out, parts, counters,
+        m, n, k // split_k,
+        a.stride(0), a.stride(1),
+        B.stride(0), B.stride(1),
+        s.stride(0), s.stride(1),
+        out.stride(0), out.stride(1),
+        SPLIT_K=split_k,
+        GROUP_K=group_rows(k, groupsize),
+        PER_CHANNEL=k // group_rows(k, groupsize) == 1,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
+        DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
+        PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0,
+        num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
+    )
     return out
