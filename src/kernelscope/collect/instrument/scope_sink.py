@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.model import CollectorStatus, PhaseScopes, Session
-from kernelscope.model.names import short_kernel_name
+from kernelscope.collect.instrument.sink import launches_in_window
 
 
 @dataclass
@@ -45,10 +45,8 @@ def attach(session: Session, subs: list[ScopeSubmission]) -> tuple[int, list[str
     left: list[ScopeSubmission] = []
     attached = 0
     for sub in subs:
-        lo, hi = sub.host_start_ns - session.time_origin_ns, sub.host_end_ns - session.time_origin_ns
-        cands = [x for x in session.launches
-                 if sub.kernel in (x.kernel, short_kernel_name(x.kernel)) and x.scopes is None
-                 and x.start_ns is not None and lo <= x.start_ns <= hi]
+        cands = launches_in_window(session, sub.kernel, sub.host_start_ns, sub.host_end_ns,
+                                   lambda x: x.scopes is None)
         if not cands:
             left.append(sub)
             notes.append(f"phase scopes of {sub.kernel} match no traced launch of that kernel started while Proton "

@@ -12,6 +12,7 @@ the collector status, never dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from kernelscope.model import BlockRecords, CollectorStatus, Launch, Session
 from kernelscope.model.names import short_kernel_name
@@ -48,16 +49,22 @@ def _names(x: Launch) -> tuple[str, str]:
     return x.kernel, short_kernel_name(x.kernel)
 
 
+def launches_in_window(session: Session, kernel: str, host_start_ns: int, host_end_ns: int,
+                       accept: Callable[[Launch], bool]) -> list[Launch]:
+    """Traced launches of ``kernel`` (full or short name) that started between two host times, in order."""
+    lo, hi = host_start_ns - session.time_origin_ns, host_end_ns - session.time_origin_ns
+    return [x for x in session.launches if kernel in _names(x) and accept(x)
+            and x.start_ns is not None and lo <= x.start_ns <= hi]
+
+
 def attach(session: Session, subs: list[Submission]) -> tuple[int, list[str], list[Submission]]:
     """Attach what matches; return (attached count, one note per oddity, submissions not attached)."""
     notes: list[str] = []
     left: list[Submission] = []
     attached = 0
     for sub in subs:
-        lo, hi = sub.host_start_ns - session.time_origin_ns, sub.host_end_ns - session.time_origin_ns
-        cands = [x for x in session.launches
-                 if sub.kernel in _names(x) and x.grid == sub.grid and x.block_records is None
-                 and x.start_ns is not None and lo <= x.start_ns <= hi]
+        cands = launches_in_window(session, sub.kernel, sub.host_start_ns, sub.host_end_ns,
+                                   lambda x: x.grid == sub.grid and x.block_records is None)
         if not cands:
             left.append(sub)
             notes.append(f"block records of {sub.kernel} (grid {sub.grid}) match no traced launch of that kernel "
