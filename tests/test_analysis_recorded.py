@@ -5,7 +5,6 @@ Expected values are recomputed here from the recorded numbers, never typed in.""
 from __future__ import annotations
 
 import gzip
-import json
 
 import pytest
 
@@ -72,12 +71,8 @@ def test_recommendations_name_their_evidence(recorded):
 
 def test_show_with_the_recorded_ceilings(tmp_path):
     """The ceilings file goes where calibrate caches it; show then draws roofs and % of roof."""
-    cal = json.loads((DATA / "ceilings_h100.json").read_text())
-    from kernelscope.collect.calibrate import Calibration  # noqa: F401  (format checked by load above)
-    key = cal["key"]
-    name = (f"ceilings-{key['device_name'].replace(' ', '-')}-{key['driver_version']}-"
-            f"{key['sm_clock_max_mhz']}MHz.json")
-    (tmp_path / name).write_text(json.dumps(cal))
+    cal = load_calibration(DATA / "ceilings_h100.json")
+    (tmp_path / cal.key.file_name()).write_bytes((DATA / "ceilings_h100.json").read_bytes())
     session = tmp_path / "s.json"
     session.write_bytes(gzip.decompress(SESSION.read_bytes()))
     r = run_cli("show", str(session), "--kernel", "cudnn", "--width", "120", "--no-color",

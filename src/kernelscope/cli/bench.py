@@ -76,6 +76,20 @@ def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _chosen_impls(text: str, known) -> list[str]:
+    """--impl as a list of known implementation names; one sentence and exit 2 otherwise."""
+    impls = _names(text)
+    unknown = [i for i in impls if i not in known]
+    if unknown or not impls:
+        fail(f"unknown implementation {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
+    return impls
+
+
+def _check_timing_args(args: argparse.Namespace) -> None:
+    if args.warmup < 0 or args.repeats < 1:
+        fail("--warmup must be >= 0 and --repeats >= 1")
+
+
 def _output_path(args: argparse.Namespace, name: str) -> Path:
     out = Path(args.output or _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
     if out.exists() and not args.force_overwrite:
@@ -100,17 +114,13 @@ def main_attention(args: argparse.Namespace) -> int:
 
     seqs = _int_list(args.seq_lengths, "--seq-lengths")
     head_dims = _int_list(args.head_dim, "--head-dim")
-    impls = _names(args.impl)
-    unknown = [i for i in impls if i not in IMPLEMENTATIONS]
-    if unknown or not impls:
-        fail(f"unknown implementation {', '.join(unknown) or '(none given)'}; choose from {', '.join(IMPLEMENTATIONS)}")
+    impls = _chosen_impls(args.impl, IMPLEMENTATIONS)
     causal = {"yes": [True], "no": [False], "both": [False, True]}[args.causal]
     try:
         cases = make_cases(seqs, head_dims, causal, _names(args.dtype), args.tokens, args.hidden, args.batch, args.heads)
     except ValueError as e:
         fail(str(e))
-    if args.warmup < 0 or args.repeats < 1:
-        fail("--warmup must be >= 0 and --repeats >= 1")
+    _check_timing_args(args)
     out = _output_path(args, "attention")
     _require_cuda()
     settings = SweepSettings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,

@@ -33,19 +33,22 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
 
 def main_w4a16(args: argparse.Namespace) -> int:
     from kernelscope.bench.w4a16 import IMPLEMENTATIONS, W4A16Settings, make_cases, parse_shapes, run_w4a16_sweep
-    from kernelscope.cli.bench import _int_list, _names, _output_path, _progress, _require_cuda
+    from kernelscope.cli.bench import (
+        _check_timing_args,
+        _chosen_impls,
+        _int_list,
+        _output_path,
+        _progress,
+        _require_cuda,
+    )
 
     ms = _int_list(args.m, "--m")
-    impls = _names(args.impl)
-    unknown = [i for i in impls if i not in IMPLEMENTATIONS]
-    if unknown or not impls:
-        fail(f"unknown implementation {', '.join(unknown) or '(none given)'}; choose from {', '.join(IMPLEMENTATIONS)}")
+    impls = _chosen_impls(args.impl, IMPLEMENTATIONS)
     try:
         cases = make_cases(ms, parse_shapes(args.shapes), args.groupsize)
     except ValueError as e:
         fail(str(e))
-    if args.warmup < 0 or args.repeats < 1:
-        fail("--warmup must be >= 0 and --repeats >= 1")
+    _check_timing_args(args)
     out = _output_path(args, "w4a16")
     _require_cuda()
     settings = W4A16Settings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,

@@ -63,8 +63,9 @@ def _seq_axis(ax: Any, seqs: list[int]) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def _missing_note(ax: Any, rows: list["BenchRow"]) -> None:
-    gaps = [f"{r.impl} S={r.params['seq_len']}: {r.status}" for r in rows if r.status != "ok"]
+def _missing_note(ax: Any, rows: list["BenchRow"], point: str = "seq_len", short: str = "S") -> None:
+    """Under the axes: the rows that failed or ran out of memory, so a missing point is never silent."""
+    gaps = [f"{r.impl} {short}={r.params[point]}: {r.status}" for r in rows if r.status != "ok"]
     if gaps:
         text = "not drawn: " + "; ".join(gaps[:6]) + (f"; +{len(gaps) - 6} more" if len(gaps) > 6 else "")
         ax.text(0.0, -0.22, text, transform=ax.transAxes, fontsize=7, va="top", wrap=True)
@@ -83,6 +84,15 @@ def _speedup_fn(rows: list["BenchRow"], baseline: str) -> Callable[["BenchRow"],
         b = base.get(r.params["seq_len"])
         return b / r.get("median_ms") if b else None
     return speedup
+
+
+def _save(plt: Any, fig: Any, path: Path, full_title: str) -> Path:
+    """Title, tight layout, PNG (the title also as PNG text, for tools); the figure is closed."""
+    fig.suptitle(full_title, fontsize=12)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, metadata={"Title": full_title})
+    plt.close(fig)
+    return path
 
 
 def _header(results: "BenchResults") -> str:
@@ -156,11 +166,5 @@ def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str |
             if ax.lines:
                 ax.legend(fontsize=8)
             _missing_note(ax, rows)
-        full_title = f"{title} — {header}"
-        fig.suptitle(full_title, fontsize=12)
-        fig.tight_layout()
-        path = out / f"{prefix}_{name}.png"
-        fig.savefig(path, dpi=90, metadata={"Title": full_title})  # the title also as PNG text, for tools
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(plt, fig, out / f"{prefix}_{name}.png", f"{title} — {header}"))
     return paths

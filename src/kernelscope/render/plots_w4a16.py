@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernelscope.render.plots import _MARKERS, _figure, _header, _impls
+from kernelscope.render.plots import _MARKERS, _figure, _header, _impls, _missing_note, _save
 
 if TYPE_CHECKING:
     from kernelscope.bench.results import BenchResults, BenchRow
@@ -20,13 +20,6 @@ def _shapes(rows: list["BenchRow"]) -> dict[tuple[int, int, int], list["BenchRow
     for r in rows:
         out.setdefault((r.params["k"], r.params["n"], r.params["groupsize"]), []).append(r)
     return out
-
-
-def _note(ax: Any, rows: list["BenchRow"]) -> None:
-    gaps = [f"{r.impl} m={r.params['m']}: {r.status}" for r in rows if r.status != "ok"]
-    if gaps:
-        text = "not drawn: " + "; ".join(gaps[:6]) + (f"; +{len(gaps) - 6} more" if len(gaps) > 6 else "")
-        ax.text(0.0, -0.22, text, transform=ax.transAxes, fontsize=7, va="top", wrap=True)
 
 
 def write_w4a16_plots(results: "BenchResults", output_dir: str | Path, prefix: str = "w4a16") -> list[Path]:
@@ -74,12 +67,6 @@ def write_w4a16_plots(results: "BenchResults", output_dir: str | Path, prefix: s
             ax.set_title(f"k={k} n={n} groupsize {g}", fontsize=10)
             if ax.lines:
                 ax.legend(fontsize=8)
-            _note(ax, rows)
-        full_title = f"{title} — {header}"
-        fig.suptitle(full_title, fontsize=12)
-        fig.tight_layout()
-        path = out / f"{prefix}_{name}.png"
-        fig.savefig(path, dpi=90, metadata={"Title": full_title})  # the title also as PNG text, for tools
-        plt.close(fig)
-        paths.append(path)
+            _missing_note(ax, rows, point="m", short="m")
+        paths.append(_save(plt, fig, out / f"{prefix}_{name}.png", f"{title} — {header}"))
     return paths
