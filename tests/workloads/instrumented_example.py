@@ -27,6 +27,7 @@ import triton.language as tl
 
 from kernelscope.collect.instrument.recorder import BlockRecorder
 from kernelscope.collect.instrument.triton_blocks import block_clock, block_record
+from kernelscope.kernels.tiled import tile_product  # the same tile loop as the plain tiled matmul
 
 KERNEL = "matmul_blocks_kernel"
 
@@ -36,18 +37,8 @@ def matmul_blocks_kernel(a_ptr, b_ptr, c_ptr, records_ptr, M, N, K, stride_am, s
                          stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          RECORD: tl.constexpr):
     t_start = block_clock(RECORD)
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak,
-                    mask=(offs_m[:, None] < M) & ((k0 + offs_k)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn,
-                    mask=((k0 + offs_k)[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
+    acc, offs_m, offs_n = tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                       BLOCK_M, BLOCK_N, BLOCK_K)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
     block_record(records_ptr, t_start, RECORD)
