@@ -68,13 +68,81 @@ def candidates_round4(m: int) -> list[dict]:
     return out
 
 
+def candidates_round7(m: int) -> list[dict]:
+    """Round 7: output tiles under 64 rows of n (BLOCK_N 16 or 32, swapped), where Triton 3.6 uses mma.sync
+    (HMMA.16816, both operands in registers) instead of the warpgroup MMA, and pipelines the packed words,
+    scales and activations through cp.async (SASS compiled for sm_90 on the CPU, NOTES.md v8)."""
+    out = []
+    if m > 16:
+        return out
+    for bn, bk, sk, st in itertools.product((16, 32), (64, 128), (4, 8, 16), (3, 5)):
+        for nw in ((1, 2) if bn == 16 else (2, 4)):
+            out.append(dict(block_m=16, block_n=bn, block_k=bk, split_k=sk, num_warps=nw, num_stages=st,
+                            swap_ab=True, prefetch=0))
+    for sk in (4, 8):  # round 3/4's best shape of launch, timed in the same run for comparison
+        out.append(dict(block_m=16, block_n=64, block_k=128, split_k=sk, num_warps=4, num_stages=3,
+                        swap_ab=True, prefetch=1))
+    return out
+
+
+def candidates_round8(m: int) -> list[dict]:
+    """Round 8, nibble-major kernel layout (NOTES.md v8): BLOCK_K is one 128-row block, each nibble one
+    16-deep MMA with its operand unpacked in registers; words pipelined by cp.async (prefetch 0) or
+    prefetched into registers (prefetch 1, which brings back a shared-memory layout conversion)."""
+    out = []
+    if m <= 16:
+        for bn, sk, st, pf in itertools.product((64, 128, 256), (2, 4, 8, 16), (3, 4, 5), (0, 1)):
+            if pf and st != 3:
+                continue
+            out.append(dict(block_m=16, block_n=bn, block_k=128, split_k=sk, num_warps=8 if bn == 256 else 4,
+                            num_stages=st, swap_ab=True, prefetch=pf))
+    else:
+        for bm, bn, sk, st in itertools.product((64,) if m <= 64 else (128, 256), (64, 128, 256), (1, 2, 4), (3, 4)):
+            nw = 8 if bm * bn >= 128 * 128 else 4
+            if bm * bn > 256 * 128:
+                continue
+            out.append(dict(block_m=bm, block_n=bn, block_k=128, split_k=sk, num_warps=nw, num_stages=st,
+                            swap_ab=True, prefetch=0))
+    return out
+
+
+def candidates_round9(m: int) -> list[dict]:
+    """Round 9: round 7's mma.sync tiles (BLOCK_N 16 or 32) again, on the nibble-major layout of round 8."""
+    out = []
+    if m > 16:
+        return out
+    for bn, sk, st in itertools.product((16, 32), (4, 8, 16), (3, 5)):
+        for nw in ((1, 2) if bn == 16 else (2, 4)):
+            out.append(dict(block_m=16, block_n=bn, block_k=128, split_k=sk, num_warps=nw, num_stages=st,
+                            swap_ab=True, prefetch=0))
+    return out
+
+
+def candidates_round10(m: int) -> list[dict]:
+    """Round 10, pair-major layout (NOTES.md v9): each unpacked f16x2 register is an MMA operand register
+    as it is (no PRMT), the scale multiplies the fp32 sum of a block (no HMUL2); words through cp.async."""
+    out = []
+    if m <= 16:
+        for bn, sk, st in itertools.product((32, 64, 128, 256), (2, 4, 8, 16), (3, 4, 5)):
+            for nw in {32: (2, 4), 64: (4,), 128: (4, 8), 256: (8,)}[bn]:
+                out.append(dict(block_m=16, block_n=bn, block_k=128, split_k=sk, num_warps=nw, num_stages=st,
+                                swap_ab=True, prefetch=0))
+    else:
+        for bm, bn, sk, st in itertools.product((64,) if m <= 64 else (128, 256), (64, 128, 256), (1, 2, 4), (3, 4)):
+            if bm * bn > 256 * 128:
+                continue
+            out.append(dict(block_m=bm, block_n=bn, block_k=128, split_k=sk, num_warps=8 if bm * bn >= 128 * 128 else 4,
+                            num_stages=st, swap_ab=True, prefetch=0))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds; stop starting new points after it")
     ap.add_argument("--m", default=",".join(map(str, DEFAULT_MS)))
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--round", type=int, default=3, choices=(3, 4))
+    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 7, 8, 9, 10))
     ap.add_argument("--shapes", default=None, help="KxN,... (default: the benchmark's five)")
     args = ap.parse_args()
     t0 = time.time()
@@ -82,7 +150,7 @@ def main() -> int:
     rows: list[dict] = []
     best: dict[str, dict] = {}
     gen = torch.Generator(device="cuda").manual_seed(1)
-    pick = {3: candidates, 4: candidates_round4}[args.round]
+    pick = {3: candidates, 4: candidates_round4, 7: candidates_round7, 8: candidates_round8, 9: candidates_round9, 10: candidates_round10}[args.round]
     shapes = DEFAULT_SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for k, n in shapes:
         wt = make_weights(k, n, 128, "cuda", 0)

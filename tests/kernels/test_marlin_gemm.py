@@ -75,12 +75,12 @@ def test_split_k_matches_reference(split_k: int, groupsize: int) -> None:
 
 
 @pytest.mark.parametrize("blocks", [
-    dict(block_m=16, block_n=64, block_k=16, group_m=2),
+    dict(block_m=16, block_n=64, group_m=2),
     dict(block_m=16, block_n=256, block_k=128),
-    dict(block_m=32, block_n=32, block_k=32, group_m=1),
+    dict(block_m=32, block_n=32, group_m=1),
 ])
 def test_block_shapes_and_tile_order(blocks: dict) -> None:
-    """Several m-tiles (m = 70) with the grouped tile order, and every BLOCK_K."""
+    """Several m-tiles (m = 70) with the grouped tile order, and several tile shapes."""
     a, B, s = _problem(70, 512, 512, 128, seed=sum(blocks.values()))
     assert _rel_err(_run(a, B, s, 128, **blocks), reference_matmul(a, B, s, 128)) < TOL
 
@@ -92,7 +92,7 @@ def test_swapped_operands_match_reference(m: int, split_k: int, groupsize: int, 
     0, 1 or 2 weight slices loaded ahead (the last case: more slices ahead than the loop has)."""
     k = 128 if prefetch == 2 and split_k == 1 and m == 2 else 512
     a, B, s = _problem(m, k, 256 if k == 128 else 512, groupsize, seed=300 + m + split_k)
-    c = _run(a, B, s, groupsize, swap_ab=True, split_k=split_k, block_n=64, block_k=64, prefetch=prefetch)
+    c = _run(a, B, s, groupsize, swap_ab=True, split_k=split_k, block_n=64, prefetch=prefetch)
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
@@ -148,14 +148,18 @@ def test_marlin_reference_vectors_through_kernel() -> None:
 
 @pytest.mark.parametrize("groupsize", [128, -1])
 def test_kernel_layout_nibbles(groupsize: int) -> None:
-    """Nibble p of word (r, c) of the kernel layout is q[8 r + p, c]; scales are plain."""
+    """Word (16 b + j, c) of the kernel layout holds q[128 b + 32 i + 2 j, c] in nibble i and
+    q[128 b + 32 i + 2 j + 1, c] in nibble i + 4; scales are plain."""
     _, B, s = _problem(1, 512, 256, groupsize, seed=77)
     q, scales = unpack(B, s, groupsize)
     Bk, sk = to_kernel_layout(B, s, groupsize)
     assert Bk.shape == (64, 256) and Bk.dtype == torch.int32
     words = Bk.to(torch.int64) & 0xFFFFFFFF
-    for p in range(8):
-        assert torch.equal((words >> (4 * p)) & 0xF, q[p::8].to(torch.int64))
+    rows = torch.arange(64)
+    for i in range(4):
+        for h in range(2):
+            k_of_row = 128 * (rows // 16) + 32 * i + 2 * (rows % 16) + h
+            assert torch.equal((words >> (4 * (i + 4 * h))) & 0xF, q[k_of_row].to(torch.int64)), (i, h)
     assert torch.equal(sk, scales)
 
 
@@ -212,7 +216,7 @@ def test_gpu_sizes(m: int, groupsize: int, split_k: int) -> None:
 def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
     """The GPU unpack is PTX the interpreter cannot run: replay its instructions, with the
     constants read from the PTX text itself, in numpy fp16 for every nibble value, and
-    check that output register p holds nibble p as q - 8 exactly."""
+    check that output register i holds nibbles i and i + 4 as q - 8 exactly (low, high half)."""
     import re
 
     from kernelscope.kernels.marlin.unpack_ptx import UNPACK_PTX as _UNPACK_PTX
@@ -236,7 +240,7 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
     t1 = (halves((words & lop[1][0]) | lop[1][1]) * f16x2(fma[0][0])).astype(np.float16) + f16x2(fma[0][1])
     t2 = halves((w2 & lop[2][0]) | lop[2][1]) - f16x2(sub[1])
     t3 = (halves((w2 & lop[3][0]) | lop[3][1]) * f16x2(fma[1][0])).astype(np.float16) + f16x2(fma[1][1])
-    # mov.b32 {$p, $p+4}, t_p: output p is the low half of t_p, output p + 4 its high half
+    # output register i = t_i: nibble i in its low half, nibble i + 4 in its high half
     out = [t0[:, 0], t1[:, 0], t2[:, 0], t3[:, 0], t0[:, 1], t1[:, 1], t2[:, 1], t3[:, 1]]
     for p in range(8):
         expected = ((words >> (4 * p)) & 0xF).astype(np.float32) - 8

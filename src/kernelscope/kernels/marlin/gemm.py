@@ -5,15 +5,20 @@ instruction, which Triton does not expose; gathering it inside a Triton kernel
 would turn every weight load into a scatter.  So the weights are converted
 once, by :func:`to_kernel_layout`, into a layout that Triton loads well:
 
-* ``Bk``: int32 ``(k // 8, n)``; nibble ``p`` (low first) of word ``(r, c)`` is
-  ``q[8 * r + p, c]``.  A row of words is contiguous along n, so a block of
-  weights is one dense 2-D load that can vectorize to 16-byte accesses along
-  n, and each word is read once.
+* ``Bk``: int32 ``(k // 8, n)``, in blocks of ``PACK_K = 128`` rows of k: word
+  ``(16 b + j, c)`` holds ``q[128 b + 32 i + 2 j, c]`` in nibble ``i`` and
+  ``q[128 b + 32 i + 2 j + 1, c]`` in nibble ``i + 4`` (i = 0..3, low nibble
+  first).  A row of words is contiguous along n, so a block of weights is one
+  dense 2-D load that vectorizes along n, each word read once.  The unpack
+  turns nibbles i and i + 4 into one f16x2 register: two neighbouring k of
+  32-deep slice i, as the MMA's register operand holds them, so the unpacked
+  weights go to the tensor cores as they are (no shuffle, no trip through
+  shared memory; benchmarks/w4a16/NOTES.md v8, v9).
 * ``sk``: plain fp16 scales ``(k // groupsize, n)`` (Marlin's permutation undone).
 
-Dequantization is ``w = (q - 8) * scale``.  With several groups the scale is
-applied in fp16 before the MMA (each BLOCK_K slice lies in one group); with one
-group it is applied to the fp32 accumulator at the end, as Marlin does.
+Dequantization is ``w = (q - 8) * scale``.  The MMAs take q - 8 (exact in fp16)
+and the scale multiplies their fp32 sums: once per block of k with groups of
+128 (a block is one group), once at the end with one group, as Marlin does.
 
 triton is imported lazily (on the first launch), so that this module and the
 format can be imported on machines without triton, and so that the
@@ -35,6 +40,8 @@ tl: Any = None  # triton.language, bound by _kernel() before the first compile
 _UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by _kernel()
 
 _SHIFTS = tuple(4 * i for i in range(NIBBLES))
+PACK_K = 128  # rows of k per block of the kernel layout; BLOCK_K is one block
+_PAIRS = NIBBLES // 2  # f16x2 registers per word, one per 32-deep slice of a block
 
 
 def to_kernel_layout(B: torch.Tensor, s: torch.Tensor, groupsize: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,9 +52,11 @@ def to_kernel_layout(B: torch.Tensor, s: torch.Tensor, groupsize: int) -> tuple[
     """
     q, scales = unpack(B, s, groupsize)
     k, n = q.shape
-    vals = q.to(torch.int64).reshape(k // NIBBLES, NIBBLES, n)
-    shifts = torch.tensor(_SHIFTS, dtype=torch.int64, device=q.device).view(1, NIBBLES, 1)
-    words = (vals << shifts).sum(dim=1)
+    # q[128 b + 32 i + 2 j + h, c] -> nibble i + 4 h of word (16 b + j, c)
+    vals = q.to(torch.int64).reshape(k // PACK_K, _PAIRS, PACK_K // NIBBLES, 2, n)  # (b, i, j, h, c)
+    vals = vals.permute(0, 2, 3, 1, 4).reshape(k // PACK_K, PACK_K // NIBBLES, NIBBLES, n)  # (b, j, 4h + i, c)
+    shifts = torch.tensor(_SHIFTS, dtype=torch.int64, device=q.device).view(1, 1, NIBBLES, 1)
+    words = (vals << shifts).sum(dim=2).reshape(k // NIBBLES, n)
     words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
     return words.contiguous(), scales.contiguous()
 
@@ -65,26 +74,37 @@ def reference_matmul(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsiz
     return a.float() @ w.to(a.device)
 
 
-def _interleave8(q0, q1, q2, q3, q4, q5, q6, q7, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """8 tensors (BLOCK_N, BLOCK_K // 8), nibble p of each word -> (BLOCK_N, BLOCK_K), k = 8 * word + p.
-
-    join adds a trailing axis, so the last join pairs p with p + 1, the one before p with
-    p + 2, the first p with p + 4: element [n, r, i, j, l] is nibble 4i + 2j + l of word r,
-    all in one thread's registers, and the reshape moves no data.
-    """
-    w = tl.join(tl.join(tl.join(q0, q4), tl.join(q2, q6)), tl.join(tl.join(q1, q5), tl.join(q3, q7)))
-    return tl.reshape(w, (BLOCK_N, BLOCK_K))
-
-
-def _unpack_t(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
-    """(BLOCK_N, BLOCK_K // 8) int32 words -> (BLOCK_N, BLOCK_K) fp16 q - 8; k = 8 * word + nibble."""
-    q = _nibbles8(words, DEQUANT_ASM)
-    return _interleave8(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], BLOCK_N, BLOCK_K)
-
-
 def _nibble(words, p: tl.constexpr):
-    """Nibble p (low first) of each word as fp16 q - 8 (see _nibbles8)."""
+    """Nibble p (low first) of each word as fp16 q - 8 (see _unpack_slices)."""
     return (((words >> (4 * p)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - 1032.0
+
+
+def _halves(pair, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """int32 f16x2 registers (BLOCK_N, BLOCK_K // 8) -> fp16 (BLOCK_N, BLOCK_K // 4), low half first.
+
+    join puts the two halves side by side in one thread, so the result is the register as it was.
+    """
+    lo = pair.to(tl.int16).to(tl.float16, bitcast=True)
+    hi = (pair >> 16).to(tl.int16).to(tl.float16, bitcast=True)
+    return tl.reshape(tl.join(lo, hi), (BLOCK_N, BLOCK_K // 4))
+
+
+def _unpack_slices(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
+    """(BLOCK_N, BLOCK_K // 8) words -> the block's four 32-deep slices of k, (BLOCK_N, 32) fp16 q - 8 each.
+
+    Slice i, k = 2 j + h, is nibble i + 4 h of word j. q | 0x6400 is the fp16 bit pattern of
+    1024 + q: exact q - 8 after subtracting 1032, cheaper than an int-to-float conversion per
+    weight (the interpreter's path); the PTX does the same two nibbles per instruction.
+    """
+    if DEQUANT_ASM:
+        t0, t1, t2, t3 = tl.inline_asm_elementwise(_UNPACK_ASM, "=r,=r,=r,=r,r", [words],
+                                                   dtype=(tl.int32,) * 4, is_pure=True, pack=1)
+        return (_halves(t0, BLOCK_N, BLOCK_K), _halves(t1, BLOCK_N, BLOCK_K),
+                _halves(t2, BLOCK_N, BLOCK_K), _halves(t3, BLOCK_N, BLOCK_K))
+    return (tl.reshape(tl.join(_nibble(words, 0), _nibble(words, 4)), (BLOCK_N, BLOCK_K // 4)),
+            tl.reshape(tl.join(_nibble(words, 1), _nibble(words, 5)), (BLOCK_N, BLOCK_K // 4)),
+            tl.reshape(tl.join(_nibble(words, 2), _nibble(words, 6)), (BLOCK_N, BLOCK_K // 4)),
+            tl.reshape(tl.join(_nibble(words, 3), _nibble(words, 7)), (BLOCK_N, BLOCK_K // 4)))
 
 
 def _w4a16_kernel(
@@ -128,20 +148,21 @@ def _w4a16_kernel(
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    offs_w = tl.arange(0, BLOCK_K // 8)
+    offs_j = tl.arange(0, BLOCK_K // 8)  # word rows of a block
+    offs_s = tl.arange(0, BLOCK_K // 4)  # k rows of one 32-deep slice
     mask_m = offs_m < M
 
     k_start = pid_k * K_SPLIT
-    # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words: the 8 nibbles of
-    # a word become 8 neighbouring k of one column, in the registers of one thread.
-    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_w)[None, :] * stride_bk
+    # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words, so that each unpacked
+    # slice is an MMA operand of n x 32 k (the n side of the swapped product) as it comes.
+    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_j)[None, :] * stride_bk
     if SWAP_AB:
-        a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_k)[:, None] * stride_ak
+        a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_s)[:, None] * stride_ak
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
-        a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_k)[None, :] * stride_ak
+        a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_s)[None, :] * stride_ak
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    a_slice = (BLOCK_K // 4) * stride_ak  # from slice i's rows of k to slice i + 1's
     # PREFETCH slices of weights are loaded ahead into registers (loop-carried), so that
     # their DRAM latency overlaps the unpack and MMA of the slices before them.
     step = (BLOCK_K // 8) * stride_bk
@@ -159,20 +180,26 @@ def _w4a16_kernel(
             words = ahead1
             ahead1 = ahead2
             ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
-        if not PER_CHANNEL:
-            scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn)
-        if SWAP_AB:
-            w_t = _unpack_t(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # (BLOCK_N, BLOCK_K) fp16, q - 8
-            if not PER_CHANNEL:
-                w_t = w_t * scale[:, None]
-            a = tl.load(a_ptrs, mask=mask_m[None, :], other=0.0)
-            acc = tl.dot(w_t, a, acc)
+        w = _unpack_slices(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # 4 x (BLOCK_N, 32) fp16 q - 8
+        # One block is one scale group: its four slices are summed unscaled (q - 8 and the
+        # products are exact in the MMA), then scaled once in fp32, not weight by weight.
+        if PER_CHANNEL:
+            part = acc
+        elif SWAP_AB:
+            part = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
         else:
-            w_t = _unpack_t(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)
-            if not PER_CHANNEL:
-                w_t = w_t * scale[:, None]
-            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
-            acc = tl.dot(a, tl.trans(w_t), acc)
+            part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if SWAP_AB:
+            for i in tl.static_range(4):
+                part = tl.dot(w[i], tl.load(a_ptrs + i * a_slice, mask=mask_m[None, :], other=0.0), part)
+        else:
+            for i in tl.static_range(4):
+                part = tl.dot(tl.load(a_ptrs + i * a_slice, mask=mask_m[:, None], other=0.0), tl.trans(w[i]), part)
+        if PER_CHANNEL:
+            acc = part
+        else:
+            scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn).to(tl.float32)
+            acc += part * (scale[:, None] if SWAP_AB else scale[None, :])
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += step
     if SWAP_AB:
@@ -216,20 +243,6 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
             tl.atomic_xchg(count_ptr + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
 
-def _nibbles8(words, DEQUANT_ASM: tl.constexpr):
-    """The 8 nibbles of each word as 8 fp16 tensors q - 8, nibble p at index p.
-
-    q | 0x6400 is the fp16 bit pattern of 1024 + q: exact q - 8 after subtracting 1032,
-    cheaper than an int-to-float conversion per weight (the interpreter's path); the PTX
-    does the same two nibbles at a time.
-    """
-    if DEQUANT_ASM:
-        return tl.inline_asm_elementwise(_UNPACK_ASM, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words],
-                                         dtype=(tl.float16,) * 8, is_pure=True, pack=1)
-    return (_nibble(words, 0), _nibble(words, 1), _nibble(words, 2), _nibble(words, 3),
-            _nibble(words, 4), _nibble(words, 5), _nibble(words, 6), _nibble(words, 7))
-
-
 @lru_cache(maxsize=None)
 def _kernel() -> Callable:
     """Import triton and jit the kernel on first use (see the module docstring)."""
@@ -240,9 +253,9 @@ def _kernel() -> Callable:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("w4a16_matmul needs triton; install it or use reference_matmul.") from exc
     tl = language
-    global _unpack_t, _interleave8, _nibble, _nibbles8, _finish_tile, _UNPACK_ASM
+    global _nibble, _halves, _unpack_slices, _finish_tile, _UNPACK_ASM
     _UNPACK_ASM = language.constexpr(_UNPACK_PTX)  # a jitted function may read only constexpr globals
-    _unpack_t, _interleave8, _nibble = triton.jit(_unpack_t), triton.jit(_interleave8), triton.jit(_nibble)
-    _nibbles8, _finish_tile = triton.jit(_nibbles8), triton.jit(_finish_tile)
+    _nibble, _halves, _unpack_slices = triton.jit(_nibble), triton.jit(_halves), triton.jit(_unpack_slices)
+    _finish_tile = triton.jit(_finish_tile)
     # M is not specialized: decode batches of 1, 4, 16 tokens share one compile per configuration.
     return triton.jit(_w4a16_kernel, do_not_specialize=["M"])

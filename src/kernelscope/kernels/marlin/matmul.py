@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from .format import check_shape, describe, group_rows
-from .gemm import _kernel
+from .gemm import PACK_K, _kernel
 
 
 def _cdiv(x: int, y: int) -> int:
@@ -63,8 +63,8 @@ def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
     )
     if bad_out:
         raise ValueError(f"{where}: out must be a float16 tensor of shape {(m, n)} on {a.device}.")
-    if block_k not in (16, 32, 64, 128):
-        raise ValueError(f"{where}: block_k must be 16, 32, 64 or 128 (a divisor of 128), got {block_k}.")
+    if block_k != PACK_K:
+        raise ValueError(f"{where}: block_k must be {PACK_K} (one block of the kernel layout), got {block_k}.")
     if split_k < 1 or k % (split_k * block_k):
         raise ValueError(f"{where}: k={k} must be a multiple of split_k * BLOCK_K = {split_k} * {block_k}.")
     return m, k, n
@@ -97,7 +97,7 @@ def w4a16_matmul(
     split_k: int = 1,
     block_m: int | None = None,
     block_n: int = 128,
-    block_k: int = 64,
+    block_k: int = PACK_K,
     group_m: int = 8,
     num_warps: int = 4,
     num_stages: int = 3,
