@@ -136,13 +136,41 @@ def candidates_round10(m: int) -> list[dict]:
     return out
 
 
+def candidates_round11(m: int) -> list[dict]:
+    """Round 11: round 10's tiles with weight and activation tiles loaded by TMA (one bulk copy per tile
+    instead of 4-byte cp.async per thread and their address arithmetic; NOTES.md v10)."""
+    out = []
+    if m <= 16:
+        for bn, sk, st in itertools.product((64, 128, 256), (2, 4, 8, 16), (3, 4, 6)):
+            for nw in {64: (4,), 128: (4, 8), 256: (8,)}[bn]:
+                out.append(dict(block_m=16, block_n=bn, block_k=128, split_k=sk, num_warps=nw, num_stages=st,
+                                swap_ab=True, tma=True))
+    else:
+        out = [dict(c, tma=True) for c in candidates_round10(m)]
+    return out
+
+
+def candidates_round12(m: int) -> list[dict]:
+    """Round 12: the block's four unpacked slices concatenated along k into one dot (8 MMAs back to back,
+    one wait, NOTES.md v11), with per-thread cp.async or TMA loads."""
+    out = []
+    if m <= 16:
+        for (bn, nw), sk, st, tma in itertools.product(((64, 4), (128, 4), (128, 8), (256, 8)), (2, 4, 8, 16),
+                                                      (3, 4, 5), (False, True)):
+            out.append(dict(block_m=16, block_n=bn, block_k=128, split_k=sk, num_warps=nw, num_stages=st,
+                            swap_ab=True, tma=tma))
+    else:
+        out = [dict(c, tma=tma) for c in candidates_round10(m) for tma in (False, True)]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds; stop starting new points after it")
     ap.add_argument("--m", default=",".join(map(str, DEFAULT_MS)))
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 7, 8, 9, 10))
+    ap.add_argument("--round", type=int, default=3, choices=(3, 4, 7, 8, 9, 10, 11, 12))
     ap.add_argument("--shapes", default=None, help="KxN,... (default: the benchmark's five)")
     args = ap.parse_args()
     t0 = time.time()
@@ -150,7 +178,7 @@ def main() -> int:
     rows: list[dict] = []
     best: dict[str, dict] = {}
     gen = torch.Generator(device="cuda").manual_seed(1)
-    pick = {3: candidates, 4: candidates_round4, 7: candidates_round7, 8: candidates_round8, 9: candidates_round9, 10: candidates_round10}[args.round]
+    pick = {3: candidates, 4: candidates_round4, 7: candidates_round7, 8: candidates_round8, 9: candidates_round9, 10: candidates_round10, 11: candidates_round11, 12: candidates_round12}[args.round]
     shapes = DEFAULT_SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for k, n in shapes:
         wt = make_weights(k, n, 128, "cuda", 0)
@@ -194,7 +222,7 @@ def main() -> int:
     print(f"{'point':<22}{'best us':>9}{'cublas us':>10}{'x cublas':>9}  config")
     for key, r in best.items():
         cfg = {c: r[c] for c in ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages", "swap_ab",
-                                 "prefetch", "dequant_asm", "maxnreg") if c in r}
+                                 "prefetch", "dequant_asm", "maxnreg", "tma") if c in r}
         print(f"{key:<22}{r['median_ms'] * 1e3:>9.1f}{r['cublas_ms'] * 1e3:>10.1f}"
               f"{r['cublas_ms'] / r['median_ms']:>9.2f}  {cfg}")
     return 0

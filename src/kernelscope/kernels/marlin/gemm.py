@@ -89,22 +89,32 @@ def _halves(pair, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     return tl.reshape(tl.join(lo, hi), (BLOCK_N, BLOCK_K // 4))
 
 
-def _unpack_slices(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
-    """(BLOCK_N, BLOCK_K // 8) words -> the block's four 32-deep slices of k, (BLOCK_N, 32) fp16 q - 8 each.
+def _concat_k(x, y, BLOCK_N: tl.constexpr, K_EACH: tl.constexpr):
+    """(BLOCK_N, K_EACH) twice -> (BLOCK_N, 2 K_EACH), x's k first; registers stay where they are."""
+    return tl.reshape(tl.permute(tl.join(x, y), (0, 2, 1)), (BLOCK_N, 2 * K_EACH))
 
-    Slice i, k = 2 j + h, is nibble i + 4 h of word j. q | 0x6400 is the fp16 bit pattern of
-    1024 + q: exact q - 8 after subtracting 1032, cheaper than an int-to-float conversion per
-    weight (the interpreter's path); the PTX does the same two nibbles per instruction.
+
+def _unpack_block(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_ASM: tl.constexpr):
+    """(BLOCK_N, BLOCK_K // 8) words -> (BLOCK_N, BLOCK_K) fp16 q - 8 in k order.
+
+    Slice i (k = 32 i + 2 j + h) is nibble i + 4 h of word j. q | 0x6400 is the fp16 bit pattern
+    of 1024 + q: exact q - 8 after subtracting 1032, cheaper than an int-to-float conversion per
+    weight (the interpreter's path); the PTX does the same two nibbles per instruction. The four
+    slices are concatenated along k, so one dot takes the block and Triton issues its MMAs back to
+    back with one wait, where four dots wait after each (SASS compiled for sm_90, NOTES.md v9).
     """
     if DEQUANT_ASM:
         t0, t1, t2, t3 = tl.inline_asm_elementwise(_UNPACK_ASM, "=r,=r,=r,=r,r", [words],
                                                    dtype=(tl.int32,) * 4, is_pure=True, pack=1)
-        return (_halves(t0, BLOCK_N, BLOCK_K), _halves(t1, BLOCK_N, BLOCK_K),
-                _halves(t2, BLOCK_N, BLOCK_K), _halves(t3, BLOCK_N, BLOCK_K))
-    return (tl.reshape(tl.join(_nibble(words, 0), _nibble(words, 4)), (BLOCK_N, BLOCK_K // 4)),
-            tl.reshape(tl.join(_nibble(words, 1), _nibble(words, 5)), (BLOCK_N, BLOCK_K // 4)),
-            tl.reshape(tl.join(_nibble(words, 2), _nibble(words, 6)), (BLOCK_N, BLOCK_K // 4)),
-            tl.reshape(tl.join(_nibble(words, 3), _nibble(words, 7)), (BLOCK_N, BLOCK_K // 4)))
+        s0, s1 = _halves(t0, BLOCK_N, BLOCK_K), _halves(t1, BLOCK_N, BLOCK_K)
+        s2, s3 = _halves(t2, BLOCK_N, BLOCK_K), _halves(t3, BLOCK_N, BLOCK_K)
+    else:
+        s0 = tl.reshape(tl.join(_nibble(words, 0), _nibble(words, 4)), (BLOCK_N, BLOCK_K // 4))
+        s1 = tl.reshape(tl.join(_nibble(words, 1), _nibble(words, 5)), (BLOCK_N, BLOCK_K // 4))
+        s2 = tl.reshape(tl.join(_nibble(words, 2), _nibble(words, 6)), (BLOCK_N, BLOCK_K // 4))
+        s3 = tl.reshape(tl.join(_nibble(words, 3), _nibble(words, 7)), (BLOCK_N, BLOCK_K // 4))
+    return _concat_k(_concat_k(s0, s1, BLOCK_N, BLOCK_K // 4), _concat_k(s2, s3, BLOCK_N, BLOCK_K // 4),
+                     BLOCK_N, BLOCK_K // 2)
 
 
 def _w4a16_kernel(
@@ -125,6 +135,7 @@ def _w4a16_kernel(
     DEQUANT_ASM: tl.constexpr,
     PREFETCH: tl.constexpr,
     RAGGED_M: tl.constexpr,
+    TMA: tl.constexpr,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
@@ -149,59 +160,57 @@ def _w4a16_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_j = tl.arange(0, BLOCK_K // 8)  # word rows of a block
-    offs_s = tl.arange(0, BLOCK_K // 4)  # k rows of one 32-deep slice
+    offs_k = tl.arange(0, BLOCK_K)
     mask_m = offs_m < M
 
     k_start = pid_k * K_SPLIT
-    # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words, so that each unpacked
-    # slice is an MMA operand of n x 32 k (the n side of the swapped product) as it comes.
-    b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_j)[None, :] * stride_bk
     if SWAP_AB:
-        a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_s)[:, None] * stride_ak
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
-        a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_s)[None, :] * stride_ak
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    a_slice = (BLOCK_K // 4) * stride_ak  # from slice i's rows of k to slice i + 1's
-    # PREFETCH slices of weights are loaded ahead into registers (loop-carried), so that
-    # their DRAM latency overlaps the unpack and MMA of the slices before them.
-    step = (BLOCK_K // 8) * stride_bk
-    if PREFETCH >= 1:
-        ahead1 = tl.load(b_ptrs)
-    if PREFETCH >= 2:
-        ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
-    for kk in range(0, K_SPLIT, BLOCK_K):
-        if PREFETCH == 0:
-            words = tl.load(b_ptrs)
-        elif PREFETCH == 1:
-            words = ahead1
-            ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
-        else:
-            words = ahead1
-            ahead1 = ahead2
-            ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
-        w = _unpack_slices(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # 4 x (BLOCK_N, 32) fp16 q - 8
-        # One block is one scale group: its four slices are summed unscaled (q - 8 and the
-        # products are exact in the MMA), then scaled once in fp32, not weight by weight.
-        if PER_CHANNEL:
-            part = acc
-        elif SWAP_AB:
-            part = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-        else:
-            part = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if not TMA:
+        # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words, so that the unpacked
+        # block is an MMA operand of n x k (the n side of the swapped product) as it comes.
+        b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_j)[None, :] * stride_bk
         if SWAP_AB:
-            for i in tl.static_range(4):
-                part = tl.dot(w[i], tl.load(a_ptrs + i * a_slice, mask=mask_m[None, :], other=0.0), part)
+            a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_k)[:, None] * stride_ak
         else:
-            for i in tl.static_range(4):
-                part = tl.dot(tl.load(a_ptrs + i * a_slice, mask=mask_m[:, None], other=0.0), tl.trans(w[i]), part)
-        if PER_CHANNEL:
-            acc = part
+            a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_k)[None, :] * stride_ak
+        # PREFETCH slices of weights are loaded ahead into registers (loop-carried), so that
+        # their DRAM latency overlaps the unpack and MMA of the slices before them.
+        step = (BLOCK_K // 8) * stride_bk
+        if PREFETCH >= 1:
+            ahead1 = tl.load(b_ptrs)
+        if PREFETCH >= 2:
+            ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
+    for kk in range(0, K_SPLIT, BLOCK_K):
+        if TMA:  # b_ptr and a_ptr are tensor descriptors: one bulk copy per tile, zero-filled past m
+            words = tl.trans(b_ptr.load([(k_start + kk) // 8, pid_n * BLOCK_N]))
+            a = a_ptr.load([pid_m * BLOCK_M, k_start + kk])
+            if SWAP_AB:
+                a = tl.trans(a)
         else:
+            if PREFETCH == 0:
+                words = tl.load(b_ptrs)
+            elif PREFETCH == 1:
+                words = ahead1
+                ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
+            else:
+                words = ahead1
+                ahead1 = ahead2
+                ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
+            a = tl.load(a_ptrs, mask=mask_m[None, :] if SWAP_AB else mask_m[:, None], other=0.0)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += step
+        w = _unpack_block(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # (BLOCK_N, BLOCK_K) fp16 q - 8
+        if PER_CHANNEL:  # one scale per column, applied at the end
+            acc = tl.dot(w, a, acc) if SWAP_AB else tl.dot(a, tl.trans(w), acc)
+        else:
+            # A block is one scale group: its sum is taken unscaled (q - 8 and the products are
+            # exact in the MMA), then scaled once in fp32, not weight by weight.
+            part = tl.dot(w, a) if SWAP_AB else tl.dot(a, tl.trans(w))
             scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn).to(tl.float32)
             acc += part * (scale[:, None] if SWAP_AB else scale[None, :])
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += step
     if SWAP_AB:
         acc = tl.trans(acc)
     if PER_CHANNEL:
@@ -253,9 +262,10 @@ def _kernel() -> Callable:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("w4a16_matmul needs triton; install it or use reference_matmul.") from exc
     tl = language
-    global _nibble, _halves, _unpack_slices, _finish_tile, _UNPACK_ASM
+    global _nibble, _halves, _concat_k, _unpack_block, _finish_tile, _UNPACK_ASM
     _UNPACK_ASM = language.constexpr(_UNPACK_PTX)  # a jitted function may read only constexpr globals
-    _nibble, _halves, _unpack_slices = triton.jit(_nibble), triton.jit(_halves), triton.jit(_unpack_slices)
+    _nibble, _halves, _concat_k = triton.jit(_nibble), triton.jit(_halves), triton.jit(_concat_k)
+    _unpack_block = triton.jit(_unpack_block)
     _finish_tile = triton.jit(_finish_tile)
     # M is not specialized: decode batches of 1, 4, 16 tokens share one compile per configuration.
     return triton.jit(_w4a16_kernel, do_not_specialize=["M"])

@@ -105,6 +105,7 @@ def w4a16_matmul(
     dequant_asm: bool | None = None,
     prefetch: int = 0,
     maxnreg: int | None = None,
+    tma: bool = False,
     workspace: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
@@ -117,6 +118,9 @@ def w4a16_matmul(
     GPU; the interpreter runs the plain Triton unpack); ``prefetch`` (0, 1 or 2)
     is how many k slices of weights are loaded into registers ahead of the one unpacked.
     ``maxnreg`` caps registers per thread (more programs per SM, maybe spills).
+    ``tma`` loads weight and activation tiles with the Hopper tensor memory
+    accelerator (one bulk copy per tile instead of per-thread copies; sm_90+,
+    no prefetch).
     ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
     output tile, owned by the caller (e.g. one per stream); the kernel leaves it
     zeroed. Without it a per-device buffer is kept here, for one stream at a time.
@@ -132,8 +136,18 @@ def w4a16_matmul(
     if block_m not in (16, 32, 64, 128) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
         raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
                          f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
+    if tma and prefetch:
+        raise ValueError(f"w4a16_matmul: tma loads go through shared memory, so prefetch must be 0, got {prefetch}.")
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+    a_arg, b_arg = a, B
+    if tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        if a.stride(1) != 1 or (a.stride(0) * a.element_size()) % 16:
+            a = a.contiguous()
+        a_arg = TensorDescriptor.from_tensor(a, [block_m, block_k])
+        b_arg = TensorDescriptor.from_tensor(B, [block_k // 8, block_n])
     tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
@@ -147,7 +161,7 @@ def w4a16_matmul(
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
     _kernel()[(tiles, split_k)](
-        a, B, s, out, parts, counters,
+        a_arg, b_arg, s, out, parts, counters,
         m, n, k // split_k,
         a.stride(0), a.stride(1),
         B.stride(0), B.stride(1),
@@ -158,7 +172,7 @@ def w4a16_matmul(
         PER_CHANNEL=k // group_rows(k, groupsize) == 1,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
         DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
-        PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0,
+        PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0, TMA=bool(tma),
         num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return out
