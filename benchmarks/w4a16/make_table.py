@@ -29,7 +29,7 @@ def main(path: str) -> None:
             us = lambda r: f"{r['median_ms'] * 1e3:.1f}" if r and r["status"] == "ok" else (r or {}).get("status", "")
             lc = w.get("launch", {})
             launch = (f"{lc.get('block_m')}x{lc.get('block_n')}x{lc.get('block_k')} split {lc.get('split_k')}"
-                      f"{' swap' if lc.get('swap_ab') else ''}{' pf' + str(lc['prefetch']) if lc.get('prefetch') else ''}"
+                      f"{' swap' if lc.get('swap_ab') else ''}{' pf' + str(lc['prefetch']) if lc.get('prefetch') else ''}{' tma' if lc.get('tma') else ''}"
                       f" w{lc.get('num_warps')}")
             print(f"| {k}x{n} | {m} | {us(w)} | {w['pct_of_floor']:.0f}% | {us(c)} | {us(t)} | "
                   f"{w.get('speedup_vs_cublas', float('nan')):.2f}x | {w.get('speedup_vs_tinygemm', float('nan')):.2f}x "

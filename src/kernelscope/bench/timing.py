@@ -2,8 +2,13 @@
 
 Each repeat is bracketed by its own pair of CUDA events on the current stream,
 so host overhead between repeats is not counted. With ``flush_l2`` a buffer
-twice the size of L2 is overwritten before every repeat (outside the events),
-so each repeat starts with a cold cache, as one layer of a model would.
+twice the size of L2 is overwritten and then a second one as large is read,
+before every repeat (outside the events), so each repeat starts with a cold
+cache, as one layer of a model would. The read matters: overwriting alone
+leaves L2 full of dirty lines, and the timed call would pay for writing them
+back to DRAM as it evicts them (measured on an H100 on 2026-11-22: 2-9 us
+added to memory-bound W4A16 and cuBLAS calls of 11-170 us;
+benchmarks/w4a16/flush_check.py).
 Before the repeats the GPU spins (``HOST_LEAD_CYCLES``) while the host queues
 all of them, so a short kernel is timed as the GPU runs it, not as fast as
 Python can launch it.
@@ -53,12 +58,23 @@ def summarize(times_ms: list[float], warmup: int, clock: str, l2_flushed: bool) 
                   mean_ms=statistics.fmean(xs), repeats=len(xs), warmup=warmup, clock=clock, l2_flushed=l2_flushed)
 
 
-def _l2_flush_buffer() -> Any:
-    """A buffer twice the size of this GPU's L2: zeroing it evicts whatever the last call left there."""
-    import torch
+class L2Flush:
+    """Evicts L2: overwrite a buffer twice its size, then read another as large (clean lines left)."""
 
-    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    return torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+    def __init__(self) -> None:
+        import torch
+
+        l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        size = max(2 * l2_bytes, 1 << 20)
+        self._write = torch.empty(size, dtype=torch.int8, device="cuda")
+        self._read = torch.zeros(size // 8, dtype=torch.int64, device="cuda")
+        self._sink = torch.zeros((), dtype=torch.int64, device="cuda")
+
+    def __call__(self) -> None:
+        import torch
+
+        self._write.zero_()
+        torch.sum(self._read, out=self._sink)
 
 
 def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flush_l2: bool = True) -> Timing:
@@ -67,7 +83,7 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flu
 
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    flush = _l2_flush_buffer() if flush_l2 else None
+    flush = L2Flush() if flush_l2 else None
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -76,7 +92,7 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flu
     torch.cuda._sleep(HOST_LEAD_CYCLES * max(1, repeats // 30))
     for start, end in zip(starts, ends):
         if flush is not None:
-            flush.zero_()
+            flush()
         start.record()
         fn()
         end.record()
@@ -110,7 +126,7 @@ def time_cuda_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 10
 
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    flush = _l2_flush_buffer() if flush_l2 else None
+    flush = L2Flush() if flush_l2 else None
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -121,7 +137,7 @@ def time_cuda_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 10
     for i in range(repeats):
         for name, fn in fns.items():
             if flush is not None:
-                flush.zero_()
+                flush()
             start, end = events[name][i]
             start.record()
             fn()

@@ -52,11 +52,12 @@ class W4A16Call:
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
         dev = self.bk.device
         self.device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else None
+        self.tma = dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9  # Hopper and later
 
     def launch_info(self, m: int) -> dict[str, Any]:
         from kernelscope.kernels.marlin.configs import choose_launch
 
-        choice = choose_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.device_name)
+        choice = choose_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.device_name, self.tma)
         return {"launch": choice.launch, "launch_source": choice.source}
 
     def __call__(self, a: Any) -> Any:

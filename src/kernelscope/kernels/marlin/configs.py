@@ -23,20 +23,20 @@ class LaunchChoice:
     source: str  # "tuned on <device> (<date>) at m=<m>" or "rule (...)"
 
 
-def rule_launch(m: int, k: int) -> dict[str, Any]:
-    """The H100 tuning's pattern (benchmarks/w4a16/NOTES.md): transposed product everywhere; for decode
-    (m <= 16) 16-token tiles, 64 columns, k split 4 ways with one weight slice prefetched; wider tiles above."""
+def rule_launch(m: int, k: int, tma: bool = False) -> dict[str, Any]:
+    """The H100 tuning's pattern (benchmarks/w4a16/NOTES.md, round 12): transposed product everywhere, one
+    128-row block of k per iteration; for decode (m <= 16) 16-token tiles of 128 columns with k split 4
+    ways; wider token tiles above. ``tma``: load tiles with the tensor memory accelerator (sm_90 and later)."""
     if m <= 16:
-        launch = dict(block_m=16, block_n=64, block_k=128, split_k=4, num_warps=4, num_stages=3, swap_ab=True,
-                      prefetch=1)
+        launch = dict(block_m=16, block_n=128, block_k=128, split_k=4, num_warps=4, num_stages=3, swap_ab=True)
     elif m <= 64:
-        launch = dict(block_m=64, block_n=64, block_k=64, split_k=4, num_warps=4, num_stages=3, swap_ab=True)
+        launch = dict(block_m=64, block_n=128, block_k=128, split_k=4, num_warps=4, num_stages=4, swap_ab=True)
     else:
-        launch = dict(block_m=128, block_n=128, block_k=64, split_k=2, num_warps=8, num_stages=3, swap_ab=True)
+        launch = dict(block_m=128, block_n=64, block_k=128, split_k=1, num_warps=4, num_stages=3, swap_ab=True)
+    if tma:
+        launch["tma"] = True
     while launch["split_k"] > 1 and k % (launch["split_k"] * launch["block_k"]):
         launch["split_k"] //= 2  # k must split into whole BLOCK_K slices
-    while k % launch["block_k"]:
-        launch["block_k"] //= 2
     return launch
 
 
@@ -52,9 +52,10 @@ def tuned_tables() -> dict[str, dict[str, Any]]:
     return out
 
 
-def choose_launch(m: int, k: int, n: int, groupsize: int, device_name: str | None) -> LaunchChoice:
+def choose_launch(m: int, k: int, n: int, groupsize: int, device_name: str | None,
+                  tma: bool = False) -> LaunchChoice:
     """The tuned configuration for this device and (k, n) at the nearest tuned m at or above m (else the
-    largest), or the rule when this device or shape was not tuned."""
+    largest), or the rule when this device or shape was not tuned (``tma``: the device has TMA, sm_90+)."""
     table = tuned_tables().get(device_name or "")
     if table is not None and table.get("groupsize") == groupsize:
         rows = sorted((r for r in table["configs"] if (r["k"], r["n"]) == (k, n)), key=lambda r: r["m"])
@@ -63,4 +64,4 @@ def choose_launch(m: int, k: int, n: int, groupsize: int, device_name: str | Non
             return LaunchChoice(dict(row["launch"]), f"tuned on {table['device_name']} ({table['measured']}) "
                                                      f"at m={row['m']}")
     why = "no tuned table for this GPU" if table is None else "this shape was not tuned"
-    return LaunchChoice(rule_launch(m, k), f"rule ({why}): kernelscope.kernels.marlin.configs.rule_launch")
+    return LaunchChoice(rule_launch(m, k, tma), f"rule ({why}): kernelscope.kernels.marlin.configs.rule_launch")

@@ -133,7 +133,11 @@ def _load_phase(p: GemmPlan, b: _Bytes, compiled: dict | None) -> Phase:
                        _d(shared, "byte", "metadata.shared", "Triton's compiled kernel metadata") if shared is not None
                        else Metric.missing("metadata.shared", "recorded only when kernelscope learn marlin runs the "
                                            "kernel itself", "derived", "byte")))
-    if p.prefetch:
+    if p.tma:
+        what = ("Per iteration each program has the tensor memory accelerator (TMA) copy its A tile and Bk tile "
+                f"into shared memory, one bulk copy per tile, {p.num_stages} stages deep (rows of A past m are "
+                "zero-filled, not read), and loads a row of scales. ")
+    elif p.prefetch:
         what = ("Per iteration each program loads an A tile (staged through shared memory by Triton, "
                 f"{p.num_stages} stages deep), a row of scales, and a Bk tile straight into registers, "
                 f"{p.prefetch} iteration(s) ahead of its unpack, so its DRAM latency overlaps the work before it. ")
@@ -153,14 +157,26 @@ def _unpack_phase(p: GemmPlan) -> Phase:
         Figure("weights unpacked per launch", _d(p.m_tiles * p.k * p.n, "weight", "weights",
                                                  "ceil(m / BLOCK_M) x k x n")),
     )
-    what = ("Word (r, c) of Bk holds q[8r .. 8r + 7, c] (to_kernel_layout converts Marlin's B once, so Triton "
-            "loads it densely). " + (
-                "In registers, PTX lop3 drops two nibbles at a time into the mantissas of fp16 1024 and one "
-                f"f16x2 subtract (or multiply-add for the upper nibble) gives q - 8 for both: {instruction_count()} "
-                "PTX instructions per word of 8 weights (counted in kernels/marlin/unpack_ptx.py)" if p.dequant_asm else
-                "In registers: shift by 4i, mask 0xF, subtract 8, convert to fp16")
-            + (", then a multiply by the group's scale." if p.groups > 1 else
-               "; the scale is applied to the sums at the end."))
+    if p.pair_layout:
+        layout = ("Word (16b + j, c) of Bk holds rows 128b + 32i + 2j (nibble i) and 128b + 32i + 2j + 1 (nibble "
+                  "i + 4) of column c, i = 0..3 (to_kernel_layout converts Marlin's B once, so Triton loads it "
+                  "densely). ")
+        per_word = ("In registers, PTX lop3 drops nibbles i and i + 4 into the mantissas of the two fp16 1024s of "
+                    "one register and one f16x2 subtract (or multiply-add for the upper nibble of a byte) gives "
+                    f"q - 8 for both: {instruction_count()} PTX instructions per word of 8 weights (counted in "
+                    "kernels/marlin/unpack_ptx.py). Each register then holds two neighbouring k of slice i, as the "
+                    "MMA's register operand does, so the unpacked block goes to the tensor cores with no shuffle")
+    else:  # the layout of sessions recorded before the pair layout
+        layout = "Word (r, c) of Bk holds q[8r .. 8r + 7, c] (to_kernel_layout converts Marlin's B once). "
+        per_word = ("In registers, PTX lop3 drops two nibbles at a time into the mantissas of fp16 1024 and one "
+                    "f16x2 subtract (or multiply-add) gives q - 8 for both")
+    what = layout + (per_word if p.dequant_asm else "In registers: shift by 4i, mask 0xF, subtract 8, convert to fp16")
+    if p.groups == 1:
+        what += "; the scale is applied to the sums at the end."
+    elif p.pair_layout:
+        what += "; the group's scale multiplies the block's fp32 sum after the MMA (a block is one group)."
+    else:
+        what += ", then a multiply by the group's scale."
     return Phase("Unpack in registers", what, figs)
 
 
@@ -189,7 +205,8 @@ def _mma_phase(p: GemmPlan, compiled: dict | None) -> Phase:
                                                          "counter pass (ncu)", "ncu", "%")),
     )
     return Phase("Tensor-core MMA", "tl.dot multiplies the A tile by the unpacked fp16 tile on the tensor cores, "
-                 "accumulating in fp32 registers.", figs)
+                 "accumulating in fp32 registers" + (": one dot per block of k, so Triton issues its MMAs back to "
+                                                     "back and waits once" if p.pair_layout else "") + ".", figs)
 
 
 def _writeback_phase(p: GemmPlan, b: _Bytes, epilogues: tuple[tuple[Launch, ...], ...]) -> Phase:

@@ -29,9 +29,10 @@ COMPILED_KEY = "w4a16_compiled"  # Session.environment: what the Triton compiler
 class GemmPlan:
     """Shapes and launch parameters of one ``w4a16_matmul`` call.
 
-    The defaults suit m <= 16 on a large GPU: split_k = 4 gives
-    ceil(n / 64) * 4 programs (512 for n = 8192), a few per SM, so that enough
-    loads are in flight to stream the weights at memory speed.
+    The defaults are the H100 tuning's launch for m = 16, k = n = 8192
+    (benchmarks/w4a16/NOTES.md, round 12): split_k = 8 gives ceil(n / 128) * 8
+    programs (512 for n = 8192), a few per SM, so that enough loads are in
+    flight to stream the weights at memory speed.
     """
 
     m: int
@@ -39,16 +40,18 @@ class GemmPlan:
     n: int
     groupsize: int = 128
     block_m: int = 16
-    block_n: int = 64
+    block_n: int = 128
     block_k: int = 128
-    split_k: int = 4
+    split_k: int = 8
     num_warps: int = 4
     num_stages: int = 3
     group_m: int = 8
     swap_ab: int = 1  # 1: C^T = W^T A^T, n on the MMA's M side
-    prefetch: int = 1  # weight slices loaded into registers ahead of the unpack
+    prefetch: int = 0  # weight slices loaded into registers ahead of the unpack
     dequant_asm: int = 1  # 1: PTX unpack, two weights per instruction; 0: Triton shifts and masks
     fused_split_sum: int = 1  # 1: the last program of a tile adds the split-k partials; 0: torch kernels after
+    pair_layout: int = 1  # 1: a word holds k pairs of four 32-deep slices (one f16x2 MMA register each); 0: 8 k rows
+    tma: int = 1  # 1: tiles copied by the tensor memory accelerator; 0: per-thread loads
 
     def __post_init__(self) -> None:
         if self.m < 1:
@@ -90,7 +93,7 @@ class GemmPlan:
         return {"split_k": self.split_k, "block_m": self.block_m, "block_n": self.block_n,
                 "block_k": self.block_k, "group_m": self.group_m, "num_warps": self.num_warps,
                 "num_stages": self.num_stages, "swap_ab": bool(self.swap_ab), "prefetch": self.prefetch,
-                "dequant_asm": bool(self.dequant_asm)}
+                "dequant_asm": bool(self.dequant_asm), "tma": bool(self.tma)}
 
     def program_tile(self, pid: int) -> tuple[int, int]:
         """(pid_m, pid_n) of program ``pid``: the kernel's grouped ordering, for the address example."""
@@ -105,7 +108,7 @@ class GemmPlan:
     @classmethod
     def from_dict(cls, d: dict) -> "GemmPlan":
         # a plan recorded before these fields existed ran the first kernel version: none of them
-        d = {"swap_ab": 0, "prefetch": 0, "dequant_asm": 0, "fused_split_sum": 0, **d}
+        d = {"swap_ab": 0, "prefetch": 0, "dequant_asm": 0, "fused_split_sum": 0, "pair_layout": 0, "tma": 0, **d}
         return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
