@@ -74,7 +74,7 @@ class L2Flush:
         import torch
 
         self._write.zero_()
-        torch.sum(self._read, out=self._sink)
+        torch.sum(self._read, dim=0, out=self._sink)
 
 
 def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, repeats: int = 30, flush_l2: bool = True) -> Timing:

@@ -38,6 +38,8 @@ from .unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
 tl: Any = None  # triton.language, bound by _kernel() before the first compile
 _UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by _kernel()
+block_clock: Any = None  # kernelscope's block recorder helpers (collect.instrument), bound by _kernel()
+block_record: Any = None
 
 _SHIFTS = tuple(4 * i for i in range(NIBBLES))
 PACK_K = 128  # rows of k per block of the kernel layout; BLOCK_K is one block
@@ -118,7 +120,7 @@ def _unpack_block(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_A
 
 
 def _w4a16_kernel(
-    a_ptr, b_ptr, s_ptr, c_ptr, part_ptr, count_ptr,
+    a_ptr, b_ptr, s_ptr, c_ptr, part_ptr, count_ptr, records_ptr,
     M, N, K_SPLIT,
     stride_am, stride_ak,
     stride_bk, stride_bn,
@@ -136,6 +138,7 @@ def _w4a16_kernel(
     PREFETCH: tl.constexpr,
     RAGGED_M: tl.constexpr,
     TMA: tl.constexpr,
+    RECORD: tl.constexpr,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
@@ -146,6 +149,7 @@ def _w4a16_kernel(
     SWAP_AB computes C^T = W^T A^T: n fills the MMA's M side (>= 64 on Hopper's
     warpgroup MMA) when m is a handful of tokens.
     """
+    t_start = block_clock(RECORD)  # kernelscope's block recorder: SM, start and end time per program
     # Tutorial-style grouped ordering of the output tiles, for L2 reuse of B.
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -217,6 +221,7 @@ def _w4a16_kernel(
         acc = acc * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M)
+    block_record(records_ptr, t_start, RECORD)
 
 
 def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_k, SPLIT_K: tl.constexpr,
@@ -262,6 +267,10 @@ def _kernel() -> Callable:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("w4a16_matmul needs triton; install it or use reference_matmul.") from exc
     tl = language
+    from kernelscope.collect.instrument import triton_blocks
+
+    global block_clock, block_record
+    block_clock, block_record = triton_blocks.block_clock, triton_blocks.block_record
     global _nibble, _halves, _concat_k, _unpack_block, _finish_tile, _UNPACK_ASM
     _UNPACK_ASM = language.constexpr(_UNPACK_PTX)  # a jitted function may read only constexpr globals
     _nibble, _halves, _concat_k = triton.jit(_nibble), triton.jit(_halves), triton.jit(_concat_k)

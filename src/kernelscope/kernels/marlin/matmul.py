@@ -107,6 +107,7 @@ def w4a16_matmul(
     maxnreg: int | None = None,
     tma: bool = False,
     workspace: torch.Tensor | None = None,
+    recorder: Any = None,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -124,6 +125,9 @@ def w4a16_matmul(
     ``workspace``: zeroed int32 per-tile counters for split-k, at least one per
     output tile, owned by the caller (e.g. one per stream); the kernel leaves it
     zeroed. Without it a per-device buffer is kept here, for one stream at a time.
+    ``recorder``: a ``collect.instrument.recorder.BlockRecorder`` sized for this
+    launch's grid, ``(ceil(m / block_m) * ceil(n / block_n), split_k, 1)``: every
+    program writes the SM it ran on and its start and end time (GPU only).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
@@ -160,8 +164,12 @@ def w4a16_matmul(
             counters = workspace
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
+    record = recorder is not None and recorder.enabled
+    if record and tuple(recorder.grid) != (tiles, split_k, 1):
+        raise ValueError(f"w4a16_matmul: the recorder was sized for grid {tuple(recorder.grid)}, this launch has "
+                         f"{(tiles, split_k, 1)}.")
     _kernel()[(tiles, split_k)](
-        a_arg, b_arg, s, out, parts, counters,
+        a_arg, b_arg, s, out, parts, counters, recorder.buffer if record else out,
         m, n, k // split_k,
         a.stride(0), a.stride(1),
         B.stride(0), B.stride(1),
@@ -173,6 +181,7 @@ def w4a16_matmul(
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
         DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
         PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0, TMA=bool(tma),
+        RECORD=record,
         num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return out
