@@ -166,7 +166,8 @@ def candidates_round12(m: int) -> list[dict]:
 
 def candidates_round13(m: int) -> list[dict]:
     """Round 13: round 12's TMA launches after the per-group scales got a TMA copy of their own (kernelscope
-    on round 12's m = 1 launch: 47 % of stalls long_scoreboard, on the scale load the pipeline left unstaged)."""
+    on round 12's m = 1 launch: 47 % of stalls long_scoreboard, on the scale load the pipeline left unstaged).
+    Slower at every point (NOTES.md v12); that change was reverted, so this round now reruns round 12's launches."""
     return [c for c in candidates_round12(m) if c["tma"]]
 
 

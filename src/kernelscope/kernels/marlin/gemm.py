@@ -188,7 +188,7 @@ def _w4a16_kernel(
         if PREFETCH >= 2:
             ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
     for kk in range(0, K_SPLIT, BLOCK_K):
-        if TMA:  # b_ptr, a_ptr (and s_ptr with groups) are tensor descriptors: one bulk copy per tile
+        if TMA:  # b_ptr and a_ptr are tensor descriptors: one bulk copy per tile, zero-filled past m
             words = tl.trans(b_ptr.load([(k_start + kk) // 8, pid_n * BLOCK_N]))
             a = a_ptr.load([pid_m * BLOCK_M, k_start + kk])
             if SWAP_AB:
@@ -213,11 +213,7 @@ def _w4a16_kernel(
             # A block is one scale group: its sum is taken unscaled (q - 8 and the products are
             # exact in the MMA), then scaled once in fp32, not weight by weight.
             part = tl.dot(w, a) if SWAP_AB else tl.dot(a, tl.trans(w))
-            if TMA:  # a copy of its own, so the pipeline stages it like the tiles (a plain load waits each time)
-                scale = tl.reshape(s_ptr.load([(k_start + kk) // GROUP_K, pid_n * BLOCK_N]), (BLOCK_N,))
-            else:
-                scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn)
-            scale = scale.to(tl.float32)
+            scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn).to(tl.float32)
             acc += part * (scale[:, None] if SWAP_AB else scale[None, :])
     if SWAP_AB:
         acc = tl.trans(acc)

@@ -144,7 +144,7 @@ def w4a16_matmul(
         raise ValueError(f"w4a16_matmul: tma loads go through shared memory, so prefetch must be 0, got {prefetch}.")
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    a_arg, b_arg, s_arg = a, B, s
+    a_arg, b_arg = a, B
     if tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -152,8 +152,6 @@ def w4a16_matmul(
             a = a.contiguous()
         a_arg = TensorDescriptor.from_tensor(a, [block_m, block_k])
         b_arg = TensorDescriptor.from_tensor(B, [block_k // 8, block_n])
-        if k // group_rows(k, groupsize) > 1:  # per-group scales are read every iteration: staged like the tiles
-            s_arg = TensorDescriptor.from_tensor(s, [1, block_n])
     tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
@@ -171,7 +169,7 @@ def w4a16_matmul(
         raise ValueError(f"w4a16_matmul: the recorder was sized for grid {tuple(recorder.grid)}, this launch has "
                          f"{(tiles, split_k, 1)}.")
     _kernel()[(tiles, split_k)](
-        a_arg, b_arg, s_arg, out, parts, counters, recorder.buffer if record else out,
+        a_arg, b_arg, s, out, parts, counters, recorder.buffer if record else out,
         m, n, k // split_k,
         a.stride(0), a.stride(1),
         B.stride(0), B.stride(1),
