@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -83,6 +84,16 @@ def test_block_shapes_and_tile_order(blocks: dict) -> None:
     """Several m-tiles (m = 70) with the grouped tile order, and several tile shapes."""
     a, B, s = _problem(70, 512, 512, 128, seed=sum(blocks.values()))
     assert _rel_err(_run(a, B, s, 128, **blocks), reference_matmul(a, B, s, 128)) < TOL
+
+
+@pytest.mark.parametrize("m,split_k,groupsize", [(1, 2, 128), (20, 1, 128), (33, 2, -1)])
+def test_tma_loads_match_reference(m: int, split_k: int, groupsize: int) -> None:
+    """Tiles copied by tensor descriptors (TMA on the GPU; the interpreter emulates them), rows past m
+    zero-filled, swapped and plain products."""
+    a, B, s = _problem(m, 512, 512, groupsize, seed=500 + m)
+    for swap in (True, False):
+        c = _run(a, B, s, groupsize, split_k=split_k, swap_ab=swap, tma=True, block_m=16 if swap else 32, block_n=64)
+        assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
 @pytest.mark.parametrize("m,split_k,groupsize,prefetch", [(1, 1, 128, 0), (3, 4, 128, 1), (16, 2, -1, 2),
@@ -180,6 +191,9 @@ def _bad_calls():
         (lambda: w4a16_matmul(a, Bk, sk, 128, split_k=3), "split_k"),
         (lambda: w4a16_matmul(a, Bk, sk, 128, block_k=256), "block_k"),
         (lambda: w4a16_matmul(a, Bk, sk, 128, block_m=8), "block_m"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, tma=True, prefetch=1), "prefetch must be 0"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, recorder=SimpleNamespace(enabled=True, grid=(1, 1, 1))),
+         "recorder was sized for grid (1, 1, 1)"),
     ]
 
 
@@ -207,10 +221,29 @@ def test_cpu_without_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize("split_k", [1, 4])
 @pytest.mark.parametrize("groupsize", [128, -1])
 @pytest.mark.parametrize("m", [1, 16, 200])
-def test_gpu_sizes(m: int, groupsize: int, split_k: int) -> None:
+@pytest.mark.parametrize("tma", [False, True])
+def test_gpu_sizes(m: int, groupsize: int, split_k: int, tma: bool) -> None:
+    if tma and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs sm_90 or later")
     a, B, s = _problem(m, 4096, 4096, groupsize, seed=m * 10 + split_k)
-    c = _run(a, B, s, groupsize, split_k=split_k)
+    c = _run(a, B, s, groupsize, split_k=split_k, swap_ab=m <= 16, tma=tma)
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with CUDA")
+def test_gpu_block_recorder_sees_every_program_once() -> None:
+    """recorder=: each program of a split-k launch writes one row, on a real SM, inside the launch."""
+    from kernelscope.collect.instrument.recorder import BlockRecorder
+
+    a, B, s = _problem(1, 4096, 4096, 128, seed=9)
+    rec = BlockRecorder((4096 // 128, 4, 1))
+    c = _run(a, B, s, 128, split_k=4, block_n=128, swap_ab=True, recorder=rec)
+    r = rec.read()
+    assert sorted(r.block_id) == list(range(4096 // 128 * 4)) and not r.problems
+    assert all(0 <= sm < torch.cuda.get_device_properties(0).multi_processor_count for sm in r.smid)
+    assert all(e > s0 for s0, e in zip(r.start_ns, r.end_ns))
+    assert _rel_err(c, reference_matmul(a, B, s, 128)) < TOL  # recording leaves the result alone
 
 
 def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
