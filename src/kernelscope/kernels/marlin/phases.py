@@ -227,7 +227,8 @@ def _writeback_phase(p: GemmPlan, b: _Bytes, epilogues: tuple[tuple[Launch, ...]
                                                         f"median over {len(per_call)} calls of the CUPTI durations "
                                                         "of the kernels between two GEMM launches") if per_call else
                            Metric.missing("epilogue duration", "no kernel followed the GEMM launches", "cupti", "ns")))
-    scaled = ("The scales were applied during the unpack. " if p.groups > 1 else
+    scaled = ("Each block's sum was scaled by its group's scales as it was added. " if p.groups > 1 and p.pair_layout
+              else "The scales were applied during the unpack. " if p.groups > 1 else
               "Each program multiplies its fp32 tile by the column scales (one group). ")
     if p.split_k > 1 and p.fused_split_sum:
         tail = ("With split_k > 1 each program stores its fp32 partial sums and counts itself in on its tile's "
@@ -249,8 +250,9 @@ def _pipeline_phase(p: GemmPlan) -> Phase:
         Figure("num_stages", _user(p.num_stages, "", "num_stages")),
         Figure("loads in flight per program", _d((p.num_stages - 1) * (a_tile + bk_tile), "byte", "prefetch",
                                                  "(num_stages - 1) x (A tile + Bk tile)")),
-        Figure("time per phase", Metric.missing("phase timers", "needs intra-kernel instrumentation, which "
-                                                "kernelscope does not have yet", "instrument", "ns")),
+        Figure("time per phase", Metric.missing("phase timers", "this recording has no phase scopes (Proton "
+                                                "instrumentation of scopes the kernel declares); the W4A16 kernel "
+                                                "declares none", "instrument", "ns")),
     )
     return Phase("Pipelining", "While the tensor cores work on iteration i, the loads of the next "
                  f"{p.num_stages - 1} iterations are already in flight.", figs)
