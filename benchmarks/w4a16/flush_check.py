@@ -2,8 +2,8 @@
 
     PYTHONPATH=src python3 benchmarks/w4a16/flush_check.py --out flush.json
 
-Zeroing a buffer twice the size of L2 (the benchmark's flush until 2026-11-22 run 8, also Triton's
-do_bench and nvbench's way) leaves L2 full of dirty lines: the timed call then pays for writing them
+Zeroing a buffer twice the size of L2 (the benchmark's flush until 09:21 UTC on 2026-11-22, also Triton's
+do_bench's way) leaves L2 full of dirty lines: the timed call then pays for writing them
 back to DRAM as it evicts them. Reading a second such buffer after the zeroing evicts them before the
 timed call, still leaving no weight in L2. Modes: write (zero_ only), write+read, read (sum of a
 buffer only), warm (no flush: weights may be L2 hits). Implementations are timed interleaved.

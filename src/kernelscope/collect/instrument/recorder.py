@@ -7,7 +7,7 @@
     records = rec.submit("kernel_name")          # synchronises, reads, validates, hands to the session
 
 ``BlockRecorder(grid, enabled=False)`` gives a one-value placeholder buffer and
-submits nothing, so the same call site runs plain. Not yet run on a GPU.
+submits nothing, so the same call site runs plain.
 """
 from __future__ import annotations
 
