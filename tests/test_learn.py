@@ -144,3 +144,15 @@ def test_walkthrough_snapshot_at_120_columns(bundled):
     text = buf.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 120
     assert_snapshot("learn_marlin_h100.w120.txt", text)
+
+
+def test_plan_for_a_smaller_k_splits_it_into_whole_blocks():
+    """--k below the default split's 8 blocks of 128 rows: split_k halves until k divides, not an error."""
+    import argparse
+
+    from kernelscope.cli.learn import _plan
+
+    plan = _plan(None, argparse.Namespace(m=None, k=512, n=256))
+    assert (plan.k, plan.split_k, plan.block_k) == (512, 4, 128)
+    assert _plan(None, argparse.Namespace(m=None, k=128, n=256)).split_k == 1
+    assert _plan(None, argparse.Namespace(m=None, k=None, n=None)).split_k == 8  # the default stays

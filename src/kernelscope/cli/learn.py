@@ -42,6 +42,8 @@ def _plan(base, args: argparse.Namespace):
 
     d = base.to_dict() if base is not None else GemmPlan(16, 8192, 8192).to_dict()
     d.update(_shape_args(args))
+    while d["split_k"] > 1 and d["k"] % (d["split_k"] * d["block_k"]):
+        d["split_k"] //= 2  # a smaller --k splits into fewer whole blocks
     try:
         return GemmPlan.from_dict(d)
     except ValueError as e:

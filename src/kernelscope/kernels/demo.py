@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -56,6 +56,13 @@ def prepare(plan: GemmPlan, device: str = "cuda", seed: int = 0) -> Problem:
     a = torch.randn((plan.m, plan.k), generator=gen, device=device).half()
     out = torch.empty((plan.m, plan.n), dtype=torch.float16, device=device)
     return Problem(a, B, s, bk, sk, out)
+
+
+def for_this_gpu(plan: GemmPlan) -> GemmPlan:
+    """The plan as this GPU can run it: tiles copied by TMA only on sm_90 and later."""
+    if plan.tma and torch.cuda.get_device_capability()[0] < 9:
+        return replace(plan, tma=0)
+    return plan
 
 
 def gemm(p: Problem, plan: GemmPlan) -> torch.Tensor:
@@ -115,6 +122,7 @@ def record_session(plan: GemmPlan, calls: int = CALLS, command: list[str] | None
     """Profile the timed calls and copies (compile and prepare stay outside); check the result."""
     from kernelscope.collect.api import profile
 
+    plan = for_this_gpu(plan)
     p = prepare(plan)
     gemm(p, plan)  # compiles
     torch.cuda.synchronize()
@@ -132,6 +140,7 @@ def record_session(plan: GemmPlan, calls: int = CALLS, command: list[str] | None
 
 
 def main(plan: GemmPlan = DEMO_PLAN) -> None:
+    plan = for_this_gpu(plan)
     torch.manual_seed(0)
     with region("prepare"):
         p = prepare(plan)
