@@ -137,8 +137,8 @@ def w4a16_matmul(
         block_m = _pow2_at_least(m, 16, 64)
     if prefetch not in (0, 1, 2):
         raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
-    if block_m not in (16, 32, 64, 128) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
-        raise ValueError(f"w4a16_matmul: block_m must be one of 16..128 and block_n of 16..256 "
+    if block_m not in (16, 32, 64, 128, 256) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
+        raise ValueError(f"w4a16_matmul: block_m and block_n must be one of 16..256 "
                          f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
     if tma and a.is_cuda and torch.cuda.get_device_capability(a.device)[0] < 9:
         raise ValueError("w4a16_matmul: tma needs a GPU with the tensor memory accelerator (sm_90 or later).")
