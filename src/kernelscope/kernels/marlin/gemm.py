@@ -103,7 +103,7 @@ def _unpack_block(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_A
     of 1024 + q: exact q - 8 after subtracting 1032, cheaper than an int-to-float conversion per
     weight (the interpreter's path); the PTX does the same two nibbles per instruction. The four
     slices are concatenated along k, so one dot takes the block and Triton issues its MMAs back to
-    back with one wait, where four dots wait after each (SASS compiled for sm_90, NOTES.md v9).
+    back with one wait, where four dots wait after each (SASS compiled for sm_90, NOTES.md v11).
     """
     if DEQUANT_ASM:
         t0, t1, t2, t3 = tl.inline_asm_elementwise(_UNPACK_ASM, "=r,=r,=r,=r,r", [words],
