@@ -19,7 +19,7 @@ import torch
 from kernelscope.bench.timing import L2Flush
 from kernelscope.bench.w4a16 import make_weights
 from kernelscope.collect.instrument.recorder import BlockRecorder
-from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
+from kernelscope.kernels.marlin import launch_grid, tma_supported, to_kernel_layout, w4a16_matmul
 from kernelscope.kernels.marlin.configs import choose_launch
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     args = ap.parse_args()
     flush = L2Flush()
     name = torch.cuda.get_device_name()
-    tma = torch.cuda.get_device_capability()[0] >= 9
+    tma = tma_supported("cuda")
     for point in args.points.split(","):
         k, n, m = (int(x) for x in point.split("x"))
         wt = make_weights(k, n, 128, "cuda", 0)
@@ -40,8 +40,7 @@ def main() -> None:
         for _ in range(2):
             flush()
             w4a16_matmul(a, bk, sk, 128, **lc)
-        grid = (-(-m // lc["block_m"]) * -(-n // lc["block_n"]), lc.get("split_k", 1), 1)
-        rec = BlockRecorder(grid)
+        rec = BlockRecorder(launch_grid(m, n, lc["block_m"], lc["block_n"], lc.get("split_k", 1)))
         flush()
         w4a16_matmul(a, bk, sk, 128, recorder=rec, **lc)
         r = rec.submit("_w4a16_kernel")

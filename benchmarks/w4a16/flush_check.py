@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import torch
 
+from kernelscope.bench.timing import time_cuda_interleaved
 from kernelscope.bench.w4a16 import W4A16Case, make_weights
 from kernelscope.bench.w4a16_impls import build_cublas, build_tinygemm
 from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
@@ -33,7 +33,7 @@ def main() -> None:
     wbuf = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
     rbuf = torch.ones(2 * l2 // 8, dtype=torch.int64, device="cuda")
     flushes = {"write": lambda: wbuf.zero_(), "write+read": lambda: (wbuf.zero_(), rbuf.sum()),
-               "read": lambda: rbuf.sum(), "warm": lambda: None}
+               "read": lambda: rbuf.sum(), "warm": None}
     base = dict(block_m=16, block_n=64, block_k=128, num_warps=4, num_stages=3, swap_ab=True, prefetch=0)
     rows = []
     for k, n, m, over in json.loads(args.points):
@@ -46,21 +46,10 @@ def main() -> None:
                  "tinygemm": (lambda f: lambda: f(a))(build_tinygemm(wt))}
         floor_us = W4A16Case(m, k, n).bytes_moved / 3.0e12 * 1e6
         for mode, flush in flushes.items():
-            for fn in impls.values():
-                fn()
-            torch.cuda.synchronize()
-            ev = {i: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(args.repeats)] for i in impls}
-            torch.cuda._sleep(40_000_000)
-            for r in range(args.repeats):
-                for name, fn in impls.items():
-                    flush()
-                    ev[name][r][0].record()
-                    fn()
-                    ev[name][r][1].record()
-            torch.cuda.synchronize()
-            for name, pairs in ev.items():
-                us = statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
+            timings = time_cuda_interleaved(impls, warmup=1, repeats=args.repeats, flush_l2=flush is not None,
+                                            flush=flush)
+            for name, t in timings.items():
+                us = t.median_ms * 1e3
                 rows.append(dict(k=k, n=n, m=m, flush=mode, impl=name, median_us=us, floor_us_at_3tbps=floor_us,
                                  launch=cfg if name == "w4a16" else None))
                 print(f"{k}x{n} m={m} {mode:<11} {name:<9} {us:8.1f} us  floor@3TB/s {floor_us:6.1f} us", flush=True)

@@ -21,7 +21,9 @@ pytest.importorskip("triton")
 from kernelscope.kernels.marlin import (  # noqa: E402
     pack,
     quantize,
+    launch_grid,
     reference_matmul,
+    tma_supported,
     to_kernel_layout,
     unpack,
     w4a16_matmul,
@@ -223,7 +225,7 @@ def test_cpu_without_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize("m", [1, 16, 200])
 @pytest.mark.parametrize("tma", [False, True])
 def test_gpu_sizes(m: int, groupsize: int, split_k: int, tma: bool) -> None:
-    if tma and torch.cuda.get_device_capability()[0] < 9:
+    if tma and not tma_supported("cuda"):
         pytest.skip("TMA needs sm_90 or later")
     a, B, s = _problem(m, 4096, 4096, groupsize, seed=m * 10 + split_k)
     c = _run(a, B, s, groupsize, split_k=split_k, swap_ab=m <= 16, tma=tma)
@@ -237,7 +239,8 @@ def test_gpu_block_recorder_sees_every_program_once() -> None:
     from kernelscope.collect.instrument.recorder import BlockRecorder
 
     a, B, s = _problem(1, 4096, 4096, 128, seed=9)
-    rec = BlockRecorder((4096 // 128, 4, 1))
+    rec = BlockRecorder(launch_grid(1, 4096, 16, 128, 4))
+    assert rec.grid == (4096 // 128, 4, 1)
     c = _run(a, B, s, 128, split_k=4, block_n=128, swap_ab=True, recorder=rec)
     r = rec.read()
     assert sorted(r.block_id) == list(range(4096 // 128 * 4)) and not r.problems

@@ -116,17 +116,19 @@ def time_wall(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5, flush
 
 
 def time_cuda_interleaved(fns: dict[str, Callable[[], Any]], *, warmup: int = 10, repeats: int = 30,
-                          flush_l2: bool = True) -> dict[str, Timing]:
+                          flush_l2: bool = True, flush: Callable[[], Any] | None = None) -> dict[str, Timing]:
     """Time several callables in turn, repeat by repeat (a, b, c, a, b, c, ...), on the current CUDA device.
 
     Sequential timing lets the GPU's clock drift between implementations (power cap, temperature);
     interleaved, every implementation sees the same power state, so their ratio is the one to trust.
+    ``flush``: run before every timed call instead of :class:`L2Flush` (to compare ways of flushing).
     """
     import torch
 
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    flush = L2Flush() if flush_l2 else None
+    if flush is None and flush_l2:
+        flush = L2Flush()
     for fn in fns.values():
         for _ in range(warmup):
             fn()

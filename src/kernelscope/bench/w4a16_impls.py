@@ -46,13 +46,13 @@ class W4A16Call:
     def __init__(self, wt: Weights) -> None:
         import torch
 
-        from kernelscope.kernels.marlin import to_kernel_layout
+        from kernelscope.kernels.marlin import tma_supported, to_kernel_layout
 
         self.wt = wt
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
         dev = self.bk.device
         self.device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else None
-        self.tma = dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9  # Hopper and later
+        self.tma = tma_supported(dev)
 
     def launch_info(self, m: int) -> dict[str, Any]:
         from kernelscope.kernels.marlin.configs import choose_launch

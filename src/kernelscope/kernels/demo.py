@@ -22,7 +22,9 @@ from typing import Any
 import torch
 
 from kernelscope.collect.regions import region
-from kernelscope.kernels.marlin import pack, quantize, reference_matmul, to_kernel_layout, w4a16_matmul
+from kernelscope.kernels.marlin import (
+    pack, quantize, reference_matmul, tma_supported, to_kernel_layout, w4a16_matmul,
+)
 from kernelscope.kernels.marlin.walkthrough import (
     COMPILED_KEY, COPY_REGION, FLUSH_REGION, GEMM_REGION, PLAN_KEY, GemmPlan,
 )
@@ -60,7 +62,7 @@ def prepare(plan: GemmPlan, device: str = "cuda", seed: int = 0) -> Problem:
 
 def for_this_gpu(plan: GemmPlan) -> GemmPlan:
     """The plan as this GPU can run it: tiles copied by TMA only on sm_90 and later."""
-    if plan.tma and torch.cuda.get_device_capability()[0] < 9:
+    if plan.tma and not tma_supported("cuda"):
         return replace(plan, tma=0)
     return plan
 

@@ -15,7 +15,7 @@ from kernelscope.analyze.phases import (
 )
 from kernelscope.model import Launch
 from kernelscope.render.fmt import bar
-from kernelscope.render.warp_execution import phase_letters
+from kernelscope.render.warp_execution import no_scopes_panel, phase_letters
 
 
 class KernelPhasesPanel:
@@ -25,9 +25,8 @@ class KernelPhasesPanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         s = self.launch.scopes
         title = f"Kernel timeline (inside) · {self.title}"
-        if s is None or not s.warps:
-            why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
-            yield Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+        if (na := no_scopes_panel(s, title)) is not None:
+            yield na
             return
         v = summarize_phases(s, self.launch)
         u = v.unit

@@ -15,6 +15,14 @@ IDLE = "·"
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
+def no_scopes_panel(scopes: PhaseScopes | None, title: str) -> Panel | None:
+    """The N/A panel of a launch without Proton scopes (and why), or None when it has some."""
+    if scopes is not None and scopes.warps:
+        return None
+    why = "the kernel was not instrumented with Proton scopes" if scopes is None else "Proton recorded no scopes"
+    return Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+
+
 def phase_letters(names: list[str]) -> list[str]:
     """One letter per phase: its initial, or the next free letter of its name, or a digit."""
     used: set[str] = set()
@@ -99,9 +107,8 @@ class WarpExecutionPanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         s = self.launch.scopes
         title = f"Warp execution · {self.title}"
-        if s is None or not s.warps:
-            why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
-            yield Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+        if (na := no_scopes_panel(s, title)) is not None:
+            yield na
             return
         block = choose_block(s, self.block)
         assert block is not None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelscope.model import CollectorStatus, PhaseScopes, Session
-from kernelscope.collect.instrument.sink import launches_in_window
+from kernelscope.model import PhaseScopes, Session
+from kernelscope.collect.instrument.sink import attach_outcome, launches_in_window
 
 
 @dataclass
@@ -67,8 +67,7 @@ def attach_pending(session: Session) -> None:
     if not subs:
         return
     attached, notes, left = attach(session, subs)
-    status = "ok" if not left and not notes else ("partial" if attached else "failed")
     caveats = sorted({s.note for s in subs if s.note})
-    details = {"collector": "Triton Proton instrumentation backend (clock64 per warp, %globaltimer per block)",
-               "attached": attached, "unattached": [s.to_dict() for s in left], "caveats": caveats}
-    session.collectors["scopes"] = CollectorStatus(status, "; ".join(notes) or None, details)
+    session.collectors["scopes"] = attach_outcome(attached, notes, left, {
+        "collector": "Triton Proton instrumentation backend (clock64 per warp, %globaltimer per block)",
+        "caveats": caveats})

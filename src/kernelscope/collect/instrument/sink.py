@@ -78,14 +78,18 @@ def attach(session: Session, subs: list[Submission]) -> tuple[int, list[str], li
     return attached, notes, left
 
 
+def attach_outcome(attached: int, notes: list[str], left: list, details: dict) -> CollectorStatus:
+    """The collector status of an attach pass: ok, partial (some attached) or failed, with its notes."""
+    status = "ok" if not left and not notes else ("partial" if attached else "failed")
+    return CollectorStatus(status, "; ".join(notes) or None,
+                           {**details, "attached": attached, "unattached": [s.to_dict() for s in left]})
+
+
 def attach_pending(session: Session) -> None:
     """Called by the trace pass once launches are in the session; records the outcome as a collector."""
     subs = take_pending()
     if not subs:
         return
     attached, notes, left = attach(session, subs)
-    status = "ok" if not left and not notes else ("partial" if attached else "failed")
-    reason = "; ".join(notes) or None
-    details = {"collector": "block recorder (%smid, %globaltimer)", "attached": attached,
-               "unattached": [s.to_dict() for s in left]}
-    session.collectors["instrument"] = CollectorStatus(status, reason, details)
+    session.collectors["instrument"] = attach_outcome(attached, notes, left,
+                                                      {"collector": "block recorder (%smid, %globaltimer)"})

@@ -14,7 +14,7 @@ from .format import (
     unpack,
 )
 from .gemm import reference_matmul, to_kernel_layout
-from .matmul import w4a16_matmul
+from .matmul import launch_grid, tma_supported, w4a16_matmul
 
 __all__ = [
     "GROUPSIZES",
@@ -25,6 +25,8 @@ __all__ = [
     "quantize_with_scales",
     "reference_matmul",
     "to_kernel_layout",
+    "launch_grid",
+    "tma_supported",
     "unpack",
     "w4a16_matmul",
 ]

@@ -18,6 +18,17 @@ def _cdiv(x: int, y: int) -> int:
     return -(-x // y)
 
 
+def tma_supported(device: Any) -> bool:
+    """Whether ``device`` has the tensor memory accelerator (CUDA, sm_90 and later)."""
+    dev = torch.device(device)
+    return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9
+
+
+def launch_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> tuple[int, int, int]:
+    """The kernel's grid: one program per output tile and k split (what a block recorder is sized for)."""
+    return (_cdiv(m, block_m) * _cdiv(n, block_n), split_k, 1)
+
+
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:
     """Smallest power of two >= x, kept within [lo, hi]."""
     p = lo
@@ -140,7 +151,7 @@ def w4a16_matmul(
     if block_m not in (16, 32, 64, 128, 256) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
         raise ValueError(f"w4a16_matmul: block_m and block_n must be one of 16..256 "
                          f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
-    if tma and a.is_cuda and torch.cuda.get_device_capability(a.device)[0] < 9:
+    if tma and a.is_cuda and not tma_supported(a.device):
         raise ValueError("w4a16_matmul: tma needs a GPU with the tensor memory accelerator (sm_90 or later).")
     if tma and prefetch:
         raise ValueError(f"w4a16_matmul: tma loads go through shared memory, so prefetch must be 0, got {prefetch}.")
@@ -154,7 +165,8 @@ def w4a16_matmul(
             a = a.contiguous()
         a_arg = TensorDescriptor.from_tensor(a, [block_m, block_k])
         b_arg = TensorDescriptor.from_tensor(B, [block_k // 8, block_n])
-    tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
+    grid = launch_grid(m, n, block_m, block_n, split_k)
+    tiles = grid[0]
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
         if workspace is None:
@@ -167,10 +179,10 @@ def w4a16_matmul(
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
     record = recorder is not None and recorder.enabled
-    if record and tuple(recorder.grid) != (tiles, split_k, 1):
+    if record and tuple(recorder.grid) != grid:
         raise ValueError(f"w4a16_matmul: the recorder was sized for grid {tuple(recorder.grid)}, this launch has "
-                         f"{(tiles, split_k, 1)}.")
-    _kernel()[(tiles, split_k)](
+                         f"{grid}.")
+    _kernel()[grid[:2]](
         a_arg, b_arg, s, out, parts, counters, recorder.buffer if record else out,
         m, n, k // split_k,
         a.stride(0), a.stride(1),
