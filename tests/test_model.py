@@ -81,14 +81,27 @@ def test_json_that_is_not_a_session(tmp_path):
     assert "not a kernelscope session" in _one_sentence(e.value)
 
 
-def test_session_with_damaged_field(tmp_path):
+def test_a_damaged_launch_is_skipped_and_named_by_its_field_path(tmp_path):
     d = _session().to_dict()
+    n = len(d["launches"])
     d["launches"][0]["grid"] = [1, 2]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    s = Session.load(p)
+    assert len(s.launches) == n - 1
+    assert s.skipped_on_load == ["skipped launches[0] (launches[0].grid: expected three dimensions [x, y, z], "
+                                 "found a list of 2 items)"]
+
+
+def test_a_damaged_field_the_session_needs_refuses_the_file_naming_the_field(tmp_path):
+    d = _session().to_dict()
+    d["command"] = "python x.py"
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
     with pytest.raises(SessionFileError) as e:
         Session.load(p)
-    assert "damaged" in _one_sentence(e.value)
+    msg = _one_sentence(e.value)
+    assert "damaged" in msg and "command: expected a list, found the string 'python x.py'" in msg
 
 
 def test_missing_file_and_directory(tmp_path):

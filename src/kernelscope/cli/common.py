@@ -8,6 +8,7 @@ import sys
 from typing import NoReturn
 
 EXIT_USAGE = 2
+SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
 
 
 def fail(msg: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -22,9 +23,15 @@ def load_session(path: str):
     from kernelscope.model import Session, SessionFileError
 
     try:
-        return Session.load(path)
+        session = Session.load(path)
     except SessionFileError as e:
         fail(str(e))
+    skipped = session.skipped_on_load
+    for line in skipped[:SKIPPED_NOTES]:
+        print(f"kernelscope: note: {path}: {line}.", file=sys.stderr)
+    if len(skipped) > SKIPPED_NOTES:
+        print(f"kernelscope: note: {path}: {len(skipped) - SKIPPED_NOTES} more damaged parts skipped.", file=sys.stderr)
+    return session
 
 
 def add_view_args(p: argparse.ArgumentParser) -> None:
@@ -39,6 +46,10 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
 def render_show(session, args: argparse.Namespace, banner: str | None = None) -> int:
     from kernelscope.analyze.summary import select_kernels, summarize
 
+    if not args.json:  # the terminal prints the session's strings: make them plain text first
+        from kernelscope.render.text import display_copy
+
+        session = display_copy(session)
     summary = summarize(session)
     try:
         selected = select_kernels(summary, args.kernel, args.top)

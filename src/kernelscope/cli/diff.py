@@ -56,6 +56,10 @@ def main(args: argparse.Namespace) -> int:
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         fail("--fail-if-slower takes a non-negative percentage")
     sa, sb = load_session(args.a), load_session(args.b)
+    if not args.json:  # the terminal prints the sessions' strings: make them plain text first
+        from kernelscope.render.text import display_copy
+
+        sa, sb = display_copy(sa), display_copy(sb)
     d = diff_sessions(analyze_session(sa, ceilings_for_session(sa)), analyze_session(sb, ceilings_for_session(sb)),
                       sa, sb)
     if args.kernel is not None:

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("report", help="an .ncu-rep file written by ncu -o")
     p.add_argument("-o", "--output", help="session file (default: REPORT with .json)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the session file")
+    p.add_argument("--partial", action="store_true",
+                   help="keep the whole kernel results of a report that ends early (default: refuse it)")
     p.set_defaults(func=main)
 
 
@@ -30,14 +32,17 @@ def main(args: argparse.Namespace) -> int:
     if out.exists() and not args.force_overwrite:
         fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
     try:
-        parsed = read_report(report)
+        parsed = read_report(report, partial=args.partial)
     except NcuReportError as e:
         fail(str(e))
     session = new_session(["ncu-report", str(report)])
     session_from_report(session, parsed)
     session.artifacts["ncu_report"] = str(report)
-    session.collectors["counters"] = CollectorStatus("ok", None, {"report": str(report),
-                                                                  "kernels_profiled": len(parsed.kernels)})
+    session.collectors["counters"] = CollectorStatus(
+        "partial" if parsed.partial_note else "ok", parsed.partial_note,
+        {"report": str(report), "kernels_profiled": len(parsed.kernels)})
+    if parsed.partial_note:
+        print(f"kernelscope: note: {parsed.partial_note}.", file=sys.stderr)
     session.save(out)
     print(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
           f"View them with: kernelscope show {out}", file=sys.stderr)

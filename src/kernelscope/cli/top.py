@@ -71,10 +71,11 @@ def _snapshot(monitor, args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     from kernelscope.render.show import make_console
+    from kernelscope.render.text import display_copy
     from kernelscope.render.top_view import TopView
 
     console = make_console(width=args.width, color=False if args.no_color else None)
-    console.print(TopView(readings, None, _driver(monitor), unreadable=monitor.unreadable))
+    console.print(TopView(display_copy(readings), None, _driver(monitor), unreadable=monitor.unreadable))
     return 0
 
 
@@ -121,6 +122,7 @@ def _live(monitor, args: argparse.Namespace) -> int:
     from rich.live import Live
 
     from kernelscope.render.show import make_console
+    from kernelscope.render.text import display_copy
     from kernelscope.render.top_view import History, TopView
 
     console = make_console(width=args.width, color=False if args.no_color else None)
@@ -133,7 +135,7 @@ def _live(monitor, args: argparse.Namespace) -> int:
             while True:
                 readings = monitor.read()
                 history.add(readings)
-                live.update(TopView(readings, history, driver, footer, monitor.unreadable), refresh=True)
+                live.update(TopView(display_copy(readings), history, driver, footer, monitor.unreadable), refresh=True)
                 done += 1
                 if args.iterations is not None and done >= args.iterations:
                     break

@@ -64,7 +64,7 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     t0 = time.perf_counter()
     try:
         result = run_ncu(command, report, opts, log_path=log, on_line=on_line)
-        parsed = read_report(result.report)
+        parsed = read_report(result.report, partial=True)  # what ncu wrote before a crash still counts
     except (NcuRunError, NcuReportError) as e:
         session.collectors["counters"] = CollectorStatus("failed", str(e), details)
         return False
@@ -79,5 +79,8 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     else:  # only ncu ran the program: its exit code is the workload's
         session_from_report(session, parsed)
         session.exit_code = result.exit_code
-    session.collectors["counters"] = CollectorStatus("ok", None, details)
+    if parsed.partial_note:
+        session.collectors["counters"] = CollectorStatus("partial", parsed.partial_note, details)
+    else:
+        session.collectors["counters"] = CollectorStatus("ok", None, details)
     return True

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelscope.collect.ncu_rep_file import report_layout
 from kernelscope.collect.ncu_fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
 from kernelscope.model import Finding, Metric
 
@@ -45,6 +46,7 @@ class NcuKernelResult:
 class NcuReport:
     path: str
     kernels: list[NcuKernelResult]
+    partial_note: str | None = None  # read with partial=True from a file that ends early: what was left out
 
 
 def load_module() -> ModuleType:
@@ -121,25 +123,51 @@ def _nvtx(action: Any) -> list[str]:
     return names
 
 
-def read_report(path: str | os.PathLike[str]) -> NcuReport:
+def read_report(path: str | os.PathLike[str], partial: bool = False) -> NcuReport:
+    """Every kernel result of the report. A file that ends early is refused, saying how many results
+    could be read; with ``partial`` the results in its whole blocks are kept and the loss is noted."""
     path = Path(path)
     if not path.is_file():
         raise NcuReportError(f"{path}: no such report file")
+    try:
+        layout = report_layout(path)
+    except OSError as e:
+        raise NcuReportError(f"{path} cannot be read ({e.strerror or e})") from None
+    truncated = layout.known_format and not layout.complete
+    cut = (f"{path} ends early: it is cut off at byte {layout.file_bytes:,}, inside a block that starts at byte "
+           f"{layout.ends_early_at or 0:,}")
     mod = load_module()
     try:
         ctx = mod.load_report(str(path))
     except Exception as e:  # the module raises plain exceptions for damaged files
+        if truncated:
+            raise NcuReportError(f"{cut}, and no kernel result could be read") from None
         raise NcuReportError(f"{path} is not a readable Nsight Compute report ({e})") from None
     if ctx is None or ctx.num_ranges() == 0:
-        raise NcuReportError(f"{path} is damaged or holds no profiling results")
+        raise NcuReportError(f"{cut}, and no kernel result could be read" if truncated
+                             else f"{path} is damaged or holds no profiling results")
     kernels: list[NcuKernelResult] = []
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for i in range(rng.num_actions()):
-            kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
+    try:
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for i in range(rng.num_actions()):
+                kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
+    except NcuReportError:
+        raise
+    except Exception as e:  # a damaged result inside a readable file
+        raise NcuReportError(f"{path} is damaged: result {len(kernels) + 1} cannot be read ({e})") from None
+    note = None
+    if truncated:
+        whole = min(layout.complete_results, len(kernels))
+        if not partial or whole == 0:
+            raise NcuReportError(f"{cut}; {len(kernels)} kernel results were read, {whole} of them whole"
+                                 + (" (import --partial keeps the whole ones)" if whole else ""))
+        note = (f"{path} ends early: kept the {whole} whole kernel results, left out "
+                f"{len(kernels) - whole} cut off and any that followed")
+        kernels = kernels[:whole]
     if not kernels:
         raise NcuReportError(f"{path} holds no kernel results")
-    return NcuReport(path=str(path), kernels=kernels)
+    return NcuReport(path=str(path), kernels=kernels, partial_note=note)
 
 
 def _read_action(a: Any, index: int) -> NcuKernelResult:

@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from kernelscope.model.device import Device
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.sample import Sample
+from kernelscope.model.schema import Invalid
+from kernelscope.model.session_schema import check_session
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "kernelscope-session"
@@ -86,6 +89,8 @@ class Session:
     artifacts: dict[str, str] = field(default_factory=dict)  # files kept beside the session, e.g. the ncu report
     environment: dict[str, Any] = field(default_factory=dict)
     declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
+    # What load() left out of a damaged file (one line each, with the field path); never saved.
+    skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
     # -- serialisation -------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -163,8 +168,10 @@ class Session:
             if raw[:2] == b"\x1f\x8b":
                 raw = gzip.decompress(raw)
             doc = json.loads(raw)
-        except (OSError, EOFError, ValueError):
+        except (OSError, EOFError, ValueError, zlib.error):
             raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
+        except RecursionError:
+            raise SessionFileError(f"{path} is not a kernelscope session: its JSON is nested too deeply.") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise SessionFileError(f"{path} is JSON but not a kernelscope session file.")
         version = doc.get("schema_version")
@@ -173,6 +180,12 @@ class Session:
                 f"{path} uses session schema version {version}, and this kernelscope reads version {SCHEMA_VERSION}."
             )
         try:
-            return cls.from_dict(doc)
-        except (KeyError, TypeError, ValueError) as e:
+            doc, skipped = check_session(doc)
+        except Invalid as e:
+            raise SessionFileError(f"{path} is a damaged kernelscope session: {e}.") from None
+        try:
+            session = cls.from_dict(doc)
+        except (KeyError, TypeError, ValueError, OverflowError) as e:  # the schema should have caught it
             raise SessionFileError(f"{path} is a damaged kernelscope session ({type(e).__name__}: {e}).") from None
+        session.skipped_on_load = skipped
+        return session

@@ -1,0 +1,210 @@
+"""Checks a session document against its schema before the model is built from it.
+
+A session file is shared and kept, so anything in it may be wrong. `check_session`
+walks the decoded JSON with a declarative schema (types, ranges, required fields)
+and names the field path of each problem, e.g. ``launches[0].metrics.queued_ns``.
+A problem inside an element of a list or map (one launch, one metric, one sample)
+drops that element and is reported as skipped, so `show` still draws the rest;
+a problem anywhere else makes the file unreadable, with one sentence saying why.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kernelscope.model.metric import SOURCES
+
+INT64 = 2**63 - 1
+Path = str
+
+
+class Invalid(Exception):
+    """One field is not what the schema expects: ``path``, expected, and what was found."""
+
+    def __init__(self, path: Path, expected: str, value: Any = None, found: str | None = None) -> None:
+        self.path, self.expected = path or "(top level)", expected
+        self.found = found if found is not None else _describe(value)
+        super().__init__(f"{self.path}: expected {self.expected}, found {self.found}")
+
+
+def _describe(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"the boolean {str(v).lower()}"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}" if len(repr(v)) <= 24 else "a number of {} digits".format(len(repr(v)))
+    if isinstance(v, str):
+        return "a string" if len(v) > 40 else f"the string {v!r}"
+    if isinstance(v, list):
+        return f"a list of {len(v)} items"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _join(path: Path, key: str | int) -> Path:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+Spec = Callable[[Any, Path, list[str]], Any]  # (value, path, problems) -> cleaned value, or raises Invalid
+
+
+def number(lo: float | None = None, hi: float | None = None, integer: bool = False) -> Spec:
+    what = "an integer" if integer else "a number"
+    if lo is not None and hi is not None:
+        what += f" from {lo:g} to {hi:g}"
+    elif lo is not None:
+        what += f" >= {lo:g}"
+
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok_type:
+            raise Invalid(path, what, v)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise Invalid(path, what, found=f"the non-finite number {v!r}")
+        if abs(v) > INT64 or (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise Invalid(path, what, v)
+        return v
+    return check
+
+
+def string(v: Any, path: Path, problems: list[str]) -> Any:
+    if not isinstance(v, str):
+        raise Invalid(path, "a string", v)
+    return v
+
+
+def boolean(v: Any, path: Path, problems: list[str]) -> Any:
+    if not isinstance(v, bool):
+        raise Invalid(path, "true or false", v)
+    return v
+
+
+def one_of(*choices: str) -> Spec:
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        if v not in choices:
+            raise Invalid(path, "one of " + ", ".join(repr(c) for c in choices), v)
+        return v
+    return check
+
+
+def optional(spec: Spec) -> Spec:
+    """None or the spec."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        return None if v is None else spec(v, path, problems)
+    return check
+
+
+def either(*specs: Spec, expected: str) -> Spec:
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        for s in specs:
+            try:
+                return s(v, path, problems)
+            except Invalid:
+                continue
+        raise Invalid(path, expected, v)
+    return check
+
+
+def any_json(max_depth: int = 32) -> Spec:
+    """Free-form data (environment, details): any JSON value with finite numbers, bounded depth."""
+    def walk(v: Any, path: Path, depth: int) -> None:
+        if depth > max_depth:
+            raise Invalid(path, f"data nested at most {max_depth} levels deep", found="deeper nesting")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise Invalid(path, "a finite number", found=f"the non-finite number {v!r}")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, _join(path, str(k)), depth + 1)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(x, _join(path, i), depth + 1)
+
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        walk(v, path, 0)
+        return v
+    return check
+
+
+def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spec:
+    """A list; with ``drop``, a bad item is left out and reported instead of failing the whole file."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        if not isinstance(v, list):
+            raise Invalid(path, "a list", v)
+        if max_items is not None and len(v) > max_items:
+            raise Invalid(path, f"at most {max_items} items", v)
+        out = []
+        for i, x in enumerate(v):
+            p = _join(path, i)
+            if not drop:
+                out.append(item(x, p, problems))
+                continue
+            try:
+                out.append(item(x, p, problems))
+            except Invalid as e:
+                problems.append(f"skipped {p} ({e})")
+        return out
+    return check
+
+
+def map_of(value: Callable[[str], Spec], drop: bool = True) -> Spec:
+    """An object whose keys are names; ``value(key)`` is the spec for that key's value."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        if not isinstance(v, dict):
+            raise Invalid(path, "an object", v)
+        out = {}
+        for k, x in v.items():
+            p = _join(path, k)
+            try:
+                out[k] = value(k)(x, p, problems)
+            except Invalid as e:
+                if not drop:
+                    raise
+                problems.append(f"skipped {p} ({e})")
+        return out
+    return check
+
+
+@dataclass(frozen=True)
+class F:
+    """A field of an object: its spec and whether it must be present."""
+
+    spec: Spec
+    required: bool = False
+
+
+def obj(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None) -> Spec:
+    """An object with these fields (others are kept as they are); ``rule`` checks fields against each other
+    and returns (field, expected) when they disagree."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        if not isinstance(v, dict):
+            raise Invalid(path, "an object", v)
+        out = dict(v)
+        for name, f in fields.items():
+            if name not in v:
+                if f.required:
+                    raise Invalid(_join(path, name), "a value", found="nothing (the field is missing)")
+                continue
+            out[name] = f.spec(v[name], _join(path, name), problems)
+        if rule is not None:
+            bad = rule(out)
+            if bad is not None:
+                raise Invalid(_join(path, bad[0]), bad[1], out.get(bad[0]))
+        return out
+    return check
+
+
+def fallback(spec: Spec, default: Any) -> Spec:
+    """A part the session can do without (the device, instrumentation of one launch): when it is bad,
+    report it as skipped and use ``default``."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        try:
+            return spec(v, path, problems)
+        except Invalid as e:
+            problems.append(f"skipped {path} ({e})")
+            return default
+    return check

@@ -1,0 +1,168 @@
+"""The schema of a session file (version 1): what `Session.load` checks before building the model.
+
+Parts a session can lose without misleading anyone (one launch, one metric, one
+sample, the instrumentation of one launch) are skipped and named; the rest must
+be right or the file is refused.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.model.metric import SOURCES
+from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, fallback, list_of, map_of, number,
+                                      obj, one_of, optional, string)
+
+# Device attributes that are text; every other attribute is a number (the analyses do arithmetic on them).
+TEXT_DEVICE_ATTRIBUTES = frozenset({"driver_version", "pci_bus_id_string", "name", "uuid", "serial"})
+
+_int = number(integer=True)
+_count = number(0, integer=True)
+_ns = number(0, integer=True)
+_finite = number()
+_scalar = either(_finite, string, boolean, expected="a number, a string or true/false")
+_free_json = any_json()
+_any_object = obj({})
+
+
+def _json_object(v: Any, path: str, problems: list[str]) -> Any:
+    return _free_json(_any_object(v, path, problems), path, problems)
+
+
+def _metric_rule(d: dict[str, Any]) -> tuple[str, str] | None:
+    if d.get("value") is None and not d.get("missing_reason"):
+        return "missing_reason", "the reason a metric without a value is missing"
+    if d.get("source") == "derived" and d.get("value") is not None and not d.get("formula"):
+        return "formula", "the formula of a derived value"
+    return None
+
+
+def metric(value: Spec) -> Spec:
+    return obj({
+        "value": F(optional(value)), "unit": F(string), "source": F(one_of(*SOURCES), True),
+        "raw_name": F(string, True), "missing_reason": F(optional(string)), "formula": F(optional(string)),
+    }, _metric_rule)
+
+
+_numeric_metric = metric(_finite)
+_text_metric = metric(string)
+_counter_metric = metric(either(_finite, string, expected="a number or a string"))  # ncu keeps a few as text
+
+numeric_metrics = map_of(lambda name: _numeric_metric)
+device_attributes = map_of(lambda name: _text_metric if name in TEXT_DEVICE_ATTRIBUTES else _numeric_metric)
+counter_metrics = map_of(lambda name: _counter_metric)
+
+
+def _dim3(lo: int, hi: int) -> Spec:
+    item = number(lo, hi, integer=True)
+
+    def check(v: Any, path: str, problems: list[str]) -> Any:
+        if not isinstance(v, list) or len(v) != 3:
+            raise Invalid(path, "three dimensions [x, y, z]", v)
+        return [item(x, f"{path}[{i}]", problems) for i, x in enumerate(v)]
+    return check
+
+
+_grid = _dim3(1, 2**31 - 1)
+_block = _dim3(1, 1024)
+
+
+def _same_lengths(*names: str) -> Any:
+    def rule(d: dict[str, Any]) -> tuple[str, str] | None:
+        n = len(d.get(names[0]) or [])
+        for name in names[1:]:
+            if len(d.get(name) or []) != n:
+                return name, f"one entry per entry of {names[0]} ({n})"
+        return None
+    return rule
+
+
+block_records = obj({
+    "grid": F(_grid, True), "clock": F(string), "clock_offset_ns": F(optional(_int)), "source": F(string),
+    "nsmid": F(optional(number(1, 65536, integer=True))), "buffer_rows": F(_count),
+    "problems": F(list_of(string)),
+    "block_id": F(list_of(_count)), "smid": F(list_of(number(0, 65535, integer=True))),
+    "start_ns": F(list_of(_int)), "end_ns": F(list_of(_int)),
+}, _same_lengths("block_id", "smid", "start_ns", "end_ns"))
+
+_warp = obj({
+    "block_id": F(_count, True), "warp": F(_count, True), "smid": F(optional(_count)),
+    "scope": F(list_of(_count)), "start_ns": F(list_of(_int)), "end_ns": F(list_of(_int)),
+    "block_offset_ns": F(optional(_int)),
+}, _same_lengths("scope", "start_ns", "end_ns"))
+
+
+def _scope_names_rule(d: dict[str, Any]) -> tuple[str, str] | None:
+    n = len(d.get("names") or [])
+    for i, w in enumerate(d.get("warps") or []):
+        if any(s >= n for s in w.get("scope") or []):
+            return "warps", f"scope indices below the number of scope names ({n}) in warps[{i}]"
+    return None
+
+
+phase_scopes = obj({
+    "names": F(list_of(string)), "warps": F(list_of(_warp)), "clock": F(string),
+    "clock_offset_ns": F(optional(_int)), "source": F(string), "problems": F(list_of(string)),
+}, _scope_names_rule)
+
+finding = obj({
+    "source": F(string, True), "rule_id": F(string, True), "name": F(string, True), "section": F(string, True),
+    "severity": F(string, True), "title": F(string, True), "message": F(string, True),
+    "speedup_type": F(optional(string)), "speedup_pct": F(optional(number(-1e6, 1e6))),
+    "evidence": F(list_of(list_of(optional(_scalar)))),
+}, lambda d: next((("evidence", "[raw name, value] pairs") for e in d.get("evidence") or []
+                   if len(e) != 2 or not isinstance(e[0], str)), None))
+
+launch = obj({
+    "kernel": F(string, True), "grid": F(_grid, True), "block": F(_block, True),
+    "start_ns": F(optional(_int)), "duration_ns": F(_ns, True), "stream": F(optional(_int)),
+    "device_index": F(optional(_count)), "correlation_id": F(optional(_int)), "regions": F(list_of(string)),
+    "metrics": F(numeric_metrics), "counters": F(counter_metrics), "findings": F(list_of(finding, drop=True)),
+    "block_records": F(fallback(optional(block_records), None)),
+    "scopes": F(fallback(optional(phase_scopes), None)),
+})
+
+activity = obj({
+    "kind": F(string, True), "name": F(string, True), "start_ns": F(_int, True), "duration_ns": F(_ns, True),
+    "bytes": F(optional(_count)), "stream": F(optional(_int)),
+})
+
+region = obj({
+    "name": F(string, True), "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
+    "gpu_start_ns": F(optional(_int)), "gpu_duration_ns": F(optional(_ns)),
+})
+
+sample = obj({
+    "wall_time_ns": F(_int, True), "device_index": F(_count, True), "metrics": F(numeric_metrics),
+    "t_ns": F(optional(_int)),
+})
+
+device = obj({
+    "index": F(_count, True), "name": F(string, True),
+    "compute_capability": F(list_of(number(0, 99, integer=True)), True), "attributes": F(device_attributes),
+}, lambda d: None if len(d["compute_capability"]) == 2 else ("compute_capability", "[major, minor]"))
+
+collector = obj({"status": F(string, True), "reason": F(optional(string)), "details": F(_json_object)})
+
+declared_work = obj({
+    "region": F(string, True), "occurrence": F(_count, True), "flops": F(optional(number(0))),
+    "bytes": F(optional(number(0))), "units": F(map_of(lambda k: number(0), drop=False)),
+})
+
+session = obj({
+    "kernelscope_version": F(string), "created_utc": F(string), "command": F(list_of(string)),
+    "exit_code": F(optional(_int)), "outcome": F(string), "device": F(fallback(optional(device), None)),
+    "time_origin_ns": F(_int), "collectors": F(map_of(lambda k: collector)),
+    "artifacts": F(map_of(lambda k: string)), "environment": F(fallback(_json_object, {})),
+    "regions": F(list_of(region, drop=True)), "activities": F(list_of(activity, drop=True)),
+    "launches": F(list_of(launch, drop=True)), "samples": F(list_of(sample, drop=True)),
+    "declared_work": F(list_of(declared_work, drop=True)),
+})
+
+
+def check_session(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The document with bad optional parts left out, and one line per part left out.
+
+    Raises Invalid (with the field path) when the file cannot be used at all.
+    """
+    problems: list[str] = []
+    return session(doc, "", problems), problems

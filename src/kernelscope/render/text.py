@@ -1,0 +1,63 @@
+"""Text from a profiled program or a session file, made safe to print.
+
+Kernel, region, command and device names, NVIDIA's rule messages and every other
+string in a session come from whatever program was profiled, or from a file someone
+sent. Printed as they are, Rich would apply markup in them (``[link=...]``) and the
+terminal would obey their control sequences (``\\x1b[31m``). Here control characters
+become visible escapes and markup is escaped, so they print literally.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, TypeVar
+
+from rich.markup import escape
+
+# C0 controls except tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI on some terminals).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Unicode line and paragraph separators, bidi overrides and isolates: they reorder or break lines on screen.
+_INVISIBLE = re.compile(r"[\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+T = TypeVar("T")
+
+
+def visible(s: str) -> str:
+    """Control characters shown as escapes: ``"\\x1b[31m"`` prints as ``\\x1b[31m``, never as red."""
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+
+
+def plain(s: str) -> str:
+    """A string for Rich markup contexts (table cells, console.print): controls visible, markup escaped."""
+    return escape(visible(s))
+
+
+def display_copy(obj: T) -> T:
+    """A copy of session data with every string (and string key) made plain, for the terminal renderers.
+
+    Renderers format session strings into markup in many places; making the data plain once, where it
+    enters the terminal view, means no panel can forget to. JSON outputs use the original data.
+    """
+    return _copy(obj)  # type: ignore[no-any-return]
+
+
+def _copy(v: Any) -> Any:
+    if isinstance(v, str):
+        return plain(v)
+    if isinstance(v, (int, float, bool)) or v is None:
+        return v
+    if isinstance(v, list):
+        return [_copy(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_copy(x) for x in v)
+    if isinstance(v, dict):
+        return {(_copy(k) if isinstance(k, str) else k): _copy(x) for k, x in v.items()}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        changes = {f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
+        new = dataclasses.replace(v, **changes)
+        for f in dataclasses.fields(v):  # fields set after construction (not init=True) are carried over
+            if not f.init:
+                object.__setattr__(new, f.name, _copy(getattr(v, f.name)))
+        return new
+    return v
