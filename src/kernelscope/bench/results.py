@@ -12,10 +12,67 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, list_of, map_of, number, obj,
+                                      one_of, optional, string)
+
 SCHEMA = "kernelscope.bench"
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "oom")
 _CORE = ("impl", "params", "status", "error")
+
+
+# Parameters each benchmark's plots and tables group by; a row without them cannot be placed.
+POINT_PARAMS = {"attention": ("batch", "heads", "seq_len", "head_dim"), "w4a16": ("m", "k", "n")}
+_size = number(1, 2**40, integer=True)
+_num = number()
+_scalar = either(_num, string, boolean, expected="a number, a string or true/false")
+_value = either(optional(_scalar), list_of(optional(_scalar)), any_json(4), expected="a value")
+
+
+def _row(benchmark: str) -> Spec:
+    params = {name: F(_size, True) for name in POINT_PARAMS.get(benchmark, ())}
+    if benchmark == "attention":
+        params.update(causal=F(boolean, True), dtype=F(string, True))
+    if benchmark == "w4a16":
+        params.update(groupsize=F(number(-1, 2**20, integer=True), True))
+
+    def value(name: str) -> Spec:  # timings and sizes are numbers: the plots divide and take logs
+        numeric = name.endswith(("_ms", "_bytes", "_mhz_after", "_c_after")) or name in ("tflops", "flops", "repeats",
+                                                                                      "warmup", "pct_of_floor")
+        return optional(_num) if numeric else _value
+
+    def rule(d: dict[str, Any]) -> tuple[str, str] | None:
+        if d["status"] != "ok" and not d.get("error"):
+            return "error", f"the error that stopped a {d['status']} row"
+        if d["status"] == "ok" and d.get("median_ms") is None:
+            return "median_ms", "the median time of an ok row"
+        return None
+
+    row = obj({"impl": F(string, True), "params": F(obj(params), True), "status": F(one_of(*STATUSES), True),
+               "error": F(optional(string))}, rule)
+
+    def check(v: Any, path: str, problems: list[str]) -> Any:
+        d = row(v, path, problems)
+        for k, x in d.items():
+            if k not in _CORE:
+                d[k] = value(k)(x, f"{path}.{k}", problems)
+        return d
+    return check
+
+
+def check_results(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The results document checked field by field; raises Invalid naming the field path."""
+    problems: list[str] = []
+    bench = doc.get("benchmark")
+    spec = obj({"benchmark": F(string, True), "command": F(list_of(string)),
+                "environment": F(obj({"device": F(map_of(lambda k: obj({}), drop=False)),
+                                      "date_utc": F(optional(string))})),
+                "settings": F(obj({})), "rows": F(list_of(_row(bench if isinstance(bench, str) else ""), drop=True),
+                                                True)})
+    doc = spec(doc, "", problems)
+    any_json()(doc.get("environment"), "environment", problems)
+    any_json()(doc.get("settings"), "settings", problems)
+    return doc, problems
 
 
 class ResultsFileError(Exception):
@@ -91,14 +148,23 @@ class BenchResults:
             raise ResultsFileError(f"{path} does not exist") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ResultsFileError(f"{path} is not a readable JSON file ({e})") from None
+        except RecursionError:
+            raise ResultsFileError(f"{path} is not a readable JSON file (nested too deeply)") from None
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
             raise ResultsFileError(f"{path} is not a kernelscope benchmark results file (no schema {SCHEMA!r})")
         if doc.get("schema_version") != SCHEMA_VERSION:
             raise ResultsFileError(f"{path} has results schema version {doc.get('schema_version')!r}; "
                                    f"this kernelscope reads version {SCHEMA_VERSION}")
         try:
+            doc, skipped = check_results(doc)
+        except Invalid as e:
+            raise ResultsFileError(f"{path} is a damaged results file: {e}") from None
+        if skipped:
+            raise ResultsFileError(f"{path} is a damaged results file: {skipped[0]}"
+                                   + (f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""))
+        try:
             return cls.from_dict(doc)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:  # the schema should have caught it
             raise ResultsFileError(f"{path} has a malformed results row or field ({type(e).__name__}: {e})") from None
 
 

@@ -1,0 +1,127 @@
+"""Mutated inputs for the reader fuzz suite (tests/test_fuzz_readers.py).
+
+Each mutation starts from a real recorded file and breaks it the way files break:
+cut short, bytes flipped, one field given a wrong type, a huge or non-finite
+number, deep nesting, a long or hostile name.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+HOSTILE_NAME = "[bold red]PWNED[/] \x1b[31mRED\x1b[0m [link=http://x]click[/link] \x07\x9b2J <script>alert(1)</script>"
+DEEP = "\x00deep\x00"  # placeholder replaced by deeply nested JSON text after encoding
+
+REPLACEMENTS = st.one_of(
+    st.sampled_from([None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 1e308, -1e308, 1e-308, 0.5,
+                     float("nan"), float("inf"), float("-inf"), "", "x", HOSTILE_NAME, "x" * 100_000, [], {},
+                     [1, 2], [None], {"value": 1}, {"a": {"b": {}}}, DEEP]),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    st.lists(st.integers(), max_size=4),
+)
+
+
+@dataclass(frozen=True)
+class Mutated:
+    """A mutated file: its bytes, a file suffix, what was done, and whether it was cut short."""
+
+    data: bytes
+    suffix: str
+    what: str
+    truncated: bool = False
+
+    def __repr__(self) -> str:  # the bytes would flood the report; what was done says enough to redo it
+        return f"Mutated({self.what}, {len(self.data):,} bytes{', truncated' if self.truncated else ''})"
+
+
+def paths(doc: Any, prefix: tuple = (), limit: int = 20000) -> list[tuple]:
+    """Every path to a value in a JSON document (up to ``limit``), breadth first so short paths come first."""
+    out: list[tuple] = []
+    queue: list[tuple[tuple, Any]] = [(prefix, doc)]
+    while queue and len(out) < limit:
+        p, v = queue.pop(0)
+        out.append(p)
+        if isinstance(v, dict):
+            queue.extend((p + (k,), x) for k, x in v.items())
+        elif isinstance(v, list):
+            queue.extend((p + (i,), x) for i, x in enumerate(v))
+    return out
+
+
+def _set(doc: Any, path: tuple, value: Any) -> Any:
+    if not path:
+        return value
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = value
+    return doc
+
+
+def _delete(doc: Any, path: tuple) -> Any:
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    del parent[path[-1]]
+    return doc
+
+
+def encode(doc: Any, gz: bool, depth: int = 100_000) -> bytes:
+    text = json.dumps(doc, allow_nan=True)
+    text = text.replace(json.dumps(DEEP), "[" * depth + "]" * depth)
+    data = text.encode()
+    return gzip.compress(data, mtime=0) if gz else data
+
+
+@st.composite
+def mutated_json(draw: st.DrawFn, doc: Any, suffix: str) -> Mutated:
+    """A JSON document (decoded ``doc``) mutated in one of several ways, encoded plain or gzip-compressed."""
+    gz = suffix.endswith(".gz") and draw(st.booleans())
+    kind = draw(st.sampled_from(["replace", "replace", "replace", "delete", "truncate", "flip"]))
+    doc = json.loads(json.dumps(doc))  # a private copy
+    if kind in ("replace", "delete"):
+        by_depth: dict[int, list[tuple]] = {}
+        for p in paths(doc):  # depth first, then a path of that depth: shallow fields get their share
+            by_depth.setdefault(len(p), []).append(p)
+        level = by_depth[draw(st.sampled_from(sorted(by_depth)))]
+        path = level[draw(st.integers(0, len(level) - 1))]
+        if kind == "delete" and path:
+            return Mutated(encode(_delete(doc, path), gz), suffix, f"delete {path!r}")
+        value = draw(REPLACEMENTS)
+        return Mutated(encode(_set(doc, path, value), gz), suffix, f"set {path!r} to {str(value)[:60]!r}")
+    data = encode(doc, gz)
+    if kind == "truncate":
+        end = len(data.rstrip()) if not gz else len(data)  # cutting trailing whitespace loses nothing
+        cut = draw(st.integers(0, end - 1))
+        return Mutated(data[:cut], suffix, f"truncate at {cut} of {len(data)}", truncated=True)
+    return flip(draw, data, suffix)
+
+
+def flip(draw: st.DrawFn, data: bytes, suffix: str) -> Mutated:
+    b = bytearray(data)
+    where = []
+    for _ in range(draw(st.integers(1, 8))):
+        i = draw(st.integers(0, len(b) - 1))
+        b[i] ^= 1 << draw(st.integers(0, 7))
+        where.append(i)
+    return Mutated(bytes(b), suffix, f"flip bits at {where}")
+
+
+@st.composite
+def mutated_bytes(draw: st.DrawFn, data: bytes, suffix: str, header_bytes: int = 0) -> Mutated:
+    """A binary file cut short or with flipped bits (a share of them in its first ``header_bytes``)."""
+    if draw(st.booleans()):
+        cut = draw(st.integers(0, len(data) - 1))
+        return Mutated(data[:cut], suffix, f"truncate at {cut} of {len(data)}", truncated=True)
+    if header_bytes and draw(st.booleans()):
+        b = bytearray(data)
+        i = draw(st.integers(0, min(header_bytes, len(b)) - 1))
+        b[i] ^= 1 << draw(st.integers(0, 7))
+        return Mutated(bytes(b), suffix, f"flip a header bit at {i}")
+    return flip(draw, data, suffix)

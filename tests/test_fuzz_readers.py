@@ -1,0 +1,214 @@
+"""Fuzz suite: every reader, fed mutated copies of real recorded files, answers with a result or one sentence.
+
+Sessions go through `show`, `show --json`, `show --timeline`, `export` and `diff`; benchmark results
+through `plot`; Nsight Compute reports through `import`; Kineto and Proton traces through the parsers
+the trace pass uses. For each mutated input: no traceback, no hang (each command bounded in time),
+exit 0 or exit 2 with one `kernelscope: error:` sentence, and a file cut short is never taken as whole.
+
+The budget is fixed in CI; `KERNELSCOPE_FUZZ_EXAMPLES=2000` (examples per reader) runs a long search, and
+`KERNELSCOPE_FUZZ_REPORT=FILE` writes the counts (benchmarks/results/fuzz.md cites such a run).
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import lzma
+import os
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import DATA
+from fuzz_inputs import Mutated, mutated_bytes, mutated_json
+
+EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
+COMMAND_TIMEOUT_S = 30.0
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize="KERNELSCOPE_FUZZ_EXAMPLES" not in os.environ,
+                suppress_health_check=list(HealthCheck), database=None)
+TALLY: Counter = Counter()
+
+SESSIONS = ["session_h100_mixed", "session_h100_counters", "session_h100_instrumented", "session_h100_proton",
+            "session_h100_raises"]
+
+
+def _doc(name: str) -> dict:
+    return json.loads(gzip.decompress((DATA / name).read_bytes()))
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """kernelscope's main() in this process, with output captured and a time limit."""
+    from kernelscope.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, COMMAND_TIMEOUT_S)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 2
+    except Hang:
+        pytest.fail(f"kernelscope {' '.join(argv)} ran past {COMMAND_TIMEOUT_S:g} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_answer(argv: list[str], m: Mutated, code: int, err: str) -> None:
+    TALLY[f"{argv[0]}: exit {code}"] += 1
+    where = f"kernelscope {' '.join(argv)} on a mutated input ({m.what})"
+    assert "Traceback" not in err and "internal error" not in err, f"{where}: {err[-2000:]}"
+    assert code in (0, 2), f"{where} exited {code}: {err[-2000:]}"
+    errors = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
+    if code == 2:
+        assert len(errors) == 1, f"{where}: expected one error sentence, got {err[-2000:]}"
+    if m.truncated:
+        assert code == 2, f"{where}: a file cut short was read as whole"
+
+
+def write(tmp: Path, m: Mutated, name: str = "input") -> Path:
+    p = tmp / f"{name}{TALLY['files']}{m.suffix}"
+    TALLY["files"] += 1
+    p.write_bytes(m.data)
+    return p
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.mark.parametrize("fixture", SESSIONS)
+def test_session_readers_survive_mutated_sessions(fixture, tmp):
+    doc = _doc(f"{fixture}.json.gz")
+    original = DATA / f"{fixture}.json.gz"
+
+    @FUZZ
+    @given(mutated_json(doc, ".json.gz"))
+    def run(m: Mutated) -> None:
+        TALLY["session inputs"] += 1
+        p = write(tmp, m)
+        for argv in (["show", str(p), "--width", "120"], ["show", str(p), "--json"],
+                     ["show", str(p), "--timeline", "--width", "100"],
+                     ["export", str(p), "--chrome", str(tmp / f"trace{TALLY['files']}.json")],
+                     ["diff", str(p), str(original), "--width", "120"]):
+            code, _, err = run_cli(argv)
+            check_answer(argv, m, code, err)
+        p.unlink()
+
+    run()
+
+
+def test_plot_survives_mutated_benchmark_results(tmp):
+    pytest.importorskip("matplotlib")
+    doc = json.loads((DATA / "bench_attention_h100.json").read_text())
+
+    @settings(FUZZ, max_examples=max(3, EXAMPLES // 5))  # plotting is slow; fewer examples
+    @given(mutated_json(doc, ".json"))
+    def run(m: Mutated) -> None:
+        TALLY["results inputs"] += 1
+        p = write(tmp, m)
+        argv = ["plot", str(p), "--output-dir", str(tmp / f"plots{TALLY['files']}")]
+        code, _, err = run_cli(argv)
+        check_answer(argv, m, code, err)
+
+    run()
+
+
+@pytest.mark.parametrize("fixture", ["ncu_h100_region", "ncu_h100_handmade_default"])
+def test_import_survives_mutated_ncu_reports(fixture, tmp):
+    pytest.importorskip("ncu_report")
+    data = lzma.decompress((DATA / f"{fixture}.ncu-rep.xz").read_bytes())
+
+    @FUZZ
+    @given(mutated_bytes(data, ".ncu-rep", header_bytes=20_000))
+    def run(m: Mutated) -> None:
+        TALLY["ncu-rep inputs"] += 1
+        p = write(tmp, m)
+        argv = ["import", str(p), "-o", str(tmp / f"imported{TALLY['files']}.json")]
+        code, _, err = run_cli(argv)
+        check_answer(argv, m, code, err)
+
+    run()
+
+
+def _session_from_parts(launches, activities, regions) -> None:
+    """What a reader returns must be a session the schema accepts whole."""
+    from kernelscope.model import Session
+    from kernelscope.model.session_schema import check_session
+
+    s = Session(launches=launches, activities=activities, regions=regions)
+    _, skipped = check_session(json.loads(json.dumps(s.to_dict())))
+    assert not skipped, skipped[:3]
+
+
+def test_kineto_parser_survives_mutated_traces():
+    from kernelscope.collect.kineto import TraceFormatError, parse_trace
+
+    doc = _doc("trace_h100_mixed.json.gz")
+
+    @FUZZ
+    @given(mutated_json(doc, ".json"))
+    def run(m: Mutated) -> None:
+        TALLY["kineto inputs"] += 1
+        try:
+            parsed = parse_trace(json.loads(m.data))  # as the trace pass reads the profiler's file
+        except (ValueError, RecursionError):  # TraceFormatError is a ValueError; the trace pass reports it
+            TALLY["kineto: refused"] += 1
+            return
+        assert not m.truncated, f"a trace cut short was read as whole ({m.what})"
+        TALLY["kineto: read"] += 1
+        _session_from_parts(parsed.launches, parsed.activities, parsed.regions)
+
+    run()
+    assert issubclass(TraceFormatError, ValueError)
+
+
+def test_proton_reader_survives_mutated_traces():
+    from kernelscope.collect.instrument.proton_trace import ProtonTraceError, read_proton_trace
+    from kernelscope.model import Launch
+
+    text = gzip.decompress((DATA / "proton_h100_phases.chrome_trace.gz").read_bytes()).decode()
+    doc = json.loads(text)
+
+    @FUZZ
+    @given(st.one_of(mutated_json(doc, ".json"), mutated_bytes(text.encode(), ".json")))
+    def run(m: Mutated) -> None:
+        TALLY["proton inputs"] += 1
+        try:
+            kernels = read_proton_trace(m.data.decode("utf-8", errors="replace"))
+        except (ProtonTraceError, RecursionError):
+            TALLY["proton: refused"] += 1
+            return
+        TALLY["proton: read"] += 1
+        if m.truncated:  # Proton's reader keeps the events before a cut, and must say so
+            assert all(any("truncated" in p for p in s.problems) for s in kernels.values()), m.what
+        launches = [Launch(kernel=k, grid=(1, 1, 1), block=(32, 1, 1), start_ns=0, duration_ns=1, scopes=s)
+                    for k, s in kernels.items()]
+        _session_from_parts(launches, [], [])
+
+    run()
+
+
+def teardown_module() -> None:
+    report = os.environ.get("KERNELSCOPE_FUZZ_REPORT")
+    if report:
+        Path(report).write_text(json.dumps(dict(sorted(TALLY.items())), indent=1) + "\n")
+    print(f"\nfuzz tally: {dict(sorted(TALLY.items()))}", file=sys.stderr)
