@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -27,14 +26,14 @@ REPLACEMENTS = st.one_of(
 )
 
 
-@dataclass(frozen=True)
 class Mutated:
-    """A mutated file: its bytes, a file suffix, what was done, and whether it was cut short."""
+    """A mutated file: its bytes, a file suffix, what was done, and whether it was cut short.
 
-    data: bytes
-    suffix: str
-    what: str
-    truncated: bool = False
+    A plain class, not a dataclass: Hypothesis prints dataclasses field by field, megabytes of them.
+    """
+
+    def __init__(self, data: bytes, suffix: str, what: str, truncated: bool = False) -> None:
+        self.data, self.suffix, self.what, self.truncated = data, suffix, what, truncated
 
     def __repr__(self) -> str:  # the bytes would flood the report; what was done says enough to redo it
         return f"Mutated({self.what}, {len(self.data):,} bytes{', truncated' if self.truncated else ''})"

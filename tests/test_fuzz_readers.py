@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
@@ -30,8 +30,12 @@ from fuzz_inputs import Mutated, mutated_bytes, mutated_json
 
 EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
 COMMAND_TIMEOUT_S = 30.0
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize="KERNELSCOPE_FUZZ_EXAMPLES" not in os.environ,
-                suppress_health_check=list(HealthCheck), database=None)
+LONG_RUN = "KERNELSCOPE_FUZZ_EXAMPLES" in os.environ
+# CI: the same examples every run. A long run: random examples, no shrinking (inputs are large; the
+# mutation's description already says what broke), every distinct failure reported.
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG_RUN, database=None,
+                suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
+                phases=[Phase.explicit, Phase.generate] if LONG_RUN else list(Phase))
 TALLY: Counter = Counter()
 
 SESSIONS = ["session_h100_mixed", "session_h100_counters", "session_h100_instrumented", "session_h100_proton",

@@ -84,3 +84,13 @@ def test_memcpy_and_memset_are_kept(doc, parsed):
 def test_not_a_trace(bad):
     with pytest.raises(TraceFormatError):
         parse_trace(bad)
+
+
+def test_malformed_kernel_events_are_left_out_and_counted(doc, parsed):
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[0]["args"]["block"] = [128, 1, -5]  # no kernel runs with a negative block dimension
+    kernels[1]["ts"] = "soon"  # not a time
+    got = parse_trace(doc)
+    assert len(got.launches) == len(parsed.launches) - 2
+    assert got.problems == ["2 malformed kernel event(s) left out"]
+    assert parsed.problems == []

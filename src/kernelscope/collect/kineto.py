@@ -6,12 +6,14 @@ GPU without one. Kineto writes times in microseconds with nanosecond decimals.
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
 from kernelscope.model import Activity, Device, Launch, Metric, Region, attribute
+from kernelscope.model import session_schema as schema
+from kernelscope.model.schema import Invalid
 
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
@@ -24,6 +26,10 @@ class ParsedTrace:
     devices: list[Device] = field(default_factory=list)
     time_origin_ns: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # events left out as malformed, one line per kind
+
+
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 
 
 class TraceFormatError(ValueError):
@@ -35,6 +41,35 @@ def _ns(us: float) -> int:
 
 
 def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
+    """Launches, copies, regions and devices of a Kineto trace. A malformed event is left out and counted in
+    ``problems``; what is kept passes the session schema, so a damaged trace never makes a damaged session."""
+    try:
+        out = _parse(doc)
+    except TraceFormatError:
+        raise
+    except _MALFORMED as e:
+        raise TraceFormatError(f"a malformed PyTorch profiler trace ({type(e).__name__}: {e})") from None
+    skipped: Counter[str] = Counter(out.problems)
+    out.problems = []
+    for kind, items, spec in (("kernel", out.launches, schema.launch), ("memcpy/memset", out.activities,
+                              schema.activity), ("annotation", out.regions, schema.region)):
+        kept = [x for x in items if _valid(spec, x.to_dict())]
+        skipped[kind] += len(items) - len(kept)
+        items[:] = kept
+    out.devices = [d for d in out.devices if _valid(schema.device, d.to_dict())]
+    out.problems = [f"{n:,} malformed {kind} event(s) left out" for kind, n in sorted(skipped.items()) if n]
+    return out
+
+
+def _valid(spec: Any, d: dict[str, Any]) -> bool:
+    try:
+        spec(d, "", [])
+    except Invalid:
+        return False
+    return True
+
+
+def _parse(doc: dict[str, Any]) -> ParsedTrace:
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceFormatError("not a PyTorch profiler trace: no traceEvents list")
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
@@ -57,19 +92,14 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
                 gpu_annotation_by_ext.setdefault(ext, e)
 
     out = ParsedTrace(time_origin_ns=base_ns + origin_ns)
+    bad: list[str] = []
     for e in events:
         if e.get("cat") != "user_annotation":
             continue
-        start, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
-        cpu_annotations[(e.get("pid"), e.get("tid"))].append((start, start + dur, str(e.get("name"))))
-        gpu = gpu_annotation_by_ext.get((e.get("args") or {}).get("External id"))
-        out.regions.append(Region(
-            name=str(e.get("name")),
-            cpu_start_ns=start - origin_ns,
-            cpu_duration_ns=dur,
-            gpu_start_ns=None if gpu is None else _ns(gpu["ts"]) - origin_ns,
-            gpu_duration_ns=None if gpu is None else _ns(gpu.get("dur", 0)),
-        ))
+        try:
+            _region(e, origin_ns, out, cpu_annotations, gpu_annotation_by_ext)
+        except _MALFORMED:
+            bad.append("annotation")
     for spans in cpu_annotations.values():
         spans.sort()
     starts = {k: [s[0] for s in v] for k, v in cpu_annotations.items()}
@@ -85,18 +115,41 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
 
     for e in events:
         cat = e.get("cat")
-        args = e.get("args") or {}
-        if cat == "kernel":
-            out.launches.append(_launch(e, args, origin_ns, enclosing(args.get("correlation"))))
-        elif cat in ("gpu_memcpy", "gpu_memset"):
-            out.activities.append(Activity(
-                kind=cat[4:], name=str(e.get("name")), start_ns=_ns(e["ts"]) - origin_ns,
-                duration_ns=_ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream"),
-            ))
+        try:
+            args = e.get("args") or {}
+            if cat == "kernel":
+                out.launches.append(_launch(e, args, origin_ns, enclosing(args.get("correlation"))))
+            elif cat in ("gpu_memcpy", "gpu_memset"):
+                out.activities.append(Activity(
+                    kind=cat[4:], name=str(e.get("name")), start_ns=_ns(e["ts"]) - origin_ns,
+                    duration_ns=_ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream"),
+                ))
+        except _MALFORMED:
+            bad.append("kernel" if cat == "kernel" else "memcpy/memset")
     out.launches.sort(key=lambda x: x.start_ns)
-    out.devices = [_device(p) for p in doc.get("deviceProperties") or [] if isinstance(p, dict)]
+    out.devices = []
+    for p in doc.get("deviceProperties") or []:
+        try:
+            out.devices.append(_device(p))
+        except _MALFORMED:
+            bad.append("device")
     out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
+    out.problems = bad
     return out
+
+
+def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations: Any,
+            gpu_annotation_by_ext: dict[Any, dict[str, Any]]) -> None:
+    start, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
+    cpu_annotations[(e.get("pid"), e.get("tid"))].append((start, start + dur, str(e.get("name"))))
+    gpu = gpu_annotation_by_ext.get((e.get("args") or {}).get("External id"))
+    out.regions.append(Region(
+        name=str(e.get("name")),
+        cpu_start_ns=start - origin_ns,
+        cpu_duration_ns=dur,
+        gpu_start_ns=None if gpu is None else _ns(gpu["ts"]) - origin_ns,
+        gpu_duration_ns=None if gpu is None else _ns(gpu.get("dur", 0)),
+    ))
 
 
 def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: list[str]) -> Launch:

@@ -91,6 +91,8 @@ class TraceRecorder:
         status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
         if not parsed.launches:
             status = CollectorStatus("ok", "the workload launched no CUDA kernels while profiled", status.details)
+        if parsed.problems:  # the trace held events it could not use: say so, never pass them off as complete
+            status = CollectorStatus("partial", "; ".join(parsed.problems), status.details)
         s.collectors["trace"] = status
         devices = Counter(x.device_index for x in parsed.launches if x.device_index is not None)
         index = devices.most_common(1)[0][0] if devices else self._torch.cuda.current_device()
