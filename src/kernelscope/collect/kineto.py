@@ -6,6 +6,7 @@ GPU without one. Kineto writes times in microseconds with nanosecond decimals.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,10 @@ _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, In
 
 class TraceFormatError(ValueError):
     """The document is not a Kineto trace this parser understands."""
+
+
+def _is_time(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _ns(us: float) -> int:
@@ -74,7 +79,8 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
         raise TraceFormatError("not a PyTorch profiler trace: no traceEvents list")
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
     base_ns = int(doc.get("baseTimeNanoseconds", 0) or 0)
-    origin_us = min((float(e["ts"]) for e in events if "ts" in e and e.get("cat") != "Trace"), default=0.0)
+    origin_us = min((float(e["ts"]) for e in events if _is_time(e.get("ts")) and e.get("cat") != "Trace"),
+                    default=0.0)  # events with a malformed time are left out below, not allowed to move the origin
     origin_ns = _ns(origin_us)
 
     launch_site: dict[int, tuple[Any, Any, int]] = {}  # correlation -> (pid, tid, ts_ns)
