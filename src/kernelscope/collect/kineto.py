@@ -88,14 +88,17 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
     gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
     for e in events:
         cat = e.get("cat")
-        if cat in _LAUNCH_CATEGORIES:
-            corr = (e.get("args") or {}).get("correlation")
-            if corr is not None:
-                launch_site[int(corr)] = (e.get("pid"), e.get("tid"), _ns(e["ts"]))
-        elif cat == "gpu_user_annotation":
-            ext = (e.get("args") or {}).get("External id")
-            if ext is not None:
-                gpu_annotation_by_ext.setdefault(ext, e)
+        try:
+            if cat in _LAUNCH_CATEGORIES:
+                corr = (e.get("args") or {}).get("correlation")
+                if corr is not None:
+                    launch_site[int(corr)] = (e.get("pid"), e.get("tid"), _ns(e["ts"]))
+            elif cat == "gpu_user_annotation":
+                ext = (e.get("args") or {}).get("External id")
+                if ext is not None:
+                    gpu_annotation_by_ext.setdefault(ext, e)
+        except _MALFORMED:  # a launch site or GPU span that cannot be used: its kernel just has no region
+            continue
 
     out = ParsedTrace(time_origin_ns=base_ns + origin_ns)
     bad: list[str] = []
