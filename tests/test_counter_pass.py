@@ -134,3 +134,17 @@ def test_import_a_hand_made_report(tmp_path):
     bad.write_bytes(rep.read_bytes()[:4000])
     r = ks("import", str(bad), "-o", str(tmp_path / "b.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_ncu_dying_midway_keeps_the_whole_results_it_wrote_and_says_so(tmp_path, workload):
+    rep = report_file("ncu_h100_access_patterns", tmp_path)  # 5 kernel results; its first 60% holds 2 whole
+    out = tmp_path / "s.json"
+    r = ks("run", "--counters", "--ncu", FAKE_NCU, "-o", str(out), "--", sys.executable, str(workload),
+           env={"FAKE_NCU_MODE": "crash-midway", "FAKE_NCU_REPORT": str(rep)})
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "killed by signal 11" in r.stderr
+    s = Session.load(out)
+    status = s.collectors["counters"]
+    assert status.status == "partial"
+    assert "ends early" in status.reason and "kept the 2 whole kernel results" in status.reason
+    assert len([x for x in s.launches if x.counters]) == 2

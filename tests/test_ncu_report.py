@@ -188,3 +188,20 @@ def test_session_counters_equal_the_details_page_for_several_libraries(report, n
     assert checked >= 40 * results
     names = " ".join(x.kernel for x in profiled)
     assert all(lib in names for lib in libraries_expected), [lib for lib in libraries_expected if lib not in names]
+
+
+def test_a_report_cut_short_is_refused_saying_how_much_was_read(tmp_path):
+    from kernelscope.cli import main
+
+    whole = report_file("ncu_h100_access_patterns", tmp_path)  # 5 kernel results, one block each
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(whole.read_bytes()[:-10])  # the last result loses its final bytes
+    with pytest.raises(NcuReportError, match=r"ends early.*5 kernel results read, 4 of them whole"):
+        read_report(cut)
+    kept = read_report(cut, partial=True)
+    assert len(kept.kernels) == 4 and "left out 1 cut off" in kept.partial_note
+    assert [k.name for k in kept.kernels] == [k.name for k in read_report(whole).kernels][:4]
+    with pytest.raises(SystemExit) as e:
+        main(["import", str(cut), "-o", str(tmp_path / "s.json")])
+    assert e.value.code == 2 and not (tmp_path / "s.json").exists()
+    assert main(["import", str(cut), "-o", str(tmp_path / "s.json"), "--partial"]) == 0

@@ -16,7 +16,7 @@ from kernelscope.model import Session
 
 class NVMLError(Exception):
     TEXT = {3: "Not Supported", 4: "Insufficient Permissions", 6: "Not Found", 9: "Driver Not Loaded",
-            12: "NVML Shared Library Not Found"}
+            12: "NVML Shared Library Not Found", 15: "GPU is lost"}
 
     def __init__(self, value: int) -> None:
         super().__init__(value)
@@ -34,6 +34,11 @@ class NVMLError_NotSupported(NVMLError):
 class NVMLError_DriverNotLoaded(NVMLError):
     def __init__(self) -> None:
         super().__init__(9)
+
+
+class NVMLError_GpuIsLost(NVMLError):
+    def __init__(self) -> None:
+        super().__init__(15)
 
 
 class MetricsGet:
@@ -295,6 +300,19 @@ def test_sampler_thread_samples_at_the_interval_and_measures_its_cost():
     assert gpm_times and gpm_times[0] - times[0] >= 25e6  # first GPM value once the window has passed
     assert fake.initialised == 0 and fake.gpm_live == 0  # NVML shut down and GPM buffers freed
     assert fake.calls["max_clock"] == 2  # static fields read once, not per sample
+
+
+def test_a_gpu_that_stops_answering_midway_keeps_the_samples_and_says_from_when():
+    lost = {k: NVMLError_GpuIsLost for k in H100_READING}  # fell off the bus: every call fails from now on
+    s = GpuSampler([(0, "0000:19:00.0")], interval_ms=10, nvml=FakeNvml([H100_READING, H100_READING, lost]))
+    assert s.start() is None
+    time.sleep(0.1)
+    status = s.stop()
+    assert status.status == "partial"
+    n = len(s.samples)
+    assert f"NVML read nothing for device 0 in {n - 2} of {n} samples, from sample 3 on (NVML: GPU is lost)" in status.reason
+    assert s.samples[1].value("sm_clock_mhz") == 1980  # what was read before is kept
+    assert s.samples[2].value("sm_clock_mhz") is None and s.samples[2].metrics["sm_clock_mhz"].missing_reason
 
 
 def test_sampler_without_a_driver_says_why():

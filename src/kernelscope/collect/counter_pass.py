@@ -41,7 +41,8 @@ def report_path_for(session_path: Path) -> Path:
 
 def run_counter_pass(session: Session, command: list[str], session_path: Path, req: CounterRequest,
                      on_line: Callable[[str], None] | None = None) -> bool:
-    """Profile ``command`` under ncu and merge into ``session``; True when it worked."""
+    """Profile ``command`` under ncu and merge into ``session``; True when it worked, False when it failed or
+    ncu died midway (then the results it wrote are merged and the status is "partial")."""
     regex = req.kernel_regex
     chose = "--kernel" if regex else None
     if regex is None and session.launches:
@@ -79,8 +80,11 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     else:  # only ncu ran the program: its exit code is the workload's
         session_from_report(session, parsed)
         session.exit_code = result.exit_code
-    if parsed.partial_note:
-        session.collectors["counters"] = CollectorStatus("partial", parsed.partial_note, details)
-    else:
-        session.collectors["counters"] = CollectorStatus("ok", None, details)
+    lost = ([f"ncu was killed by signal {-result.exit_code} before it finished"] if result.exit_code < 0 else [])
+    lost += [parsed.partial_note] if parsed.partial_note else [f"the {len(parsed.kernels)} results it wrote were kept"]
+    if result.exit_code < 0 or parsed.partial_note:  # what ncu wrote before it died is kept, and the session says the rest is missing
+        session.collectors["counters"] = CollectorStatus(
+            "partial", "; ".join(lost), details)
+        return False
+    session.collectors["counters"] = CollectorStatus("ok", None, details)
     return True

@@ -160,14 +160,18 @@ def read_report(path: str | os.PathLike[str], partial: bool = False) -> NcuRepor
     if truncated:
         whole = min(layout.complete_results, len(kernels))
         if not partial or whole == 0:
-            raise NcuReportError(f"{cut}; {len(kernels)} kernel results were read, {whole} of them whole"
+            raise NcuReportError(f"{cut}; {_results(len(kernels))} read, {whole} of them whole"
                                  + (" (import --partial keeps the whole ones)" if whole else ""))
-        note = (f"{path} ends early: kept the {whole} whole kernel results, left out "
+        note = (f"{path} ends early: kept the {_results(whole, 'whole ')}, left out "
                 f"{len(kernels) - whole} cut off and any that followed")
         kernels = kernels[:whole]
     if not kernels:
         raise NcuReportError(f"{path} holds no kernel results")
     return NcuReport(path=str(path), kernels=kernels, partial_note=note)
+
+
+def _results(n: int, adjective: str = "") -> str:
+    return f"{n} {adjective}kernel result{'' if n == 1 else 's'}"
 
 
 def _read_action(a: Any, index: int) -> NcuKernelResult:

@@ -34,6 +34,10 @@ class _Device:
         self.cuda_index, self.handle, self.static, self.gpm = cuda_index, handle, static, gpm
 
 
+# Fields every reading has while NVML answers; all of them missing means the device stopped answering.
+LIVE_FIELDS = ("gpu_utilization_pct", "memory_used_bytes", "sm_clock_mhz", "power_w", "temperature_c")
+
+
 class GpuSampler:
     """Samples the given devices every ``interval_ms`` until stopped.
 
@@ -102,6 +106,20 @@ class GpuSampler:
         finally:
             self._cpu_ns = time.thread_time_ns() - cpu0
 
+    def _silent_devices(self) -> list[str]:
+        """Devices whose readings came back empty (the GPU fell off the bus, the driver unloaded): each
+        such sample is kept as N/A with NVML's reason, and the status says how many there were."""
+        out = []
+        for d in self._devices:
+            mine = [x for x in self.samples if x.device_index == d.cuda_index]
+            dead = [x for x in mine if all(x.metrics[k].is_missing for k in LIVE_FIELDS if k in x.metrics)]
+            if dead:
+                why = next((x.metrics[k].missing_reason for x in dead for k in LIVE_FIELDS if k in x.metrics), "")
+                first = mine.index(dead[0]) + 1
+                out.append(f"NVML read nothing for device {d.cuda_index} in {len(dead)} of {len(mine)} samples, "
+                           f"from sample {first} on ({why})")
+        return out
+
     def stop(self) -> CollectorStatus:
         """Stop the thread and say what was sampled and what it cost."""
         if self._thread is None:
@@ -124,7 +142,7 @@ class GpuSampler:
             details["read_ms_max"] = round(max(self._read_ns) / 1e6, 3)
         gpm = [d.gpm.reason for d in self._devices if d.gpm.reason]
         details["gpm"] = gpm[0] if gpm else "ok"
-        problems = [p for p in (self._error, *self._skipped) if p]
+        problems = [p for p in (self._error, *self._skipped, *self._silent_devices()) if p]
         if problems:
             return CollectorStatus("partial", "; ".join(problems), details)
         return CollectorStatus("ok", None, details)
