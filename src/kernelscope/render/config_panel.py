@@ -13,6 +13,7 @@ from rich.text import Text
 from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary
 from kernelscope.model import Metric
 from kernelscope.render.fmt import count, dim3, duration, size_bytes
+from kernelscope.render.fit import fitted_panel
 
 _LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks/SM cap"}
 
@@ -103,4 +104,4 @@ class KernelConfigPanel:
             parts.append(self._config_table(c))
         if len(k.configs) > len(shown):
             parts.append(Text(f"… {len(k.configs) - len(shown)} more configurations (see --json)", style="dim"))
-        yield Panel(Group(*parts), title=f"Kernel configuration · {k.short_name}", title_align="left")
+        yield fitted_panel(parts, f"Kernel configuration · {k.label}", options.max_width)

@@ -33,7 +33,7 @@ class KernelTable:
             cfg = f"{dim3_compact(c.grid)} / {dim3_compact(c.block)}"
             if len(k.configs) > 1:
                 cfg += f" +{len(k.configs) - 1}"
-            t.add_row(str(i), k.short_name, str(k.launches), duration(k.total_ns),
+            t.add_row(str(i), k.label, str(k.launches), duration(k.total_ns),
                       f"{100 * k.share_of_kernel_time:.1f}", duration(k.mean_ns), cfg)
         yield t
         if len(s.kernels) > self.limit:

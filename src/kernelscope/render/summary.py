@@ -14,6 +14,7 @@ from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
 from kernelscope.render.fmt import duration
 from kernelscope.render.ncu_findings import plain
+from kernelscope.render.fit import fitted_panel
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -146,7 +147,7 @@ class SummaryPanel:
             rules = f"{recs.rules_run} kernelscope rule{'s' if recs.rules_run != 1 else ''}"
             parts.append(f"[bold]Recommendations[/]: none. No rule fired on the data collected ({rules} looked).")
         parts.append(MissingList(k))
-        yield Panel(Group(*parts), title=f"10 · Profiling summary · {k.kernel.short_name}", title_align="left")
+        yield fitted_panel(parts, f"10 · Profiling summary · {k.kernel.label}", options.max_width)
 
 
 class MissingList:

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from kernelscope.analyze.warp_state import WarpStateView
 from kernelscope.render.fmt import bar
+from kernelscope.render.fit import fitted_panel
 
 
 class WarpStatePanel:
@@ -16,8 +17,8 @@ class WarpStatePanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         v = self.view
         if v.total_cycles_per_issue is None:
-            yield Panel("N/A: no warp-state counters in this report (WarpStateStats section)",
-                        title=f"Warp state · {self.title}", title_align="left")
+            yield fitted_panel("N/A: no warp-state counters in this report (WarpStateStats section)",
+                               f"Warp state · {self.title}", options.max_width)
             return
         t = Table(box=None, padding=(0, 1), expand=True)
         t.add_column("Stall reason", no_wrap=True, style="bold")
@@ -30,4 +31,4 @@ class WarpStatePanel:
         rest = len(v.stalls) - self.limit
         foot = (f"[dim]{v.total_cycles_per_issue:.1f} warp cycles per issued instruction in all; share = "
                 f"{v.share_formula}.{f' {rest} smaller reasons not shown.' if rest > 0 else ''}[/]")
-        yield Panel(Group(t, foot), title=f"Warp state · {self.title}", title_align="left")
+        yield fitted_panel([t, foot], f"Warp state · {self.title}", options.max_width)
