@@ -92,7 +92,8 @@ class KernelConfigPanel:
             f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · {100 * k.share_of_kernel_time:.1f}% of kernel time",
         )
         limit = 3 * max(40, options.max_width - 4)  # templated C++ names run to thousands of characters
-        name = k.name if len(k.name) <= limit else k.name[: limit - 1] + "…"
+        name = k.name if len(k.name) <= limit else \
+            f"{k.name[:limit]} … ({len(k.name) - limit:,} more characters: show --json has the full name)"
         parts: list = [Text(name, style="dim", overflow="fold"), head]
         if k.regions:
             parts.append(Text("regions: " + ", ".join(k.regions)))
@@ -104,4 +105,4 @@ class KernelConfigPanel:
             parts.append(self._config_table(c))
         if len(k.configs) > len(shown):
             parts.append(Text(f"… {len(k.configs) - len(shown)} more configurations (see --json)", style="dim"))
-        yield fitted_panel(parts, f"Kernel configuration · {k.label}", options.max_width)
+        yield fitted_panel(parts, f"Kernel configuration · {k.label}", options.max_width, said=name)

@@ -25,6 +25,7 @@ class Column:
     wrap: bool = False  # prose or a name: may wrap at spaces and fold a long word; numbers never wrap
     min_width: int = 12  # a wrapping column narrower than this moves to the next table instead
     style: str | None = None
+    droppable: bool = False  # left out, rather than moved, when the table does not fit (it repeats others)
 
 
 def cell_width(value: Any) -> int:
@@ -33,39 +34,43 @@ def cell_width(value: Any) -> int:
     return max((cell_len(line) for line in text.plain.splitlines()), default=0)
 
 
-def _natural(col: Column, cells: Sequence[Any]) -> int:
-    widths = [cell_width(c) for c in cells]
-    head = max((cell_len(w) for w in col.header.split()), default=0) if col.wrap else cell_len(col.header)
-    return max([head, *widths])
+def _need(col: Column, cells: Sequence[Any]) -> int:
+    """The fewest cells the column can have without cutting: all of a number, or a wrapping column's minimum."""
+    widest = max([cell_len(col.header), *(cell_width(c) for c in cells)])
+    return min(widest, col.min_width) if col.wrap else widest
 
 
 def fit_tables(width: int, columns: Sequence[Column], rows: Sequence[Sequence[Any]], keys: int = 1,
-               padding: int = 1, **table_kw: Any) -> list[Table]:
+               padding: int = 1, skip_empty: bool = False, **table_kw: Any) -> list[Table]:
     """Tables of ``rows`` that fit ``width`` cells with no cell shortened.
 
-    The first ``keys`` columns (what a row is) begin every table; the others follow in order
-    and, when one does not fit beside those already placed, it and the rest go to the next
-    table. A wrapping key column is held to at most 2/5 of the width so numbers have room.
+    The first ``keys`` columns (what a row is) begin every table. When all columns do not fit,
+    the droppable ones are left out first; then the others follow in order and, when one does
+    not fit beside those already placed, it and the rest go to the next table. Wrapping columns
+    (names, prose) are counted at their minimum: Rich narrows them to fit and wraps their text.
     ``table_kw`` goes to every Table (box=None unless given); the title only to the first.
+    With ``skip_empty`` a further table leaves out the rows with nothing in its columns.
     """
     table_kw.setdefault("box", None)
-    per_col = 2 * padding + (1 if table_kw["box"] is not None else 0)
-    edge = 1 if table_kw["box"] is not None else 0
-    natural = [_natural(c, [r[i] for r in rows]) for i, c in enumerate(columns)]
-    key_w = []
-    for c, n in zip(columns[:keys], natural[:keys]):
-        key_w.append(min(n, max(c.min_width, (2 * width) // 5)) if c.wrap else n)
-    base = edge + sum(w + per_col for w in key_w)
+    boxed = table_kw["box"] is not None
+    per_col = 2 * padding + (1 if boxed else 0)
+    need = [_need(c, [r[i] for r in rows]) + per_col for i, c in enumerate(columns)]
+    base = (1 if boxed else 0) + sum(need[:keys])
+    shown = list(range(keys, len(columns)))
+    for i in reversed(shown[:]):
+        if base + sum(need[j] for j in shown) <= width:
+            break
+        if columns[i].droppable:
+            shown.remove(i)
     groups: list[list[int]] = []
     current: list[int] = []
     used = base
-    for i in range(keys, len(columns)):
-        need = (min(natural[i], columns[i].min_width) if columns[i].wrap else natural[i]) + per_col
-        if current and used + need > width:
+    for i in shown:
+        if current and used + need[i] > width:
             groups.append(current)
             current, used = [], base
         current.append(i)
-        used += need
+        used += need[i]
     if current or not groups:
         groups.append(current)
     title = table_kw.pop("title", None)
@@ -74,24 +79,31 @@ def fit_tables(width: int, columns: Sequence[Column], rows: Sequence[Sequence[An
         t = Table(padding=(0, padding), title=title if n == 0 else None, **table_kw)
         for i in (*range(keys), *group):
             c = columns[i]
-            fixed = key_w[i] if i < keys and c.wrap else None
-            t.add_column(c.header, justify=c.justify, no_wrap=not c.wrap, overflow="fold", style=c.style,  # type: ignore[arg-type]
-                         max_width=fixed)
+            t.add_column(Text(c.header), justify=c.justify, no_wrap=not c.wrap, overflow="fold",  # type: ignore[arg-type]
+                         style=c.style, min_width=min(c.min_width, need[i] - per_col) if c.wrap else None)
         for r in rows:
+            if n and skip_empty and not any(cell_width(r[i]) for i in group):
+                continue
             t.add_row(*(r[i] for i in (*range(keys), *group)))
         tables.append(t)
     return tables
 
 
 def fitted_panel(body: RenderableType | Sequence[RenderableType], title: str, width: int,
-                 **panel_kw: Any) -> Panel:
+                 said: str | None = None, **panel_kw: Any) -> Panel:
     """A Panel titled ``title``; when the title does not fit the border, the parts after its first
-    " · " open the body instead (a kernel name in a title is never shortened)."""
+    " · " open the body instead (a kernel name in a title is never shortened), unless they are
+    ``said``, what the body opens with already. A subtitle too long for the border closes the body."""
     parts = list(body) if isinstance(body, (list, tuple)) else [body]
     room = width - 6  # the corners, one rule cell each side and a space either side of the title
     if cell_len(title) > room and " · " in title:
         head, rest = title.split(" · ", 1)
-        parts.insert(0, Text(rest, style="bold", overflow="fold"))
+        if rest != said:
+            parts.insert(0, Text(rest, style="bold", overflow="fold"))
         title = head
+    sub = panel_kw.get("subtitle")
+    if isinstance(sub, str) and cell_len(sub) > room:
+        parts.append(Text(panel_kw.pop("subtitle"), style="dim"))
+        panel_kw.pop("subtitle_align", None)
     panel_kw.setdefault("title_align", "left")
     return Panel(Group(*parts), title=title, **panel_kw)

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
+from rich.markup import escape
 from rich.table import Table
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
@@ -75,7 +76,7 @@ class RecommendationsTable:
         t.add_column("Gain", justify="right", no_wrap=True)
         t.add_column("Source", no_wrap=True)
         if self.show_kernel:
-            t.add_column("Kernel", no_wrap=True, max_width=24, overflow="ellipsis")
+            t.add_column("Kernel", max_width=24, overflow="fold")  # a long name folds, never loses its end
         t.add_column("Finding and evidence", overflow="fold", ratio=1)
         for i, r in enumerate(self.recs[: self.limit], 1):
             src = "kernelscope" if r.source == "kernelscope" else "ncu rule"
@@ -83,7 +84,7 @@ class RecommendationsTable:
             sentences = 3 if r.source == "kernelscope" else 1
             body = (f"[bold]{title}[/]: {plain(r.finding.message, sentences=sentences)}\n"
                     f"[dim]evidence: {evidence_text(r)}[/]")
-            cells = [str(i), gain_cell(r), src] + ([r.short_name] if self.show_kernel else []) + [body]
+            cells = [str(i), gain_cell(r), src] + ([escape(r.short_name)] if self.show_kernel else []) + [body]
             t.add_row(*cells)
         yield t
         if len(self.recs) > self.limit:
