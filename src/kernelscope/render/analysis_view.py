@@ -4,7 +4,6 @@ the timeline when asked for."""
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.panel import Panel
 
 from kernelscope.analyze.profiling_summary import SessionAnalysis
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA

@@ -74,6 +74,8 @@ def fit_tables(width: int, columns: Sequence[Column], rows: Sequence[Sequence[An
     if current or not groups:
         groups.append(current)
     title = table_kw.pop("title", None)
+    if len(groups) > 1:
+        table_kw["expand"] = False  # spread over the width, a split table's columns would not line up
     tables = []
     for n, group in enumerate(groups):
         t = Table(padding=(0, padding), title=title if n == 0 else None, **table_kw)

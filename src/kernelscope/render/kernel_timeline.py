@@ -2,9 +2,7 @@
 their share of a block's time, and how much phases overlapped across warps."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from kernelscope.analyze.phases import (

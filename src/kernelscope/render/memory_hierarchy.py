@@ -1,8 +1,7 @@
 """Panel 3, Memory hierarchy: throughput (% of peak, ncu's own), bytes and hit rates per level."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.counters import MemoryHierarchyView

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.model import Finding

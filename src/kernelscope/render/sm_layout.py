@@ -3,8 +3,7 @@ kernel was instrumented; waves and tail computed from the launch otherwise, and
 labelled as such."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 

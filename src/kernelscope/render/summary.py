@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.table import Table
 

@@ -1,8 +1,7 @@
 """Panel 7, Tensor cores: tensor pipe utilization (ncu's % of peak) and MMA instructions by kind."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.counters import TensorView

@@ -1,8 +1,7 @@
 """Warp state: stall reasons as a ranked bar chart, each with its meaning."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.warp_state import WarpStateView
