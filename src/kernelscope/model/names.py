@@ -36,9 +36,7 @@ _WRAPPERS = {"void", "const", "unsigned", "int", "long", "char", "operator", "la
 def _signature_tokens(name: str) -> list[str]:
     """The words of a demangled signature after the kernel's own name, namespaces dropped:
     ``reduce_kernel<512, 1, at::native::ReduceOp<float, ...MaxNanFunctor...>>`` -> 512, 1, ReduceOp, float, ..."""
-    words = []
-    for part in name.split("::"):
-        words.extend(_TOKEN.findall(part))
+    words = _TOKEN.findall(name)
     short = short_kernel_name(name)
     if short in words:
         words = words[words.index(short) + 1:]
