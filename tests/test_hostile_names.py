@@ -41,6 +41,8 @@ def test_show_prints_hostile_names_literally(hostile_session, extra, monkeypatch
     assert "\x1b[31mRED" not in out and "\x1b]8;" not in out  # no colour or hyperlink from the name
     assert SHOWN in out  # device, command and kernel lines show the whole name as typed
     assert out.count("PWNED") >= 5
+    assert out.count("[bold red]PWNED[/]") == out.count("PWNED")  # never styled: each one literal
+    assert "\\[" not in out  # and never escaped twice (a backslash on screen)
     if extra:
         assert "\x1b" not in out
 
@@ -49,6 +51,7 @@ def test_diff_prints_hostile_names_literally(hostile_session):
     code, out, err = run_cli(["diff", str(hostile_session), str(hostile_session), "--width", "250", "--no-color"])
     assert code == 0, err
     assert "\x1b" not in out and "[bold red]PWNED[/]" in out
+    assert out.count("[bold red]PWNED[/]") == out.count("PWNED") and "\\[" not in out
 
 
 def test_json_output_keeps_names_exactly(hostile_session):

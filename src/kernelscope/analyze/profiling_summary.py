@@ -92,7 +92,7 @@ class SessionAnalysis:
             if k.kernel.name == name:
                 return k
         for k in self.kernels:
-            if k.kernel.short_name == name:
+            if name in (k.kernel.short_name, k.kernel.label):
                 return k
         raise KeyError(name)
 
@@ -164,7 +164,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     if dflops is not None or cdur is None:  # declared FLOPs go with the real run's time
         time_metric = Metric(durs.median_ns, "ns", "cupti" if durs.source == "trace pass" else "ncu",
                              f"median kernel duration ({durs.source})")
-    point = make_point(k.short_name, "kernel", flops, nbytes, time_metric, tensor, ceilings)
+    point = make_point(k.label, "kernel", flops, nbytes, time_metric, tensor, ceilings)
     peaks: list[tuple[str, Metric]] = []
     for label, key in PEAK_METRICS:
         m = x.metrics.get(key) if x is not None else None

@@ -86,7 +86,7 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
             findings.append(out)
     findings += nvidia_findings(ctx.launch)
     share = ctx.kernel.share_of_kernel_time
-    recs = [_recommendation(ctx.kernel.name, ctx.kernel.short_name, f, share) for f in findings]
+    recs = [_recommendation(ctx.kernel.name, ctx.kernel.label, f, share) for f in findings]
     recs.sort(key=rank_key)
     return KernelRecommendations(ctx.kernel.name, tuple(recs), tuple(skipped), len(RULES) - len(skipped))
 

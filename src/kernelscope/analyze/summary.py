@@ -1,13 +1,14 @@
 """Kernels by total time, their launch configurations and occupancy: pure data out."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.analyze.arch import SMArch, UnknownArchError
-from kernelscope.model.names import short_kernel_name
+from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
 from kernelscope.model import Launch, Metric, Session
 
@@ -54,6 +55,11 @@ class KernelSummary:
     share_of_kernel_time: float  # 0..1
     configs: tuple[ConfigSummary, ...]  # most time first
     regions: tuple[str, ...]
+    label: str = ""  # what panels call it: the short name, with what tells it apart when two share one
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.short_name)
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,8 @@ def summarize(session: Session) -> SessionSummary:
             configs=tuple(configs), regions=tuple(regions),
         ))
     kernels.sort(key=lambda k: (-k.total_ns, k.name))
+    labels = distinct_short_names(k.name for k in kernels)  # in time order: "#1" is the one with most time
+    kernels = [dataclasses.replace(k, label=labels[k.name]) for k in kernels]
     return SessionSummary(tuple(kernels), total_all, len(session.launches), sm_count)
 
 
@@ -133,4 +141,4 @@ def select_kernels(summary: SessionSummary, pattern: str | None, top: int) -> tu
     if pattern is None:
         return summary.kernels[:top]
     rx = re.compile(pattern)
-    return tuple(k for k in summary.kernels if rx.search(k.name) or rx.search(k.short_name))
+    return tuple(k for k in summary.kernels if rx.search(k.name) or rx.search(k.short_name) or rx.search(k.label))

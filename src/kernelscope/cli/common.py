@@ -58,14 +58,16 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
     if args.kernel is not None and not selected:
         fail(f"no kernel matches --kernel {args.kernel!r}; {len(summary.kernels)} kernels are in the session")
     from kernelscope.analyze.profiling_summary import analyze_session
-    from kernelscope.cli.calibrate import ceilings_for_session
+    from kernelscope.cli.calibrate import ceilings_for
+
+    ceilings = ceilings_for(session, getattr(args, "ceilings", None))
 
     if args.json:
         from kernelscope.render.analysis_json import analysis_json
         from kernelscope.render.json_view import show_json
 
         doc = show_json(session, summary, selected if args.kernel else summary.kernels)
-        per_kernel = analysis_json(analyze_session(session, ceilings_for_session(session), summary))
+        per_kernel = analysis_json(analyze_session(session, ceilings, summary))
         for k in doc["kernels"]:
             k["analysis"] = per_kernel.get(k["name"])
         json.dump(doc, sys.stdout, indent=1, default=str)
@@ -75,7 +77,7 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
 
     console = make_console(width=args.width, color=False if args.no_color else None)
     limit = len(summary.kernels) if args.all_kernels else 15
-    analysis = analyze_session(session, ceilings_for_session(session), summary)
+    analysis = analyze_session(session, ceilings, summary)
     console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
                            timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None)))
     return 0

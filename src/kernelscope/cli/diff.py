@@ -7,6 +7,7 @@ import json
 import re
 import sys
 
+from kernelscope.cli.calibrate import add_ceilings_arg
 from kernelscope.cli.common import fail, load_session
 
 EXIT_SLOWER = 1
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
     p.add_argument("--no-color", action="store_true", help="plain text output")
+    add_ceilings_arg(p)
     p.set_defaults(func=main)
 
 
@@ -51,7 +53,7 @@ def _json(d, a: str, b: str, fail_pct: float | None) -> dict:
 def main(args: argparse.Namespace) -> int:
     from kernelscope.analyze.diff import SessionDiff, diff_sessions
     from kernelscope.analyze.profiling_summary import analyze_session
-    from kernelscope.cli.calibrate import ceilings_for_session
+    from kernelscope.cli.calibrate import ceilings_for
 
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         fail("--fail-if-slower takes a non-negative percentage")
@@ -60,8 +62,8 @@ def main(args: argparse.Namespace) -> int:
         from kernelscope.render.text import display_copy
 
         sa, sb = display_copy(sa), display_copy(sb)
-    d = diff_sessions(analyze_session(sa, ceilings_for_session(sa)), analyze_session(sb, ceilings_for_session(sb)),
-                      sa, sb)
+    d = diff_sessions(analyze_session(sa, ceilings_for(sa, args.ceilings)),
+                      analyze_session(sb, ceilings_for(sb, args.ceilings)), sa, sb)
     if args.kernel is not None:
         try:
             rx = re.compile(args.kernel)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from kernelscope.cli.calibrate import add_ceilings_arg
 from kernelscope.cli.common import add_view_args, fail, load_session, render_show
 
 
@@ -15,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--block", type=int, metavar="ID", help="the block (linear id) the warp-execution panel draws "
                    "(default: the first with recorded phase scopes)")
     p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")
+    add_ceilings_arg(p)
     p.set_defaults(func=main)
 
 
@@ -26,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
         fail(f"--block takes a linear block id >= 0, got {args.block}")
     code = render_show(session, args)
     if args.roofline_png:
-        from kernelscope.cli.calibrate import write_roofline
+        from kernelscope.cli.calibrate import ceilings_for, write_roofline
 
-        write_roofline(session, args.roofline_png)
+        write_roofline(session, args.roofline_png, ceilings_for(session, args.ceilings) if args.ceilings else None)
     return code

@@ -4,7 +4,6 @@ the timeline when asked for."""
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.panel import Panel
 
 from kernelscope.analyze.profiling_summary import SessionAnalysis
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
@@ -12,6 +11,7 @@ from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.roofline_term import RooflineChart, placed
 from kernelscope.render.summary import RecommendationsTable
 from kernelscope.render.timeline import TimelinePanel
+from kernelscope.render.fit import fitted_panel
 
 
 class SessionRecommendationsPanel:
@@ -30,11 +30,11 @@ class SessionRecommendationsPanel:
         from dataclasses import replace
 
         as_session = tuple(replace(r, gain_pct=r.session_gain_pct) for r in recs)  # the Gain column shows session gain
-        yield Panel(RecommendationsTable(as_session, self.limit, show_kernel=True),
-                    title="Recommendations across the session", title_align="left",
-                    subtitle=f"gain = {SESSION_GAIN_FORMULA}"
-                             + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed" if left_out else ""),
-                    subtitle_align="left")
+        yield fitted_panel(RecommendationsTable(as_session, self.limit, show_kernel=True),
+                           "Recommendations across the session", options.max_width,
+                           subtitle=f"gain = {SESSION_GAIN_FORMULA}"
+                                    + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed" if left_out else ""),
+                           subtitle_align="left")
 
 
 class SessionPanels:

@@ -5,14 +5,14 @@ N/A with the reason.
 """
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary
 from kernelscope.model import Metric
 from kernelscope.render.fmt import count, dim3, duration, size_bytes
+from kernelscope.render.fit import fitted_panel
 
 _LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks/SM cap"}
 
@@ -91,10 +91,11 @@ class KernelConfigPanel:
             f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · {100 * k.share_of_kernel_time:.1f}% of kernel time",
         )
         limit = 3 * max(40, options.max_width - 4)  # templated C++ names run to thousands of characters
-        name = k.name if len(k.name) <= limit else k.name[: limit - 1] + "…"
-        parts: list = [Text(name, style="dim", overflow="fold"), head]
+        name = k.name if len(k.name) <= limit else \
+            f"{k.name[:limit]} … ({len(k.name) - limit:,} more characters: show --json has the full name)"
+        parts: list = [Text.from_markup(name, style="dim", overflow="fold"), head]
         if k.regions:
-            parts.append(Text("regions: " + ", ".join(k.regions)))
+            parts.append(Text.from_markup("regions: " + ", ".join(k.regions)))
         shown = k.configs[: self.max_configs]
         for i, c in enumerate(shown):
             if len(k.configs) > 1:
@@ -103,4 +104,4 @@ class KernelConfigPanel:
             parts.append(self._config_table(c))
         if len(k.configs) > len(shown):
             parts.append(Text(f"… {len(k.configs) - len(shown)} more configurations (see --json)", style="dim"))
-        yield Panel(Group(*parts), title=f"Kernel configuration · {k.short_name}", title_align="left")
+        yield fitted_panel(parts, f"Kernel configuration · {k.label}", options.max_width, said=name)

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, SessionDiff
+from kernelscope.model.names import distinct_short_names
+from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration
 from kernelscope.render.summary import number, rate_cell
 
@@ -15,12 +16,11 @@ _BOUND = {"memory-bound": "memory", "compute-bound": "compute", "latency-bound":
           "occupancy-limited": "occupancy", "launch-bound": "launch", "unknown": "?"}
 
 
-def _name(k, width: int) -> str:
-    """The short name, cut to fit, with the launch configuration when the kernel is compared per configuration."""
+def _name(k, label: str) -> str:
+    """The kernel's label (its short name, told apart from others of the same short name), with the launch
+    configuration when the kernel is compared per configuration; never shortened: it wraps."""
     cfg = f" [{k.config.replace('x1x1', '').replace('x1 ', ' ')}]" if k.config else ""
-    room = width - len(cfg)
-    name = k.short_name if len(k.short_name) <= room else k.short_name[: max(1, room - 1)] + "…"
-    return escape(name + cfg)
+    return label + cfg
 
 
 def pct(v: float | None) -> str:
@@ -42,13 +42,11 @@ class DiffView:
             head.add_row("[bold yellow]Warning[/]", f"[yellow]{d.device.warning}[/]")
         head.add_row("Kernel time", f"{duration(d.total_a_ns)} → {duration(d.total_b_ns)} ({pct(d.total_change_pct)}; "
                      "all launches, so a different number of launches changes it too)")
-        t = Table(box=None, padding=(0, 1), show_header=True)
-        kernel_width = max(20, options.max_width - 4 - 80)  # the other columns take about 80 cells
-        t.add_column("Kernel", no_wrap=True, width=kernel_width)
-        for name in ("Launches", "Median A", "Median B", "Change", "Spread"):
-            t.add_column(name, justify="right", no_wrap=True)
-        t.add_column("Verdict", no_wrap=True)
-        t.add_column("Bound A → B", no_wrap=True)
+        labels = distinct_short_names(k.name for k in d.kernels)
+        cols = [Column("Kernel", "left", wrap=True, min_width=20)] + [Column(name) for name in (
+            "Launches", "Median A", "Median B", "Change", "Spread")] + [Column("Verdict", "left"),
+                                                                         Column("Bound A → B", "left")]
+        rows = []
         split = any(k.config for k in d.kernels)
         for k in d.kernels:
             la = k.a.launches if k.a else 0
@@ -57,17 +55,19 @@ class DiffView:
             style = _VERDICT_STYLE.get(k.verdict)
             ba, bb = _BOUND.get(k.bound_a or "", k.bound_a or "—"), _BOUND.get(k.bound_b or "", k.bound_b or "—")
             bound = "" if k.bound_a is None and k.bound_b is None else (ba if ba == bb else f"{ba} → {bb}")
-            t.add_row(_name(k, kernel_width), f"{la} / {lb}", duration(k.a.median_ns) if k.a else "—",
-                      duration(k.b.median_ns) if k.b else "—", pct(k.change_pct),
-                      "—" if k.spread_ns is None else duration(k.spread_ns),
-                      f"[{style}]{verdict}[/]" if style else verdict, bound)
-        parts: list = [head, t]
+            rows.append((_name(k, labels[k.name]), f"{la} / {lb}", duration(k.a.median_ns) if k.a else "—",
+                         duration(k.b.median_ns) if k.b else "—", pct(k.change_pct),
+                         "—" if k.spread_ns is None else duration(k.spread_ns),
+                         f"[{style}]{verdict}[/]" if style else verdict, bound))
+        # the panel's border and padding take 4 cells; columns that do not fit go to a second table
+        tables = fit_tables(options.max_width - 4, cols, rows)
+        parts: list = [head, *tables]
         def both(c) -> bool:
             return c.a is not None and not c.a.is_missing and c.b is not None and not c.b.is_missing
 
         detail = [k for k in d.kernels if any(both(c) for c in k.throughput + k.counters)]
         for k in detail:
-            c = Table(box=None, padding=(0, 1), show_header=True, title=f"{k.short_name}", title_justify="left")
+            c = Table(box=None, padding=(0, 1), show_header=True, title=labels[k.name], title_justify="left")
             for col in ("", "A", "B", "Change"):
                 c.add_column(col, justify="right" if col else "left", no_wrap=True)
             for ch in k.throughput + k.counters:
@@ -85,7 +85,7 @@ class DiffView:
                          "compared per configuration, shown as \\[grid / block].[/]")
         if self.fail_pct is not None:
             slow = d.slower_than(self.fail_pct)
-            names = ", ".join(k.short_name for k in slow[:5]) + (f" and {len(slow) - 5} more" if len(slow) > 5 else "")
+            names = ", ".join(labels[k.name] for k in slow[:5]) + (f" and {len(slow) - 5} more" if len(slow) > 5 else "")
             parts.append(f"[bold red]{len(slow)} kernel(s) slower by more than {self.fail_pct:g}% beyond the spread: "
                          f"{names}[/]" if slow else
                          f"No kernel is slower by more than {self.fail_pct:g}% beyond the spread.")

@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary
-from kernelscope.model.names import short_kernel_name
+from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.model import Launch, Session
-from kernelscope.render.fmt import size_bytes, truncate
+from kernelscope.render.fmt import size_bytes
 
 BLOCKS = " ▁▂▃▄▅▆▇█"  # index 0: nothing; 1..8: one to eight eighths
 
@@ -188,7 +188,7 @@ class GpuStatsPanel:
             if f is None:
                 continue
             if f.count == 0:
-                t.add_row(LABELS[key], Text(truncate(f"N/A: {f.missing_reason}", width), style="dim"), "")
+                t.add_row(LABELS[key], Text(f"N/A: {f.missing_reason}", style="dim", no_wrap=False), "")
                 continue
             lo, hi = _scale(f)
             cols = bucket(times, f.series, t0, t1, width)
@@ -202,7 +202,7 @@ class GpuStatsPanel:
                   "session clock" if s.on_timeline else "since 1st sample")
         return t
 
-    def _samples_lines(self, width: int) -> list[Text]:
+    def _samples_lines(self) -> list:
         s = self.summary
         samples = s.used
         n = len(samples)
@@ -213,17 +213,24 @@ class GpuStatsPanel:
             picks = sorted(set(flagged) | set(even))
         else:
             picks = list(range(n))
-        head = f"{'t':>9} {'GPU':>5} {'SM MHz':>6} {'power':>6} {'temp':>6}   kernels that ran since the previous sample"
-        out = [Text(truncate(head, width), style="bold")]
+        # the readings keep their columns; the kernel names wrap under their own column, never cut
+        t = Table.grid(padding=(0, 1))
+        t.add_column(no_wrap=True)
+        t.add_column(overflow="fold")
+        t.add_row(Text(f"{'t':>9} {'GPU':>5} {'SM MHz':>6} {'power':>6} {'temp':>6}  ", style="bold"),
+                  Text("kernels that ran since the previous sample", style="bold"))
+        labels = distinct_short_names(x.kernel for x in self.session.launches)
         for i in picks:
             x, w = samples[i], s.windows[i]
             when = f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A"
-            names = [short_kernel_name(k) for k, _ in w.kernels]
+            names = [labels.get(k) or short_kernel_name(k) for k, _ in w.kernels]
             ks = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "") if names else "(none)"
             line = (f"{when:>9} {value_text(_f(x.value('gpu_utilization_pct')), '%'):>5} "
                     f"{value_text(_f(x.value('sm_clock_mhz')), ''):>6} {value_text(_f(x.value('power_w')), 'W'):>6} "
-                    f"{value_text(_f(x.value('temperature_c')), 'C'):>6} {'!' if w.flags else ' '} {ks}")
-            out.append(Text(truncate(line, width), style="yellow" if w.flags else ""))
+                    f"{value_text(_f(x.value('temperature_c')), 'C'):>6} {'!' if w.flags else ' '}")
+            style = "yellow" if w.flags else ""
+            t.add_row(Text(line, style=style), Text.from_markup(ks, style=style))
+        out: list = [t]
         if len(picks) < n:
             out.append(Text(f"{len(picks)} of {n} samples shown: flagged ones first, the rest evenly spaced", style="dim"))
         return out
@@ -235,7 +242,7 @@ class GpuStatsPanel:
         parts += self._cost()
         strip = max(10, inner - LABEL_WIDTH - SCALE_WIDTH - 2)
         parts += [Text(""), Text("Against the kernel timeline", style="bold"), self._strip(strip), Text("")]
-        parts += self._samples_lines(inner)
+        parts += self._samples_lines()
         yield Panel(Group(*parts), title=self._title(), title_align="left")
 
 

@@ -2,9 +2,7 @@
 their share of a block's time, and how much phases overlapped across warps."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from kernelscope.analyze.phases import (
@@ -16,6 +14,7 @@ from kernelscope.analyze.phases import (
 from kernelscope.model import Launch
 from kernelscope.render.fmt import bar
 from kernelscope.render.warp_execution import no_scopes_panel, phase_letters
+from kernelscope.render.fit import Column, fit_tables, fitted_panel
 
 
 class KernelPhasesPanel:
@@ -25,7 +24,7 @@ class KernelPhasesPanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         s = self.launch.scopes
         title = f"Kernel timeline (inside) · {self.title}"
-        if (na := no_scopes_panel(s, title)) is not None:
+        if (na := no_scopes_panel(s, title, options.max_width)) is not None:
             yield na
             return
         v = summarize_phases(s, self.launch)
@@ -34,17 +33,18 @@ class KernelPhasesPanel:
         span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
         head = Text(f"{v.blocks:,} blocks, {v.warps:,} warps recorded; median block span {span} "
                     f"(first to last scope record of a block)")
-        t = Table(box=None, padding=(0, 1), expand=False)
-        for col, just in (("phase", "left"), ("scopes", "right"), ("warps", "right"), (f"per warp median ({u})", "right"),
-                          ("min", "right"), ("max", "right"), (f"starts at ({u})", "right"), ("share of block", "left")):
-            t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        cols = [Column("phase", "left")] + [Column(c) for c in (
+            "scopes", "warps", f"per warp median ({u})", "min", "max", f"starts at ({u})")] + [
+            Column("share of block", "left")]
+        rows = []
         for p in v.phases:
             share = "N/A" if p.share_of_block_median is None else \
                 f"{bar(100 * p.share_of_block_median, 12)} {100 * p.share_of_block_median:4.1f}%"
-            t.add_row(f"{letters.get(p.name, '?')} {p.name}", f"{p.scopes:,}", f"{p.warps:,}",
-                      f"{p.per_warp_median:,.0f}", f"{p.per_warp_min:,}", f"{p.per_warp_max:,}",
-                      f"{p.first_start_median:,.0f}", share)
-        parts: list = [head, t]
+            rows.append((f"{letters.get(p.name, '?')} {p.name}", f"{p.scopes:,}", f"{p.warps:,}",
+                         f"{p.per_warp_median:,.0f}", f"{p.per_warp_min:,}", f"{p.per_warp_max:,}",
+                         f"{p.first_start_median:,.0f}", share))
+        tables = fit_tables(options.max_width - 4, cols, rows)
+        parts: list = [head, *tables]
         if v.overlaps:
             parts.append(Text("Overlap between phases (pipeline stages working at once):"))
             for o in v.overlaps[: self.overlap_limit]:
@@ -56,4 +56,4 @@ class KernelPhasesPanel:
                           f"{OVERLAP_FORMULA}. Times in {u} ({s.clock}) from each block's first record.", style="dim"))
         parts += [Text(f"check: {c}", style="dim") for c in v.checks]
         parts += [Text(f"problem: {p}", style="yellow") for p in v.problems]
-        yield Panel(Group(*parts), title=title, title_align="left")
+        yield fitted_panel(parts, title, options.max_width)

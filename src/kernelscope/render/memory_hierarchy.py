@@ -1,12 +1,12 @@
 """Panel 3, Memory hierarchy: throughput (% of peak, ncu's own), bytes and hit rates per level."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.counters import MemoryHierarchyView
 from kernelscope.render.fmt import bar, metric_cell, short_cell
+from kernelscope.render.fit import fitted_panel
 
 
 class MemoryHierarchyPanel:
@@ -38,4 +38,4 @@ class MemoryHierarchyPanel:
                 if m is not None and m.is_missing:
                     parts.append(f"[dim]N/A {lv.name} {what}: {m.missing_reason}[/]")
         parts.append("[dim]% of peak are ncu's own pct_of_peak_sustained metrics; bytes and hit rates are ncu counters.[/]")
-        yield Panel(Group(*parts), title=f"Memory hierarchy · {self.title}", title_align="left")
+        yield fitted_panel(parts, f"Memory hierarchy · {self.title}", options.max_width)

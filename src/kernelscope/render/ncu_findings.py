@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.model import Finding
+from kernelscope.render.fit import fitted_panel
 
 _SECTION = re.compile(r"@section:[^:@]*:([^@]*)@")
 _URL = re.compile(r"@url:([^:@]*):([^@]*)@")
@@ -40,5 +40,5 @@ class NcuFindingsPanel:
         for f in shown:
             speed = f"{f.speedup_pct:.1f}% ({f.speedup_type})" if f.speedup_pct is not None else "—"
             t.add_row(speed, f.name or f.rule_id, plain(f.message, sentences=2))
-        yield Panel(t, title=f"Nsight Compute rules · {self.title}", title_align="left",
-                    subtitle="NVIDIA's guided analysis as recorded in the report (full text: show --json)", subtitle_align="left")
+        yield fitted_panel(t, f"Nsight Compute rules · {self.title}", options.max_width,
+                           subtitle="NVIDIA's guided analysis as recorded in the report (full text: show --json)", subtitle_align="left")

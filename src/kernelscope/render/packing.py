@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from kernelscope.render.fit import Column, fit_tables
 from kernelscope.model.packing import PackedWord, PackingExample, UnpackTrace
 
 
@@ -29,16 +30,13 @@ def _signed(v: int) -> str:
     return f"{v:+d}"
 
 
-def _table(*columns: str, left: tuple[str, ...] = ()) -> Table:
-    """Numbers right-aligned, the named text columns left; headers as plain text (no markup)."""
-    t = Table(box=None, padding=(0, 1), show_header=True, header_style="bold")
-    for c in columns:
-        t.add_column(Text(c), justify="left" if c in left else "right", no_wrap=True)
-    return t
-
-
-def _row(t: Table, *cells: str) -> None:
-    t.add_row(*(Text(c) for c in cells))  # cells hold brackets (B[0, 4]) that are not markup
+def _tables(width: int, columns: tuple[str, ...], rows: list[tuple[str, ...]], left: tuple[str, ...] = (),
+            prose: tuple[str, ...] = ()) -> list[Table]:
+    """Numbers right-aligned and never cut, the named text columns left, prose columns wrapping; what does
+    not fit the width goes to a further table that repeats the first column."""
+    cols = [Column(c, "left" if c in left or c in prose else "right", wrap=c in prose) for c in columns]
+    # cells hold brackets (B[0, 4]) that are not markup
+    return fit_tables(width, cols, [tuple(Text(c) for c in r) for r in rows], header_style="bold")
 
 
 class QuantizeView:
@@ -48,15 +46,16 @@ class QuantizeView:
         self.word = word
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        t = _table("nibble", "k", "n", "fp16 w", "bits", "scale", "w / scale", "q", "q - 8", "(q-8)·scale")
+        rows = []
         for slot in self.word.nibbles:
             v = slot.value
-            _row(t, str(slot.nibble), str(v.k), str(v.n), f"{v.weight:+.6f}", f"0x{v.weight_bits:04x}",
-                      f"{v.scale:.6f}", f"{v.ratio:+.4f}", str(v.q), _signed(v.signed),
-                      f"{v.signed * v.scale:+.6f}")
+            rows.append((str(slot.nibble), str(v.k), str(v.n), f"{v.weight:+.6f}", f"0x{v.weight_bits:04x}",
+                         f"{v.scale:.6f}", f"{v.ratio:+.4f}", str(v.q), _signed(v.signed),
+                         f"{v.signed * v.scale:+.6f}"))
         yield Text("1. fp16 -> int4: scale = max|w| · 2/15 over the group; q = round(w / scale) + 8, "
                    "clamped to 0..15", style="bold")
-        yield t
+        yield from _tables(options.max_width, ("nibble", "k", "n", "fp16 w", "bits", "scale", "w / scale", "q",
+                                               "q - 8", "(q-8)·scale"), rows)
 
 
 class PackView:
@@ -85,17 +84,18 @@ class PackView:
         yield self._nibble_rows(w)
         mem = " ".join(f"{b:02x}" for b in w.word_bytes)
         yield Text(f"word = {_hex32(w.word)} = {w.word_int32:,} as int32; in memory (little-endian): {mem}")
-        t = _table("tile", "B[row, col]", "byte offset", "word", "bytes in memory", "q by nibble 0..7", "k rows",
-                   "n cols", left=("k rows", "n cols"))
+        rows = []
         for x in ex.words:
             ks = sorted({s.value.k for s in x.nibbles})
             ns = sorted({s.value.n for s in x.nibbles})
-            _row(t, str(x.tile), f"B[{x.b_row}, {x.b_col}]", f"{x.byte_offset:,}", _hex32(x.word),
-                      " ".join(f"{b:02x}" for b in x.word_bytes), " ".join(str(s.value.q) for s in x.nibbles),
-                      ",".join(map(str, ks)), ",".join(map(str, ns)))
+            rows.append((str(x.tile), f"B[{x.b_row}, {x.b_col}]", f"{x.byte_offset:,}", _hex32(x.word),
+                         " ".join(f"{b:02x}" for b in x.word_bytes), " ".join(str(s.value.q) for s in x.nibbles),
+                         ",".join(map(str, ks)), ",".join(map(str, ns))))
         yield Text(f"lane {w.lane}'s four words, one per 16x16 tile of the chunk (B is int32 "
                    f"{ex.b_shape[0]} x {ex.b_shape[1]}):")
-        yield t
+        yield from _tables(options.max_width, ("tile", "B[row, col]", "byte offset", "word", "bytes in memory",
+                                               "q by nibble 0..7", "k rows", "n cols"), rows,
+                           left=("k rows", "n cols"))
 
 
 class PlacementView:
@@ -141,15 +141,13 @@ class UnpackView:
         w = tr.word
         yield Text(f"\n4. Unpack in registers (Marlin's dequant), word w = {_hex32(w.word)}: "
                    f"no integer convert, just masks and fp16 arithmetic", style="bold")
-        c = _table("constant", "bits", "fp16 each half", "why", left=("constant", "why"))
-        for k in tr.constants:
-            _row(c, k.name, _hex32(k.bits), _half(k.half_value), k.meaning)
-        yield c
-        t = _table("operation", "result", "low half", "high half", "nibbles", "goes to", left=("operation", "goes to"))
-        for s in tr.steps:
-            _row(t, s.operation, _hex32(s.result_bits), _half(s.low_half), _half(s.high_half),
-                      f"{s.low_nibble}, {s.high_nibble}", s.fragment)
-        yield t
+        yield from _tables(options.max_width, ("constant", "bits", "fp16 each half", "why"),
+                           [(k.name, _hex32(k.bits), _half(k.half_value), k.meaning) for k in tr.constants],
+                           left=("constant",), prose=("why",))
+        yield from _tables(options.max_width, ("operation", "result", "low half", "high half", "nibbles", "goes to"),
+                           [(s.operation, _hex32(s.result_bits), _half(s.low_half), _half(s.high_half),
+                             f"{s.low_nibble}, {s.high_nibble}", s.fragment) for s in tr.steps],
+                           left=("operation",), prose=("goes to",))
         q = " ".join(str(x.value.q) for x in w.nibbles)
         got = " ".join(f"{i}:{_signed(v)}" for i, v in enumerate(tr.signed_by_nibble))
         yield Text(f"signed values by nibble {got}  (q = {q}, so each is q - 8, low and high nibbles alike); "

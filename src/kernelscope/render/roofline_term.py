@@ -6,9 +6,9 @@ import math
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
-from rich.table import Table
 
 from kernelscope.analyze.roofline import Ceilings, RooflinePoint
+from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.summary import rate_cell, si
 
 MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -22,6 +22,11 @@ def placed(points: tuple[RooflinePoint, ...]) -> list[RooflinePoint]:
 def _origin(m) -> str:
     """Where a roofline input came from, briefly: declared by the user, or the counter's name."""
     return {"user": "declared"}.get(m.source, m.raw_name if m.source == "ncu" else "SASS counters")
+
+
+def _intensity(v: float) -> str:
+    """FLOP/byte: whole numbers from 100 up (a 3-digit .3g would print 1,000 as 1e+03), else 3 digits."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _decades(lo: float, hi: float) -> tuple[int, int]:
@@ -103,15 +108,16 @@ class RooflineChart:
         if pts:
             width = max(30, min(90, options.max_width - 22))
             parts.append("\n".join(self._grid(pts, width)))
-            t = Table(box=None, padding=(0, 1), show_header=True)
-            for name, just in (("", "left"), ("Kernel / region", "left"), ("FLOP/byte", "right"),
-                               ("FLOP/s", "right"), ("% of roof", "right"), ("FLOPs / bytes", "left")):
-                t.add_column(name, justify=just, no_wrap=name != "FLOPs / bytes", overflow="fold")
+            cols = [Column("", "left"), Column("Kernel / region", "left", wrap=True, min_width=20),
+                    Column("FLOP/byte"), Column("FLOP/s"), Column("% of roof"),
+                    Column("FLOPs / bytes", "left", wrap=True, min_width=16)]
+            rows = []
             for mark, p in zip(MARKS, pts):
                 pct = "N/A" if p.pct_of_roof.is_missing else f"{float(p.pct_of_roof.value):.0f}% ({p.side})"
-                t.add_row(mark, f"{p.label} ({p.kind})", f"{float(p.intensity.value):.3g}", rate_cell(p.flop_rate),
-                          pct, f"{_origin(p.flops)} / {_origin(p.bytes)}")
-            parts.append(t)
+                rows.append((mark, f"{p.label} ({p.kind})", _intensity(float(p.intensity.value)),
+                             rate_cell(p.flop_rate), pct, f"{_origin(p.flops)} / {_origin(p.bytes)}"))
+            # what does not fit beside the numbers goes to a second table, keyed by the mark and name
+            parts += fit_tables(options.max_width - 4, cols, rows, keys=2)
         else:
             parts.append("No kernel or region has both FLOPs and bytes, so none can be placed.")
         unplaced = [p for p in self.points if p not in pts]

@@ -39,11 +39,11 @@ class ShowView:
             profiled = counter_launches(self.session, k.name)
             scoped = next((x for x in self.session.launches if x.kernel == k.name and x.scopes is not None), None)
             if scoped is not None:  # Proton phase scopes: panels 4 (warp execution) and 8 (inside the kernel)
-                yield WarpExecutionPanel(scoped, k.short_name, block=self.block,
+                yield WarpExecutionPanel(scoped, k.label, block=self.block,
                                          counters=profiled[0] if profiled else None)
-                yield KernelPhasesPanel(scoped, k.short_name)
+                yield KernelPhasesPanel(scoped, k.label)
             if profiled:
-                yield CounterPanels(profiled[0], k.short_name, len(profiled))
+                yield CounterPanels(profiled[0], k.label, len(profiled))
             if self.analysis is not None:
                 yield SummaryPanel(self.analysis.kernel(k.name))
         if self.analysis is not None:

@@ -3,8 +3,7 @@ kernel was instrumented; waves and tail computed from the launch otherwise, and
 labelled as such."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +15,7 @@ from kernelscope.analyze.sm_layout import (
 from kernelscope.analyze.summary import KernelSummary, launch_config
 from kernelscope.model import Metric, Session
 from kernelscope.render.fmt import bar, duration
+from kernelscope.render.fit import fitted_panel
 
 SHADES = " ▁▂▃▄▅▆▇█"
 
@@ -164,7 +164,7 @@ class SMLayoutPanel:
             parts = _measured_view(m, theoretical, width, self.max_strips)
             if len(recorded) > 1:
                 parts.insert(0, Text(f"{len(recorded)} instrumented launches; showing the last", style="dim"))
-            title = f"Block → SM layout · {k.short_name} · measured"
+            title = f"Block → SM layout · {k.label} · measured"
         else:
             layout = computed_layout(c.config.blocks, c.occupancy, c.occupancy_missing_reason, self.sm_count)
             parts = _computed_view(layout, width)
@@ -182,5 +182,5 @@ class SMLayoutPanel:
                 parts.append(Text(f"Proton scopes of one launch recorded the SM of {len({w.block_id for w in ws}):,} "
                                   f"of its {grid_blocks:,} blocks: {len(sms):,} distinct SMs "
                                   "(instrument: %smid per block)", style="dim"))
-            title = f"Block → SM layout · {k.short_name} · {COMPUTED_LABEL}"
-        yield Panel(Group(*parts), title=title, title_align="left")
+            title = f"Block → SM layout · {k.label} · {COMPUTED_LABEL}"
+        yield fitted_panel(parts, title, options.max_width)

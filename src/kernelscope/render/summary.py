@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
@@ -14,6 +13,7 @@ from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
 from kernelscope.render.fmt import duration
 from kernelscope.render.ncu_findings import plain
+from kernelscope.render.fit import fitted_panel
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -74,7 +74,7 @@ class RecommendationsTable:
         t.add_column("Gain", justify="right", no_wrap=True)
         t.add_column("Source", no_wrap=True)
         if self.show_kernel:
-            t.add_column("Kernel", no_wrap=True, max_width=24, overflow="ellipsis")
+            t.add_column("Kernel", max_width=24, overflow="fold")  # a long name folds, never loses its end
         t.add_column("Finding and evidence", overflow="fold", ratio=1)
         for i, r in enumerate(self.recs[: self.limit], 1):
             src = "kernelscope" if r.source == "kernelscope" else "ncu rule"
@@ -146,7 +146,7 @@ class SummaryPanel:
             rules = f"{recs.rules_run} kernelscope rule{'s' if recs.rules_run != 1 else ''}"
             parts.append(f"[bold]Recommendations[/]: none. No rule fired on the data collected ({rules} looked).")
         parts.append(MissingList(k))
-        yield Panel(Group(*parts), title=f"10 · Profiling summary · {k.kernel.short_name}", title_align="left")
+        yield fitted_panel(parts, f"10 · Profiling summary · {k.kernel.label}", options.max_width)
 
 
 class MissingList:

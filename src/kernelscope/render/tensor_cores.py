@@ -1,12 +1,12 @@
 """Panel 7, Tensor cores: tensor pipe utilization (ncu's % of peak) and MMA instructions by kind."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.counters import TensorView
 from kernelscope.render.fmt import bar, metric_cell
+from kernelscope.render.fit import fitted_panel
 
 
 class TensorCoresPanel:
@@ -20,8 +20,8 @@ class TensorCoresPanel:
                 f"[dim]({pct.raw_name})[/]" if not pct.is_missing else f"Tensor pipe utilization  N/A ({pct.missing_reason})")
         t = Table(box=None, padding=(0, 1))
         t.add_column("MMA kind")
-        t.add_column("Instructions", justify="right")
-        t.add_column("Rate", justify="right")
+        t.add_column("Instructions", justify="right", no_wrap=True)
+        t.add_column("Rate", justify="right", no_wrap=True)
         for label, n, rate in v.mma_instructions:
             if n.is_missing:
                 t.add_row(label, "N/A", "[dim]not in this report[/]")
@@ -31,5 +31,4 @@ class TensorCoresPanel:
         if v.hmma_includes_gmma:
             notes.append("[dim]HMMA and GMMA counts are equal: ncu counts the wgmma instructions on the HMMA "
                          "pipe too, so they are the same instructions, not two kinds.[/]")
-        yield Panel(Group(head, t, *notes),
-                    title=f"Tensor cores · {self.title}", title_align="left")
+        yield fitted_panel([head, t, *notes], f"Tensor cores · {self.title}", options.max_width)

@@ -34,10 +34,12 @@ def plain(s: str) -> str:
 
 
 def display_copy(obj: T) -> T:
-    """A copy of session data with every string (and string key) made plain, for the terminal renderers.
+    """A copy of session data with every string (and string key) made plain, for the terminal renderers:
+    done once where the data enters the view, so no panel can forget it.
 
-    Renderers format session strings into markup in many places; making the data plain once, where it
-    enters the terminal view, means no panel can forget to. JSON outputs use the original data.
+    Panels put these strings into console markup as they are; a panel that builds a Text from one
+    uses ``Text.from_markup`` (a plain ``Text`` would show the escaping backslashes). A forgotten
+    case shows a backslash, never applied markup. JSON outputs use the original data.
     """
     return _copy(obj)  # type: ignore[no-any-return]
 

@@ -8,6 +8,8 @@ from rich.table import Table
 
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP, Timeline
+from kernelscope.model.names import distinct_short_names
+from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration
 
 _GAP_STYLE = {LAUNCH_GAP: "yellow", HOST_WAIT: "red"}
@@ -40,26 +42,26 @@ class TimelinePanel:
         if not tl.gaps:
             head.add_row("Gaps", "none: every kernel started within "
                          f"{duration(BACK_TO_BACK_GAP_NS)} of the previous one ending")
-        t = Table(box=None, padding=(0, 1), expand=True, show_header=True)
-        t.add_column("Start ms", justify="right", no_wrap=True)
-        t.add_column("Duration", justify="right", no_wrap=True)
-        t.add_column("Idle before", justify="right", no_wrap=True)
-        t.add_column("Kind", no_wrap=True)
-        t.add_column("Name", overflow="ellipsis", no_wrap=True, ratio=1, min_width=20)
-        t.add_column("Notes (counter pass)", overflow="fold", ratio=1)
+        cols = [Column("Start ms"), Column("Duration"), Column("Idle before"), Column("Kind", "left"),
+                Column("Name", "left", wrap=True, min_width=20), Column("Notes (counter pass)", "left", wrap=True)]
+        labels = distinct_short_names(r.name for r in tl.rows if r.kind == "kernel")
         origin = next(r.start_ns for r in tl.rows if r.kind != "region")
+        rows = []
         for r in tl.rows[: self.limit]:
             if r.kind == "region":
                 where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
-                t.add_row(f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
-                          "[dim]region[/]", f"[dim]▸ {r.name}[/]", where)
+                rows.append((f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
+                             "[dim]region[/]", f"[dim]▸ {r.name}[/]", where))
                 continue
             gap = ""
             if r.gap_before_ns is not None and r.gap_kind in _GAP_STYLE:
                 gap = f"[{_GAP_STYLE[r.gap_kind]}]{duration(r.gap_before_ns)} {r.gap_kind}[/]"
             notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
-            t.add_row(_offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind, r.short_name, notes)
-        parts: list = [head, t]
+            rows.append((_offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
+                         labels.get(r.name, r.short_name), notes))
+        # at 80 columns the notes go to a second table, of the launches that have them
+        tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
+        parts: list = [head, *tables]
         if len(tl.rows) > self.limit:
             parts.append(f"[dim]… {len(tl.rows) - self.limit} more rows (show --timeline N to see more)[/]")
         parts.append(f"[dim]Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back "

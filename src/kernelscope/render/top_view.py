@@ -64,13 +64,17 @@ def _num(m: Metric | None) -> float | None:
 class DevicePanel:
     def __init__(self, reading: DeviceReading, history: History | None, bar_width: int = 20) -> None:
         self.r, self.history, self.bar_width = reading, history, bar_width
+        self._last_reason: str | None = None
 
     def _row(self, t: Table, label: str, key: str, ceiling_key: str | None) -> None:
         m = self.r.sample.metrics.get(key)
         if m is None:
             return
         if m.is_missing:
-            t.add_row(label, "", "N/A", Text(m.missing_reason or "", style="dim", overflow="ellipsis", no_wrap=True))
+            # the reason wraps rather than being cut; a reason just given is not repeated
+            why = "(the same reason)" if m.missing_reason == self._last_reason else m.missing_reason or ""
+            self._last_reason = m.missing_reason
+            t.add_row(label, "", "N/A", Text(why, style="dim", overflow="fold", no_wrap=False))
             return
         v = _num(m)
         top = _num(self.r.sample.metrics.get(ceiling_key)) if ceiling_key else (100.0 if m.unit == "%" else None)
@@ -89,12 +93,12 @@ class DevicePanel:
         tx, rx = s.metrics.get("pcie_tx_bytes_per_s"), s.metrics.get("pcie_rx_bytes_per_s")
         if tx is not None and rx is not None:
             if tx.is_missing and rx.is_missing:
-                out.append(Text(f"PCIe         N/A: {tx.missing_reason}", style="dim", overflow="ellipsis", no_wrap=True))
+                out.append(Text(f"PCIe         N/A: {tx.missing_reason}", style="dim"))
             else:
                 out.append(Text(f"PCIe         TX {value_text(_num(tx), 'B/s')} · RX {value_text(_num(rx), 'B/s')}"))
         mask = s.metrics.get("throttle_reasons")
         if mask is not None and mask.is_missing:
-            out.append(Text(f"clock events N/A: {mask.missing_reason}", style="dim", overflow="ellipsis", no_wrap=True))
+            out.append(Text(f"clock events N/A: {mask.missing_reason}", style="dim"))
         elif mask is not None and isinstance(mask.value, int):
             names = decode_throttle_reasons(mask.value)
             held = limiting_reasons(mask.value)
@@ -108,9 +112,9 @@ class DevicePanel:
         if not self.r.processes:
             return Text("processes: none", style="dim")
         t = Table(box=None, header_style="bold", padding=(0, 1), show_edge=False)
-        t.add_column("PID", justify="right")
-        t.add_column("Process", overflow="ellipsis", no_wrap=True)
-        t.add_column("GPU memory", justify="right")
+        t.add_column("PID", justify="right", no_wrap=True)
+        t.add_column("Process", overflow="fold")
+        t.add_column("GPU memory", justify="right", no_wrap=True)
         for p in sorted(self.r.processes, key=lambda p: -(_num(p.used_memory) or 0)):
             name = str(p.name.value) if not p.name.is_missing else f"N/A: {p.name.missing_reason}"
             mem = size_bytes(_num(p.used_memory)) if not p.used_memory.is_missing else f"N/A: {p.used_memory.missing_reason}"
@@ -123,6 +127,7 @@ class DevicePanel:
         t.add_column(no_wrap=True, width=self.bar_width)
         t.add_column(no_wrap=True, justify="right", width=21)
         t.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+        self._last_reason = None
         for label, key, ceiling in ROWS:
             self._row(t, label, key, ceiling)
         name = self.r.name.value if not self.r.name.is_missing else "N/A"

@@ -63,10 +63,15 @@ class PhaseView:
         self.number, self.phase = number, phase
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        values = [figure_value(f.metric) for f in self.phase.figures]
+        longest_word = max((len(w) for v in values for w in v.split()), default=1)  # a number with its unit
+        label_w = max([24, *(len(f.label) for f in self.phase.figures)])
+        room = options.max_width - 4 - label_w - 6  # the panel's border and the three columns' padding
+        value_w = max(min(longest_word, 24), min(max(map(len, values), default=1), room * 2 // 5))
         t = Table(box=None, padding=(0, 1), show_header=False, expand=True)
         t.add_column("", style="bold", no_wrap=True, min_width=24)
-        t.add_column("", overflow="fold", ratio=2)
-        t.add_column("", style="dim", overflow="fold", ratio=3)
+        t.add_column("", overflow="fold", width=value_w)
+        t.add_column("", style="dim", overflow="fold", ratio=1)
         for f in self.phase.figures:
             t.add_row(Text(f.label), Text(figure_value(f.metric)), Text(figure_source(f.metric)))
         body = Group(Text(self.phase.what), t)

@@ -10,17 +10,18 @@ from rich.text import Text
 from kernelscope.analyze.phases import IDLE_FORMULA, warp_idle
 from kernelscope.analyze.warp_state import warp_state
 from kernelscope.model import Launch, PhaseScopes, WarpScopes
+from kernelscope.render.fit import fitted_panel
 
 IDLE = "·"
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
-def no_scopes_panel(scopes: PhaseScopes | None, title: str) -> Panel | None:
+def no_scopes_panel(scopes: PhaseScopes | None, title: str, width: int = 10_000) -> Panel | None:
     """The N/A panel of a launch without Proton scopes (and why), or None when it has some."""
     if scopes is not None and scopes.warps:
         return None
     why = "the kernel was not instrumented with Proton scopes" if scopes is None else "Proton recorded no scopes"
-    return Panel(Text(f"N/A: {why}"), title=title, title_align="left")
+    return fitted_panel(Text(f"N/A: {why}"), title, width)
 
 
 def phase_letters(names: list[str]) -> list[str]:
@@ -107,7 +108,7 @@ class WarpExecutionPanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         s = self.launch.scopes
         title = f"Warp execution · {self.title}"
-        if (na := no_scopes_panel(s, title)) is not None:
+        if (na := no_scopes_panel(s, title, options.max_width)) is not None:
             yield na
             return
         block = choose_block(s, self.block)
@@ -125,4 +126,4 @@ class WarpExecutionPanel:
             body.append(Text(f"note: block {self.block} has no recorded scopes; showing block {block} "
                              f"({len({w.block_id for w in s.warps})} blocks recorded)", style="yellow"))
         body += [Text(f"problem: {p}", style="yellow") for p in s.problems]
-        yield Panel(Group(*body), title=title, title_align="left")
+        yield fitted_panel(body, title, options.max_width)

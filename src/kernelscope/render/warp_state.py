@@ -1,12 +1,12 @@
 """Warp state: stall reasons as a ranked bar chart, each with its meaning."""
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.panel import Panel
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.warp_state import WarpStateView
 from kernelscope.render.fmt import bar
+from kernelscope.render.fit import fitted_panel
 
 
 class WarpStatePanel:
@@ -16,8 +16,8 @@ class WarpStatePanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         v = self.view
         if v.total_cycles_per_issue is None:
-            yield Panel("N/A: no warp-state counters in this report (WarpStateStats section)",
-                        title=f"Warp state · {self.title}", title_align="left")
+            yield fitted_panel("N/A: no warp-state counters in this report (WarpStateStats section)",
+                               f"Warp state · {self.title}", options.max_width)
             return
         t = Table(box=None, padding=(0, 1), expand=True)
         t.add_column("Stall reason", no_wrap=True, style="bold")
@@ -30,4 +30,4 @@ class WarpStatePanel:
         rest = len(v.stalls) - self.limit
         foot = (f"[dim]{v.total_cycles_per_issue:.1f} warp cycles per issued instruction in all; share = "
                 f"{v.share_formula}.{f' {rest} smaller reasons not shown.' if rest > 0 else ''}[/]")
-        yield Panel(Group(t, foot), title=f"Warp state · {self.title}", title_align="left")
+        yield fitted_panel([t, foot], f"Warp state · {self.title}", options.max_width)
