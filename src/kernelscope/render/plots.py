@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from kernelscope.bench.results import BenchResults, BenchRow
 
 PLOTS = ("latency", "tflops", "speedup", "memory")
+# The speedup plot's default baseline per benchmark: the peer each kernel has to beat.
+DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}
 _MARKERS = "osD^v<>p*h"
 
 
@@ -40,7 +42,8 @@ class Group:
         else:
             batch = ""
         heads = f"{self.heads} heads, " if self.heads is not None else ""
-        return f"{batch}{heads}head dim {self.head_dim}, {'causal' if self.causal else 'full (non-causal)'}, {self.dtype}"
+        mask = "causal" if self.causal else "full (non-causal)"
+        return f"{batch}{heads}head dim {self.head_dim}, {mask}, {self.dtype}"
 
 
 def _groups(rows: list["BenchRow"]) -> dict[Group, list["BenchRow"]]:
@@ -152,7 +155,8 @@ def speedup_label(baseline: str) -> str:
 
 def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
                 prefix: str = "attention") -> list[Path]:
-    """Write the PNGs into output_dir and return their paths (speedup only if the baseline has rows)."""
+    """Write the PNGs into output_dir and return their paths. The speedup plot divides by ``baseline``
+    (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,6 +170,8 @@ def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str |
 
 def figures(results: "BenchResults", baseline: str | None = None) -> list[tuple[str, Any, str]]:
     """(name, figure, title) of each plot of a results file; the caller saves or inspects and closes them."""
+    if baseline is None:
+        baseline = DEFAULT_BASELINES.get(results.benchmark)
     if results.benchmark == "w4a16":  # its own axes (m) and quantities: render/plots_w4a16.py
         from kernelscope.render.plots_w4a16 import w4a16_figures
 

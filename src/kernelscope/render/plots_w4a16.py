@@ -17,9 +17,6 @@ from kernelscope.render.plots import (_MARKERS, _figure, _header, _impls, _missi
 if TYPE_CHECKING:
     from kernelscope.bench.results import BenchResults, BenchRow
 
-DEFAULT_BASELINE = "cublas"  # the dense fp16 GEMM a weight-only kernel has to beat
-
-
 def _shapes(rows: list["BenchRow"]) -> dict[tuple[int, int, int], list["BenchRow"]]:
     out: dict[tuple[int, int, int], list] = {}
     for r in rows:
@@ -36,7 +33,7 @@ def _speedup_fn(rows: list["BenchRow"], baseline: str) -> Callable[["BenchRow"],
     return speedup
 
 
-def w4a16_figures(results: "BenchResults", baseline: str | None = DEFAULT_BASELINE) -> list[tuple[str, Any, str]]:
+def w4a16_figures(results: "BenchResults", baseline: str | None) -> list[tuple[str, Any, str]]:
     """(name, figure, title): time, % of floor and (when the baseline has rows) speedup over the baseline."""
     import matplotlib
 

@@ -70,8 +70,9 @@ def roofline_figure(points: tuple[RooflinePoint, ...], ceilings: Ceilings, title
     for i, (label, m) in enumerate(ceilings.compute):
         peak = float(m.value) / TERA
         start = peak * TERA / bw if bw else x_lo
-        (line,) = ax.plot([start, x_hi], [peak, peak], linewidth=1.5, linestyle=("-", "--", "-.", ":")[i % 4],
-                          color=f"C{(i + 6) % 10}")
+        # roofs in black and grey (by line style), so no roof shares a colour with a point
+        (line,) = ax.plot([start, x_hi], [peak, peak], linewidth=1.3, linestyle=("-", "--", "-.", ":")[i % 4],
+                          color="black")
         handles.append(line)
         off = "" if y_lo <= peak <= y_hi else (" (below the chart)" if peak < y_lo else " (above the chart)")
         labels.append(f"compute roof: measured {label} {peak:.1f} TFLOP/s{off}")
@@ -114,8 +115,8 @@ def _key(fig: Any, key: Any, handles: list[Any], labels: list[str], notes: list[
         box = note.get_window_extent(renderer).transformed(key.transAxes.inverted())
         top = box.y0 - 0.03
     if handles:
-        key.legend(handles, labels, loc="upper left", bbox_to_anchor=(KEY_LEFT, top), fontsize=7 if len(labels) > 20 else 8,
-                   frameon=False, borderaxespad=0.0, handlelength=2.2)
+        key.legend(handles, labels, loc="upper left", bbox_to_anchor=(KEY_LEFT, top),
+                   fontsize=7 if len(labels) > 20 else 8, frameon=False, borderaxespad=0.0, handlelength=2.2)
 
 
 def write_roofline_png(points: tuple[RooflinePoint, ...], ceilings: Ceilings, path: str | Path,
