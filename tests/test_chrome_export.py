@@ -214,3 +214,14 @@ def test_bad_input_is_one_sentence(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == f"kernelscope: error: {missing}: no such session file."
     r = ks("export", str(DATA / "session_h100_mixed.json.gz"), "--chrome", str(tmp_path / "no" / "t.json"))
     assert r.returncode == 2 and r.stderr.startswith("kernelscope: error: cannot write") and "Traceback" not in r.stderr
+
+
+def test_lanes_nest_where_allowed_and_never_overlap_in_part():
+    from kernelscope.render.chrome_tracks import assign_lanes
+
+    spans = [(0, 100), (10, 20), (50, 150), (100, 200), (120, 130)]
+    # blocks (no nesting): each takes the first slot free at its start (10-20 has left slot 1 by 50;
+    # 0-100 has left slot 0 by 100); 120-130 finds both taken (100-200, 50-150) and opens a third
+    assert assign_lanes(spans, nest=False) == [0, 1, 1, 0, 2]
+    # slices (nesting allowed): 10-20 nests in 0-100; 50-150 overlaps it in part; 120-130 nests in 100-200
+    assert assign_lanes(spans, nest=True) == [0, 0, 1, 0, 0]
