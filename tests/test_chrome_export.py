@@ -68,16 +68,117 @@ def test_sample_fixture_has_counter_tracks(tmp_path):
     assert tracks["power_w [W]"] == len(Session.load(DATA / "session_h100_samples.json.gz").samples) == 49
 
 
-def test_counter_pass_only_launches_are_left_out_with_a_note(tmp_path):
+def test_counter_pass_only_launches_are_left_out_with_a_note():
     s = Session.load(DATA / "counters_h100_cuda.json.gz")
     assert all(x.start_ns is None for x in s.launches)
+    trace = session_to_chrome_trace(s)
+    assert not [e for e in trace.events if e["ph"] != "M"]
+    assert trace.notes[0].startswith("4 of 4 launches have no start time") and "made-up time" in trace.notes[0]
+
+
+def _exit_with_nothing_to_draw(tmp_path, session_file, launches: int) -> None:
     out = tmp_path / "t.json"
-    r = ks("export", str(DATA / "counters_h100_cuda.json.gz"), "--chrome", str(out))
-    assert r.returncode == 0
-    assert "kernelscope: note: 4 of 4 launches have no start time" in r.stderr
-    doc = json.loads(out.read_text())
-    assert not [e for e in doc["traceEvents"] if e["ph"] != "M"]
-    assert "made-up time" in doc["otherData"]["notes"][0]
+    r = ks("export", str(session_file), "--chrome", str(out))
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.strip() == (f"kernelscope: error: {session_file} has nothing to draw on a timeline: its "
+                                f"{launches} launch(es) came from Nsight Compute, which serialises kernels, so they "
+                                "have no start times; run `kernelscope run` for a timeline.")
+
+
+def test_a_counter_pass_only_session_says_why_there_is_no_timeline(tmp_path):
+    _exit_with_nothing_to_draw(tmp_path, DATA / "counters_h100_cuda.json.gz", 4)
+
+
+def test_an_imported_ncu_report_says_why_there_is_no_timeline(tmp_path):
+    from ncu_fixtures import report_file
+
+    rep = report_file("ncu_h100_region", tmp_path)
+    imported = tmp_path / "imported.json.gz"
+    r = ks("import", str(rep), "-o", str(imported))
+    assert r.returncode == 0, r.stderr
+    _exit_with_nothing_to_draw(tmp_path, imported, len(Session.load(imported).launches))
+
+
+def test_a_session_with_nothing_timed_at_all_is_refused(tmp_path):
+    s = Session.load(DATA / "session_h100_mixed.json.gz")
+    s.launches, s.activities, s.regions, s.samples = [], [], [], []
+    empty = tmp_path / "empty.json.gz"
+    s.save(empty)
+    r = ks("export", str(empty), "--chrome", str(tmp_path / "t.json"))
+    assert r.returncode == 2 and "no launch, copy, region or sample in it has a time" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _partial_overlaps(events: list[dict]) -> list[tuple]:
+    """Pairs of X events on one (pid, tid) that overlap but do not nest (viewers cannot draw them)."""
+    tracks: dict[tuple, list[tuple[int, int, str]]] = {}
+    for e in events:
+        if e["ph"] == "X":
+            start = ns(e["ts"])
+            tracks.setdefault((e["pid"], e["tid"]), []).append((start, start + ns(e["dur"]), e["name"]))
+    bad = []
+    for key, spans in tracks.items():
+        spans.sort(key=lambda t: (t[0], -t[1]))
+        open_spans: list[tuple[int, int, str]] = []
+        for span in spans:
+            while open_spans and open_spans[-1][1] <= span[0]:
+                open_spans.pop()
+            if open_spans and span[1] > open_spans[-1][1]:
+                bad.append((key, open_spans[-1], span))
+            open_spans.append(span)
+    return bad
+
+
+SESSION_FIXTURES = sorted(p.name for p in DATA.glob("*.json.gz") if p.name.startswith(("session_", "counters_")))
+
+
+def test_every_session_fixture_is_covered():
+    assert len(SESSION_FIXTURES) >= 10 and "session_h100_instrumented.json.gz" in SESSION_FIXTURES
+
+
+@pytest.mark.parametrize("name", SESSION_FIXTURES)
+def test_events_on_one_track_nest_or_are_disjoint(name):
+    trace = session_to_chrome_trace(Session.load(DATA / name))
+    assert _partial_overlaps(trace.events) == []
+    named = {(e["pid"], e.get("tid")) for e in trace.events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {(e["pid"], e["tid"]) for e in trace.events if e["ph"] == "X"} <= named  # every track has a name
+
+
+def test_the_overlap_check_finds_a_partial_overlap():
+    x = {"ph": "X", "pid": 1, "tid": 7, "name": "a", "ts": 1.0, "dur": 2.0}
+    assert _partial_overlaps([x, {**x, "name": "b", "ts": 2.0}])  # 1-3 and 2-4 µs: neither nests
+    assert not _partial_overlaps([x, {**x, "name": "b", "ts": 3.0}, {**x, "name": "c", "ts": 1.5, "dur": 0.5}])
+
+
+def test_two_resident_blocks_per_sm_get_one_slot_track_each():
+    s = Session.load(DATA / "session_h100_instrumented.json.gz")
+    x = next(x for x in s.launches if x.block_records is not None)
+    before = Counter(x.block_records.smid)
+    trace = session_to_chrome_trace(s)
+    blocks = [e for e in trace.events if e.get("cat") == "block" and e["pid"] == PID_BLOCKS + s.launches.index(x)]
+    assert Counter(e["args"]["smid"] for e in blocks) == before  # every record drawn, on its own SM
+    assert {e["args"]["slot"] for e in blocks} == {0, 1}  # two blocks at once per SM, as recorded
+    names = {e["tid"]: e["args"]["name"] for e in trace.events
+             if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == blocks[0]["pid"]}
+    for e in blocks:
+        assert names[e["tid"]] == f"SM {e['args']['smid']} · slot {e['args']['slot']}"
+    assert not any("overlap" in n for n in trace.notes)
+
+
+def test_overlapping_kernels_on_one_stream_go_to_a_named_extra_track():
+    s = Session.load(DATA / "session_h100_mixed.json.gz")
+    a, b = s.launches[0], s.launches[1]
+    assert a.stream == b.stream
+    b.start_ns = a.start_ns + a.duration_ns // 2  # overlaps a in part: not drawable on one track
+    b.duration_ns = a.duration_ns
+    trace = session_to_chrome_trace(s)
+    assert _partial_overlaps(trace.events) == []
+    kernels = [e for e in trace.events if e.get("cat") == "kernel"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace.events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names[(PID_GPU, kernels[0]["tid"])] == f"stream {a.stream}"
+    assert names[(PID_GPU, kernels[1]["tid"])] == f"stream {a.stream} · overlap 1"
+    assert any(n.startswith(f"1 event(s) on track 'stream {a.stream}' overlap others") for n in trace.notes)
 
 
 def test_block_records_become_one_track_per_sm(tmp_path):
@@ -89,7 +190,8 @@ def test_block_records_become_one_track_per_sm(tmp_path):
     x.block_records = read_block_buffer(buf, x.grid)
     trace = session_to_chrome_trace(s)
     blocks = [e for e in trace.events if e["ph"] == "X" and e["cat"] == "block"]
-    assert len(blocks) == 128 and {e["tid"] for e in blocks} == {0, 1, 2, 3}
+    assert len(blocks) == 128 and {e["tid"] for e in blocks} == {0, 1000, 2000, 3000}  # SM * 1000 + slot 0
+    assert {(e["args"]["smid"], e["args"]["slot"]) for e in blocks} == {(0, 0), (1, 0), (2, 0), (3, 0)}
     assert {e["pid"] for e in blocks} == {PID_BLOCKS + i}
     assert min(ns(e["ts"]) for e in blocks) == x.start_ns  # aligned to the launch: offset not measured
     assert ns(blocks[5]["ts"]) - x.start_ns == 100 and ns(blocks[5]["dur"]) == 90
@@ -112,3 +214,14 @@ def test_bad_input_is_one_sentence(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == f"kernelscope: error: {missing}: no such session file."
     r = ks("export", str(DATA / "session_h100_mixed.json.gz"), "--chrome", str(tmp_path / "no" / "t.json"))
     assert r.returncode == 2 and r.stderr.startswith("kernelscope: error: cannot write") and "Traceback" not in r.stderr
+
+
+def test_lanes_nest_where_allowed_and_never_overlap_in_part():
+    from kernelscope.render.chrome_tracks import assign_lanes
+
+    spans = [(0, 100), (10, 20), (50, 150), (100, 200), (120, 130)]
+    # blocks (no nesting): each takes the first slot free at its start (10-20 has left slot 1 by 50;
+    # 0-100 has left slot 0 by 100); 120-130 finds both taken (100-200, 50-150) and opens a third
+    assert assign_lanes(spans, nest=False) == [0, 1, 1, 0, 2]
+    # slices (nesting allowed): 10-20 nests in 0-100; 50-150 overlaps it in part; 120-130 nests in 100-200
+    assert assign_lanes(spans, nest=True) == [0, 0, 1, 0, 0]

@@ -1,12 +1,14 @@
 """`kernelscope plot` on a results file recorded on an H100: no GPU needed."""
 from __future__ import annotations
 
+import gzip
+import math
 import struct
 import zlib
 
 import pytest
 
-from conftest import DATA, run_cli
+from conftest import DATA, ROOT, run_cli
 
 pytest.importorskip("matplotlib")
 
@@ -82,3 +84,195 @@ def test_plot_bad_input_is_one_sentence(tmp_path):
         assert r.returncode == 2 and "Traceback" not in r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and phrase in lines[0] and lines[0].startswith("kernelscope: error: "), r.stderr
+
+
+# --- layout: what a reader sees (figures inspected before they are saved) ---
+
+W4A16 = ROOT / "benchmarks" / "w4a16" / "bench_w4a16_h100.json"
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    """Every figure of both recorded results files, drawn once: (results, name, figure, title)."""
+    import matplotlib.pyplot as plt
+
+    from kernelscope.bench.results import BenchResults
+    from kernelscope.render.plots import figures
+
+    out = []
+    for path in (RECORDED, W4A16):
+        results = BenchResults.load(path)
+        for name, fig, title in figures(results):
+            fig.canvas.draw()
+            out.append((results, name, fig, title))
+    yield out
+    for *_, fig, _ in out:
+        plt.close(fig)
+
+
+def _log_axes(fig):
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for which in ("x", "y"):
+            if (ax.get_yscale() if which == "y" else ax.get_xscale()) == "log":
+                yield ax, which
+
+
+def test_tick_labels_on_log_axes_do_not_overlap(drawn):
+    from kernelscope.render.plot_layout import boxes_overlap, tick_label_boxes
+
+    checked = 0
+    for _, name, fig, _ in drawn:
+        renderer = fig.canvas.get_renderer()
+        for ax, which in _log_axes(fig):
+            boxes = tick_label_boxes(ax, which, renderer)
+            assert len(boxes) >= 3, f"{name}: {which} axis of {ax.get_title()!r} has {len(boxes)} tick labels"
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    assert not boxes_overlap(a, b), f"{name}: tick labels collide on {ax.get_title()!r} ({which})"
+            checked += 1
+    assert checked >= 2 * 4 + 2 * 5  # attention: latency and memory, log y; W4A16: time; all: log2 x
+
+
+def test_the_tick_overlap_check_catches_labelled_minor_ticks():
+    """The check above can fail: matplotlib's own labelled minor ticks on a narrow log axis collide."""
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    from kernelscope.render.plot_layout import boxes_overlap, tick_label_boxes
+
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.plot([1, 2], [0.2, 9.0])
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(ticker.LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(9, 9)))
+    fig.canvas.draw()
+    boxes = tick_label_boxes(ax, "y", fig.canvas.get_renderer())
+    assert any(boxes_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)
+
+
+def test_log_time_axis_has_ticks_between_powers_of_ten(drawn):
+    for results, name, fig, _ in drawn:
+        if name not in ("time", "latency"):
+            continue
+        for ax in fig.axes:
+            if ax.get_visible() and ax.get_yscale() == "log":
+                lo, hi = ax.get_ylim()
+                values = [t for t in ax.get_yticks() if lo <= t <= hi]
+                assert any(abs(math.log10(v) - round(math.log10(v))) > 1e-9 for v in values), (name, values)
+
+
+def test_legend_covers_no_data_point(drawn):
+    for _, name, fig, _ in drawn:
+        renderer = fig.canvas.get_renderer()
+        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        assert legends, f"{name} has no legend"
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1), name
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_window_extent(renderer)), f"{name}: legend over a panel"
+                for line in ax.lines:
+                    for x, y in ax.transData.transform(line.get_xydata()):
+                        assert not (box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1), f"{name}: legend over {line}"
+
+
+def test_each_implementation_has_one_colour_in_every_panel(drawn):
+    for _, name, fig, _ in drawn:
+        colours: dict[str, set] = {}
+        for ax in fig.axes:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                line = handle[0] if isinstance(handle, tuple) else handle  # an errorbar's data line comes first
+                colours.setdefault(label, set()).add(line.get_color())
+        assert colours and all(len(c) == 1 for c in colours.values()), (name, colours)
+
+
+def test_attention_titles_name_batch_and_heads(drawn):
+    for results, name, fig, _ in drawn:
+        if results.benchmark != "attention":
+            continue
+        titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        for heads, head_dim in {(r.params["heads"], r.params["head_dim"]) for r in results.rows}:
+            assert any(f"{heads} heads, head dim {head_dim}" in t for t in titles), (heads, head_dim, titles)
+        tokens = {r.params["batch"] * r.params["seq_len"] for r in results.rows}
+        assert len(tokens) == 1  # the recorded sweep keeps batch × seq fixed, so the batch is under each tick
+        assert all(f"batch × seq = {tokens.pop():,} tokens" in t for t in titles[:1])
+        ax = next(ax for ax in fig.axes if ax.get_visible())
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        batch_at = {r.params["seq_len"]: r.params["batch"] for r in results.rows}
+        assert ticks == [f"{s}\nB={batch_at[s]}" for s in sorted(batch_at)]
+
+
+def test_w4a16_speedup_follows_the_baseline():
+    import matplotlib.pyplot as plt
+
+    from kernelscope.bench.results import BenchResults
+    from kernelscope.render.plots import figures
+
+    results = BenchResults.load(W4A16)
+    for baseline in ("cublas", "tinygemm"):
+        name, fig, title = figures(results, baseline)[-1]
+        assert name == "speedup" and f"over {baseline}" in title
+        ax = fig.axes[0]
+        k, n = (int(v.split("=")[1]) for v in ax.get_title().split()[:2])
+        rows = [r for r in results.rows if r.params["k"] == k and r.params["n"] == n and r.status == "ok"]
+        base = {r.params["m"]: r.get("median_ms") for r in rows if r.impl == baseline}
+        for line in ax.lines:
+            impl = line.get_label()
+            if impl.startswith("_"):
+                continue
+            want = [base[r.params["m"]] / r.get("median_ms")
+                    for r in sorted((r for r in rows if r.impl == impl), key=lambda r: r.params["m"])]
+            assert list(line.get_ydata()) == pytest.approx(want)
+            if baseline == "cublas":  # the same formula the benchmark stored
+                stored = [r.get("speedup_vs_cublas") for r in sorted((r for r in rows if r.impl == impl),
+                                                                       key=lambda r: r.params["m"])]
+                assert list(line.get_ydata()) == pytest.approx(stored)
+        plt.close("all")
+
+
+@pytest.mark.parametrize("path,default", [(RECORDED, "sdpa-flash"), (W4A16, "cublas")])
+def test_cli_default_and_chosen_baseline(tmp_path, path, default):
+    from kernelscope.bench.results import BenchResults
+
+    impls = sorted({r.impl for r in BenchResults.load(path).rows} - {default})
+    prefix = BenchResults.load(path).benchmark
+    help_text = " ".join(_ks("plot", "--help").stdout.split())
+    assert f"{default} for {prefix}" in help_text
+    for args, expect in (([], default), (["--baseline", impls[0]], impls[0])):
+        out = tmp_path / (expect or "x")
+        r = _ks("plot", str(path), "--output-dir", str(out), *args)
+        assert r.returncode == 0, r.stderr
+        assert f"speedup over {expect}" in _png_text(out / f"{prefix}_speedup.png")["Title"]
+
+
+def test_plot_reads_gzip_compressed_results(tmp_path):
+    gz = tmp_path / "bench.json.gz"
+    gz.write_bytes(gzip.compress(RECORDED.read_bytes()))
+    r = _ks("plot", str(gz), "--output-dir", str(tmp_path / "p"))
+    assert r.returncode == 0, r.stderr
+    assert len(list((tmp_path / "p").glob("attention_*.png"))) == 4
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(RECORDED.read_bytes())[:200])
+    r = _ks("plot", str(broken), "--output-dir", str(tmp_path / "q"))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "is not a readable JSON file" in lines[0], r.stderr
+
+
+def test_colours_stay_with_the_implementation_when_one_is_missing_from_a_panel():
+    import matplotlib.pyplot as plt
+
+    from kernelscope.bench.results import BenchResults
+    from kernelscope.render.plots import figures
+
+    results = BenchResults.load(RECORDED)
+    first = results.rows[0].impl
+    results.rows = [r for r in results.rows if not (r.impl == first and r.params["head_dim"] == 64)]
+    _, fig, _ = figures(results)[1]
+    colours: dict[str, set] = {}
+    for ax in fig.axes:
+        for line in ax.lines:
+            colours.setdefault(line.get_label(), set()).add(line.get_color())
+    assert first in colours and all(len(c) == 1 for c in colours.values()), colours
+    plt.close(fig)

@@ -257,3 +257,114 @@ def test_declared_occurrences_line_up_with_the_profiler_regions():
     assert len(mm) == 2 and [w.occurrence for w in declared] == [0, 1]
     d = declared_totals(s)["mm"]
     assert d.flops == 2 * 32 ** 3 * 3 and d.gpu_ns is None and d.per_launch_kernel is None  # CPU only: no GPU span
+
+
+# --- the roofline PNG as a reader sees it (recorded session and the ceilings measured with it) ---
+
+def _recorded_roofline(ceilings: Ceilings | None = None):
+    pytest.importorskip("matplotlib")
+    from kernelscope.collect.calibrate import load_calibration
+    from kernelscope.render.roofline_plot import roofline_figure
+
+    s = Session.load(DATA / "session_h100_analysis.json.gz")
+    if ceilings is None:
+        ceilings = Ceilings.from_metrics(load_calibration(DATA / "ceilings_h100.json").ceilings, "recorded")
+    a = analyze_session(s, ceilings)
+    points = tuple(k.roofline for k in a.kernels) + a.regions
+    fig = roofline_figure(points, ceilings, f"roofline — {s.device.name}")
+    fig.canvas.draw()
+    return fig, points, ceilings
+
+
+def _inside(outer, inner) -> bool:
+    return outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
+
+
+def _texts(fig):
+    return [t for ax in fig.axes for t in ax.texts if t.get_text()]
+
+
+def test_roofline_png_rates_are_tflops_and_ticks_are_plain_numbers():
+    import matplotlib.pyplot as plt
+
+    fig, points, _ = _recorded_roofline()
+    ax = fig.axes[0]
+    assert "TFLOP/s" in ax.get_ylabel()
+    ys = [y for c in ax.collections for _, y in c.get_offsets()]
+    rates = [float(p.flop_rate.value) / 1e12 for p in points if not p.flop_rate.is_missing and p.flop_rate.value]
+    assert sorted(ys) == pytest.approx(sorted(rates))  # drawn in TFLOP/s, the measured rates / 10¹²
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_xticklabels() if t.get_text()]
+    assert labels and not any("$" in t or "10^" in t for t in labels), labels  # no raw 10¹⁴ mathtext
+    plt.close(fig)
+
+
+def test_roofline_axes_hold_the_points_and_ridges_not_the_whole_memory_line():
+    import matplotlib.pyplot as plt
+
+    fig, points, ceilings = _recorded_roofline()
+    ax = fig.axes[0]
+    (x_lo, x_hi), (y_lo, y_hi) = ax.get_xlim(), ax.get_ylim()
+    drawn = [p for p in points if not p.intensity.is_missing and not p.flop_rate.is_missing]
+    bw = float(ceilings.memory_bandwidth.value)
+    tensor_ridges = [float(m.value) / bw for label, m in ceilings.compute if "matmul" in label]
+    xs = [float(p.intensity.value) for p in drawn] + tensor_ridges
+    ys = [float(p.flop_rate.value) / 1e12 for p in drawn] + [float(m.value) / 1e12 for label, m in ceilings.compute
+                                                             if "matmul" in label]
+    assert all(p.tensor for p in drawn)  # so the fp32 FMA roof sets no limit, and says it is off the chart
+    assert x_lo <= min(xs) and max(xs) <= x_hi and y_lo <= min(ys) and max(ys) <= y_hi
+    assert x_lo >= min(xs) / 10 and x_hi <= max(xs) * 10 and y_lo >= min(ys) / 10 and y_hi <= max(ys) * 10
+    legend_text = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any("fp32 FMA" in t and "(below the chart)" in t for t in legend_text), legend_text
+    plt.close(fig)
+
+
+def test_roofline_labels_do_not_overlap_and_the_key_and_note_lie_in_the_figure():
+    import matplotlib.pyplot as plt
+
+    from kernelscope.render.plot_layout import boxes_overlap
+
+    for ceilings in (None, Ceilings.none()):
+        fig, points, ceilings = _recorded_roofline(ceilings)
+        renderer = fig.canvas.get_renderer()
+        chart, key = fig.axes
+        numbers = [t for t in chart.texts if t.get_text().isdigit()]
+        assert len(numbers) == len(chart.collections) == 6
+        boxes = [t.get_window_extent(renderer) for t in numbers]
+        assert not any(boxes_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        markers = chart.transData.transform([xy for c in chart.collections for xy in c.get_offsets()])
+        for box in boxes:
+            assert _inside(chart.get_window_extent(renderer), box)
+            assert not any(box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1 for x, y in markers)
+        legend = key.get_legend().get_window_extent(renderer)
+        assert _inside(fig.bbox, legend) and not legend.overlaps(chart.get_window_extent(renderer))
+        notes = [t for t in key.texts if t.get_text()]
+        if ceilings.missing_reason:
+            assert notes and "roofs N/A" in notes[0].get_text().replace("\n", " ")
+            assert ceilings.missing_reason.split()[0] in notes[0].get_text()
+        for t in notes:
+            assert _inside(fig.bbox, t.get_window_extent(renderer)), t.get_text()
+            assert not boxes_overlap(t.get_window_extent(renderer), legend)
+        plt.close(fig)
+
+
+def test_crowded_roofline_points_still_get_separate_labels():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from kernelscope.analyze.roofline import make_point
+    from kernelscope.render.plot_layout import boxes_overlap
+    from kernelscope.render.roofline_plot import roofline_figure
+
+    def m(v, unit):
+        return Metric(v, unit, "user", "test")
+
+    # eight kernels within 25% of each other in intensity and rate: their markers nearly touch
+    pts = tuple(make_point(f"k{i}", "kernel", m(1e12 * (1 + 0.03 * i), "FLOP"), m(1e9, "byte"),
+                           m(2e6 * (1 + i % 3 * 0.02), "ns"), True, TEST_CEILINGS) for i in range(8))
+    fig = roofline_figure(pts, TEST_CEILINGS, "crowded")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert len(boxes) == 8
+    assert not any(boxes_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)

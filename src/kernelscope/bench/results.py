@@ -7,8 +7,10 @@ from. No third-party imports: a results file loads and plots anywhere.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +144,14 @@ class BenchResults:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "BenchResults":
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+            with open(path, "rb") as f:
+                raw = f.read()
+            if raw[:2] == b"\x1f\x8b":  # gzip-compressed (results.json.gz), as session files may be
+                raw = gzip.decompress(raw)
+            doc = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             raise ResultsFileError(f"{path} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ResultsFileError(f"{path} is not a readable JSON file ({e})") from None
         except RecursionError:
             raise ResultsFileError(f"{path} is not a readable JSON file (nested too deeply)") from None

@@ -17,10 +17,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.render.chrome_trace import session_to_chrome_trace
+    from kernelscope.render.chrome_trace import nothing_to_draw, session_to_chrome_trace
 
     session = load_session(args.file)
     trace = session_to_chrome_trace(session)
+    if not any(e["ph"] != "M" for e in trace.events):
+        fail(nothing_to_draw(args.file, session))
     try:
         with open(args.chrome, "w") as f:
             json.dump(trace.to_dict(), f)

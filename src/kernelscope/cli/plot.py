@@ -6,18 +6,19 @@ import importlib.util
 import sys
 
 from kernelscope.cli.common import fail
-
-DEFAULT_BASELINE = "sdpa-flash"
-DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}  # per benchmark: the peer to beat
+from kernelscope.render.plots import DEFAULT_BASELINES  # no matplotlib import until a plot is drawn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plot", help="draw a benchmark results file as PNGs (latency, TFLOP/s, speedup, memory)",
+    p = sub.add_parser("plot", help="draw a benchmark results file as PNGs (attention: latency, TFLOP/s, memory, "
+                                    "speedup; W4A16: time, %% of bytes floor, speedup)",
                        description="Draw a results file from `kernelscope bench` as PNGs.")
-    p.add_argument("results", help="results JSON written by kernelscope bench")
+    p.add_argument("results", help="results JSON written by kernelscope bench (or the same gzip-compressed)")
     p.add_argument("--output-dir", default="plots", metavar="DIR", help="where the PNGs go (default plots/)")
     p.add_argument("--baseline", metavar="IMPL",
-                   help=f"implementation the speedup plot divides by (default {DEFAULT_BASELINE} if it was run)")
+                   help="implementation the speedup plot divides by: speedup = IMPL median / median at the same "
+                        "point (default: " + ", ".join(f"{v} for {k}" for k, v in DEFAULT_BASELINES.items())
+                        + " results, when it was run)")
     p.set_defaults(func=main)
 
 
@@ -34,8 +35,8 @@ def main(args: argparse.Namespace) -> int:
     baseline = args.baseline
     if baseline is not None and not any(r.impl == baseline and r.status == "ok" for r in results.rows):
         fail(f"--baseline {baseline} has no successful rows in {args.results}; it has {', '.join(impls)}")
-    default = DEFAULT_BASELINES.get(results.benchmark, DEFAULT_BASELINE)
-    if baseline is None and default in impls:
+    default = DEFAULT_BASELINES.get(results.benchmark)
+    if baseline is None and any(r.impl == default and r.status == "ok" for r in results.rows):
         baseline = default
     if importlib.util.find_spec("matplotlib") is None:
         fail("kernelscope plot needs matplotlib (pip install 'kernelscope[plot]')")
@@ -48,6 +49,6 @@ def main(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     if baseline is None:
-        print(f"kernelscope: no speedup plot: {default} is not in the results; choose one with --baseline.",
-              file=sys.stderr)
+        print(f"kernelscope: no speedup plot: {default or 'no default baseline'} has no successful rows; choose one "
+              "with --baseline.", file=sys.stderr)
     return 0

@@ -3,7 +3,8 @@
 Tracks: one per stream with the kernel launches and memcpy/memset (the trace
 pass's start and duration); the regions' GPU spans beside them and their CPU
 spans in a host process; GPU samples as counter tracks; and, for every launch
-with block records, one track per SM with its blocks; for every launch with
+with block records, one track per resident-block slot of each SM ("SM 12 ·
+slot 0") with its blocks; for every launch with
 phase scopes, one track per warp (render/chrome_scopes.py). ``ts``/``dur`` are
 microseconds on the session clock (ns since ``time_origin_ns``, kept in
 ``otherData``). Anything that has no time on that clock is left out with a
@@ -16,12 +17,14 @@ from typing import Any
 
 from kernelscope.model import Launch, Session
 from kernelscope.render.chrome_scopes import scope_events
+from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
 from kernelscope.model.blocks import block_xyz
 from kernelscope.model.names import short_kernel_name
 
 PID_GPU, PID_HOST, PID_SAMPLES, PID_BLOCKS = 1, 2, 3, 100  # block tracks: PID_BLOCKS + launch index
 TID_REGIONS = 1_000_000  # beside the stream tracks, clear of any stream id
 TID_UNKNOWN_STREAM = 999_999
+SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot (an SM holds at most 32 blocks at once)
 
 
 @dataclass
@@ -83,12 +86,23 @@ def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
     pid = PID_BLOCKS + i
     out = [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
            _meta("process_sort_index", pid, str(pid))]
-    for sm in sorted({r[1] for r in rows}):
-        out.append(_meta("thread_name", pid, f"SM {sm}", sm))
-    for b, sm, s, e in rows:
-        out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": pid, "tid": sm, "ts": _us(s + shift),
-                    "dur": _us(e - s), "args": {"block_id": b, "block_xyz": list(block_xyz(b, rec.grid)),
-                                                        "start_ns_raw": s, "end_ns_raw": e, "clock": how}})
+    # Blocks resident on one SM at once run side by side, not nested: each goes to the first slot track of
+    # its SM that is free at its start, so an SM has as many tracks as it held blocks at once.
+    by_sm: dict[int, list[int]] = {}
+    for k, r in enumerate(rows):
+        by_sm.setdefault(r[1], []).append(k)
+    slot = [0] * len(rows)
+    for sm, ks in by_sm.items():
+        for k, lane in zip(ks, assign_lanes([(rows[k][2], rows[k][3]) for k in ks], nest=False)):
+            slot[k] = lane
+    for sm in sorted(by_sm):
+        for lane in range(max(slot[k] for k in by_sm[sm]) + 1):
+            out.append(_meta("thread_name", pid, f"SM {sm} · slot {lane}", sm * SLOTS_PER_SM_TID + lane))
+    for (b, sm, s, e), lane in zip(rows, slot):
+        out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": pid, "tid": sm * SLOTS_PER_SM_TID + lane,
+                    "ts": _us(s + shift), "dur": _us(e - s),
+                    "args": {"block_id": b, "block_xyz": list(block_xyz(b, rec.grid)), "smid": sm, "slot": lane,
+                             "start_ns_raw": s, "end_ns_raw": e, "clock": how}})
     return out
 
 
@@ -126,7 +140,18 @@ def session_to_chrome_trace(session: Session) -> ChromeTrace:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
     ev += _sample_events(session, notes)
+    out.events = split_partial_overlaps(ev, notes)  # every other track: nested or disjoint, or an extra track
     return out
+
+
+def nothing_to_draw(path: str, session: Session) -> str:
+    """Why a session gives a trace with no timed event (one sentence, for the export command's error)."""
+    if session.launches and all(x.start_ns is None for x in session.launches):
+        return (f"{path} has nothing to draw on a timeline: its {len(session.launches)} launch(es) came from Nsight "
+                "Compute, which serialises kernels, so they have no start times; run `kernelscope run` for a "
+                "timeline")
+    return (f"{path} has nothing to draw on a timeline: no launch, copy, region or sample in it has a time on the "
+            "session clock")
 
 
 def _sample_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
