@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kernelscope.collect.api import new_session
-    from kernelscope.collect.counters import session_from_report
+    from kernelscope.collect.counters import report_time_details, session_from_report
     from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
     from kernelscope.model import CollectorStatus
 
@@ -37,7 +37,9 @@ def main(args: argparse.Namespace) -> int:
     session_from_report(session, parsed)
     session.artifacts["ncu_report"] = str(report)
     session.collectors["counters"] = CollectorStatus("ok", None, {"report": str(report),
-                                                                  "kernels_profiled": len(parsed.kernels)})
+                                                                  "kernels_profiled": len(parsed.kernels),
+                                                                  "imported": True,  # created_utc = import time
+                                                                  **report_time_details(parsed)})
     session.save(out)
     print(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
           f"View them with: kernelscope show {out}", file=sys.stderr)

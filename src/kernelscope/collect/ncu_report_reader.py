@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelscope.collect.ncu_rep_times import ReportTimes, read_report_times
 from kernelscope.collect.ncu_fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
 from kernelscope.model import Finding, Metric
 
@@ -45,6 +46,8 @@ class NcuKernelResult:
 class NcuReport:
     path: str
     kernels: list[NcuKernelResult]
+    # When ncu captured it (read from the file: ncu_report has no accessor); None: not read.
+    times: ReportTimes | None = None
 
 
 def load_module() -> ModuleType:
@@ -139,7 +142,7 @@ def read_report(path: str | os.PathLike[str]) -> NcuReport:
             kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
     if not kernels:
         raise NcuReportError(f"{path} holds no kernel results")
-    return NcuReport(path=str(path), kernels=kernels)
+    return NcuReport(path=str(path), kernels=kernels, times=read_report_times(path))
 
 
 def _read_action(a: Any, index: int) -> NcuKernelResult:

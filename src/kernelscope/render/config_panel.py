@@ -38,9 +38,9 @@ class KernelConfigPanel:
         t.add_column("Value", overflow="fold", ratio=5)
         t.add_column("Source", style="dim", overflow="fold", ratio=6)
         cfg, m = c.config, c.metrics
-        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", "cupti: grid")
+        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", c.grid_source)
         warps = -(-cfg.threads_per_block // 32)
-        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", "cupti: block")
+        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", c.block_source)
         t.add_row("Threads", f"{cfg.blocks * cfg.threads_per_block:,}", "derived: grid blocks × threads per block")
         regs = m.get("registers_per_thread")
         t.add_row("Registers / thread", count(cfg.registers_per_thread) if cfg.registers_per_thread is not None
