@@ -66,7 +66,7 @@ class KernelConfigPanel:
                       Text(f"{occ.theoretical_occupancy_pct:.1f}%", style="bold") + Text(
                           f"  {occ.active_blocks_per_sm} block(s)/SM = {occ.active_warps_per_sm} of "
                           f"{occ.max_warps_per_sm} warps"),
-                      f"derived: occupancy calculator ({occ.arch})")
+                      f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else ""))
             t.add_row("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), "")
             t.add_row("  blocks/SM allowed by",
                       " · ".join(f"{_LIMIT_LABEL[k]} {v}" for k, v in occ.blocks_limit.items()),
