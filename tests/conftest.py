@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def default_sigint() -> None:
+    """Popen preexec_fn: give the child SIGINT's default action, as a terminal's foreground job has.
+
+    A shell starts background jobs (`pytest &`, CI runners) with SIGINT ignored and children
+    inherit that, so Python would never raise KeyboardInterrupt and a test that sends Ctrl-C's
+    signal would hang. Tests of the Ctrl-C path start their child through this.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"

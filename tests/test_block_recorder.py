@@ -151,9 +151,9 @@ def _interpreted_example():
 
 
 def test_kernel_runs_in_the_interpreter_with_recording_compiled_out():
+    ex = _interpreted_example()  # skips without torch/triton, so it comes before the torch import
     import torch
 
-    ex = _interpreted_example()
     torch.manual_seed(0)
     a, b = torch.randn(40, 24), torch.randn(24, 36)
     c = ex.matmul(a, b, block_m=16, block_n=16, block_k=16, num_warps=1, num_stages=1)
@@ -165,9 +165,9 @@ def test_kernel_runs_in_the_interpreter_with_recording_compiled_out():
 
 
 def test_recording_on_needs_the_gpu_the_interpreter_cannot_run_inline_ptx():
+    ex = _interpreted_example()  # skips without torch/triton, so it comes before the torch import
     import torch
 
-    ex = _interpreted_example()
     a, b = torch.randn(16, 16), torch.randn(16, 16)
     c = torch.empty(16, 16)
     records = torch.zeros(ROW_VALUES, dtype=torch.int64)

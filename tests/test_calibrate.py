@@ -86,6 +86,7 @@ def test_cache_dir_defaults_under_the_user_cache(monkeypatch, tmp_path):
 
 def test_fma_kernel_computes_the_chains_it_is_credited_for():
     torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
     if HAS_CUDA:
         pytest.skip("checked in Triton's CPU interpreter; on a GPU machine tests/gpu measures it")
     from kernelscope.collect import calibrate_fma as F

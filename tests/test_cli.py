@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, run_cli, one_sentence_error
+from conftest import ROOT, default_sigint, run_cli, one_sentence_error
 from kernelscope.model import Session
 
 
@@ -57,7 +57,7 @@ def test_interrupted_workload_keeps_the_session(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
                           str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=default_sigint)
     deadline = time.time() + 60
     assert p.stdout.readline().strip() == "ready"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group

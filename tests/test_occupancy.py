@@ -120,3 +120,94 @@ def test_cli_bad_input_is_one_sentence():
     r = _cli("occupancy", "--arch", "sm_90", "--block", "4096", "--regs", "32")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and "cannot launch" in r.stderr
+
+
+# -- sizes, carveouts and the newer architectures ------------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [("49152", 49152), ("48k", 49152), ("48K", 49152), ("48KiB", 49152),
+                                           ("48kib", 49152), (" 100k ", 102400), ("0", 0)])
+def test_cli_sizes_accept_bytes_and_kib_suffixes(text, expected):
+    r = _cli("occupancy", "--arch", "sm_90", "--block", "256", "--regs", "32", "--smem", text, "--json")
+    assert r.returncode == 0, r.stderr
+    direct = theoretical_occupancy("sm_90", 256, 32, expected)
+    assert json.loads(r.stdout) == json.loads(json.dumps(direct.as_json()))
+    assert direct.shared_memory_per_block_bytes == expected
+
+
+@pytest.mark.parametrize("flag,text", [("--smem", "48kb"), ("--smem", "48 M"), ("--smem", "-1"), ("--smem", "1.5k"),
+                                       ("--smem", "k"), ("--smem-config", "lots")])
+def test_cli_sizes_reject_anything_else_in_one_sentence(flag, text):
+    r = _cli("occupancy", "--arch", "sm_90", "--block", "256", "--regs", "32", flag, text)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert f"{flag} {text!r} is not a size" in r.stderr
+
+
+def test_carveout_must_be_one_the_architecture_offers():
+    with pytest.raises(OccupancyInputError) as e:
+        theoretical_occupancy("sm_90", 256, 32, 0, 5)
+    msg = str(e.value)
+    assert "5 bytes is not one sm_90 offers" in msg and "0, 8, 16, 32, 64, 100, 132, 164, 196, 228 KiB" in msg
+    assert "\n" not in msg
+    with pytest.raises(OccupancyInputError, match="0, 8, 16, 32, 64, 100 KiB"):
+        theoretical_occupancy("sm_120", 256, 32, 0, 228 * 1024)  # a Hopper size on a 12.x part
+    for kib in (8, 100, 228):  # every real size is accepted and used as given
+        assert theoretical_occupancy("sm_90", 256, 32, 0, kib * 1024).shared_memory_config_bytes == kib * 1024
+
+
+def test_cli_carveout_of_5_is_refused_and_100k_is_used():
+    r = _cli("occupancy", "--arch", "sm_90", "--block", "256", "--regs", "32", "--smem-config", "5")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "carveouts are 0, 8, 16" in r.stderr
+    r = _cli("occupancy", "--arch", "sm_90", "--block", "256", "--regs", "32", "--smem", "48k", "--smem-config", "100K",
+             "--json")
+    out = json.loads(r.stdout)
+    # (49152 + 1024 reserved) rounded to 128 = 50176 B per block; 102400 // 50176 = 2 blocks
+    assert out["shared_memory_config_bytes"] == 102400 and out["blocks_limit"]["shared_memory"] == 2
+
+
+# Published per-compute-capability limits (CUDA C++ Programming Guide, Tables 30-32):
+# (arch, warps/SM, blocks/SM, smem per SM KiB, smem per block KiB, largest carveout KiB)
+PUBLISHED = [("sm_89", 48, 24, 100, 99, 100), ("sm_100", 64, 32, 228, 227, 228), ("sm_103", 64, 32, 228, 227, 228),
+             ("sm_110", 48, 24, 228, 227, 228), ("sm_120", 48, 24, 100, 99, 100), ("sm_121", 48, 24, 100, 99, 100)]
+
+
+@pytest.mark.parametrize("arch,warps,blocks,smem_sm,smem_block,carveout", PUBLISHED)
+def test_new_architectures_compute_with_their_published_limits(arch, warps, blocks, smem_sm, smem_block, carveout):
+    a = arch_for(arch)
+    assert (a.max_warps_per_sm, a.max_blocks_per_sm, a.registers_per_sm, a.max_registers_per_thread) == (
+        warps, blocks, 65536, 255)
+    assert a.max_shared_memory_per_sm_bytes == smem_sm * 1024 and a.max_shared_memory_per_block_bytes == smem_block * 1024
+    assert max(a.shared_memory_carveouts_kib) == carveout
+    # A 1024-thread block (32 warps): one fits in 48 warps, two in 64.
+    big = theoretical_occupancy(arch, 1024, 32)
+    assert big.active_blocks_per_sm == warps // 32 and big.limiter == "warps"
+    assert big.theoretical_occupancy_pct == pytest.approx(100 * 32 * (warps // 32) / warps)
+    # One-warp blocks run into the resident-block cap before the warp limit.
+    tiny = theoretical_occupancy(arch, 32, 16)
+    assert tiny.active_blocks_per_sm == blocks and tiny.limiter == "blocks"
+    # The largest block shared memory fits exactly once; a byte more is refused.
+    assert theoretical_occupancy(arch, 128, 32, smem_block * 1024).active_blocks_per_sm == 1
+    with pytest.raises(OccupancyInputError, match="exceeds"):
+        theoretical_occupancy(arch, 128, 32, smem_block * 1024 + 1)
+
+
+def test_sm_120_1024_thread_block_gives_one_block():
+    r = theoretical_occupancy("sm_120", 1024, 32)
+    assert r.active_blocks_per_sm == 1 and r.max_warps_per_sm == 48
+
+
+def test_thor_is_found_by_its_old_and_new_name_and_suffixes_are_ignored():
+    assert arch_for("sm_101") is arch_for("sm_110") is arch_for((11, 0)) is arch_for((10, 1))
+    assert arch_for("sm_100a") is arch_for("100f") is arch_for("10.0") is arch_for("sm_100")
+
+
+def test_only_checked_architectures_go_without_the_caveat():
+    assert arch_for("sm_90").checked_against_ncu
+    for name in ("sm_80", "sm_89", "sm_100", "sm_120"):
+        r = theoretical_occupancy(name, 256, 32)
+        assert not r.checked_against_ncu and "not yet checked against Nsight Compute on this hardware" in r.caveat
+    assert theoretical_occupancy("sm_90", 256, 32).caveat is None
+    shown = _cli("occupancy", "--arch", "sm_120", "--block", "1024", "--regs", "32", "--no-color")
+    assert shown.returncode == 0 and "not yet checked against Nsight Compute" in " ".join(shown.stdout.split())
+    assert "not yet checked" not in _cli("occupancy", "--arch", "sm_90", "--block", "1024", "--regs", "32").stdout
+    out = json.loads(_cli("occupancy", "--arch", "sm_120", "--block", "1024", "--regs", "32", "--json").stdout)
+    assert out["checked_against_ncu"] is False and out["active_blocks_per_sm"] == 1

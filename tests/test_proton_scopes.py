@@ -207,6 +207,7 @@ def test_scopes_attach_to_the_launch_inside_their_window_and_are_kept_otherwise(
 
 def test_workload_kernel_is_correct_in_the_interpreter_with_scopes_off():
     torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
     sys.path.insert(0, str(ROOT / "tests" / "workloads"))
     try:
         from proton_phases import matmul

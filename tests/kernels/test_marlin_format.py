@@ -3,8 +3,7 @@ pack/unpack as exact inverses on random data."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import hashlib
 
 import pytest
 
@@ -14,28 +13,32 @@ np = pytest.importorskip("numpy")
 from kernelscope.kernels.marlin import check_shape, dequantize, pack, quantize, quantize_with_scales, unpack  # noqa: E402
 from kernelscope.kernels.marlin.layout import fragment_coords, inverse, scale_perm, weight_perm  # noqa: E402
 
-HERE = Path(__file__).resolve()
-REF_DIR = HERE.parents[2].parent / "shared" / "marlin_reference"
-BUNDLED = HERE.parents[1] / "data" / "marlin_k256_n256_g128.npz"
+from marlin_reference import CASES, case_id, load_arrays  # noqa: E402
+
+REFERENCE = [pytest.param(case, id=case_id(case)) for case in CASES]
 
 
-def _reference_cases() -> list:
-    cases = [pytest.param(BUNDLED, 128, id="bundled-k256-n256-g128")]
-    if not (REF_DIR / "cases.json").is_file():
-        cases.append(pytest.param(None, 0, id="shared", marks=pytest.mark.skip(
-            reason=f"Marlin reference vectors not found at {REF_DIR} (clone shared/ beside the repo)")))
-        return cases
-    for case in json.loads((REF_DIR / "cases.json").read_text()):
-        cases.append(pytest.param(REF_DIR / case["file"], case["groupsize"], id=case["file"][:-4]))
-    return cases
+def _load(case: dict) -> dict:
+    return {name: torch.from_numpy(array) for name, array in load_arrays(case).items()}
 
 
-REFERENCE = _reference_cases()
+def test_reference_set_covers_grouped_per_channel_and_several_shapes() -> None:
+    """The bundled cases are what the bit-for-bit claim rests on: both scale orders, more than one shape."""
+    assert {c["groupsize"] for c in CASES} == {128, -1}
+    assert len({(c["k"], c["n"]) for c in CASES}) >= 2
 
 
-def _load(path: Path) -> dict:
-    with np.load(path) as data:
-        return {name: torch.from_numpy(data[name].copy()) for name in data.files}
+@pytest.mark.parametrize("case", REFERENCE)
+def test_reference_arrays_are_the_recorded_marlin_output(case: dict) -> None:
+    """Each array decompresses to the bytes whose sha256 was taken from Marlin's original .npz."""
+    arrays = load_arrays(case)
+    assert sorted(arrays) == sorted(case["array_sha256"])
+    for name, array in arrays.items():
+        assert hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest() == case["array_sha256"][name], name
+    k, n, g = case["k"], case["n"], case["groupsize"]
+    rows = k if g == -1 else g
+    assert arrays["q_uint4"].shape == (k, n) and arrays["packed_B_int32"].shape == (k // 16, 2 * n)
+    assert arrays["scales_fp16"].shape == arrays["packed_s_fp16"].shape == (k // rows, n)
 
 
 def _same_bits(x, y) -> bool:
@@ -43,39 +46,39 @@ def _same_bits(x, y) -> bool:
     return x.shape == y.shape and torch.equal(x.contiguous().view(torch.int16), y.contiguous().view(torch.int16))
 
 
-@pytest.mark.parametrize("path,groupsize", REFERENCE)
-def test_pack_reproduces_marlin_bit_for_bit(path: Path, groupsize: int) -> None:
-    ref = _load(path)
+@pytest.mark.parametrize("case", REFERENCE)
+def test_pack_reproduces_marlin_bit_for_bit(case: dict) -> None:
+    ref, groupsize = _load(case), case["groupsize"]
     B, s = pack(ref["q_uint4"], ref["scales_fp16"], groupsize)
     assert B.dtype == torch.int32 and s.dtype == torch.float16
     assert torch.equal(B, ref["packed_B_int32"])
     assert _same_bits(s, ref["packed_s_fp16"])
 
 
-@pytest.mark.parametrize("path,groupsize", REFERENCE)
-def test_unpack_recovers_marlin_inputs(path: Path, groupsize: int) -> None:
-    ref = _load(path)
+@pytest.mark.parametrize("case", REFERENCE)
+def test_unpack_recovers_marlin_inputs(case: dict) -> None:
+    ref, groupsize = _load(case), case["groupsize"]
     q, scales = unpack(ref["packed_B_int32"], ref["packed_s_fp16"], groupsize)
     assert torch.equal(q, ref["q_uint4"])
     assert _same_bits(scales, ref["scales_fp16"])
 
 
-@pytest.mark.parametrize("path,groupsize", REFERENCE)
-def test_reference_weight_is_q_minus_8_times_scale(path: Path, groupsize: int) -> None:
+@pytest.mark.parametrize("case", REFERENCE)
+def test_reference_weight_is_q_minus_8_times_scale(case: dict) -> None:
     """The reference weight is already fake-quantized: (q - 8) * s gives it bit for bit,
     and rounding it with the reference scales gives q back."""
-    ref = _load(path)
+    ref, groupsize = _load(case), case["groupsize"]
     assert _same_bits(dequantize(ref["q_uint4"], ref["scales_fp16"], groupsize).t(), ref["weight_fp16"])
     assert torch.equal(quantize_with_scales(ref["weight_fp16"], ref["scales_fp16"], groupsize), ref["q_uint4"])
 
 
-@pytest.mark.parametrize("path,groupsize", REFERENCE)
-def test_reference_scales_follow_the_two_fifteenths_rule(path: Path, groupsize: int) -> None:
+@pytest.mark.parametrize("case", REFERENCE)
+def test_reference_scales_follow_the_two_fifteenths_rule(case: dict) -> None:
     """With scale = max|w| * 2 / 15 each group's largest value lands on +-7.5, so every
     group reaches |q - 8| of 7 or 8, and -8 (q = 0) occurs (max / 7 would never give it).
     Re-quantizing the fake-quantized weight then scales by 14/15 or 16/15 exactly as the
     rule says, computed here independently in numpy."""
-    ref = _load(path)
+    ref, groupsize = _load(case), case["groupsize"]
     q = ref["q_uint4"].numpy().astype(np.int32) - 8
     k, n = q.shape
     rows = k if groupsize == -1 else groupsize
@@ -85,13 +88,6 @@ def test_reference_scales_follow_the_two_fifteenths_rule(path: Path, groupsize: 
     expected = (maxabs.astype(np.float32) * np.float32(2 / 15)).astype(np.float16)
     _, scales = quantize(ref["weight_fp16"], groupsize)
     assert np.array_equal(scales.numpy().view(np.int16), expected.view(np.int16))
-
-
-def test_bundled_copy_matches_shared_vectors() -> None:
-    shared = REF_DIR / BUNDLED.name
-    if not shared.is_file():
-        pytest.skip(f"Marlin reference vectors not found at {REF_DIR}")
-    assert BUNDLED.read_bytes() == shared.read_bytes()
 
 
 def _numpy_marlin_quant(w: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,6 @@ before the kernel is first built, so it is set here at import time.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,9 +27,9 @@ from kernelscope.kernels.marlin import (  # noqa: E402
     unpack,
     w4a16_matmul,
 )
+from marlin_reference import CASES, case_id, load_arrays  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "marlin_k256_n256_g128.npz"
 TOL = 2e-3  # observed ~3e-4 (fp16 output rounding); 1e-2 is the requirement
 
 
@@ -145,18 +144,19 @@ def test_strided_activations() -> None:
     assert _rel_err(_run(a_t, B, s, -1), reference_matmul(a, B, s, -1)) < TOL
 
 
-def test_marlin_reference_vectors_through_kernel() -> None:
+@pytest.mark.parametrize("case", [pytest.param(c, id=case_id(c)) for c in CASES])
+def test_marlin_reference_vectors_through_kernel(case: dict) -> None:
     """Weights packed by the original Marlin: the kernel's product must match the
     product with Marlin's own fake-quantized fp16 weight."""
-    with np.load(BUNDLED) as data:
-        B = torch.from_numpy(data["packed_B_int32"].copy()).to(DEVICE)
-        s = torch.from_numpy(data["packed_s_fp16"].copy()).to(DEVICE)
-        weight = torch.from_numpy(data["weight_fp16"].copy()).to(DEVICE)
-    a = torch.randn((9, 256), generator=torch.Generator().manual_seed(31)).half().to(DEVICE)
+    data, g = load_arrays(case), case["groupsize"]
+    B = torch.from_numpy(data["packed_B_int32"]).to(DEVICE)
+    s = torch.from_numpy(data["packed_s_fp16"]).to(DEVICE)
+    weight = torch.from_numpy(data["weight_fp16"]).to(DEVICE)
+    a = torch.randn((9, case["k"]), generator=torch.Generator().manual_seed(31)).half().to(DEVICE)
     expected = a.float() @ weight.float().t()
-    ref = reference_matmul(a, B, s, 128)
+    ref = reference_matmul(a, B, s, g)
     assert float((ref - expected).abs().max()) < 1e-3 * float(expected.abs().max())
-    assert _rel_err(_run(a, B, s, 128), expected) < TOL
+    assert _rel_err(_run(a, B, s, g), expected) < TOL
 
 
 @pytest.mark.parametrize("groupsize", [128, -1])

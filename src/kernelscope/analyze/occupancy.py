@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kernelscope.analyze.arch import SMArch, arch_for
+from kernelscope.analyze.arch import NOT_CHECKED, SMArch, arch_for
 from kernelscope.model import Device
 
 # Fixed order for naming the limiter when several factors bind equally.
@@ -39,6 +39,13 @@ class OccupancyResult:
     theoretical_occupancy_pct: float
     limiter: str
     limiters: tuple[str, ...]
+    checked_against_ncu: bool = False  # the architecture's table was compared with Nsight Compute on that hardware
+    limits_source: str = ""  # where the architecture's limits come from
+
+    @property
+    def caveat(self) -> str | None:
+        """What a reader must be told about the limits used, or None when they were checked."""
+        return None if self.checked_against_ncu else f"{self.arch} limits from the {self.limits_source}; {NOT_CHECKED}"
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -52,6 +59,8 @@ class OccupancyResult:
             "shared_memory_allocated_per_block_bytes": self.shared_memory_allocated_per_block_bytes,
             "shared_memory_config_bytes": self.shared_memory_config_bytes,
             "arch": self.arch,
+            "checked_against_ncu": self.checked_against_ncu,
+            "limits_source": self.limits_source,
         }
 
 
@@ -85,8 +94,12 @@ def theoretical_occupancy(
             f"{shared_memory_per_block_bytes} bytes of shared memory per block exceeds the "
             f"{a.max_shared_memory_per_block_bytes}-byte limit on {a.arch}")
     config = a.max_shared_memory_per_sm_bytes if shared_memory_config_bytes is None else shared_memory_config_bytes
-    if config < 0:
-        raise OccupancyInputError("the shared-memory carveout cannot be negative")
+    if shared_memory_config_bytes is not None and config not in a.carveouts_bytes:
+        # Only the sizes the hardware offers exist; anything else would be a made-up SM.
+        kib = ", ".join(str(k) for k in a.shared_memory_carveouts_kib)
+        raise OccupancyInputError(
+            f"a shared-memory carveout of {config} bytes is not one {a.arch} offers; its carveouts are "
+            f"{kib} KiB (1 KiB = 1024 bytes, e.g. {a.carveouts_bytes[-1]} for {a.shared_memory_carveouts_kib[-1]} KiB)")
 
     warps_per_block = -(-threads_per_block // a.warp_size)
     limits: dict[str, int] = {"warps": a.max_warps_per_sm // warps_per_block}
@@ -118,6 +131,8 @@ def theoretical_occupancy(
         theoretical_occupancy_pct=100.0 * active * warps_per_block / a.max_warps_per_sm,
         limiter=binding[0],
         limiters=binding,
+        checked_against_ncu=a.checked_against_ncu,
+        limits_source=a.source,
     )
 
 

@@ -40,6 +40,8 @@ class ConfigSummary:
     occupancy_missing_reason: str | None
     waves_per_sm: float | None
     metrics: dict[str, Metric]  # the first launch's metrics, with provenance
+    grid_source: str  # which collector gave grid and block (dims_source)
+    block_source: str
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,31 @@ def launch_config(x: Launch) -> LaunchConfig:
     """What groups launches into one configuration: grid, block, registers per thread, shared memory per block."""
     regs, smem = x.value("registers_per_thread"), x.value("shared_memory_per_block_bytes")
     return LaunchConfig(x.grid, x.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+NCU_GRID = "ncu: launch__grid_dim_x/y/z"
+NCU_BLOCK = "ncu: launch__block_dim_x/y/z"
+
+
+def dims_source(x: Launch) -> tuple[str, str]:
+    """Where a launch's grid and block came from, for its Source column: the collector that made the launch.
+
+    A trace-pass launch carries CUPTI's kernel record fields (metrics with source "cupti"), and its
+    grid and block are that record's "grid" and "block"; a launch built from an Nsight Compute
+    result alone (`kernelscope import`, or a result no trace launch matched) has ncu's launch__
+    counters and no start time. When a session has neither mark the source is not recorded.
+    """
+    if any(m.source == "cupti" for m in x.metrics.values()):
+        return "cupti: grid", "cupti: block"
+    if x.start_ns is None and "launch__grid_dim_x" in x.counters:
+        return NCU_GRID, NCU_BLOCK
+    return "source not recorded", "source not recorded"
+
+
+def _group_dims_source(group: list[Launch]) -> tuple[str, str]:
+    """Every collector that gave this configuration's launches (a counter-only launch can join trace ones)."""
+    sources = list(dict.fromkeys(dims_source(x) for x in group))
+    return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
 
 
 def _occupancy(cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None) -> tuple[OccupancyResult | None, str | None]:
@@ -119,7 +146,7 @@ def summarize(session: Session) -> SessionSummary:
             if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
                 waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
             configs.append(ConfigSummary(cfg, len(group), sum(x.duration_ns for x in group), occ, reason, waves,
-                                         dict(group[0].metrics)))
+                                         dict(group[0].metrics), *_group_dims_source(group)))
         configs.sort(key=lambda c: -c.total_ns)
         regions = sorted({r for x in launches for r in x.regions})
         total = sum(durations)

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kernelscope.collect.api import new_session
-    from kernelscope.collect.counters import session_from_report
+    from kernelscope.collect.counters import report_time_details, session_from_report
     from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
     from kernelscope.model import CollectorStatus
 
@@ -38,9 +38,11 @@ def main(args: argparse.Namespace) -> int:
     session = new_session(["ncu-report", str(report)])
     session_from_report(session, parsed)
     session.artifacts["ncu_report"] = str(report)
+    details = {"report": str(report), "kernels_profiled": len(parsed.kernels),
+               "imported": True,  # created_utc = import time
+               **report_time_details(parsed)}
     session.collectors["counters"] = CollectorStatus(
-        "partial" if parsed.partial_note else "ok", parsed.partial_note,
-        {"report": str(report), "kernels_profiled": len(parsed.kernels)})
+        "partial" if parsed.partial_note else "ok", parsed.partial_note, details)
     if parsed.partial_note:
         print(f"kernelscope: note: {parsed.partial_note}.", file=sys.stderr)
     session.save(out)

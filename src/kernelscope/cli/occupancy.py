@@ -3,18 +3,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
+from kernelscope.analyze.arch import ARCHS
 from kernelscope.cli.common import fail
+
+_SIZE = re.compile(r"(\d+)\s*(k|kib)?", re.IGNORECASE)
+
+
+def parse_size_bytes(text: str, flag: str) -> int:
+    """Bytes from ``49152``, ``48k``, ``48K`` or ``48KiB`` (k means 1024 bytes, as in CUDA's tables)."""
+    m = _SIZE.fullmatch(text.strip())
+    if m is None:
+        fail(f"{flag} {text!r} is not a size: give bytes (49152) or KiB with a k, K or KiB suffix (48k)")
+    return int(m.group(1)) * (1024 if m.group(2) else 1)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     o = sub.add_parser("occupancy", help="theoretical occupancy of a launch configuration")
-    o.add_argument("--arch", required=True, help="sm_70, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90")
+    o.add_argument("--arch", required=True, help=", ".join(sorted(ARCHS, key=lambda a: int(a[3:]))))
     o.add_argument("--block", required=True, type=int, help="threads per block")
     o.add_argument("--regs", required=True, type=int, help="registers per thread")
-    o.add_argument("--smem", type=int, default=0, help="static + dynamic shared memory per block, bytes")
-    o.add_argument("--smem-config", type=int, default=None, metavar="BYTES",
-                   help="shared-memory carveout per SM (default: the largest the architecture allows)")
+    o.add_argument("--smem", default="0", metavar="SIZE",
+                   help="static + dynamic shared memory per block: bytes, or KiB with k, K or KiB (48k = 49152)")
+    o.add_argument("--smem-config", default=None, metavar="SIZE",
+                   help="shared-memory carveout per SM, one the architecture offers (e.g. 100k, 228KiB); "
+                        "default: the largest")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.add_argument("--no-color", action="store_true", help="plain text output")
     o.set_defaults(func=main)
@@ -25,7 +39,9 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.analyze.occupancy import OccupancyInputError, theoretical_occupancy
 
     try:
-        r = theoretical_occupancy(args.arch, args.block, args.regs, args.smem, args.smem_config)
+        smem = parse_size_bytes(args.smem, "--smem")
+        config = None if args.smem_config is None else parse_size_bytes(args.smem_config, "--smem-config")
+        r = theoretical_occupancy(args.arch, args.block, args.regs, smem, config)
     except (UnknownArchError, OccupancyInputError) as e:
         fail(str(e))
     if args.json:

@@ -126,6 +126,19 @@ def device_from_report(report: NcuReport) -> Device | None:
                   attributes=attrs)
 
 
+def report_time_details(report: NcuReport) -> dict[str, object]:
+    """The report's capture times for the counters collector's details (the session header shows them)."""
+    t = report.times
+    out: dict[str, object] = {}
+    if t is None or t.session_created_utc is None:
+        out["report_created_missing"] = (t.missing_reason if t is not None else None) or "the report was not read for it"
+    else:
+        out["report_created_utc"] = t.session_created_utc
+    if t is not None and t.result_created_utc:
+        out["results_created_utc"] = [min(t.result_created_utc), max(t.result_created_utc)]
+    return out
+
+
 def session_from_report(session: Session, report: NcuReport) -> None:
     """Fill a session from a report alone (`kernelscope import`, or a non-Python program)."""
     session.launches = [launch_from_result(k) for k in report.kernels]

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from kernelscope.collect.ncu_rep_file import report_layout
+from kernelscope.collect.ncu_rep_times import ReportTimes, read_report_times
 from kernelscope.collect.ncu_fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
 from kernelscope.model import Finding, Metric
 
@@ -47,6 +48,8 @@ class NcuReport:
     path: str
     kernels: list[NcuKernelResult]
     partial_note: str | None = None  # read with partial=True from a file that ends early: what was left out
+    # When ncu captured it (read from the file: ncu_report has no accessor); None: not read.
+    times: ReportTimes | None = None
 
 
 def load_module() -> ModuleType:
@@ -167,7 +170,7 @@ def read_report(path: str | os.PathLike[str], partial: bool = False) -> NcuRepor
         kernels = kernels[:whole]
     if not kernels:
         raise NcuReportError(f"{path} holds no kernel results")
-    return NcuReport(path=str(path), kernels=kernels, partial_note=note)
+    return NcuReport(path=str(path), kernels=kernels, partial_note=note, times=read_report_times(path))
 
 
 def _results(n: int, adjective: str = "") -> str:

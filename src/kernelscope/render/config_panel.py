@@ -38,9 +38,9 @@ class KernelConfigPanel:
         t.add_column("Value", overflow="fold", ratio=5)
         t.add_column("Source", style="dim", overflow="fold", ratio=6)
         cfg, m = c.config, c.metrics
-        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", "cupti: grid")
+        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", c.grid_source)
         warps = -(-cfg.threads_per_block // 32)
-        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", "cupti: block")
+        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", c.block_source)
         t.add_row("Threads", f"{cfg.blocks * cfg.threads_per_block:,}", "derived: grid blocks × threads per block")
         regs = m.get("registers_per_thread")
         t.add_row("Registers / thread", count(cfg.registers_per_thread) if cfg.registers_per_thread is not None
@@ -66,7 +66,7 @@ class KernelConfigPanel:
                       Text(f"{occ.theoretical_occupancy_pct:.1f}%", style="bold") + Text(
                           f"  {occ.active_blocks_per_sm} block(s)/SM = {occ.active_warps_per_sm} of "
                           f"{occ.max_warps_per_sm} warps"),
-                      f"derived: occupancy calculator ({occ.arch})")
+                      f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else ""))
             t.add_row("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), "")
             t.add_row("  blocks/SM allowed by",
                       " · ".join(f"{_LIMIT_LABEL[k]} {v}" for k, v in occ.blocks_limit.items()),

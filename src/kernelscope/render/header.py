@@ -48,7 +48,20 @@ class SessionHeader:
                 t.add_row("", " · ".join(clocks))
         t.add_row("Command", " ".join(s.command) or "(Python API)")
         outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
-        t.add_row("Recorded", f"{s.created_utc or 'N/A'} · {outcome}")
+        counters = s.collectors.get("counters")
+        details = counters.details if counters is not None else {}
+        if details.get("imported"):
+            # Built from a report alone: created_utc is when it was imported; ncu captured it earlier.
+            captured = details.get("report_created_utc")
+            text = captured if captured else f"N/A: {details.get('report_created_missing') or 'not recorded'}"
+            span = details.get("results_created_utc")
+            if isinstance(span, list) and len(span) == 2:  # ISO times: keep hh:mm:ss
+                first, last = (str(x)[11:19] for x in span)
+                text += f" · kernel results {first}" + ("" if first == last else f" to {last}")
+            t.add_row("Captured (ncu report)", text)
+            t.add_row("Imported", f"{s.created_utc or 'N/A'} · {outcome}")
+        else:
+            t.add_row("Recorded", f"{s.created_utc or 'N/A'} · {outcome}")
         for name, st in sorted(s.collectors.items()):
             style = _STATUS_STYLE.get(st.status, "")
             text = f"[{style}]{st.status}[/]"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -30,4 +31,7 @@ class OccupancyView:
                 f"of a {r.shared_memory_config_bytes:,} B carveout)")
         from rich.console import Group
 
-        yield Panel(Group(head, t), title="Theoretical occupancy (calculated)", title_align="left")
+        parts = [head, t]
+        if r.caveat:
+            parts.append(f"[yellow]{escape(r.caveat)}[/]")
+        yield Panel(Group(*parts), title="Theoretical occupancy (calculated)", title_align="left")
