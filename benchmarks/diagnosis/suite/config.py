@@ -79,8 +79,8 @@ CASES: tuple[CaseSpec, ...] = (
     CaseSpec("fma_matmul", "fp16 matmul on the FMA pipes instead of the tensor cores", TRITON, (DEFECT, FIXED), (),
              "low-tensor-pipe needs MMA instructions to fire, so a matmul with none gets nothing: none yet; "
              "fixed uses tl.dot",
-             full={"m": 2048, "n": 2048, "k": 2048, "defect_tile": (32, 32, 8, 4), "fixed_tile": (128, 128, 32, 4)},
-             tiny={"m": 64, "n": 64, "k": 64, "defect_tile": (32, 32, 8, 4), "fixed_tile": (32, 32, 16, 4)}),
+             full={"m": 2048, "n": 2048, "k": 2048, "defect_tile": (64, 64, 0, 4), "fixed_tile": (128, 128, 32, 8)},
+             tiny={"m": 64, "n": 64, "k": 64, "defect_tile": (32, 32, 0, 4), "fixed_tile": (32, 32, 16, 4)}),
     CaseSpec("scalar_loads", "memory-bound with scalar (4-byte) instead of vector (16-byte) loads", TRITON,
              (DEFECT, FIXED), ("far-from-bandwidth",),
              "defect multiplies the index by a runtime stride of 1 that Triton may not specialize, so it cannot "

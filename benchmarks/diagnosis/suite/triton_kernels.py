@@ -53,20 +53,25 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
                   USE_DOT: tl.constexpr):
     """C = A @ B, fp16 in, fp32 accumulation, fp16 out; M, N, K multiples of the tile.
 
-    Without USE_DOT (the defect) the product of each K-slice is a broadcast multiply and a sum,
-    which runs on the FMA pipes; with it, tl.dot runs on the tensor cores."""
+    Without USE_DOT (the defect) the tile is accumulated as K rank-1 updates (a column of A
+    times a row of B), which runs on the FMA pipes: Triton does not turn an outer product into
+    an MMA (it does turn a broadcast multiply + sum over K into one, so that form would not
+    plant the defect). With USE_DOT, tl.dot on BK-wide slices runs on the tensor cores."""
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
-        if USE_DOT:
+    if USE_DOT:
+        rk = tl.arange(0, BK)
+        for k0 in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+            b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
             acc = tl.dot(a, b, acc)
-        else:
-            acc += tl.sum(a.to(tl.float32)[:, :, None] * b.to(tl.float32)[None, :, :], axis=1)
+    else:
+        for k in range(0, K):
+            a = tl.load(a_ptr + rm * K + k).to(tl.float32)
+            b = tl.load(b_ptr + k * N + rn).to(tl.float32)
+            acc += a[:, None] * b[None, :]
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
