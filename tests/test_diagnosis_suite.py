@@ -254,3 +254,102 @@ def test_trimmed_session_tells_the_same_story() -> None:
     b = diagnose(Row("cublas_mm", CONTROL, "c", "none yet"), t, (), none)
     assert (a.kernel_full, a.bound) == (b.kernel_full, b.bound)
     assert [f["rule"] for f in a.findings] == [f["rule"] for f in b.findings]
+
+
+# ------------------------------------------------------------ the CUDA C++ cases, as far as nvcc without a GPU goes
+
+def _ptxas_report() -> dict[str, dict[str, int]]:
+    """Per kernel (mangled name): registers, stack frame and shared memory bytes, from ptxas -v for sm_90."""
+    from benchmarks.diagnosis.suite.cuda_build import SOURCE, CudaBuildError, find_nvcc
+
+    try:
+        nvcc = find_nvcc()
+    except CudaBuildError as e:
+        pytest.skip(str(e))
+    r = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", os.devnull, str(SOURCE)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out: dict[str, dict[str, int]] = {}
+    name = None
+    for line in r.stderr.splitlines():
+        if m := re.search(r"Compiling entry function '(\w+)'", line):
+            name = m.group(1)
+            out[name] = {"stack": 0, "smem": 0}
+        elif name and (m := re.search(r"(\d+) bytes stack frame", line)):
+            out[name]["stack"] = int(m.group(1))
+        elif name and (m := re.search(r"Used (\d+) registers", line)):
+            out[name]["registers"] = int(m.group(1))
+            if s := re.search(r"(\d+) bytes smem", line):
+                out[name]["smem"] = int(s.group(1))
+    return out
+
+
+def _kernel(report: dict, *parts: str) -> dict[str, int]:
+    hits = [v for k, v in report.items() if all(p in k for p in parts)]
+    assert len(hits) == 1, (parts, sorted(report))
+    return hits[0]
+
+
+def test_planted_cuda_defects_in_ptxas_report() -> None:
+    rep = _ptxas_report()
+    # local memory: the dynamically indexed array gets a stack frame; the fixed one lives in registers
+    assert _kernel(rep, "rotated_dot", "ILb1E")["stack"] >= 4 * 32
+    assert _kernel(rep, "rotated_dot", "ILb0E")["stack"] == 0
+    # registers: the per-thread table needs > 128 registers (at most 2 blocks of 128 threads per SM),
+    # the constant-bank version few
+    assert _kernel(rep, "reg_table_chain")["registers"] > 128
+    assert _kernel(rep, "const_table_chain")["registers"] <= 64
+    # bank conflicts: the padded tile is one float wider per row
+    assert _kernel(rep, "transpose_tile", "ILi0E")["smem"] == 32 * 32 * 4
+    assert _kernel(rep, "transpose_tile", "ILi1E")["smem"] == 32 * 33 * 4
+
+
+def test_cuda_library_builds_and_loads(tmp_path: Path, monkeypatch) -> None:
+    """The nvcc -> shared library -> ctypes route the GPU run uses (no launch: no GPU here)."""
+    from benchmarks.diagnosis.suite import cuda_build
+
+    try:
+        cuda_build.find_nvcc()
+    except cuda_build.CudaBuildError as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv(cuda_build.CACHE_ENV, str(tmp_path))
+    lib_path = cuda_build.build_library("sm_90")
+    assert lib_path.parent == tmp_path and cuda_build.build_library("sm_90") == lib_path  # cached, not rebuilt
+    cuda_build.load_library.cache_clear()
+    lib = cuda_build.load_library("sm_90")
+    assert lib.reg_table_len() == 192 and lib.local_k() == 32
+
+
+def test_harness_outputs_from_recorded_sessions(tmp_path: Path) -> None:
+    """calibrate.py's last step (analysis, table, packing) on a work directory of recorded sessions."""
+    import json
+    import shutil
+    import tarfile
+
+    from benchmarks.diagnosis.calibrate import write_outputs
+    from kernelscope.analyze.roofline import Ceilings
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "sessions").mkdir(parents=True)
+    (work / "logs").mkdir()
+    for name in ("triton_mm_defect", "triton_mm_fixed", "cublas_mm_control"):
+        shutil.copy(DATA / "session_h100_analysis.json.gz", work / "sessions" / f"{name}.json.gz")
+        (work / "logs" / f"{name}.log").write_text("run log\n")
+    (work / "sessions" / "absent_region_defect.json.gz").write_bytes(b"not a session")
+    statuses = {("absent_region", FIXED): "skipped: time budget"}
+    rows = write_outputs(_fake_cases(), work, out, {}, statuses, {"device": "test"},
+                         lambda _: Ceilings.none("test"))
+    by = {(r.case, r.variant): r for r in rows}
+    assert by[("triton_mm", DEFECT)].kernel == "matmul_kernel"
+    assert by[("absent_region", DEFECT)].error.startswith("session unreadable")
+    assert by[("absent_region", FIXED)].error == "no session written (skipped: time budget)"
+    doc = json.loads((out / "diagnosis_table.json").read_text())
+    assert [(r["case"], r["variant"]) for r in doc["rows"]] == list(by)
+    assert (out / "diagnosis_table.md").read_text().startswith("# Diagnosis calibration: test")
+    with tarfile.open(out / "diagnosis_sessions.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"sessions/triton_mm_defect.json.gz", "sessions/cublas_mm_control.json.gz",
+            "logs/triton_mm_fixed.log"} <= names
+    assert not any("absent_region" in n and n.startswith("sessions/") for n in names)
+    # the trimmed sessions tell the same story (no "trimmed session differs" note)
+    assert not any("trimmed" in (r.error or "") for r in rows)

@@ -131,7 +131,7 @@ def record(spec: CaseSpec, variant: str, work: Path, steps: int, ncu_timeout: fl
         log.flush()
         try:
             r = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env(), cwd=str(ROOT),
-                               timeout=ncu_timeout + 120)
+                               timeout=ncu_timeout + 60)
             rc = r.returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
@@ -150,9 +150,9 @@ def load_sessions(cases: list[CaseSpec], work: Path, statuses: dict) -> dict:
     for spec in cases:
         for v in spec.variants:
             path = work / "sessions" / f"{spec.name}_{v}.json.gz"
-            status = statuses.get((spec.name, v), "not recorded")
-            if not path.exists():
-                sessions[(spec.name, v)] = f"no session written ({status})"
+            status = statuses.get((spec.name, v))
+            if (status or "").startswith("skipped") or not path.exists():
+                sessions[(spec.name, v)] = f"no session written ({status or 'not recorded'})"
                 continue
             try:
                 s = Session.load(path)
@@ -160,11 +160,10 @@ def load_sessions(cases: list[CaseSpec], work: Path, statuses: dict) -> dict:
                 sessions[(spec.name, v)] = f"session unreadable: {e}"
                 continue
             counters = s.collectors.get("counters")
-            if counters is not None and counters.status != "ok":
-                status = f"counter pass {counters.status}: {counters.reason}"
+            if counters is None or counters.status != "ok":
+                statuses[(spec.name, v)] = (f"counter pass {counters.status}: {counters.reason}" if counters
+                                            else "no counter pass in the session")
             sessions[(spec.name, v)] = s
-            if not status.startswith("rc=0"):
-                statuses[(spec.name, v)] = status
     return sessions
 
 
@@ -179,6 +178,48 @@ def pack(out_file: Path, files: list[tuple[Path, str]]) -> str:
     return f"{out_file.name}: {size / 2**20:.2f} MiB, {len(files)} files"
 
 
+def write_outputs(cases: list[CaseSpec], work: Path, out: Path, timings: dict, statuses: dict, meta: dict,
+                  ceilings_for) -> list:
+    """Analyse the sessions in WORK/sessions, write the table (JSON, markdown) to OUT and pack
+    the trimmed sessions, logs and timings (and the ncu reports) into OUT; the rows."""
+    from benchmarks.diagnosis.table import Row, build_rows, diagnose, markdown, table_json, trim_session
+
+    sessions = load_sessions(cases, work, statuses)
+    rows = build_rows(cases, sessions, timings, ceilings_for)
+    meta["wall_s"] = round(time.perf_counter() - T0, 1)
+    meta["statuses"] = {f"{c}/{v}": s for (c, v), s in statuses.items()}
+    trimmed_dir = work / "trimmed"
+    trimmed_dir.mkdir(parents=True, exist_ok=True)
+    files, reports = [], []
+    for (case, v), s in sessions.items():
+        if isinstance(s, str):
+            continue
+        t = trim_session(s, case)
+        path = t.save(trimmed_dir / f"{case}_{v}.json.gz")
+        files.append((path, f"sessions/{path.name}"))
+        # the trimmed file must tell the same story as the full one: say so in the row when it does not
+        spec = CASE_BY_NAME.get(case) or next(c for c in cases if c.name == case)
+        full_row = next(r for r in rows if r.case == case and r.variant == v)
+        again = diagnose(Row(case, v, spec.category, spec.expected_text), t, spec.expected_rules, ceilings_for(t))
+        if (again.top_rule, again.top_gain_pct, again.bound) != (full_row.top_rule, full_row.top_gain_pct,
+                                                                   full_row.bound):
+            full_row.error = "; ".join(x for x in (full_row.error, f"trimmed session differs: top {again.top_rule} "
+                                                   f"{again.top_gain_pct}, bound {again.bound}") if x)
+        rep = work / "sessions" / f"{case}_{v}.ncu-rep"
+        if rep.exists():
+            reports.append((rep, f"ncu/{rep.name}"))
+    files += [(p, f"logs/{p.name}") for p in sorted((work / "logs").glob("*.log"))]
+    if (work / "timings.json").exists():
+        files.append((work / "timings.json", "timings.json"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "diagnosis_table.json").write_text(json.dumps(table_json(rows, meta), indent=1, default=str))
+    (out / "diagnosis_table.md").write_text(markdown(rows, meta))
+    say(pack(out / "diagnosis_sessions.tar.gz", files))
+    if reports:
+        say(pack(out / "diagnosis_ncu_reports.tar.gz", reports))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path, help="where the table and packed sessions go")
@@ -186,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", help=f"comma-separated subset of: {', '.join(CASE_BY_NAME)}")
     ap.add_argument("--repeats", type=int, default=30, help="timed repeats per variant (default 30)")
     ap.add_argument("--steps", type=int, default=3, help="steps inside the region in each recorded run (default 3)")
-    ap.add_argument("--ncu-timeout", type=float, default=240.0, help="seconds per counter pass (default 240)")
+    ap.add_argument("--ncu-timeout", type=float, default=120.0, help="seconds per counter pass (default 120)")
+    ap.add_argument("--budget-s", type=float, default=500.0,
+                    help="stop starting counter runs when the next would end past this many seconds from the start "
+                         "(default 500; the rest become rows saying so, and the table is still written)")
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--skip-counters", action="store_true", help="build the table from sessions already in --work")
     args = ap.parse_args(argv)
@@ -222,49 +266,25 @@ def main(argv: list[str] | None = None) -> int:
     statuses: dict = {}
     if not args.skip_counters:
         say("== 2. kernelscope run --counters --region CASE, per case and variant")
+        took: list[float] = []
         for spec in cases:
             for v in spec.variants:
-                _, statuses[(spec.name, v)] = record(spec, v, args.work, args.steps, args.ncu_timeout)
+                elapsed = time.perf_counter() - T0
+                expect = 1.5 * max(took) if took else 30.0
+                if elapsed + expect > args.budget_s:
+                    statuses[(spec.name, v)] = (f"skipped: time budget ({elapsed:.0f} s used, the next run would end "
+                                                f"past --budget-s {args.budget_s:.0f}); run it with --cases {spec.name}")
+                else:
+                    t = time.perf_counter()
+                    _, statuses[(spec.name, v)] = record(spec, v, args.work, args.steps, args.ncu_timeout)
+                    took.append(time.perf_counter() - t)
                 say(f"  {spec.name} {v}: {statuses[(spec.name, v)]}")
 
     say("== 3. analysis and table")
-    from benchmarks.diagnosis.table import build_rows, diagnose, markdown, table_json, trim_session, Row
+    from benchmarks.diagnosis.table import markdown
     from kernelscope.cli.calibrate import ceilings_for_session
 
-    sessions = load_sessions(cases, args.work, statuses)
-    rows = build_rows(cases, sessions, timings, ceilings_for_session)
-    meta["wall_s"] = round(time.perf_counter() - T0, 1)
-    meta["statuses"] = {f"{c}/{v}": s for (c, v), s in statuses.items()}
-    trimmed_dir = args.work / "trimmed"
-    trimmed_dir.mkdir(exist_ok=True)
-    files, reports = [], []
-    for (case, v), s in sessions.items():
-        if isinstance(s, str):
-            continue
-        t = trim_session(s, case)
-        path = t.save(trimmed_dir / f"{case}_{v}.json.gz")
-        files.append((path, f"sessions/{path.name}"))
-        # the trimmed file must tell the same story as the full one
-        spec = CASE_BY_NAME[case]
-        full_row = next(r for r in rows if r.case == case and r.variant == v)
-        again = diagnose(Row(case, v, spec.category, spec.expected_text), t, spec.expected_rules,
-                         ceilings_for_session(t))
-        if (again.top_rule, again.top_gain_pct, again.bound) != (full_row.top_rule, full_row.top_gain_pct,
-                                                                   full_row.bound):
-            full_row.error = "; ".join(x for x in (full_row.error, f"trimmed session differs: top {again.top_rule} "
-                                                   f"{again.top_gain_pct}, bound {again.bound}") if x)
-        rep = args.work / "sessions" / f"{case}_{v}.ncu-rep"
-        if rep.exists():
-            reports.append((rep, f"ncu/{rep.name}"))
-    files += [(p, f"logs/{p.name}") for p in sorted((args.work / "logs").glob("*.log"))]
-    if timings_path.exists():
-        files.append((timings_path, "timings.json"))
-    doc = table_json(rows, meta)
-    (args.out / "diagnosis_table.json").write_text(json.dumps(doc, indent=1, default=str))
-    (args.out / "diagnosis_table.md").write_text(markdown(rows, meta))
-    say(pack(args.out / "diagnosis_sessions.tar.gz", files))
-    if reports:
-        say(pack(args.out / "diagnosis_ncu_reports.tar.gz", reports))
+    rows = write_outputs(cases, args.work, args.out, timings, statuses, meta, ceilings_for_session)
     print(markdown(rows, meta))
     say(f"done: {args.out}/diagnosis_table.md")
     return 0
