@@ -228,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=30, help="timed repeats per variant (default 30)")
     ap.add_argument("--steps", type=int, default=3, help="steps inside the region in each recorded run (default 3)")
     ap.add_argument("--ncu-timeout", type=float, default=120.0, help="seconds per counter pass (default 120)")
-    ap.add_argument("--budget-s", type=float, default=500.0,
+    ap.add_argument("--budget-s", type=float, default=450.0,
                     help="stop starting counter runs when the next would end past this many seconds from the start "
-                         "(default 500; the rest become rows saying so, and the table is still written)")
+                         "(default 450; the rest become rows saying so, and the table is still written)")
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--skip-counters", action="store_true", help="build the table from sessions already in --work")
     args = ap.parse_args(argv)

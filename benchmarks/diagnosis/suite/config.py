@@ -37,6 +37,8 @@ class CaseSpec:
 
     @property
     def expected_text(self) -> str:
+        if self.variants == (CONTROL,):
+            return "(control: no finding over 20%)"
         return ", ".join(self.expected_rules) if self.expected_rules else "none yet"
 
 
