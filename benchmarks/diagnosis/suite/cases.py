@@ -308,8 +308,9 @@ def _control_gemm(spec, variant, device, p):
     b = torch.randn(p["k"], p["n"], device=device).half()
     c = torch.empty(p["m"], p["n"], device=device, dtype=torch.float16)
     assert variant == CONTROL
+    # cuBLAS may reduce partly in fp16 (allow_fp16_reduced_precision_reduction): a looser bound than fma_matmul's
     return Prepared(spec, variant, lambda: torch.matmul(a, b, out=c), lambda: c, lambda: a.float() @ b.float(),
-                    atol=2 * math.sqrt(p["k"]) / 1024, rtol=1e-2)
+                    atol=8 * math.sqrt(p["k"]) / 1024, rtol=2e-2)
 
 
 @builder("control_sdpa")
