@@ -1,0 +1,159 @@
+// The suite's CUDA C++ kernels: defects Triton cannot express (bank conflicts, dynamically
+// indexed local arrays, divergent lanes, a per-thread register table, shared memory sized
+// for the worst case). Built by cuda_build.py with nvcc into a shared library that Python
+// calls through ctypes on PyTorch's current stream (no pybind, no ninja).
+// Every launcher returns cudaGetLastError() so Python can raise on a bad launch.
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#define LAUNCHER extern "C" int
+
+// ---- shared-memory bank conflicts: 32x32 tile transpose, unpadded (defect) or padded (fixed)
+template <int PAD>
+__global__ void transpose_tile(const float* __restrict__ in, float* __restrict__ out, int w) {
+  __shared__ float tile[32][32 + PAD];
+  int x = blockIdx.x * 32 + threadIdx.x;
+  for (int j = 0; j < 32; j += 8) tile[threadIdx.y + j][threadIdx.x] = in[(size_t)(blockIdx.y * 32 + threadIdx.y + j) * w + x];
+  __syncthreads();
+  x = blockIdx.y * 32 + threadIdx.x;
+  // column read of the tile: all 32 lanes hit one bank without the padding
+  for (int j = 0; j < 32; j += 8) out[(size_t)(blockIdx.x * 32 + threadIdx.y + j) * w + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+
+LAUNCHER transpose(uintptr_t in, uintptr_t out, int w, int padded, void* stream) {
+  dim3 grid(w / 32, w / 32), block(32, 8);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (padded) transpose_tile<1><<<grid, block, 0, s>>>((const float*)in, (float*)out, w);
+  else transpose_tile<0><<<grid, block, 0, s>>>((const float*)in, (float*)out, w);
+  return (int)cudaGetLastError();
+}
+
+// ---- local memory: y[i] = sum_j x[(j + shift) % K][i] * w[j]
+// defect: the rows are loaded in order into a[] and read back rotated by a runtime shift, so
+// a[] is indexed dynamically and lives in local memory; fixed: the rotation is applied to the
+// global load's row index, a[] is indexed by the unrolled j only and stays in registers.
+// Same multiply-adds in the same order: bit-identical results.
+#define LOCAL_K 32
+template <bool DYNAMIC>
+__global__ void rotated_dot(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+                            int n, int shift) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float a[LOCAL_K];
+#pragma unroll
+  for (int j = 0; j < LOCAL_K; ++j) a[j] = x[(size_t)(DYNAMIC ? j : (j + shift) % LOCAL_K) * n + i];
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < LOCAL_K; ++j) acc = fmaf(DYNAMIC ? a[(j + shift) % LOCAL_K] : a[j], w[j], acc);
+  y[i] = acc;
+}
+
+LAUNCHER local_array(uintptr_t x, uintptr_t w, uintptr_t y, int n, int shift, int dynamic, void* stream) {
+  int threads = 256, blocks = (n + threads - 1) / threads;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dynamic) rotated_dot<true><<<blocks, threads, 0, s>>>((const float*)x, (const float*)w, (float*)y, n, shift);
+  else rotated_dot<false><<<blocks, threads, 0, s>>>((const float*)x, (const float*)w, (float*)y, n, shift);
+  return (int)cudaGetLastError();
+}
+
+// ---- thread divergence: element e runs path A (even) or B (odd), ITERS dependent FMAs each.
+// defect: thread t takes element t, so even and odd lanes of a warp diverge and both paths run;
+// fixed: within each 64 elements, warp 0 takes the even ones and warp 1 the odd ones.
+template <bool WARP_UNIFORM>
+__global__ void parity_paths(const float* __restrict__ x, float* __restrict__ y, int n, int iters) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int e = WARP_UNIFORM ? (t / 64) * 64 + 2 * (t % 32) + (t / 32) % 2 : t;
+  if (e >= n) return;
+  float a = x[e];
+  if (e & 1) {
+    for (int k = 0; k < iters; ++k) a = fmaf(a, 1.001f, -0.001f);
+  } else {
+    for (int k = 0; k < iters; ++k) a = fmaf(a, 0.999f, 0.001f);
+  }
+  y[e] = a;
+}
+
+LAUNCHER divergence(uintptr_t x, uintptr_t y, int n, int iters, int warp_uniform, void* stream) {
+  int threads = 256, blocks = (n + threads - 1) / threads;  // n is a multiple of 64
+  cudaStream_t s = (cudaStream_t)stream;
+  if (warp_uniform) parity_paths<true><<<blocks, threads, 0, s>>>((const float*)x, (float*)y, n, iters);
+  else parity_paths<false><<<blocks, threads, 0, s>>>((const float*)x, (float*)y, n, iters);
+  return (int)cudaGetLastError();
+}
+
+// ---- occupancy limited by shared memory: y[i] = chain of fmaf(a, c[k], 0.001) over a table c
+// staged in dynamic shared memory, repeated `reps` times. One dependent chain per thread, so
+// speed follows the number of resident warps. The launcher's smem_bytes is the only difference
+// between defect (buffer sized for the worst case) and fixed (sized for the table).
+__global__ void smem_table_chain(const float* __restrict__ x, const float* __restrict__ table, float* __restrict__ y,
+                                 int n, int table_len, int reps) {
+  extern __shared__ float c[];
+  for (int k = threadIdx.x; k < table_len; k += blockDim.x) c[k] = table[k];
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float a = x[i];
+  for (int r = 0; r < reps; ++r)
+    for (int k = 0; k < table_len; ++k) a = fmaf(a, c[k], 0.001f);
+  y[i] = a;
+}
+
+LAUNCHER smem_chain(uintptr_t x, uintptr_t table, uintptr_t y, int n, int table_len, int reps, int smem_bytes,
+                    void* stream) {
+  if (smem_bytes < table_len * (int)sizeof(float)) return (int)cudaErrorInvalidValue;
+  cudaError_t e = cudaFuncSetAttribute(smem_table_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (e != cudaSuccess) return (int)e;
+  int threads = 128, blocks = (n + threads - 1) / threads;
+  smem_table_chain<<<blocks, threads, smem_bytes, (cudaStream_t)stream>>>((const float*)x, (const float*)table,
+                                                                          (float*)y, n, table_len, reps);
+  return (int)cudaGetLastError();
+}
+
+// ---- occupancy limited by registers: the same chain over a 192-entry table.
+// defect: every thread copies the (uniform) table into a register array; fixed: the table is
+// passed by value as a kernel parameter and read from the constant bank.
+#define REG_TABLE 192
+struct Table { float c[REG_TABLE]; };
+
+__global__ void reg_table_chain(const float* __restrict__ x, const float* __restrict__ table, float* __restrict__ y,
+                                int n, int reps) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float c[REG_TABLE];
+#pragma unroll
+  for (int k = 0; k < REG_TABLE; ++k) c[k] = table[k];
+  float a = x[i];
+  for (int r = 0; r < reps; ++r) {
+#pragma unroll
+    for (int k = 0; k < REG_TABLE; ++k) a = fmaf(a, c[k], 0.001f);
+  }
+  y[i] = a;
+}
+
+__global__ void const_table_chain(const float* __restrict__ x, const Table t, float* __restrict__ y, int n, int reps) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float a = x[i];
+  for (int r = 0; r < reps; ++r) {
+#pragma unroll
+    for (int k = 0; k < REG_TABLE; ++k) a = fmaf(a, t.c[k], 0.001f);
+  }
+  y[i] = a;
+}
+
+LAUNCHER reg_chain(uintptr_t x, uintptr_t table_device, const float* table_host, uintptr_t y, int n, int reps,
+                   int in_registers, void* stream) {
+  int threads = 128, blocks = (n + threads - 1) / threads;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (in_registers) {
+    reg_table_chain<<<blocks, threads, 0, s>>>((const float*)x, (const float*)table_device, (float*)y, n, reps);
+  } else {
+    Table t;
+    for (int k = 0; k < REG_TABLE; ++k) t.c[k] = table_host[k];
+    const_table_chain<<<blocks, threads, 0, s>>>((const float*)x, t, (float*)y, n, reps);
+  }
+  return (int)cudaGetLastError();
+}
+
+LAUNCHER reg_table_len() { return REG_TABLE; }
+LAUNCHER local_k() { return LOCAL_K; }

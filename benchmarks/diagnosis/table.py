@@ -1,0 +1,235 @@
+"""The calibration table: what kernelscope diagnosed on each case's kernel, against the
+planted defect and the measured gain of fixing it. Pure functions over recorded sessions
+and timings (no GPU), so the CPU tests exercise them on sessions in tests/data.
+
+Per (case, variant) row: the case's main kernel (most time inside the region named after
+the case, among launches the counter pass measured), its bound, kernelscope's top finding
+(the first of its ranked recommendations) with its predicted gain, whether each expected
+(planted) rule fired and its gain, and the case's real gain = 1 - t_fixed / t_defect from
+the timings. A case that failed (no session, no counters, no kernel) is a row saying so.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+from kernelscope.analyze.profiling_summary import KernelAnalysis, analyze_session
+from kernelscope.analyze.roofline import Ceilings
+from kernelscope.model import Session
+
+# The issue-14 targets the scores are checked against (benchmarks/diagnosis/RESULTS.md states them).
+GAIN_TOLERANCE_POINTS = 15.0  # predicted gain within this many points of the real gain
+FIXED_MAX_PLANTED_GAIN_PCT = 5.0  # on a fixed version the planted rule must not fire, or predict under this
+CONTROL_MAX_GAIN_PCT = 20.0  # on a control no finding may predict more than this
+
+
+@dataclass
+class PlantedRule:
+    rule_id: str
+    fired: bool
+    gain_pct: float | None
+    not_evaluated: str | None = None  # the rule's own reason when it could not run
+
+
+@dataclass
+class Row:
+    case: str
+    variant: str
+    category: str
+    expected: str  # expected rule ids, or "none yet"
+    kernel: str | None = None
+    kernel_full: str | None = None
+    launches_in_region: int = 0
+    bound: str | None = None
+    top_rule: str | None = None  # "source:rule_id"
+    top_title: str | None = None
+    top_gain_pct: float | None = None
+    max_gain_pct: float | None = None  # the largest kernel gain any finding predicts
+    findings: list[dict[str, Any]] = field(default_factory=list)  # every finding: rule, source, gain
+    planted: list[PlantedRule] = field(default_factory=list)
+    t_median_ms: float | None = None
+    real_gain_pct: float | None = None  # of the case: 100 x (1 - t_fixed / t_defect)
+    checks: dict[str, bool | None] = field(default_factory=dict)  # issue-14 criteria for this row; None: n/a
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def region_kernel(session: Session, region: str) -> tuple[str | None, int]:
+    """(full name, launches in region) of the kernel with the most time inside ``region``.
+
+    Kernels the counter pass measured come first: a row needs counters to say anything
+    about the kernel. A counter-only session (no trace pass, so no launch carries a
+    region) falls back to every kernel the counter pass measured: ncu's --nvtx-include
+    already limited it to the region."""
+    inside = [x for x in session.launches if region in x.regions]
+    traced = any(x.start_ns is not None for x in session.launches)
+    pool = inside if traced else [x for x in session.launches if x.counters]
+    if not pool:
+        return None, 0
+    total: dict[str, int] = {}
+    measured: set[str] = set()
+    for x in pool:
+        total[x.kernel] = total.get(x.kernel, 0) + x.duration_ns
+        if x.counters:
+            measured.add(x.kernel)
+    best = max(total, key=lambda k: (k in measured, total[k]))
+    return best, sum(1 for x in inside if x.kernel == best)
+
+
+def _gain(g: float | None) -> float | None:
+    return None if g is None else round(float(g), 2)
+
+
+def diagnose(row: Row, session: Session, expected_rules: Iterable[str], ceilings: Ceilings) -> Row:
+    """Fill ``row`` with the analysis of the case's main kernel in ``session``."""
+    name, n_inside = region_kernel(session, row.case)
+    counters = session.collectors.get("counters")
+    if name is None:
+        why = f"counter pass {counters.status}: {counters.reason}" if counters and counters.status != "ok" else ""
+        row.error = f"no kernel inside region {row.case!r}" + (f" ({why})" if why else "")
+        return row
+    analysis: KernelAnalysis = analyze_session(session, ceilings).kernel(name)
+    row.kernel, row.kernel_full, row.launches_in_region = analysis.kernel.short_name, name, n_inside
+    row.bound = analysis.bound.bound
+    recs = analysis.recommendations.recommendations
+    row.findings = [{"rule": r.finding.rule_id, "source": r.source, "gain_pct": _gain(r.gain_pct),
+                     "local_pct": _gain(r.local_pct)} for r in recs]
+    if recs:
+        top = recs[0]
+        row.top_rule, row.top_title, row.top_gain_pct = f"{top.source}:{top.finding.rule_id}", top.finding.title, \
+            _gain(top.gain_pct)
+    gains = [r.gain_pct for r in recs if r.gain_pct is not None]
+    row.max_gain_pct = _gain(max(gains)) if gains else None
+    skipped = {n.rule_id: n.reason for n in analysis.recommendations.not_evaluated}
+    for rule_id in expected_rules:
+        hit = next((r for r in recs if r.source == "kernelscope" and r.finding.rule_id == rule_id), None)
+        row.planted.append(PlantedRule(rule_id, hit is not None, _gain(hit.gain_pct) if hit else None,
+                                       skipped.get(rule_id)))
+    if analysis.counter_launch is None:
+        row.error = "the counter pass measured no launch of this kernel" + (
+            f" (counter pass {counters.status}: {counters.reason})" if counters and counters.status != "ok" else "")
+    return row
+
+
+def real_gains(timings: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Per case with both medians: 100 x (1 - t_fixed / t_defect)."""
+    out = {}
+    for case, by_variant in timings.items():
+        d, f = (by_variant.get(v) or {} for v in ("defect", "fixed"))
+        if d.get("median_ms") and f.get("median_ms") is not None:
+            out[case] = 100.0 * (1.0 - float(f["median_ms"]) / float(d["median_ms"]))
+    return out
+
+
+def score_row(row: Row) -> None:
+    """The issue-14 criteria that apply to this row (None where it cannot be judged)."""
+    planted_gain = max((p.gain_pct for p in row.planted if p.fired and p.gain_pct is not None), default=None)
+    rule_ids = [p.rule_id for p in row.planted]
+    if row.variant == "defect":
+        top_id = row.top_rule.split(":", 1)[1] if row.top_rule and row.top_rule.startswith("kernelscope:") else None
+        row.checks["planted_is_top"] = bool(top_id and top_id in rule_ids) if not row.error else False
+        if row.real_gain_pct is not None:
+            row.checks["gain_within_15_points"] = (planted_gain is not None
+                                                   and abs(planted_gain - row.real_gain_pct) <= GAIN_TOLERANCE_POINTS)
+    elif row.variant == "fixed":
+        if row.error:
+            row.checks["planted_silent_when_fixed"] = None
+        else:
+            row.checks["planted_silent_when_fixed"] = all(
+                not p.fired or (p.gain_pct is not None and p.gain_pct < FIXED_MAX_PLANTED_GAIN_PCT) for p in row.planted)
+    elif row.variant == "control":
+        row.checks["control_no_finding_over_20"] = None if row.error else (
+            row.max_gain_pct is None or row.max_gain_pct <= CONTROL_MAX_GAIN_PCT)
+
+
+def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | str],
+               timings: dict[str, dict[str, Any]], ceilings_for: Callable[[Session], Ceilings]) -> list[Row]:
+    """One row per (case, variant). ``sessions`` maps to a loaded Session or to an error sentence;
+    ``timings`` is {case: {variant: Timing.to_dict() or {"error": ...}}}."""
+    gains = real_gains(timings)
+    rows = []
+    for spec in cases:
+        for variant in spec.variants:
+            row = Row(spec.name, variant, spec.category, spec.expected_text)
+            t = (timings.get(spec.name) or {}).get(variant) or {}
+            row.t_median_ms = t.get("median_ms")
+            row.real_gain_pct = None if spec.name not in gains else round(gains[spec.name], 2)
+            s = sessions.get((spec.name, variant))
+            if s is None:
+                row.error = "no session recorded"
+            elif isinstance(s, str):
+                row.error = s
+            else:
+                try:
+                    diagnose(row, s, spec.expected_rules, ceilings_for(s))
+                except Exception as e:  # one broken session is a row saying so; the table goes on
+                    row.error = f"analysis failed: {type(e).__name__}: {e}"
+            if t.get("error"):
+                row.error = "; ".join(x for x in (row.error, f"timing failed: {t['error']}") if x)
+            score_row(row)
+            rows.append(row)
+    return rows
+
+
+def scores(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """Per criterion: how many rows pass, out of how many it applies to."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for name, ok in row.checks.items():
+            s = out.setdefault(name, {"pass": 0, "of": 0})
+            if ok is not None:
+                s["of"] += 1
+                s["pass"] += int(ok)
+    return out
+
+
+def _fmt(v: float | None, unit: str = "%") -> str:
+    return "—" if v is None else f"{v:.1f}{unit}"
+
+
+def _cell(text: str | None) -> str:
+    return "—" if not text else str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
+    lines = [f"# Diagnosis calibration: {meta.get('device', 'unknown device')}, {meta.get('date', '')}", ""]
+    for k in ("driver", "torch", "triton", "ncu", "kernelscope_commit", "wall_s"):
+        if meta.get(k) is not None:
+            lines.append(f"- {k}: {meta[k]}")
+    lines += ["", "Real gain = 1 - t_fixed / t_defect (CUDA-event medians, interleaved). Predicted gains are "
+              "kernelscope's, in % of the kernel's time.", "",
+              "| case | variant | kernel | bound | top finding | its gain | planted rule(s) | planted fired, gain | "
+              "real gain | t median | note |", "|---|---|---|---|---|---:|---|---|---:|---:|---|"]
+    for r in rows:
+        planted = "; ".join(f"{p.rule_id}: " + (f"yes, {_fmt(p.gain_pct)}" if p.fired else
+                                                  f"no{' (' + p.not_evaluated + ')' if p.not_evaluated else ''}")
+                            for p in r.planted) or "—"
+        lines.append(f"| {r.case} | {r.variant} | {_cell(r.kernel)} | {_cell(r.bound)} | {_cell(r.top_rule)} | "
+                     f"{_fmt(r.top_gain_pct)} | {r.expected} | {_cell(planted)} | {_fmt(r.real_gain_pct)} | "
+                     f"{_fmt(r.t_median_ms, ' ms') if r.t_median_ms is None else f'{r.t_median_ms:.4g} ms'} | "
+                     f"{_cell(r.error)} |")
+    lines += ["", "## Against the issue-14 targets", "", "| criterion | pass | of |", "|---|---:|---:|"]
+    for name, s in scores(rows).items():
+        lines.append(f"| {name} | {s['pass']} | {s['of']} |")
+    return "\n".join(lines) + "\n"
+
+
+def table_json(rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:
+    return {"meta": {**meta, "built_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")},
+            "targets": {"gain_tolerance_points": GAIN_TOLERANCE_POINTS,
+                        "fixed_max_planted_gain_pct": FIXED_MAX_PLANTED_GAIN_PCT,
+                        "control_max_gain_pct": CONTROL_MAX_GAIN_PCT},
+            "rows": [r.to_dict() for r in rows], "scores": scores(rows)}
+
+
+def trim_session(session: Session, region: str) -> Session:
+    """A copy keeping only the launches inside ``region`` or measured by the counter pass
+    (warm-up, reference and input-generation kernels dropped), for small checked-in files."""
+    import copy
+
+    out = copy.copy(session)
+    out.launches = [x for x in session.launches if region in x.regions or x.counters]
+    return out
