@@ -205,3 +205,16 @@ def test_a_report_cut_short_is_refused_saying_how_much_was_read(tmp_path):
         main(["import", str(cut), "-o", str(tmp_path / "s.json")])
     assert e.value.code == 2 and not (tmp_path / "s.json").exists()
     assert main(["import", str(cut), "-o", str(tmp_path / "s.json"), "--partial"]) == 0
+
+
+def test_a_crash_of_nvidias_reader_on_a_damaged_file_is_one_sentence(tmp_path, monkeypatch):
+    """Nsight Compute 2025.3.1's ncu_report segfaulted on bit-flipped reports in the long fuzz run; the
+    reader runs in a child process, so the crash is the child's and the user gets a sentence."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "ncu_report.py").write_text("import os, signal\n"
+                                        "def load_report(path):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    report = report_file("ncu_h100_region", tmp_path)
+    with pytest.raises(NcuReportError, match=r"is damaged: NVIDIA's report reader crashed on it \(signal SIGSEGV\)"):
+        read_report(report)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import glob
 import importlib
 import os
+import pickle
 import shutil
+import signal
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,26 +142,9 @@ def read_report(path: str | os.PathLike[str], partial: bool = False) -> NcuRepor
     truncated = layout.known_format and not layout.complete
     cut = (f"{path} ends early: it is cut off at byte {layout.file_bytes:,}, inside a block that starts at byte "
            f"{layout.ends_early_at or 0:,}")
-    mod = load_module()
-    try:
-        ctx = mod.load_report(str(path))
-    except Exception as e:  # the module raises plain exceptions for damaged files
-        if truncated:
-            raise NcuReportError(f"{cut}, and no kernel result could be read") from None
-        raise NcuReportError(f"{path} is not a readable Nsight Compute report ({e})") from None
-    if ctx is None or ctx.num_ranges() == 0:
-        raise NcuReportError(f"{cut}, and no kernel result could be read" if truncated
-                             else f"{path} is damaged or holds no profiling results")
-    kernels: list[NcuKernelResult] = []
-    try:
-        for r in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(r)
-            for i in range(rng.num_actions()):
-                kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
-    except NcuReportError:
-        raise
-    except Exception as e:  # a damaged result inside a readable file
-        raise NcuReportError(f"{path} is damaged: result {len(kernels) + 1} cannot be read ({e})") from None
+    kernels, error = _read_isolated(path)
+    if error is not None:
+        raise NcuReportError(f"{cut}, and no kernel result could be read" if truncated and not kernels else error)
     note = None
     if truncated:
         whole = min(layout.complete_results, len(kernels))
@@ -171,6 +157,59 @@ def read_report(path: str | os.PathLike[str], partial: bool = False) -> NcuRepor
     if not kernels:
         raise NcuReportError(f"{path} holds no kernel results")
     return NcuReport(path=str(path), kernels=kernels, partial_note=note, times=read_report_times(path))
+
+
+def _read_isolated(path: Path) -> tuple[list[NcuKernelResult], str | None]:
+    """The kernel results, read by NVIDIA's module in a child process: on a damaged file that module can
+    crash the process (seen: SIGSEGV in Nsight Compute 2025.3.1's extras on bit-flipped reports), and a
+    crash must cost the child, not the user's command. Returns (results, one-sentence error or None)."""
+    child = [sys.executable, "-c", "from kernelscope.collect.ncu_report_reader import child_main; child_main()",
+             str(path)]
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])  # the kernelscope being run, also from a source tree
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run(child, capture_output=True, env=env)
+    if proc.returncode < 0:
+        return [], (f"{path} is damaged: NVIDIA's report reader crashed on it "
+                    f"(signal {signal.Signals(-proc.returncode).name})")
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        return [], lines[-1] if lines else f"{path} could not be read (the reader exited {proc.returncode})"
+    try:
+        return pickle.loads(proc.stdout), None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return [], f"{path} could not be read (the reader's answer was damaged)"
+
+
+def _read_in_this_process(path: Path) -> list[NcuKernelResult]:
+    mod = load_module()
+    try:
+        ctx = mod.load_report(str(path))
+    except Exception as e:  # the module raises plain exceptions for damaged files
+        raise NcuReportError(f"{path} is not a readable Nsight Compute report ({e})") from None
+    if ctx is None or ctx.num_ranges() == 0:
+        raise NcuReportError(f"{path} is damaged or holds no profiling results")
+    kernels: list[NcuKernelResult] = []
+    try:
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for i in range(rng.num_actions()):
+                kernels.append(_read_action(rng.action_by_idx(i), len(kernels)))
+    except NcuReportError:
+        raise
+    except Exception as e:  # a damaged result inside a readable file
+        raise NcuReportError(f"{path} is damaged: result {len(kernels) + 1} cannot be read ({e})") from None
+    return kernels
+
+
+def child_main() -> None:
+    """The child of _read_isolated: results pickled to stdout, or one sentence on stderr and exit 2."""
+    try:
+        kernels = _read_in_this_process(Path(sys.argv[1]))
+    except NcuReportError as e:
+        print(str(e), file=sys.stderr)
+        raise SystemExit(2)
+    sys.stdout.buffer.write(pickle.dumps(kernels))
 
 
 def _results(n: int, adjective: str = "") -> str:
