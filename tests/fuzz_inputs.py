@@ -113,10 +113,11 @@ def flip(draw: st.DrawFn, data: bytes, suffix: str) -> Mutated:
 
 
 @st.composite
-def mutated_bytes(draw: st.DrawFn, data: bytes, suffix: str, header_bytes: int = 0) -> Mutated:
-    """A binary file cut short or with flipped bits (a share of them in its first ``header_bytes``)."""
+def mutated_bytes(draw: st.DrawFn, data: bytes, suffix: str, header_bytes: int = 0, text: bool = False) -> Mutated:
+    """A file cut short or with flipped bits (a share of them in its first ``header_bytes``); for ``text``,
+    a cut inside the trailing whitespace loses nothing and is not made."""
     if draw(st.booleans()):
-        cut = draw(st.integers(0, len(data) - 1))
+        cut = draw(st.integers(0, (len(data.rstrip()) if text else len(data)) - 1))
         return Mutated(data[:cut], suffix, f"truncate at {cut} of {len(data)}", truncated=True)
     if header_bytes and draw(st.booleans()):
         b = bytearray(data)

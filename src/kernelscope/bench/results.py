@@ -27,6 +27,11 @@ _CORE = ("impl", "params", "status", "error")
 POINT_PARAMS = {"attention": ("batch", "heads", "seq_len", "head_dim"), "w4a16": ("m", "k", "n")}
 _size = number(1, 2**40, integer=True)
 _num = number()
+_time = number(0)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 _scalar = either(_num, string, boolean, expected="a number, a string or true/false")
 _value = either(optional(_scalar), list_of(optional(_scalar)), any_json(4), expected="a value")
 
@@ -41,13 +46,17 @@ def _row(benchmark: str) -> Spec:
     def value(name: str) -> Spec:  # timings and sizes are numbers: the plots divide and take logs
         numeric = name.endswith(("_ms", "_bytes", "_mhz_after", "_c_after")) or name in ("tflops", "flops", "repeats",
                                                                                       "warmup", "pct_of_floor")
-        return optional(_num) if numeric else _value
+        return optional(_time if name.endswith("_ms") else _num) if numeric else _value
 
     def rule(d: dict[str, Any]) -> tuple[str, str] | None:
         if d["status"] != "ok" and not d.get("error"):
             return "error", f"the error that stopped a {d['status']} row"
         if d["status"] == "ok" and d.get("median_ms") is None:
             return "median_ms", "the median time of an ok row"
+        order = [k for k in ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms") if _is_number(d.get(k))]
+        for lo, hi in zip(order, order[1:]):  # the plots draw q1..q3 around the median as error bars
+            if d[lo] > d[hi]:
+                return hi, f"a time no smaller than {lo} ({d[lo]!r})"
         return None
 
     row = obj({"impl": F(string, True), "params": F(obj(params), True), "status": F(one_of(*STATUSES), True),

@@ -141,7 +141,7 @@ device = obj({
     "compute_capability": F(list_of(number(0, 99, integer=True)), True), "attributes": F(device_attributes),
 }, lambda d: None if len(d["compute_capability"]) == 2 else ("compute_capability", "[major, minor]"))
 
-collector = obj({"status": F(string, True), "reason": F(optional(string)), "details": F(_json_object)})
+collector = obj({"status": F(one_of("ok", "partial", "not-run", "failed"), True), "reason": F(optional(string)), "details": F(_json_object)})
 
 declared_work = obj({
     "region": F(string, True), "occurrence": F(_count, True), "flops": F(optional(number(0))),

@@ -64,7 +64,7 @@ class SessionHeader:
             t.add_row("Recorded", f"{s.created_utc or 'N/A'} · {outcome}")
         for name, st in sorted(s.collectors.items()):
             style = _STATUS_STYLE.get(st.status, "")
-            text = f"[{style}]{st.status}[/]"
+            text = f"[{style}]{st.status}[/]" if style else st.status
             if st.reason:
                 text += f": {st.reason}"
             t.add_row(f"  {name}", text)
