@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, list_of, map_of, number, obj,
-                                      one_of, optional, string)
+                                      one_of, optional, short_string, string)
 
 SCHEMA = "kernelscope.bench"
 SCHEMA_VERSION = 1
@@ -26,6 +26,7 @@ _CORE = ("impl", "params", "status", "error")
 # Parameters each benchmark's plots and tables group by; a row without them cannot be placed.
 POINT_PARAMS = {"attention": ("batch", "heads", "seq_len", "head_dim"), "w4a16": ("m", "k", "n")}
 _size = number(1, 2**40, integer=True)
+LABEL_CHARS = 200  # implementation names and dtypes label plot lines, titles and ticks
 _num = number()
 _time = number(0)
 
@@ -39,7 +40,7 @@ _value = either(optional(_scalar), list_of(optional(_scalar)), any_json(4), expe
 def _row(benchmark: str) -> Spec:
     params = {name: F(_size, True) for name in POINT_PARAMS.get(benchmark, ())}
     if benchmark == "attention":
-        params.update(causal=F(boolean, True), dtype=F(string, True))
+        params.update(causal=F(boolean, True), dtype=F(short_string(LABEL_CHARS), True))
     if benchmark == "w4a16":
         params.update(groupsize=F(number(-1, 2**20, integer=True), True))
 
@@ -59,7 +60,7 @@ def _row(benchmark: str) -> Spec:
                 return hi, f"a time no smaller than {lo} ({d[lo]!r})"
         return None
 
-    row = obj({"impl": F(string, True), "params": F(obj(params), True), "status": F(one_of(*STATUSES), True),
+    row = obj({"impl": F(short_string(LABEL_CHARS), True), "params": F(obj(params), True), "status": F(one_of(*STATUSES), True),
                "error": F(optional(string))}, rule)
 
     def check(v: Any, path: str, problems: list[str]) -> Any:

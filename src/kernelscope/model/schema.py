@@ -78,6 +78,16 @@ def string(v: Any, path: Path, problems: list[str]) -> Any:
     return v
 
 
+def short_string(max_len: int) -> Spec:
+    """A string of at most ``max_len`` characters: for labels drawn in titles and ticks, where a huge one
+    would stall the layout."""
+    def check(v: Any, path: Path, problems: list[str]) -> Any:
+        if not isinstance(v, str) or len(v) > max_len:
+            raise Invalid(path, f"a string of at most {max_len} characters", v)
+        return v
+    return check
+
+
 def boolean(v: Any, path: Path, problems: list[str]) -> Any:
     if not isinstance(v, bool):
         raise Invalid(path, "true or false", v)
