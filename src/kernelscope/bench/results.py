@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.model.files import write_atomic
 from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, list_of, map_of, number, obj,
                                       one_of, optional, short_string, string)
 
@@ -140,11 +141,7 @@ class BenchResults:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (a temporary file, then rename), so a crash never leaves half a file."""
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
+        write_atomic(path, (json.dumps(self.to_dict(), indent=1) + "\n").encode())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "BenchResults":

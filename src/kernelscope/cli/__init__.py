@@ -13,6 +13,7 @@ from typing import Sequence
 
 from kernelscope import __version__
 from kernelscope.cli.common import EXIT_USAGE
+from kernelscope.model.files import OutputFileError
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
 COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
@@ -51,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         return args.func(args)
+    except OutputFileError as e:  # a writer that could not finish (a full disk): the old file is intact
+        fail_message = str(e).rstrip(".") + "."
+        print(f"kernelscope: error: {fail_message}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("kernelscope: interrupted.", file=sys.stderr)
         return 130

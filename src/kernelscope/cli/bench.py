@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, output_path
 
 DEFAULT_IMPLS = "flash,naive,sdpa-flash,sdpa-cudnn"
 
@@ -92,11 +92,7 @@ def _check_timing_args(args: argparse.Namespace) -> None:
 
 def _output_path(args: argparse.Namespace, name: str) -> Path:
     out = Path(args.output or _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
-    if out.exists() and not args.force_overwrite:
-        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
-    if not out.parent.exists():
-        fail(f"the directory {out.parent} does not exist")
-    return out
+    return output_path(out, args.force_overwrite, what="results file")
 
 
 def _require_cuda() -> None:

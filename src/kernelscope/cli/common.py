@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
-from typing import NoReturn
+from pathlib import Path
+from typing import Iterable, NoReturn
 
 EXIT_USAGE = 2
 SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
@@ -16,6 +18,22 @@ def fail(msg: str, code: int = EXIT_USAGE) -> NoReturn:
     msg = msg.rstrip(".") + "."
     print(f"kernelscope: error: {msg}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def output_path(path: str | Path, force: bool, inputs: Iterable[str | Path] = (), what: str = "output") -> Path:
+    """Check an output before any work: an existing file needs -f, an input of the command is never
+    overwritten, the directory must exist (model/files.py). Bad: one sentence, exit 2."""
+    from kernelscope.model.files import OutputFileError, check_output
+
+    try:
+        return check_output(path, force, inputs, what)
+    except OutputFileError as e:
+        fail(str(e))
+
+
+def existing_files(args: Iterable[str]) -> list[str]:
+    """The arguments of a command that name existing files: its inputs, which no output may replace."""
+    return [a for a in args if not a.startswith("-") and os.path.isfile(a)]
 
 
 def load_session(path: str):

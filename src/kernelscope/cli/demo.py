@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import add_view_args, fail, render_show
+from kernelscope.cli.common import add_view_args, fail, output_path, render_show
 
 DEMO_KERNEL = "_w4a16_kernel"  # kernels.marlin.walkthrough.KERNEL_NAME; the panels default to it
 
@@ -52,8 +52,7 @@ def main(args: argparse.Namespace) -> int:
                   "bundled with kernelscope.")
         return _show(session, args, banner=banner)
     out = Path(args.output)
-    if out.exists() and not args.force_overwrite:
-        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    output_path(out, args.force_overwrite, what="session file")
     from kernelscope.collect.runner import run
     from kernelscope.model import Session
 

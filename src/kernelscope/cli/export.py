@@ -1,35 +1,43 @@
-"""`kernelscope export FILE --chrome OUT.json`: a session as a Chrome / Perfetto trace (no GPU needed)."""
+"""`kernelscope export FILE -o OUT.json`: a session as a Chrome / Perfetto trace (no GPU needed)."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
-from kernelscope.cli.common import fail, load_session
+from kernelscope.cli.common import fail, load_session, output_path
+
+FORMATS = ("chrome",)  # Trace Event Format JSON: ui.perfetto.dev, chrome://tracing
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="write a session as a Chrome / Perfetto trace")
     p.add_argument("file", help="session file written by kernelscope run")
-    p.add_argument("--chrome", metavar="OUT.json", required=True,
-                   help="write a Trace Event Format JSON file (open in ui.perfetto.dev or chrome://tracing)")
+    p.add_argument("-o", "--output", metavar="OUT.json",
+                   help="the trace file to write (open in ui.perfetto.dev or chrome://tracing)")
+    p.add_argument("--format", choices=FORMATS, default="chrome", help="what to write (default chrome)")
+    p.add_argument("--chrome", metavar="OUT.json", help=argparse.SUPPRESS)  # the older spelling of -o
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite OUT if it exists")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    from kernelscope.model.files import write_atomic
     from kernelscope.render.chrome_trace import nothing_to_draw, session_to_chrome_trace
 
+    if args.output and args.chrome and args.output != args.chrome:
+        fail("give the trace file once: -o OUT (--chrome OUT is the older spelling of the same)")
+    target = args.output or args.chrome
+    if not target:
+        fail("give the trace file to write: kernelscope export SESSION -o OUT.json")
+    out = output_path(target, args.force_overwrite, [args.file], "trace file")
     session = load_session(args.file)
     trace = session_to_chrome_trace(session)
     if not any(e["ph"] != "M" for e in trace.events):
         fail(nothing_to_draw(args.file, session))
-    try:
-        with open(args.chrome, "w") as f:
-            json.dump(trace.to_dict(), f)
-    except OSError as e:
-        fail(f"cannot write {args.chrome} ({e.strerror or e})")
+    write_atomic(out, json.dumps(trace.to_dict()).encode())
     for note in trace.notes:
         print(f"kernelscope: note: {note}.", file=sys.stderr)
     timed = sum(1 for e in trace.events if e["ph"] != "M")
-    print(f"wrote {args.chrome}: {timed:,} events (open in ui.perfetto.dev or chrome://tracing)")
+    print(f"wrote {out}: {timed:,} events (open in ui.perfetto.dev or chrome://tracing)")
     return 0

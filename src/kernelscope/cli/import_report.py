@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, output_path
 
 NAME = "import"
 
@@ -29,8 +29,7 @@ def main(args: argparse.Namespace) -> int:
 
     report = Path(args.report)
     out = Path(args.output) if args.output else report.with_suffix(".json")
-    if out.exists() and not args.force_overwrite:
-        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    output_path(out, args.force_overwrite, [report], "session file")
     try:
         parsed = read_report(report, partial=args.partial)
     except NcuReportError as e:

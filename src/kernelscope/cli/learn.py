@@ -12,7 +12,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from kernelscope.cli.common import fail, load_session
+from kernelscope.cli.common import fail, load_session, output_path
 
 TOPICS = ("marlin",)
 BUNDLED = "marlin_session_h100.json.gz"
@@ -71,8 +71,8 @@ def _session_and_plan(args: argparse.Namespace):
 
         plan = _plan(None, args)
         out = Path(args.output) if args.output else None
-        if out is not None and out.exists() and not args.force_overwrite:
-            fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+        if out is not None:
+            output_path(out, args.force_overwrite, what="session file")
         shape = [f"--{x}={getattr(plan, x)}" for x in ("m", "k", "n")]
         session = record_session(plan, command=["kernelscope", "learn", "marlin", *shape])
         if out is not None:

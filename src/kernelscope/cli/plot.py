@@ -5,7 +5,7 @@ import argparse
 import importlib.util
 import sys
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, output_path
 from kernelscope.render.plots import DEFAULT_BASELINES  # no matplotlib import until a plot is drawn
 
 
@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Draw a results file from `kernelscope bench` as PNGs.")
     p.add_argument("results", help="results JSON written by kernelscope bench (or the same gzip-compressed)")
     p.add_argument("--output-dir", default="plots", metavar="DIR", help="where the PNGs go (default plots/)")
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite PNGs already in DIR")
     p.add_argument("--baseline", metavar="IMPL",
                    help="implementation the speedup plot divides by: speedup = IMPL median / median at the same "
                         "point (default: " + ", ".join(f"{v} for {k}" for k, v in DEFAULT_BASELINES.items())
@@ -43,7 +44,8 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.render.plots import write_plots
 
     try:
-        paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark)
+        paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark,
+                            check=lambda path: output_path(path, args.force_overwrite, [args.results], "plot"))
     except OSError as e:
         fail(f"cannot write the plots into {args.output_dir}: {e.strerror or e}")
     for path in paths:

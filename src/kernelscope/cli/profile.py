@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import add_view_args, fail, render_show
+from kernelscope.cli.common import add_view_args, fail, output_path, render_show
 
 WORKLOAD = "kernelscope.kernels.attention.workload"
 
@@ -112,15 +112,11 @@ def main_attention(args: argparse.Namespace) -> int:
         fail("--config pins the Triton kernel's launch config; it only applies to --impl flash")
     out = Path(args.output or _dt.datetime.now().strftime(
         f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"))
-    if out.exists() and not args.force_overwrite:
-        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
+    output_path(out, args.force_overwrite, what="session file")
     if args.counters:
         from kernelscope.collect.counter_pass import report_path_for
 
-        if report_path_for(out).exists() and not args.force_overwrite:
-            fail(f"{report_path_for(out)} already exists; use -f to overwrite it or -o to choose another file")
-    if not out.parent.exists():
-        fail(f"the directory {out.parent} does not exist")
+        output_path(report_path_for(out), args.force_overwrite, what="Nsight Compute report")
     try:
         import torch
     except ImportError:

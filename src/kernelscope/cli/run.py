@@ -9,7 +9,7 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import existing_files, fail, output_path
 
 RAW_ARGS = True  # main() takes the raw argument list
 
@@ -133,15 +133,12 @@ def main(argv: list[str]) -> int:
     o = _parse_run(argv)
     request = _counter_request(o)
     out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
-    if out.exists() and not o["force"]:
-        fail(f"{out} already exists; use -f to overwrite it or -o to choose another file")
-    if not out.parent.exists():
-        fail(f"the directory {out.parent} does not exist")
+    inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
+    output_path(out, o["force"], inputs, "session file")
     if request is not None:
         from kernelscope.collect.counter_pass import report_path_for
 
-        if report_path_for(out).exists() and not o["force"]:
-            fail(f"{report_path_for(out)} already exists; use -f to overwrite it or -o to choose another file")
+        output_path(report_path_for(out), o["force"], inputs, "Nsight Compute report")
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 from kernelscope.cli.calibrate import add_ceilings_arg
-from kernelscope.cli.common import add_view_args, fail, load_session, render_show
+from kernelscope.cli.common import add_view_args, fail, load_session, output_path, render_show
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,11 +17,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--block", type=int, metavar="ID", help="the block (linear id) the warp-execution panel draws "
                    "(default: the first with recorded phase scopes)")
     p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the --roofline-png file")
     add_ceilings_arg(p)
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.roofline_png:  # before anything is drawn: a missing library or a refused file is said first
+        if importlib.util.find_spec("matplotlib") is None:
+            fail("--roofline-png needs matplotlib: pip install 'kernelscope[plot]'")
+        output_path(args.roofline_png, args.force_overwrite, [args.file], "roofline PNG")
     session = load_session(args.file)
     if args.timeline is not None and args.timeline < 1:
         fail("--timeline N needs N >= 1 rows")

@@ -16,12 +16,12 @@ import json
 import os
 import re
 import statistics
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kernelscope.model import Device, Metric, MetricMap
+from kernelscope.model.files import write_atomic
 from kernelscope.model.metric import metrics_from_dict, metrics_to_dict
 
 CACHE_ENV = "KERNELSCOPE_CACHE_DIR"
@@ -98,15 +98,7 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
     """Write atomically (temp file + rename) to ``path`` or the cache."""
     path = Path(path) if path is not None else cache_path(cal.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(cal.to_dict(), f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, json.dumps(cal.to_dict(), indent=1).encode())
 
 
 def load_calibration(path: Path) -> Calibration:

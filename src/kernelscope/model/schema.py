@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelscope.model.metric import SOURCES
 
 INT64 = 2**63 - 1
 Path = str

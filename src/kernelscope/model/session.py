@@ -4,13 +4,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelscope.model.device import Device
+from kernelscope.model.files import write_atomic
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
@@ -18,12 +18,6 @@ from kernelscope.model.session_schema import check_session
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "kernelscope-session"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 class SessionFileError(Exception):
@@ -141,17 +135,7 @@ class Session:
         data = json.dumps(self.to_dict(), indent=1, sort_keys=False).encode()
         if path.name.endswith(".gz"):
             data = gzip.compress(data, mtime=0)
-        directory = path.parent if str(path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a session is an ordinary file
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_atomic(path, data)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Session":

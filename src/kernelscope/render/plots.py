@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from kernelscope.model.files import write_atomic
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -137,8 +139,10 @@ def finish_figure(fig: Any, axes: list[Any], full_title: str) -> None:
 
 def save_figure(plt: Any, fig: Any, path: Path, full_title: str) -> Path:
     """The PNG (the title also as PNG text, for tools); the figure is closed."""
-    fig.savefig(path, dpi=90, metadata={"Title": full_title})
-    plt.close(fig)
+    try:  # through the one writer: never half a PNG where a good one was
+        write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Title": full_title}))
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -154,7 +158,7 @@ def speedup_label(baseline: str) -> str:
 
 
 def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
-                prefix: str = "attention") -> list[Path]:
+                prefix: str = "attention", check: Callable[[Path], Any] | None = None) -> list[Path]:
     """Write the PNGs into output_dir and return their paths. The speedup plot divides by ``baseline``
     (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows."""
     import matplotlib
@@ -164,8 +168,11 @@ def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str |
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [save_figure(plt, fig, out / f"{prefix}_{name}.png", title)
-            for name, fig, title in figures(results, baseline)]
+    figs = list(figures(results, baseline))
+    for name, _, _ in figs:  # every file is checked (exists? an input?) before any is written
+        if check is not None:
+            check(out / f"{prefix}_{name}.png")
+    return [save_figure(plt, fig, out / f"{prefix}_{name}.png", title) for name, fig, title in figs]
 
 
 def figures(results: "BenchResults", baseline: str | None = None) -> list[tuple[str, Any, str]]:

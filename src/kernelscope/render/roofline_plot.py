@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+
+from kernelscope.model.files import write_atomic
 from typing import Any
 
 from kernelscope.analyze.roofline import Ceilings, RooflinePoint
@@ -125,8 +127,8 @@ def write_roofline_png(points: tuple[RooflinePoint, ...], ceilings: Ceilings, pa
     import matplotlib.pyplot as plt
 
     out = Path(path)
-    try:
-        fig.savefig(out, dpi=90, metadata={"Title": title})
+    try:  # through the one writer: never half a PNG where a good one was
+        write_atomic(out, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Title": title}))
     finally:
         plt.close(fig)
     return out

@@ -1,0 +1,176 @@
+"""Writers: no clobbering without -f, never over an input, and atomic (SIGKILL and a full disk mid-write
+leave the old file as it was)."""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, ROOT
+from kernelscope.model.files import OutputFileError, check_output, write_atomic
+from test_fuzz_readers import run_cli
+
+SESSION = DATA / "session_h100_mixed.json.gz"
+
+
+def _ks(*args: str, preexec=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env,
+                          preexec_fn=preexec, timeout=120)
+
+
+def _one_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    p = tmp_path / "run.json.gz"
+    shutil.copy(SESSION, p)
+    return p
+
+
+def test_export_over_its_own_input_is_refused_even_with_force(session):
+    before = session.read_bytes()
+    for extra in ([], ["-f"]):
+        code, _, err = run_cli(["export", str(session), "--chrome", str(session), *extra])
+        assert code == 2 and "is also an input of this command" in _one_error(err)
+    assert session.read_bytes() == before  # the session is still the session
+
+
+def test_export_refuses_an_existing_file_without_force(session, tmp_path):
+    out = tmp_path / "trace.json"
+    out.write_text("keep me")
+    code, _, err = run_cli(["export", str(session), "-o", str(out)])
+    assert code == 2 and "already exists; use -f" in _one_error(err)
+    assert out.read_text() == "keep me"
+    code, _, err = run_cli(["export", str(session), "-o", str(out), "-f"])
+    assert code == 0, err
+    assert out.read_text().startswith("{")
+
+
+def test_import_never_writes_over_the_report(tmp_path):
+    pytest.importorskip("ncu_report")
+    from ncu_fixtures import report_file
+
+    report = report_file("ncu_h100_region", tmp_path)
+    before = report.read_bytes()
+    code, _, err = run_cli(["import", str(report), "-o", str(report), "-f"])
+    assert code == 2 and "is also an input" in _one_error(err)
+    assert report.read_bytes() == before
+
+
+def test_run_never_writes_its_session_over_the_script_it_profiles(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    code, _, err = run_cli(["run", "-o", str(script), "-f", "--", sys.executable, str(script)])
+    assert code == 2 and "is also an input" in _one_error(err)
+    assert script.read_text() == "print('hi')\n"
+
+
+def test_show_checks_the_roofline_png_before_drawing(session, tmp_path):
+    png = tmp_path / "roof.png"
+    png.write_bytes(b"old")
+    code, out, err = run_cli(["show", str(session), "--roofline-png", str(png)])
+    assert code == 2 and "already exists" in _one_error(err) and out == ""  # nothing drawn first
+    assert png.read_bytes() == b"old"
+
+
+def test_plot_refuses_to_replace_pngs_without_force(tmp_path):
+    pytest.importorskip("matplotlib")
+    d = tmp_path / "plots"
+    d.mkdir()
+    (d / "attention_latency.png").write_bytes(b"old")
+    code, _, err = run_cli(["plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d)])
+    assert code == 2 and "already exists" in _one_error(err)
+    assert (d / "attention_latency.png").read_bytes() == b"old" and len(list(d.iterdir())) == 1
+
+
+def test_check_output_names_what_is_wrong(tmp_path):
+    with pytest.raises(OutputFileError, match="does not exist"):
+        check_output(tmp_path / "no" / "such" / "dir.json")
+    with pytest.raises(OutputFileError, match="is a directory"):
+        check_output(tmp_path, force=True)
+    assert check_output(tmp_path / "new.json") == tmp_path / "new.json"
+
+
+_SLOW_WRITER = """
+import sys, time
+from kernelscope.model.files import write_atomic
+def write(f):
+    for i in range(100_000):  # ~1.6 GB in 16 KiB chunks, slowly: it is killed long before the end
+        f.write(b"N" * 16384)
+        f.flush()
+        if i % 64 == 0:
+            time.sleep(0.01)
+write_atomic(sys.argv[1], write)
+"""
+
+
+def test_sigkill_mid_write_leaves_the_old_file_byte_for_byte(tmp_path):
+    target = tmp_path / "session.json"
+    old = os.urandom(4096)
+    target.write_bytes(old)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline:  # wait until the temporary file holds real data
+        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+        if partial and partial[0].stat().st_size > 1 << 20:
+            break
+        time.sleep(0.02)
+    else:
+        p.kill()
+        pytest.fail("the writer never started writing")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    assert target.read_bytes() == old  # untouched: the half-written data never had its name
+
+
+def _fsize_limit() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, like a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+@pytest.mark.parametrize("command", ["export", "import-session"])
+def test_a_full_disk_mid_write_is_one_sentence_and_keeps_the_old_file(tmp_path, command):
+    big = tmp_path / "big.json.gz"  # a session whose output is larger than the limit
+    shutil.copy(DATA / "session_h100_samples.json.gz", big)
+    out = tmp_path / ("trace.json" if command == "export" else "copy.json")
+    out.write_text("the previous, good file")
+    if command == "export":
+        r = _ks("export", str(big), "-o", str(out), "-f", preexec=_fsize_limit)
+    else:  # a session written by the model's save(), through the same writer
+        code = ("import sys; from kernelscope.model import Session; from kernelscope.cli import main; "
+                "s = Session.load(sys.argv[1]); s.save(sys.argv[2])")
+        r = subprocess.run([sys.executable, "-c", code, str(big), str(out)], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, preexec_fn=_fsize_limit)
+    assert r.returncode != 0
+    if command == "export":
+        assert r.returncode == 2 and "File too large" in _one_error(r.stderr) and "left as it was" in r.stderr
+    else:
+        assert "OutputFileError" in r.stderr and "File too large" in r.stderr
+    assert out.read_text() == "the previous, good file"
+    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]  # no temporary file left behind
+
+
+def test_write_atomic_keeps_the_old_file_when_the_writer_raises(tmp_path):
+    target = tmp_path / "x.json"
+    target.write_text("old")
+
+    def boom(f):
+        f.write(b"half")
+        raise KeyboardInterrupt  # Ctrl-C mid-write
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, boom)
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
