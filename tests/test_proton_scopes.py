@@ -282,3 +282,12 @@ def test_interpreter_runs_are_not_recorded():
     with ProtonScopes(K) as ps:
         pass
     assert ps.scopes is None and scope_sink.take_pending() == []
+
+
+def test_events_with_impossible_times_are_left_out_not_fatal():
+    from kernelscope.collect.instrument.proton_trace import _parse_event
+
+    good = {"ph": "X", "pid": "k Core0 CTA0", "tid": "warp 0", "ts": 1.0, "dur": 2.0, "name": "load"}
+    assert _parse_event(good) is not None
+    for ts, dur in ((1.0, -1e308), (float("inf"), 1.0), (float("nan"), 1.0), (1.0, -5.0)):
+        assert _parse_event({**good, "ts": ts, "dur": dur}) is None

@@ -99,7 +99,9 @@ def _parse_event(e: object) -> _Event | None:
     if pid is None or tid is None or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
         return None
     freq = (e.get("args") or {}).get("Frequency (MHz)", NOMINAL_MHZ) if isinstance(e.get("args"), dict) else NOMINAL_MHZ
-    scale = float(freq) if isinstance(freq, (int, float)) and freq > 0 else NOMINAL_MHZ
+    scale = float(freq) if isinstance(freq, (int, float)) and 0 < freq < 1e6 else NOMINAL_MHZ
+    if not (0 <= ts * scale < 2**62 and 0 <= dur * scale < 2**62):  # no real scope: NaN, infinite, negative
+        return None
     return _Event(kernel=str(e.get("cat") or pid["kernel"]), smid=int(pid["sm"]), block=int(pid["block"]),
                   warp=int(tid["warp"]), name=str(e.get("name", "")), t=round(float(ts) * scale),
                   dur=round(float(dur) * scale))
