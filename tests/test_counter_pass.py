@@ -148,3 +148,14 @@ def test_ncu_dying_midway_keeps_the_whole_results_it_wrote_and_says_so(tmp_path,
     assert status.status == "partial"
     assert "ends early" in status.reason and "kept the 2 whole kernel results" in status.reason
     assert len([x for x in s.launches if x.counters]) == 2
+
+
+def test_a_failed_counter_pass_keeps_the_previous_report(tmp_path, workload):
+    out = tmp_path / "s.json"
+    old_report = tmp_path / "s.ncu-rep"
+    old_report.write_bytes(b"the report of an earlier run")
+    r = ks("run", "-f", "--counters", "--ncu", FAKE_NCU, "-o", str(out), "--", sys.executable, str(workload),
+           env={"FAKE_NCU_MODE": "perm"})
+    assert r.returncode == 1
+    assert old_report.read_bytes() == b"the report of an earlier run"  # ncu wrote to a temporary name
+    assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelscope.cli.common import fail, output_path
+from kernelscope.cli.common import columns, fail, non_negative, output_path, positive, require_modules
 
 DEFAULT_IMPLS = "flash,naive,sdpa-flash,sdpa-cudnn"
 
@@ -34,10 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--causal", nargs="?", const="yes", default="no", choices=("yes", "no", "both"),
                    help="causal mask: --causal alone means yes; 'both' measures with and without (default no)")
     a.add_argument("--dtype", default="fp16", metavar="LIST", help="fp16 and/or bf16, comma-separated (default fp16)")
-    a.add_argument("--tokens", type=int, default=16384, help="batch x seq_len per point (default 16384)")
-    a.add_argument("--hidden", type=int, default=2048, help="heads x head_dim (default 2048)")
-    a.add_argument("--batch", type=int, help="fixed batch size instead of tokens / seq_len")
-    a.add_argument("--heads", type=int, help="fixed head count instead of hidden / head_dim")
+    a.add_argument("--tokens", type=positive, default=16384, help="batch x seq_len per point (default 16384)")
+    a.add_argument("--hidden", type=positive, default=2048, help="heads x head_dim (default 2048)")
+    a.add_argument("--batch", type=positive, help="fixed batch size instead of tokens / seq_len")
+    a.add_argument("--heads", type=positive, help="fixed head count instead of hidden / head_dim")
     _add_common(a)
     a.set_defaults(func=main_attention)
     from kernelscope.cli import bench_w4a16  # its own module: this one would pass 300 lines
@@ -48,11 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="results file (default bench-<name>-YYYYmmdd-HHMMSS.json)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite FILE if it exists")
-    p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
-    p.add_argument("--repeats", type=int, default=30, help="timed calls per point (default 30)")
+    p.add_argument("--warmup", type=non_negative, default=10, help="untimed calls before timing (default 10)")
+    p.add_argument("--repeats", type=positive, default=30, help="timed calls per point (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 between timed calls")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--width", type=int, metavar="COLS", help="render the summary at this terminal width")
+    p.add_argument("--width", type=columns, metavar="COLS", help="render the summary at this terminal width (>= 40)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -105,6 +105,7 @@ def _require_cuda() -> None:
 
 
 def main_attention(args: argparse.Namespace) -> int:
+    require_modules("bench attention", "torch", "triton")
     from kernelscope.bench.attention import SweepSettings, make_cases, run_attention_sweep
     from kernelscope.kernels.attention import IMPLEMENTATIONS, get_impl
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import fail, require_modules
 
 DEFAULT_M = "1,4,16,64,256"
 DEFAULT_SHAPES = "4096x4096,4096x14336,8192x8192,8192x28672,28672x8192"
@@ -32,6 +32,7 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
 
 
 def main_w4a16(args: argparse.Namespace) -> int:
+    require_modules("bench w4a16", "torch", "triton")
     from kernelscope.bench.w4a16 import IMPLEMENTATIONS, W4A16Settings, make_cases, parse_shapes, run_w4a16_sweep
     from kernelscope.cli.bench import (
         _check_timing_args,

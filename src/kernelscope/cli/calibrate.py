@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 import sys
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import add_style_args, fail, positive
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="measure again even if this GPU has cached ceilings")
     p.add_argument("--json", action="store_true", help="print the ceilings as JSON")
     p.add_argument("--device", type=int, default=0, metavar="N", help="CUDA device ordinal (default 0)")
-    p.add_argument("--repeats", type=int, default=20, metavar="N", help="timed repeats per ceiling (default 20)")
+    p.add_argument("--repeats", type=positive, default=20, metavar="N", help="timed repeats per ceiling (default 20)")
+    add_style_args(p)
     p.set_defaults(func=main)
 
 
@@ -81,7 +82,7 @@ def ceilings_for(session, path: str | None):
                                  f"{cal.key.device_name}, {path}{note}")
 
 
-def _print(cal, path, was_cached: bool, as_json: bool) -> None:
+def _print(cal, path, was_cached: bool, as_json: bool, width: int | None = None, no_color: bool = False) -> None:
     if as_json:
         json.dump({**cal.to_dict(), "path": str(path), "cached": was_cached}, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -89,7 +90,7 @@ def _print(cal, path, was_cached: bool, as_json: bool) -> None:
     from kernelscope.render.show import make_console
     from kernelscope.render.summary import si
 
-    console = make_console()
+    console = make_console(width=width, color=False if no_color else None)
     how = "cached; --force measures again" if was_cached else "measured now"
     console.print(f"Measured ceilings of {cal.key.device_name} (driver {cal.key.driver_version}, SM clock max "
                   f"{cal.key.sm_clock_max_mhz} MHz), {cal.measured_utc} ({how}):")
@@ -125,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
     path = cal_mod.cache_path(key)
     existing = cal_mod.cached(key)
     if existing is not None and not args.force:
-        _print(existing, path, True, args.json)
+        _print(existing, path, True, args.json, args.width, args.no_color)
         return 0
     sampler = GpuSampler([(args.device, device.value("pci_bus_id_string"))], interval_ms=50)
     sampler_reason = sampler.start()
@@ -141,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     if hygiene.status == "flagged":
         print(f"kernelscope: warning: the clocks were held back while measuring ({'; '.join(hygiene.flags)}); the "
               "ceilings may be low: run kernelscope calibrate --force again on an idle, cool GPU.", file=sys.stderr)
-    _print(cal, path, False, args.json)
+    _print(cal, path, False, args.json, args.width, args.no_color)
     return 0
 
 

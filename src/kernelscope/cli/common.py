@@ -10,6 +10,43 @@ from pathlib import Path
 from typing import Iterable, NoReturn
 
 EXIT_USAGE = 2
+MIN_WIDTH = 40  # narrower, no panel can show a number whole
+
+
+def columns(text: str) -> int:
+    """--width COLS: an argparse type; a width too small to draw anything is refused, not drawn as nothing."""
+    n = _int(text, "a number of columns")
+    if n < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WIDTH} columns, got {n}")
+    return n
+
+
+def positive(text: str) -> int:
+    """A count (kernels, panels, calls, sizes): an argparse type refusing 0 and negatives."""
+    n = _int(text, "a whole number")
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def non_negative(text: str) -> int:
+    n = _int(text, "a whole number")
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def add_style_args(p: argparse.ArgumentParser) -> None:
+    """--width and --no-color, the same on every command that draws."""
+    p.add_argument("--width", type=columns, metavar="COLS", help=f"render at this terminal width (>= {MIN_WIDTH})")
+    p.add_argument("--no-color", action="store_true", help="plain text output")
 SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
 
 
@@ -29,6 +66,24 @@ def output_path(path: str | Path, force: bool, inputs: Iterable[str | Path] = ()
         return check_output(path, force, inputs, what)
     except OutputFileError as e:
         fail(str(e))
+
+
+INSTALL = {  # how to get a library a command needs, said in its one-sentence error
+    "torch": "pip install torch (on a GPU machine, the CUDA build: https://pytorch.org/get-started/locally/)",
+    "triton": "pip install triton",
+    "numpy": "pip install numpy",
+    "matplotlib": "pip install 'kernelscope[plot]'",
+}
+
+
+def require_modules(command: str, *modules: str) -> None:
+    """Before any work: each library the command needs is importable, or one sentence with how to install it."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        fail(f"kernelscope {command} needs {' and '.join(missing)}, which this Python does not have: "
+             + "; ".join(INSTALL.get(m, f"pip install {m}") for m in missing))
 
 
 def existing_files(args: Iterable[str]) -> list[str]:
@@ -54,11 +109,23 @@ def load_session(path: str):
 
 def add_view_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", metavar="REGEX", help="show the configuration of kernels matching REGEX")
-    p.add_argument("--top", type=int, default=3, metavar="N", help="configuration panels for the top N kernels (default 3)")
+    p.add_argument("--panels", dest="top", type=non_negative, default=3, metavar="N",
+                   help="configuration panels for the top N kernels (default 3; 0: the table only)")
+    p.add_argument("--top", dest="top", type=non_negative, help=argparse.SUPPRESS)  # the older name of --panels
     p.add_argument("--json", action="store_true", help="print the data as JSON instead")
     p.add_argument("--all-kernels", action="store_true", help="list every kernel in the table")
-    p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
-    p.add_argument("--no-color", action="store_true", help="plain text output")
+    add_style_args(p)
+
+
+def _timeline_json(session, limit: int) -> dict:
+    from kernelscope.analyze.timeline import build_timeline
+
+    tl = build_timeline(session)
+    rows = [{"kind": r.kind, "name": r.name, "start_ns": r.start_ns, "duration_ns": r.duration_ns,
+             "gap_before_ns": r.gap_before_ns, "gap_kind": r.gap_kind, "regions": list(r.regions),
+             "on_gpu": r.on_gpu, "notes": {name: m.to_dict() for name, m in r.notes}} for r in tl.rows[:limit]]
+    return {"span_ns": tl.span_ns, "gpu_busy_ns": tl.gpu_busy_ns, "missing_reason": tl.missing_reason,
+            "gaps": [vars(g) for g in tl.gaps], "rows_total": len(tl.rows), "rows": rows}
 
 
 def render_show(session, args: argparse.Namespace, banner: str | None = None) -> int:
@@ -88,6 +155,8 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
         per_kernel = analysis_json(analyze_session(session, ceilings, summary))
         for k in doc["kernels"]:
             k["analysis"] = per_kernel.get(k["name"])
+        if getattr(args, "timeline", None) is not None:  # the same rows the terminal's timeline draws
+            doc["timeline"] = _timeline_json(session, args.timeline)
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
         return 0

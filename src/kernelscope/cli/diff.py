@@ -8,7 +8,7 @@ import re
 import sys
 
 from kernelscope.cli.calibrate import add_ceilings_arg
-from kernelscope.cli.common import fail, load_session
+from kernelscope.cli.common import columns, fail, load_session
 
 EXIT_SLOWER = 1
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 if a kernel's median time grew by more than PCT %% beyond the run-to-run spread")
     p.add_argument("--kernel", metavar="REGEX", help="only kernels whose full or short name matches REGEX")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
+    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     add_ceilings_arg(p)
     p.set_defaults(func=main)

@@ -12,7 +12,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from kernelscope.cli.common import fail, load_session, output_path
+from kernelscope.cli.common import columns, fail, load_session, output_path, positive, require_modules
 
 TOPICS = ("marlin",)
 BUNDLED = "marlin_session_h100.json.gz"
@@ -22,12 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("learn", help="walk through a kernel on real data: kernelscope learn marlin")
     p.add_argument("topic", help="what to learn about: marlin")
     p.add_argument("--session", metavar="FILE", help="walk through this recorded session instead of running")
-    p.add_argument("--m", type=int, help="rows of A, tokens (default 16)")
-    p.add_argument("--k", type=int, help="input features, a multiple of 128 (default 8192)")
-    p.add_argument("--n", type=int, help="output features, a multiple of 256 (default 8192)")
+    p.add_argument("--m", type=positive, help="rows of A, tokens (default 16)")
+    p.add_argument("--k", type=positive, help="input features, a multiple of 128 (default 8192)")
+    p.add_argument("--n", type=positive, help="output features, a multiple of 256 (default 8192)")
     p.add_argument("-o", "--output", metavar="FILE", help="on a GPU, also save the recorded session here")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the --output file")
-    p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
+    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=main)
 
@@ -96,6 +96,7 @@ def main(args: argparse.Namespace) -> int:
         fail(f"there is no walkthrough for {args.topic!r}; topics: {', '.join(TOPICS)}")
     if args.width is not None and args.width < 40:
         fail(f"--width must be at least 40 columns, got {args.width}")
+    require_modules("learn marlin", "torch", "numpy")
     try:
         from kernelscope.kernels.marlin.explain import real_layer_example
         from kernelscope.kernels.marlin.walkthrough import build_walkthrough

@@ -6,7 +6,7 @@ import json
 import re
 
 from kernelscope.analyze.arch import ARCHS
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import columns, fail, positive
 
 _SIZE = re.compile(r"(\d+)\s*(k|kib)?", re.IGNORECASE)
 
@@ -22,8 +22,8 @@ def parse_size_bytes(text: str, flag: str) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     o = sub.add_parser("occupancy", help="theoretical occupancy of a launch configuration")
     o.add_argument("--arch", required=True, help=", ".join(sorted(ARCHS, key=lambda a: int(a[3:]))))
-    o.add_argument("--block", required=True, type=int, help="threads per block")
-    o.add_argument("--regs", required=True, type=int, help="registers per thread")
+    o.add_argument("--block", required=True, type=positive, help="threads per block")
+    o.add_argument("--regs", required=True, type=positive, help="registers per thread")
     o.add_argument("--smem", default="0", metavar="SIZE",
                    help="static + dynamic shared memory per block: bytes, or KiB with k, K or KiB (48k = 49152)")
     o.add_argument("--smem-config", default=None, metavar="SIZE",
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default: the largest")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.add_argument("--no-color", action="store_true", help="plain text output")
+    o.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
     o.set_defaults(func=main)
 
 
@@ -50,5 +51,5 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.render.occupancy_view import OccupancyView
     from kernelscope.render.show import make_console
 
-    make_console(color=False if args.no_color else None).print(OccupancyView(r))
+    make_console(width=args.width, color=False if args.no_color else None).print(OccupancyView(r))
     return 0

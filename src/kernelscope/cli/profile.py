@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import add_view_args, fail, output_path, render_show
+from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_modules
 
 WORKLOAD = "kernelscope.kernels.attention.workload"
 
@@ -32,13 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "the benchmark's budget (batch = 16384 / seq_len, heads = 2048 / head_dim).")
     a.add_argument("--impl", default="flash", metavar="IMPL",
                    help="flash, naive, sdpa-flash, sdpa-cudnn, sdpa-efficient or sdpa-math (default flash)")
-    a.add_argument("--seq-len", type=int, default=1024, help="sequence length (default 1024)")
-    a.add_argument("--head-dim", type=int, default=128, help="head dim (default 128)")
-    a.add_argument("--batch", type=int, help="batch size (default 16384 / seq-len, at least 1)")
-    a.add_argument("--heads", type=int, help="heads (default 2048 / head-dim)")
+    a.add_argument("--seq-len", type=positive, default=1024, help="sequence length (default 1024)")
+    a.add_argument("--head-dim", type=positive, default=128, help="head dim (default 128)")
+    a.add_argument("--batch", type=positive, help="batch size (default 16384 / seq-len, at least 1)")
+    a.add_argument("--heads", type=positive, help="heads (default 2048 / head-dim)")
     a.add_argument("--causal", action="store_true", help="causal mask")
     a.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
-    a.add_argument("--iters", type=int, default=10, help="profiled calls after the first (default 10)")
+    a.add_argument("--iters", type=positive, default=10, help="profiled calls after the first (default 10)")
     a.add_argument("--config", metavar="BM,BN,WARPS,STAGES", help="pin the flash config instead of autotuning")
     a.add_argument("--counters", action="store_true", help="also run the counter pass (Nsight Compute)")
     a.add_argument("-o", "--output", metavar="FILE", help="session file (default kernelscope-attention-...json)")
@@ -102,6 +102,7 @@ def _tune(workload: list[str]) -> str:
 
 
 def main_attention(args: argparse.Namespace) -> int:
+    require_modules("profile attention", "torch", "triton")
     from kernelscope.kernels.attention import IMPLEMENTATIONS
 
     if args.impl not in IMPLEMENTATIONS:

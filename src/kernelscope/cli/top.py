@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, Iterator
 
-from kernelscope.cli.common import fail
+from kernelscope.cli.common import columns, fail, positive
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one snapshot as JSON and exit")
     p.add_argument("--interval", type=float, default=500.0, metavar="MS",
                    help="refresh every MS milliseconds (default 500); with --once, the GPM window (at least 260)")
-    p.add_argument("--iterations", type=int, metavar="N", help="stop after N refreshes")
-    p.add_argument("--width", type=int, metavar="COLS", help="render at this terminal width")
+    p.add_argument("--iters", dest="iterations", type=positive, metavar="N", help="stop after N refreshes")
+    p.add_argument("--iterations", dest="iterations", type=positive, help=argparse.SUPPRESS)  # older name
+    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=main)
 
@@ -37,7 +38,7 @@ def main(args: argparse.Namespace, nvml: Any = None) -> int:
     try:
         monitor.open()
     except NvmlUnavailable as e:
-        fail(str(e), code=1)
+        fail(str(e))
     try:
         if args.json or args.once:
             return _snapshot(monitor, args)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from kernelscope.collect.ncu_fields import EXTRA_METRICS, SECTIONS
+from kernelscope.model.files import write_atomic
 
 PERMISSION_MARKER = "ERR_NVGPUCTRPERM"
 
@@ -84,8 +85,19 @@ def run_ncu(command: list[str], report: Path, opts: NcuOptions, log_path: Path |
     output) goes to ``log_path`` and, one by one, to ``on_line``."""
     ncu = find_ncu(opts.ncu)
     rep = report if report.name.endswith(".ncu-rep") else report.with_suffix(".ncu-rep")
-    argv = build_command(ncu, rep.with_suffix(""), command, opts)
-    rep.unlink(missing_ok=True)
+    # ncu writes a temporary report beside the real one, renamed over it only once ncu wrote something:
+    # a counter pass that fails before then leaves the previous report as it was (model/files.py's rule).
+    temp_base = rep.parent / f".{rep.stem}.{os.getpid()}.partial"
+    temp_rep = temp_base.with_name(temp_base.name + ".ncu-rep")
+    try:
+        return _run_ncu(ncu, command, rep, temp_base, temp_rep, opts, log_path, on_line)
+    finally:
+        temp_rep.unlink(missing_ok=True)
+
+
+def _run_ncu(ncu: str, command: list[str], rep: Path, temp_base: Path, temp_rep: Path, opts: NcuOptions,
+             log_path: Path | None, on_line: Callable[[str], None] | None) -> NcuRunResult:
+    argv = build_command(ncu, temp_base, command, opts)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", bufsize=1)
@@ -120,14 +132,20 @@ def run_ncu(command: list[str], report: Path, opts: NcuOptions, log_path: Path |
     if PERMISSION_MARKER in log:
         raise NcuRunError("ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM); run as "
                           "root or allow it with the nvidia driver option NVreg_RestrictProfilingToAdminUsers=0")
-    if not rep.exists() or rep.stat().st_size == 0:
+    if not temp_rep.exists() or temp_rep.stat().st_size == 0:
         if "No kernels were profiled" in log:
             raise NcuRunError(f"ncu profiled no kernels: nothing matched the filters{where}")
         why = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
         raise NcuRunError(f"ncu {why} and wrote no report{where}")
+    try:
+        with open(temp_rep, "rb") as f:  # on disk before the name points at it, as model.files does
+            os.fsync(f.fileno())
+        os.replace(temp_rep, rep)
+    except OSError as e:
+        raise NcuRunError(f"the ncu report could not be moved to {rep} ({e.strerror or e})") from None
     return NcuRunResult(report=rep, exit_code=rc, log=log)
 
 
 def _write(path: Path | None, text: str) -> None:
     if path is not None:
-        path.write_text(text)
+        write_atomic(path, text.encode())

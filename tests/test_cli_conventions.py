@@ -1,0 +1,101 @@
+"""Every subcommand follows the conventions the README writes down (section "Conventions")."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+import pytest
+
+from conftest import DATA
+from kernelscope.cli import COMMANDS, _module, build_parser
+from test_fuzz_readers import run_cli
+
+SESSION = str(DATA / "session_h100_mixed.json.gz")
+DRAWING = {"show", "diff", "occupancy", "learn", "top", "calibrate", "demo", "profile", "bench"}
+WRITING = {"run", "import", "export", "bench", "profile", "demo", "learn", "plot"}
+
+
+def _options(name: str) -> dict[str, argparse.Action]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices[name]
+    found = {}
+    stack = [parser]
+    while stack:  # a command with subcommands (bench attention, profile attention): look at all of them
+        p = stack.pop()
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                stack.extend(a.choices.values())
+            for s in a.option_strings:
+                found[s] = a
+    return found
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_works_and_exits_0(name):
+    code, out, err = run_cli([name, "--help"])
+    assert code == 0 and "usage" in (out + err).lower(), (name, err)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWING - {"bench", "profile"}))
+def test_drawing_commands_take_width_and_no_color(name):
+    opts = _options(name)
+    assert "--width" in opts and "--no-color" in opts, name
+
+
+@pytest.mark.parametrize("name", sorted(WRITING - {"run"}))  # run parses its own argv: checked below
+def test_writing_commands_take_output_and_force(name):
+    opts = _options(name)
+    if name == "plot":
+        assert "--output-dir" in opts and "-f" in opts
+    else:
+        assert ("-o" in opts or "--output" in opts) and "-f" in opts, name
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", SESSION, "--width", "0"], ["show", SESSION, "--width", "39"], ["show", SESSION, "--panels", "-1"],
+    ["show", SESSION, "--top", "-2"], ["diff", SESSION, SESSION, "--width", "10"],
+    ["occupancy", "--arch", "sm_90", "--block", "-128", "--regs", "32"], ["occupancy", "--arch", "sm_90",
+                                                                        "--block", "128", "--regs", "32", "--width", "5"],
+    ["calibrate", "--repeats", "0"], ["learn", "marlin", "--m", "-1"], ["top", "--iters", "0"],
+    ["run", "--counters", "--top", "-1", "--", "python", "x.py"], ["export", SESSION],
+])
+def test_bad_values_are_refused_with_exit_2(argv):
+    code, out, err = run_cli(argv)
+    assert code == 2 and "Traceback" not in err and "error" in err, (argv, err)
+    assert out == ""
+
+
+def test_count_options_refuse_zero_and_negatives_everywhere():
+    from kernelscope.cli.common import non_negative, positive
+
+    for name in COMMANDS:
+        if getattr(_module(name), "RAW_ARGS", False):
+            continue
+        for flag, action in _options(name).items():
+            if action.type is int and flag not in ("--device", "--seed", "--groupsize", "--block", "--timeline"):
+                pytest.fail(f"kernelscope {name} {flag} takes any integer; counts use positive or non_negative")
+    assert positive("3") == 3 and non_negative("0") == 0
+
+
+def test_commands_that_need_torch_say_so_first(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a))
+    for argv in (["bench", "attention"], ["profile", "attention"], ["learn", "marlin"]):
+        code, out, err = run_cli(argv)
+        assert code == 2 and "needs torch" in err and "pip install torch" in err, (argv, err)
+
+
+def test_roofline_png_without_matplotlib_says_so_before_drawing(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "matplotlib" else real(n, *a))
+    code, out, err = run_cli(["show", SESSION, "--roofline-png", str(tmp_path / "r.png")])
+    assert code == 2 and out == "" and "pip install 'kernelscope[plot]'" in err
+
+
+def test_show_json_timeline_includes_the_timeline():
+    import json
+
+    code, out, err = run_cli(["show", SESSION, "--json", "--timeline", "5"])
+    assert code == 0, err
+    tl = json.loads(out)["timeline"]
+    assert len(tl["rows"]) == 5 and tl["rows_total"] > 5 and tl["rows"][0]["start_ns"] is not None
