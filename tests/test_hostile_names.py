@@ -59,3 +59,12 @@ def test_json_output_keeps_names_exactly(hostile_session):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["kernels"][0]["name"].startswith(HOSTILE)
+
+
+def test_chrome_trace_shows_control_characters_as_text(hostile_session, tmp_path):
+    out = tmp_path / "t.json"
+    code, _, err = run_cli(["export", str(hostile_session), "-o", str(out)])
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    names = [e["name"] for e in doc["traceEvents"] if "PWNED" in str(e.get("name"))]
+    assert names and all("\x1b" not in n and SHOWN in n for n in names)

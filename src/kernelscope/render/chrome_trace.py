@@ -18,6 +18,7 @@ from typing import Any
 from kernelscope.model import Launch, Session
 from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
+from kernelscope.render.text import visible
 from kernelscope.model.blocks import block_xyz
 from kernelscope.model.names import short_kernel_name
 
@@ -140,8 +141,19 @@ def session_to_chrome_trace(session: Session) -> ChromeTrace:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
     ev += _sample_events(session, notes)
-    out.events = split_partial_overlaps(ev, notes)  # every other track: nested or disjoint, or an extra track
+    out.events = [_plain_text(e) for e in split_partial_overlaps(ev, notes)]  # nested or disjoint, else a track
     return out
+
+
+def _plain_text(e: dict) -> dict:
+    """Names and string args from the session with control characters made visible: a trace viewer shows the
+    text, never acts on it (JSON already escapes quotes; there is no markup in a trace)."""
+    if isinstance(e.get("name"), str):
+        e["name"] = visible(e["name"])
+    args = e.get("args")
+    if isinstance(args, dict):
+        e["args"] = {k: visible(v) if isinstance(v, str) else v for k, v in args.items()}
+    return e
 
 
 def nothing_to_draw(path: str, session: Session) -> str:
