@@ -233,3 +233,78 @@ def trim_session(session: Session, region: str) -> Session:
     out = copy.copy(session)
     out.launches = [x for x in session.launches if region in x.regions or x.counters]
     return out
+
+
+# ---------------------------------------------------------------- script mode: re-score recorded sessions
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-score recorded sessions on the CPU (no GPU): the table with today's rules.
+
+        PYTHONPATH=src python benchmarks/diagnosis/table.py --sessions tests/data/diagnosis \\
+            --timings tests/data/diagnosis/timings.json --ceilings tests/data/diagnosis/ceilings.json --out DIR
+    """
+    import argparse
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for p in (root, root / "src"):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    from benchmarks.diagnosis.suite.config import CASES
+    from kernelscope.collect.calibrate import CalibrationFileError, load_calibration
+    from kernelscope.model import SessionFileError
+
+    ap = argparse.ArgumentParser(description="Re-score recorded defect-suite sessions (pure, CPU only).")
+    ap.add_argument("--sessions", required=True, type=Path, help="folder of CASE_VARIANT.json.gz sessions")
+    ap.add_argument("--timings", required=True, type=Path, help="timings.json written by calibrate.py")
+    ap.add_argument("--ceilings", type=Path, help="measured ceilings (kernelscope calibrate's file) of that GPU")
+    ap.add_argument("--out", required=True, type=Path, help="where diagnosis_table.md and .json go")
+    ap.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="a line of the table's header")
+    args = ap.parse_args(argv)
+    try:
+        timings = json.loads(args.timings.read_text())
+    except (OSError, ValueError) as e:
+        print(f"table: error: cannot read timings {args.timings}: {e}", file=sys.stderr)
+        return 2
+    if args.ceilings is not None:
+        try:
+            cal = load_calibration(args.ceilings)
+        except CalibrationFileError as e:
+            print(f"table: error: {e}", file=sys.stderr)
+            return 2
+        ceilings = Ceilings.from_metrics(cal.ceilings, f"measured on {cal.measured_utc[:10]}, {args.ceilings}")
+    else:
+        ceilings = Ceilings.none("no --ceilings given")
+    sessions: dict[tuple[str, str], Session | str] = {}
+    for spec in CASES:
+        for v in spec.variants:
+            path = args.sessions / f"{spec.name}_{v}.json.gz"
+            if not path.exists():
+                sessions[(spec.name, v)] = f"no session at {path}"
+                continue
+            try:
+                sessions[(spec.name, v)] = Session.load(path)
+            except SessionFileError as e:
+                sessions[(spec.name, v)] = f"session unreadable: {e}"
+    meta: dict[str, Any] = {"rescored_from": str(args.sessions)}
+    first = next((s for s in sessions.values() if isinstance(s, Session)), None)
+    if first is not None and first.device is not None:
+        meta["device"] = first.device.name
+    for kv in args.meta:
+        k, _, v = kv.partition("=")
+        meta[k] = v
+    rows = build_rows(CASES, sessions, timings, lambda _: ceilings)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "diagnosis_table.json").write_text(json.dumps(table_json(rows, meta), indent=1, default=str))
+    md = markdown(rows, meta)
+    (args.out / "diagnosis_table.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    _sys.exit(main())
