@@ -51,6 +51,7 @@ class Row:
     t_median_ms: float | None = None
     real_gain_pct: float | None = None  # of the case: 100 x (1 - t_fixed / t_defect)
     checks: dict[str, bool | None] = field(default_factory=dict)  # issue-14 criteria for this row; None: n/a
+    excluded: dict[str, str] = field(default_factory=dict)  # criteria left out for this case, and why
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,7 +126,7 @@ def real_gains(timings: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 
 def score_row(row: Row) -> None:
-    """The issue-14 criteria that apply to this row (None where it cannot be judged)."""
+    """The issue-14 criteria that apply to this row (None where it cannot be judged or is excluded)."""
     planted_gain = max((p.gain_pct for p in row.planted if p.fired and p.gain_pct is not None), default=None)
     rule_ids = [p.rule_id for p in row.planted]
     if row.variant == "defect":
@@ -143,6 +144,9 @@ def score_row(row: Row) -> None:
     elif row.variant == "control":
         row.checks["control_no_finding_over_20"] = None if row.error else (
             row.max_gain_pct is None or row.max_gain_pct <= CONTROL_MAX_GAIN_PCT)
+    for name in row.checks:
+        if name in row.excluded:
+            row.checks[name] = None
 
 
 def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | str],
@@ -157,6 +161,7 @@ def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | s
             t = (timings.get(spec.name) or {}).get(variant) or {}
             row.t_median_ms = t.get("median_ms")
             row.real_gain_pct = None if spec.name not in gains else round(gains[spec.name], 2)
+            row.excluded = dict(getattr(spec, "excluded", ()))
             s = sessions.get((spec.name, variant))
             if s is None:
                 row.error = "no session recorded"
@@ -175,12 +180,14 @@ def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | s
 
 
 def scores(rows: list[Row]) -> dict[str, dict[str, int]]:
-    """Per criterion: how many rows pass, out of how many it applies to."""
+    """Per criterion: how many rows pass, out of how many it applies to (excluded rows counted apart)."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         for name, ok in row.checks.items():
-            s = out.setdefault(name, {"pass": 0, "of": 0})
-            if ok is not None:
+            s = out.setdefault(name, {"pass": 0, "of": 0, "excluded": 0})
+            if name in row.excluded:
+                s["excluded"] += 1
+            elif ok is not None:
                 s["of"] += 1
                 s["pass"] += int(ok)
     return out
@@ -192,6 +199,13 @@ def _fmt(v: float | None, unit: str = "%") -> str:
 
 def _cell(text: str | None) -> str:
     return "—" if not text else str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _note(r: Row) -> str | None:
+    parts = [r.error] if r.error else []
+    reasons = dict.fromkeys(r.excluded[n] for n in r.checks if n in r.excluded)
+    parts += [f"excluded from {', '.join(n for n in r.checks if r.excluded.get(n) == why)}: {why}" for why in reasons]
+    return "; ".join(parts) or None
 
 
 def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
@@ -210,10 +224,10 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         lines.append(f"| {r.case} | {r.variant} | {_cell(r.kernel)} | {_cell(r.bound)} | {_cell(r.top_rule)} | "
                      f"{_fmt(r.top_gain_pct)} | {r.expected} | {_cell(planted)} | {_fmt(r.real_gain_pct)} | "
                      f"{_fmt(r.t_median_ms, ' ms') if r.t_median_ms is None else f'{r.t_median_ms:.4g} ms'} | "
-                     f"{_cell(r.error)} |")
-    lines += ["", "## Against the issue-14 targets", "", "| criterion | pass | of |", "|---|---:|---:|"]
+                     f"{_cell(_note(r))} |")
+    lines += ["", "## Against the issue-14 targets", "", "| criterion | pass | of | excluded |", "|---|---:|---:|---:|"]
     for name, s in scores(rows).items():
-        lines.append(f"| {name} | {s['pass']} | {s['of']} |")
+        lines.append(f"| {name} | {s['pass']} | {s['of']} | {s.get('excluded', 0)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -181,7 +181,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings)
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recommend(ctx),
                           tuple(missing))
 
