@@ -123,6 +123,15 @@ def launch_cycle_share(ctx: RuleContext) -> float | None:
     return dur / (dur + gap)
 
 
+def _same_stall(ncu: Finding, ours: Finding) -> bool:
+    """ncu's CPIStall names one stall reason per finding ("Long Scoreboard Stalls"): it is the cause of
+    dominant-stall only when it names the same reason; any other pairing is the same cause by the table."""
+    if ncu.rule_id != "CPIStall" or ours.rule_id != "dominant-stall" or not ncu.title:
+        return True
+    reason = ncu.title.lower().replace(" stalls", "").replace(" ", "_")
+    return any(f"_stalled_{reason}_per_issue" in name for name, _ in ours.evidence)
+
+
 def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict, scale: float | None) -> Recommendation:
     """NVIDIA's finding that no kernelscope finding took in: unconfirmed, or capped at the headroom."""
     k = ctx.kernel
@@ -167,7 +176,8 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     ncu_into: dict[str, list[Finding]] = {}
     recs: list[Recommendation] = []
     for f in nvidia_findings(ctx.launch):
-        target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ()) if r in fired), None)
+        target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ())
+                       if r in fired and _same_stall(f, fired[r])), None)
         if target is not None:
             ncu_into.setdefault(target, []).append(f)
         else:

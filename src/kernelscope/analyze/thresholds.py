@@ -117,6 +117,10 @@ HOST_GAP_MIN_LAUNCH_SHARE = 0.25
 # host wait before each launch, which says how the run was driven, not that a loop stalls.
 HOST_GAP_MIN_WAITS = 10
 
+# The verdict line names a first fix only when its estimated gain is at least this % of the
+# kernel's time (below it, the issue-14 target for "no defect" kernels: nothing worth chasing).
+VERDICT_MIN_GAIN_PCT = 5.0
+
 # -- diff (analyze/diff.py) ------------------------------------------------------------------
 
 # Run-to-run spread: the interquartile range from this many launches up, max - min below

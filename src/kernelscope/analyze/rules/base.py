@@ -129,8 +129,9 @@ def is_matmul(x: Launch | None) -> bool | None:
     """Whether the kernel does its math with MMA instructions (None: not measured).
 
     Per warp, not per instruction: the H100 recordings show 1 to 3 tensor-pipe instructions per
-    warp on plain elementwise Triton kernels (3.5% of their few instructions), and 128 to 8,192
-    per warp on GEMMs and attention."""
+    warp on plain elementwise Triton kernels (3.5% of their few instructions; gh100 has a
+    sm__inst_executed_pipe_tensor_op_hmma_type_hfma2 counter, so some HFMA2 count as hmma), and
+    128 to 8,192 per warp on GEMMs and attention."""
     per = mma_per_warp(x)
     if per is None:
         return None

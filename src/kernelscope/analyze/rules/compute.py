@@ -85,9 +85,9 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     sm = value(x, "sm_throughput_pct")
     if sm is not None:
         evidence.append((sm[1], sm[0]))
-    fp16_pipe = raw(x, "sm__inst_executed_pipe_fp16.sum")
-    if fp16_pipe is not None:
-        evidence.append(("sm__inst_executed_pipe_fp16.sum", fp16_pipe))
+    for name in ("sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fma_type_fp16.sum"):
+        if (n := raw(x, name)) is not None:  # collected from this change on (sm_90)
+            evidence.append((name, n))
     # the slower of the measured matmul rates: the operands' type is not in the counters
     fma_roof = ctx.ceilings.compute_roof(tensor=False)
     tc = [(label, float(m.value)) for label, m in ctx.ceilings.compute if "matmul" in label]

@@ -22,8 +22,9 @@ def launch_bound(ctx: RuleContext) -> Outcome:
         return NotEvaluated(launch_bound.rule_id, "the launch-bound classification carries no duration and gap")
     launches = ctx.kernel.launches
     gain = 100.0 * gap / (gap + dur)
-    evidence: list[tuple[str, Any]] = [("median duration (trace pass), ns", dur),
-                                       ("median idle gap before launch, ns", gap), ("launches", launches)]
+    evidence: list[tuple[str, Any]] = [("median duration (trace pass, ns)", dur),
+                                       ("median idle gap before launch (timeline, ns)", gap),
+                                       ("launches (trace pass)", launches)]
     msg = (f"{launches:,} launches of a kernel that runs a median {dur / 1e3:.1f} µs, with the GPU idle a median "
            f"{gap / 1e3:.1f} µs before each: the CPU cannot launch it as fast as the GPU runs it. Do more work per "
            "launch (one kernel over the whole batch, fuse neighbours), or replay the sequence as a CUDA graph "
@@ -45,9 +46,9 @@ def host_gaps(ctx: RuleContext) -> Outcome:
     busy = ctx.kernel.total_ns
     gain = 100.0 * sum(waits) / (busy + sum(gaps))
     evidence: list[tuple[str, Any]] = [
-        (f"gaps of {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or more before its launches", len(waits)),
-        ("gaps before its launches", len(gaps)), ("host-wait time, ns", sum(waits)),
-        ("kernel GPU time (trace pass), ns", busy), ("all idle gaps before its launches, ns", sum(gaps))]
+        (f"gaps of {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or more before its launches (timeline)", len(waits)),
+        ("gaps before its launches (timeline)", len(gaps)), ("host-wait time (timeline, ns)", sum(waits)),
+        ("kernel GPU time (trace pass, ns)", busy), ("all idle gaps before its launches (timeline, ns)", sum(gaps))]
     msg = (f"Before {len(waits)} of its {len(gaps)} launches the GPU sat idle {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or "
            f"more ({sum(waits) / 1e6:.2f} ms in all): the host stopped feeding it (a synchronize, .item(), .cpu() or "
            "Python work between launches). Remove the synchronization from the loop, or move the host work off the "
