@@ -222,7 +222,7 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
         busy = _num(x, "issue_slots_busy_pct")
         head = "latency-bound: warps wait" + (f", issue slots busy {busy:.0f}%" if busy is not None else "")
     else:
-        return f"bound unknown: {bound.reason}"
+        return f"bound unknown: {bound.reason.split(' and ')[0]}"
     ranked = [r for r in recs.recommendations if r.gain_pct is not None]
     if ranked and ranked[0].gain_pct >= VERDICT_MIN_GAIN_PCT:
         top = ranked[0]

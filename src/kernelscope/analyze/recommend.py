@@ -48,6 +48,7 @@ NCU_SAME_CAUSE: dict[str, tuple[str, ...]] = {
     "AchievedOccupancy": ("occupancy-limit", "tail-effect", "small-grid"),
     "LaunchConfiguration": ("tail-effect", "small-grid"),
     "UncoalescedGlobalAccess": ("uncoalesced-global",),
+    "MemoryCacheAccessPattern": ("uncoalesced-global",),  # "only N of the 32 bytes per sector are used"
     "UncoalescedSharedAccess": ("shared-bank-conflicts",),
     "SharedMemoryConflicts": ("shared-bank-conflicts",),
 }

@@ -89,6 +89,10 @@ FAR_FROM_BANDWIDTH_PCT = 80.0
 # fill the SMs.
 SHORT_KERNEL_NS = LAUNCH_BOUND_MAX_MEDIAN_NS
 
+# Launch-bound as a finding needs this many launches: the median gap of a kernel launched once
+# or twice is the first call of a function, not a loop that launches faster than the GPU runs.
+LAUNCH_BOUND_MIN_LAUNCHES = 10
+
 # Sub-wave grid: flag when at least this share of the SMs get no block at all.
 SMALL_GRID_MIN_IDLE_SM_SHARE = 0.20
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markup import escape
 from rich.table import Table
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
@@ -60,13 +59,14 @@ def evidence_text(r: Recommendation) -> str:
     parts = [f"{name} = {number(value)}" for name, value in r.finding.evidence]
     text = "; ".join(parts) if parts else "(NVIDIA's rule result; its metrics are in the report)"
     if r.ncu_estimates:
-        ests = ", ".join(f"{rule}{' ' + repr(title) if title else ''} " + _ncu_pct(pct, kind)
+        ests = ", ".join(f"{rule}{' (' + title + ')' if title else ''} " + _ncu_pct(pct, kind)
                          for rule, title, pct, kind in r.ncu_estimates)
         text += f"; same cause per NVIDIA's rules: {ests}"
     if r.merged:
         text += f"; also covers kernelscope's {', '.join(r.merged)}"
-    if r.vendor_pct is not None and r.gain_pct is not None:
-        text += f"; NVIDIA's own estimate {r.vendor_pct:.0f}%"
+    if r.vendor_pct is not None:
+        text += (f"; NVIDIA's own estimate {r.vendor_pct:.0f}%" if r.gain_pct is not None else
+                 f"; NVIDIA's estimate {r.vendor_pct:.0f}% is not confirmed by kernelscope on the same evidence")
     return text
 
 
@@ -76,7 +76,7 @@ def gain_cell(r: Recommendation) -> str:
     if r.local_pct is not None:
         return f"({r.local_pct:.0f}% local)"
     if r.vendor_pct is not None:
-        return f"(ncu {r.vendor_pct:.0f}%, unconfirmed)"
+        return f"(ncu {r.vendor_pct:.0f}%)"  # NVIDIA's estimate, not a kernel gain: the basis line says why
     return "—"
 
 
@@ -120,7 +120,7 @@ class SummaryPanel:
         g.add_column(style="bold", no_wrap=True)
         g.add_column(overflow="fold")
         if k.verdict:
-            g.add_row("Verdict", f"[bold]{escape(k.verdict)}[/]")
+            g.add_row("Verdict", f"[bold]{k.verdict}[/]")  # the view's copy is already plain text
         d = k.durations
         spread = ("one launch: no spread" if d.spread_ns is None else
                   f"min {duration(d.min_ns)}, max {duration(d.max_ns)}, IQR {duration(d.q3_ns - d.q1_ns)}")

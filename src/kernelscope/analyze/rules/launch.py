@@ -9,7 +9,7 @@ from kernelscope.analyze.bound import LAUNCH
 from kernelscope.analyze.rules.base import NotEvaluated, Outcome, RuleContext, finding, rule
 
 
-@rule("launch-bound", "Launch-bound: many tiny kernels",
+@rule("launch-bound", "Launch-bound: the kernel runs shorter than its launch",
       "median idle gap before a launch / (that gap + median kernel duration) x 100: the share of each launch "
       "cycle the GPU waits for the CPU")
 def launch_bound(ctx: RuleContext) -> Outcome:
@@ -21,6 +21,8 @@ def launch_bound(ctx: RuleContext) -> Outcome:
     if not isinstance(dur, (int, float)) or not isinstance(gap, (int, float)) or dur + gap <= 0:
         return NotEvaluated(launch_bound.rule_id, "the launch-bound classification carries no duration and gap")
     launches = ctx.kernel.launches
+    if launches < th.LAUNCH_BOUND_MIN_LAUNCHES:
+        return None
     gain = 100.0 * gap / (gap + dur)
     evidence: list[tuple[str, Any]] = [("median duration (trace pass, ns)", dur),
                                        ("median idle gap before launch (timeline, ns)", gap),

@@ -79,10 +79,13 @@ def uncoalesced(ctx: RuleContext) -> Outcome:
         parts.append(f"{r.kind}s use {bps:g} of each {SECTOR_BYTES}-byte sector ({100 * bps / SECTOR_BYTES:.1f}%)")
     gain = None
     time_share = memory_time_share(ctx)
-    if traffic is not None and time_share is not None:
-        evidence += traffic[1] + time_share[1]
-        traffic_bytes = max(traffic[0], total * SECTOR_BYTES)
-        evidence.append(("wasted sector bytes / memory traffic (derived)", wasted / traffic_bytes))
+    if time_share is not None and total > 0:
+        # without L1/TEX and L2 bytes in the report, the global sectors are all the traffic it shows
+        evidence += (traffic[1] if traffic else []) + time_share[1]
+        traffic_bytes = max(traffic[0] if traffic else 0.0, total * SECTOR_BYTES)
+        evidence.append(("wasted sector bytes / memory traffic (derived)" if traffic else
+                         "wasted sector bytes / global sector bytes (derived; no L1/TEX or L2 bytes)",
+                         wasted / traffic_bytes))
         gain = wasted / traffic_bytes * time_share[0] * 100.0
     msg = (f"Global {'; '.join(parts)}: neighbouring threads read or write addresses far apart, so most of every "
            "sector moved is thrown away. Make consecutive threads touch consecutive addresses (change the layout, "
