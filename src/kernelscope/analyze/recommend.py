@@ -145,7 +145,7 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict, scale: flo
         return Recommendation(k.name, k.label, f, None, NCU_UNCONFIRMED_BASIS.format(rules=", ".join(looked)), None,
                               None, f.speedup_pct)
     gain, basis = f.speedup_pct, NCU_GAIN_BASIS.format(type="global")
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is not None and gain > head[0]:
         gain, basis = head[0], NCU_CAPPED_BASIS
     if scale is not None:

@@ -96,12 +96,21 @@ def raw(x: Launch | None, raw_name: str) -> float | None:
     return float(m.value)
 
 
-def headroom_pct(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:
-    """100 - the busiest unit's % of peak (SM, memory): how far the kernel is from a ceiling."""
+def headroom_pct(x: Launch | None, ceilings: Ceilings | None = None) -> tuple[float, list[tuple[str, Any]]] | None:
+    """100 - the busiest unit's % of peak (SM, memory): how far the kernel is from a ceiling. With measured
+    ceilings, DRAM bytes/s against the measured copy bandwidth counts too (ncu's DRAM peak is the
+    datasheet's, which no copy reaches: a kernel at 90% of it can be at 100% of what the GPU delivers)."""
     sm, mem = value(x, "sm_throughput_pct"), value(x, "memory_throughput_pct")
     if sm is None or mem is None:
         return None
-    return 100.0 - max(sm[0], mem[0]), [(sm[1], sm[0]), (mem[1], mem[0])]
+    busiest, evidence = max(sm[0], mem[0]), [(sm[1], sm[0]), (mem[1], mem[0])]
+    nbytes, dur = value(x, "dram_bytes"), value(x, "duration_ns")
+    if ceilings is not None and not ceilings.memory_bandwidth.is_missing and nbytes and dur and dur[0] > 0:
+        pct = 100.0 * nbytes[0] / (dur[0] * 1e-9) / float(ceilings.memory_bandwidth.value)
+        if pct > busiest:
+            busiest = pct
+            evidence += [("DRAM bytes/s % of the measured copy bandwidth (derived)", pct)]
+    return max(0.0, 100.0 - busiest), evidence
 
 
 def busiest_unit_pct(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:

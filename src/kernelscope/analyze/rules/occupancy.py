@@ -72,7 +72,7 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
         return NotEvaluated(occupancy_limit.rule_id, why or "registers or shared memory per block were not recorded")
     if occ.theoretical_occupancy_pct > th.OCCUPANCY_FINDING_MAX_PCT:
         return None
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is None:
         return NotEvaluated(occupancy_limit.rule_id, f"theoretical occupancy is {occ.theoretical_occupancy_pct:.1f}%, "
                             f"but whether more warps would help needs the counters: {NO_COUNTERS}")
@@ -136,7 +136,7 @@ def tail_effect(ctx: RuleContext) -> Outcome:
     blocks = ctx.launch.blocks if ctx.launch is not None else (cfg.config.blocks if cfg else None)
     evidence: list[tuple[str, Any]] = [(source, waves), ("grid blocks", blocks)]
     gain = idle * 100.0
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is not None:
         gain = min(gain, head[0])
         evidence += head[1]
@@ -162,7 +162,7 @@ def small_grid(ctx: RuleContext) -> Outcome:
         return None  # a few microseconds: the launch, not the idle SMs, is what it costs
     evidence: list[tuple[str, Any]] = [("grid blocks", blocks), ("SMs (device)", sms)]
     gain = idle * 100.0
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is not None:
         gain = min(gain, head[0])
         evidence += head[1]

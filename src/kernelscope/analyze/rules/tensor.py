@@ -24,7 +24,7 @@ def low_tensor_pipe(ctx: RuleContext) -> Outcome:
     if share < th.MATMUL_MIN_MMA_SHARE or not is_matmul(x) or tensor[0] >= th.LOW_TENSOR_PIPE_PCT:
         return None
     evidence: list[tuple[str, Any]] = [(tensor[1], tensor[0]), (mma[1], mma[0]), (inst[1], inst[0])]
-    head = headroom_pct(x)
+    head = headroom_pct(x, ctx.ceilings)
     gain = None
     if head is not None:
         gain = min(head[0], 100.0 - tensor[0])
