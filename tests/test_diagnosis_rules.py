@@ -33,7 +33,7 @@ GAINS = real_gains(TIMINGS)
 
 # Known misses, measured on the recorded sessions (benchmarks/diagnosis/RESULTS.md says why).
 MISSES = {
-    ("uncoalesced", "gain"): "the wasted share of the traffic (71% of L2-side bytes x 86.7% memory busy = 53%) "
+    ("uncoalesced", "gain"): "the wasted share of the traffic (71% of L2-side bytes x 86.7% memory busy = 62%) "
                              "understates the 89.7% real gain: the fix also lifts DRAM from 15% to 85% of peak",
     ("host_gaps", "top"): "the sync waits last ~30 µs under the profiler, under the 50 µs host-wait threshold, and "
                           "the trace pass records no cudaDeviceSynchronize to tell them from launch overhead",
