@@ -51,6 +51,7 @@ class Row:
     t_median_ms: float | None = None
     real_gain_pct: float | None = None  # of the case: 100 x (1 - t_fixed / t_defect)
     checks: dict[str, bool | None] = field(default_factory=dict)  # issue-14 criteria for this row; None: n/a
+    excluded: dict[str, str] = field(default_factory=dict)  # criteria left out for this case, and why
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,7 +126,7 @@ def real_gains(timings: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 
 def score_row(row: Row) -> None:
-    """The issue-14 criteria that apply to this row (None where it cannot be judged)."""
+    """The issue-14 criteria that apply to this row (None where it cannot be judged or is excluded)."""
     planted_gain = max((p.gain_pct for p in row.planted if p.fired and p.gain_pct is not None), default=None)
     rule_ids = [p.rule_id for p in row.planted]
     if row.variant == "defect":
@@ -143,6 +144,9 @@ def score_row(row: Row) -> None:
     elif row.variant == "control":
         row.checks["control_no_finding_over_20"] = None if row.error else (
             row.max_gain_pct is None or row.max_gain_pct <= CONTROL_MAX_GAIN_PCT)
+    for name in row.checks:
+        if name in row.excluded:
+            row.checks[name] = None
 
 
 def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | str],
@@ -157,6 +161,7 @@ def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | s
             t = (timings.get(spec.name) or {}).get(variant) or {}
             row.t_median_ms = t.get("median_ms")
             row.real_gain_pct = None if spec.name not in gains else round(gains[spec.name], 2)
+            row.excluded = dict(getattr(spec, "excluded", ()))
             s = sessions.get((spec.name, variant))
             if s is None:
                 row.error = "no session recorded"
@@ -175,12 +180,14 @@ def build_rows(cases: Iterable[Any], sessions: dict[tuple[str, str], Session | s
 
 
 def scores(rows: list[Row]) -> dict[str, dict[str, int]]:
-    """Per criterion: how many rows pass, out of how many it applies to."""
+    """Per criterion: how many rows pass, out of how many it applies to (excluded rows counted apart)."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         for name, ok in row.checks.items():
-            s = out.setdefault(name, {"pass": 0, "of": 0})
-            if ok is not None:
+            s = out.setdefault(name, {"pass": 0, "of": 0, "excluded": 0})
+            if name in row.excluded:
+                s["excluded"] += 1
+            elif ok is not None:
                 s["of"] += 1
                 s["pass"] += int(ok)
     return out
@@ -192,6 +199,13 @@ def _fmt(v: float | None, unit: str = "%") -> str:
 
 def _cell(text: str | None) -> str:
     return "—" if not text else str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _note(r: Row) -> str | None:
+    parts = [r.error] if r.error else []
+    reasons = dict.fromkeys(r.excluded[n] for n in r.checks if n in r.excluded)
+    parts += [f"excluded from {', '.join(n for n in r.checks if r.excluded.get(n) == why)}: {why}" for why in reasons]
+    return "; ".join(parts) or None
 
 
 def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
@@ -210,10 +224,10 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         lines.append(f"| {r.case} | {r.variant} | {_cell(r.kernel)} | {_cell(r.bound)} | {_cell(r.top_rule)} | "
                      f"{_fmt(r.top_gain_pct)} | {r.expected} | {_cell(planted)} | {_fmt(r.real_gain_pct)} | "
                      f"{_fmt(r.t_median_ms, ' ms') if r.t_median_ms is None else f'{r.t_median_ms:.4g} ms'} | "
-                     f"{_cell(r.error)} |")
-    lines += ["", "## Against the issue-14 targets", "", "| criterion | pass | of |", "|---|---:|---:|"]
+                     f"{_cell(_note(r))} |")
+    lines += ["", "## Against the issue-14 targets", "", "| criterion | pass | of | excluded |", "|---|---:|---:|---:|"]
     for name, s in scores(rows).items():
-        lines.append(f"| {name} | {s['pass']} | {s['of']} |")
+        lines.append(f"| {name} | {s['pass']} | {s['of']} | {s.get('excluded', 0)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -233,3 +247,78 @@ def trim_session(session: Session, region: str) -> Session:
     out = copy.copy(session)
     out.launches = [x for x in session.launches if region in x.regions or x.counters]
     return out
+
+
+# ---------------------------------------------------------------- script mode: re-score recorded sessions
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-score recorded sessions on the CPU (no GPU): the table with today's rules.
+
+        PYTHONPATH=src python benchmarks/diagnosis/table.py --sessions tests/data/diagnosis \\
+            --timings tests/data/diagnosis/timings.json --ceilings tests/data/diagnosis/ceilings.json --out DIR
+    """
+    import argparse
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for p in (root, root / "src"):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    from benchmarks.diagnosis.suite.config import CASES
+    from kernelscope.collect.calibrate import CalibrationFileError, load_calibration
+    from kernelscope.model import SessionFileError
+
+    ap = argparse.ArgumentParser(description="Re-score recorded defect-suite sessions (pure, CPU only).")
+    ap.add_argument("--sessions", required=True, type=Path, help="folder of CASE_VARIANT.json.gz sessions")
+    ap.add_argument("--timings", required=True, type=Path, help="timings.json written by calibrate.py")
+    ap.add_argument("--ceilings", type=Path, help="measured ceilings (kernelscope calibrate's file) of that GPU")
+    ap.add_argument("--out", required=True, type=Path, help="where diagnosis_table.md and .json go")
+    ap.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="a line of the table's header")
+    args = ap.parse_args(argv)
+    try:
+        timings = json.loads(args.timings.read_text())
+    except (OSError, ValueError) as e:
+        print(f"table: error: cannot read timings {args.timings}: {e}", file=sys.stderr)
+        return 2
+    if args.ceilings is not None:
+        try:
+            cal = load_calibration(args.ceilings)
+        except CalibrationFileError as e:
+            print(f"table: error: {e}", file=sys.stderr)
+            return 2
+        ceilings = Ceilings.from_metrics(cal.ceilings, f"measured on {cal.measured_utc[:10]}, {args.ceilings}")
+    else:
+        ceilings = Ceilings.none("no --ceilings given")
+    sessions: dict[tuple[str, str], Session | str] = {}
+    for spec in CASES:
+        for v in spec.variants:
+            path = args.sessions / f"{spec.name}_{v}.json.gz"
+            if not path.exists():
+                sessions[(spec.name, v)] = f"no session at {path}"
+                continue
+            try:
+                sessions[(spec.name, v)] = Session.load(path)
+            except SessionFileError as e:
+                sessions[(spec.name, v)] = f"session unreadable: {e}"
+    meta: dict[str, Any] = {"rescored_from": str(args.sessions)}
+    first = next((s for s in sessions.values() if isinstance(s, Session)), None)
+    if first is not None and first.device is not None:
+        meta["device"] = first.device.name
+    for kv in args.meta:
+        k, _, v = kv.partition("=")
+        meta[k] = v
+    rows = build_rows(CASES, sessions, timings, lambda _: ceilings)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "diagnosis_table.json").write_text(json.dumps(table_json(rows, meta), indent=1, default=str))
+    md = markdown(rows, meta)
+    (args.out / "diagnosis_table.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    _sys.exit(main())

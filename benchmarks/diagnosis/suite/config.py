@@ -34,6 +34,9 @@ class CaseSpec:
     full: dict[str, Any] = field(default_factory=dict)
     tiny: dict[str, Any] = field(default_factory=dict)
     flush_l2: bool = True  # flush L2 before each timed repeat (off where the sequence itself is the point)
+    # issue-14 criteria this case is left out of, with the reason (a flaw of the suite the measurements
+    # showed, to fix on the next GPU run); the table shows the reason and scores() skips them
+    excluded: tuple[tuple[str, str], ...] = ()
 
     @property
     def expected_text(self) -> str:
@@ -50,21 +53,22 @@ CASES: tuple[CaseSpec, ...] = (
     CaseSpec("bank_conflicts", "shared-memory bank conflicts (32x32 transpose tile, unpadded)", CUDA,
              (DEFECT, FIXED), ("shared-bank-conflicts",), "fixed pads the tile to [32][33]",
              full={"width": 8192}, tiny={"width": 64}),
-    CaseSpec("local_memory", "dynamically indexed local array (local memory)", CUDA, (DEFECT, FIXED), (),
-             "register-spills needs derived__local_spilling_requests, which the counter pass does not collect, "
-             "and no rule reads local loads/stores: none yet; fixed applies the rotation to the global load index",
+    CaseSpec("local_memory", "dynamically indexed local array (local memory)", CUDA, (DEFECT, FIXED), ("local-memory",),
+             "local-memory reads the local sector counters (collected by the counter pass from now on), else the L1/TEX bytes "
+             "no global load or store explains; fixed applies the rotation to the global load index",
              full={"k": 32, "n": 1 << 21, "shift": 5}, tiny={"k": 32, "n": 256, "shift": 5}),
     CaseSpec("divergence", "thread divergence (even/odd lanes take different 512-FMA paths)", CUDA,
-             (DEFECT, FIXED), (), "no divergence rule yet (branch efficiency is not collected); fixed maps even "
-             "and odd elements to different warps",
+             (DEFECT, FIXED), ("thread-divergence",), "thread-divergence reads active threads per instruction (collected "
+             "by the counter pass from now on, else the value ncu's ThreadDivergence rule attached); fixed maps even and odd "
+             "elements to different warps",
              full={"n": 1 << 22, "iters": 512}, tiny={"n": 256, "iters": 8}),
     CaseSpec("tail_effect", "tail effect (1.1 waves of long blocks)", TRITON, (DEFECT, FIXED), ("tail-effect",),
              "defect: ceil(1.1 x blocks/SM x SMs) programs of 8 rows each; fixed: one row per program",
              full={"row": 4096, "iters": 256, "rows_per_prog": 8, "waves": 1.1, "num_warps": 32},
              tiny={"row": 64, "iters": 4, "rows_per_prog": 8, "programs": 3, "num_warps": 1}),
-    CaseSpec("small_grid", "grid smaller than the GPU (8 blocks)", TRITON, (DEFECT, FIXED), (),
-             "no sub-wave-grid rule yet; today tail-effect fires on grids under one wave (issue 14 says it should "
-             "not); fixed: one row per program",
+    CaseSpec("small_grid", "grid smaller than the GPU (8 blocks)", TRITON, (DEFECT, FIXED), ("small-grid",),
+             "small-grid (idle SMs); tail-effect no longer fires on grids under one wave; fixed: one row per "
+             "program",
              full={"row": 4096, "iters": 128, "rows": 2048, "programs": 8, "num_warps": 32},
              tiny={"row": 64, "iters": 4, "rows": 16, "programs": 8, "num_warps": 1}),
     CaseSpec("occupancy_smem", "occupancy limited by shared memory (buffer sized for the worst case)", CUDA,
@@ -77,23 +81,31 @@ CASES: tuple[CaseSpec, ...] = (
              (DEFECT, FIXED), ("occupancy-limit",),
              "defect keeps a 192-entry table in registers of every thread; fixed reads it from the kernel's "
              "parameter (constant) bank",
-             full={"n": 1 << 20, "reps": 10}, tiny={"n": 256, "reps": 1}),
-    CaseSpec("fma_matmul", "fp16 matmul on the FMA pipes instead of the tensor cores", TRITON, (DEFECT, FIXED), (),
-             "low-tensor-pipe needs MMA instructions to fire, so a matmul with none gets nothing: none yet; "
-             "fixed uses tl.dot",
+             full={"n": 1 << 20, "reps": 10}, tiny={"n": 256, "reps": 1},
+             excluded=(("planted_is_top", "suite defect: the 'fixed' kernel measured 52% SLOWER than the defect on "
+                        "the H100 (2026-11-23), so the pair shows no gain to diagnose; to fix and re-measure on the "
+                        "next GPU run"),
+                       ("gain_within_15_points", "suite defect: fixed is 52% slower (see planted_is_top)"),
+                       ("planted_silent_when_fixed", "suite defect: fixed is 52% slower (see planted_is_top)"))),
+    CaseSpec("fma_matmul", "fp16 matmul on the FMA pipes instead of the tensor cores", TRITON, (DEFECT, FIXED),
+             ("fma-instead-of-tensor",), "fma-instead-of-tensor: compute-bound, no MMA, operands re-read from "
+             "cache; fixed uses tl.dot",
              full={"m": 2048, "n": 2048, "k": 2048, "defect_tile": (64, 64, 0, 4), "fixed_tile": (128, 128, 32, 8)},
              tiny={"m": 64, "n": 64, "k": 64, "defect_tile": (32, 32, 0, 4), "fixed_tile": (32, 32, 16, 4)}),
     CaseSpec("scalar_loads", "memory-bound with scalar (4-byte) instead of vector (16-byte) loads", TRITON,
              (DEFECT, FIXED), ("far-from-bandwidth",),
              "defect multiplies the index by a runtime stride of 1 that Triton may not specialize, so it cannot "
              "prove contiguity; fixed indexes directly",
-             full={"n": 1 << 26, "block": 1024}, tiny={"n": 1000, "block": 128}),
-    CaseSpec("launch_bound", "launch-bound (1,000 tiny kernels instead of one)", TRITON, (DEFECT, FIXED), (),
-             "no rule yet; the bound classification says launch-bound from the timeline (not a recommendation)",
+             full={"n": 1 << 26, "block": 1024}, tiny={"n": 1000, "block": 128},
+             excluded=(("planted_is_top", "no measurable defect: on the H100 the 4-byte loads reach the same DRAM "
+                        "bandwidth (1.0% real gain), so far-from-bandwidth is right to stay silent"),
+                       ("gain_within_15_points", "no measurable defect (1.0% real gain)"))),
+    CaseSpec("launch_bound", "launch-bound (1,000 tiny kernels instead of one)", TRITON, (DEFECT, FIXED),
+             ("launch-bound",), "launch-bound: the bound classification's launch-bound timeline, as a finding",
              full={"chunks": 1000, "chunk": 4096, "block": 1024}, tiny={"chunks": 4, "chunk": 128, "block": 64},
              flush_l2=False),
-    CaseSpec("host_gaps", "host gaps (torch.cuda.synchronize inside the loop)", TRITON, (DEFECT, FIXED), (),
-             "no rule yet; the timeline counts host-wait gaps (not a recommendation)",
+    CaseSpec("host_gaps", "host gaps (torch.cuda.synchronize inside the loop)", TRITON, (DEFECT, FIXED), ("host-gaps",),
+             "host-gaps: host-wait gaps before a quarter or more of the launches",
              full={"n": 1 << 22, "steps": 20, "block": 1024}, tiny={"n": 512, "steps": 3, "block": 64},
              flush_l2=False),
     CaseSpec("control_gemm", "control: cuBLAS fp16 GEMM (torch.matmul)", TORCH, (CONTROL,), (),

@@ -16,7 +16,7 @@ from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoin
 from kernelscope.analyze.rules import RuleContext
 from kernelscope.analyze.rules.base import NO_COUNTERS
 from kernelscope.analyze.summary import KernelSummary, SessionSummary, summarize
-from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES
+from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES, VERDICT_MIN_GAIN_PCT
 from kernelscope.analyze.timeline import HOST_WAIT_GAP_NS, Timeline, build_timeline
 from kernelscope.model import Launch, Metric, Session
 
@@ -74,6 +74,7 @@ class KernelAnalysis:
     bound: Bound
     recommendations: KernelRecommendations
     missing: tuple[tuple[str, str], ...]  # (what could not be shown, why)
+    verdict: str = ""  # one line, plain words: what bounds it and what to do first (verdict())
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,53 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings)
-    return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recommend(ctx),
-                          tuple(missing))
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns)
+    recs = recommend(ctx)
+    return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
+                          tuple(missing), verdict(bound, x, dict(peaks), recs))
+
+
+def _num(x: Launch | None, key: str) -> float | None:
+    m = x.metrics.get(key) if x is not None else None
+    return None if m is None or m.is_missing or not isinstance(m.value, (int, float)) else float(m.value)
+
+
+def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: KernelRecommendations) -> str:
+    """One line in plain words: what bounds the kernel, with its number, and the first fix (or that
+    no finding predicts much). Every number is one the panel shows."""
+    b = bound.bound
+    if b == "memory-bound":
+        bw = peaks.get("DRAM vs measured copy bandwidth")
+        if bound.limiter == "DRAM" and bw is not None and not bw.is_missing:
+            head = f"memory-bound at {float(bw.value):.0f}% of the measured copy bandwidth"
+        else:
+            mem = _num(x, "memory_throughput_pct")
+            head = f"memory-bound ({bound.limiter or 'memory'}" + (f" at {mem:.0f}% of peak)" if mem else ")")
+    elif b == "compute-bound":
+        sm, tensor = _num(x, "sm_throughput_pct"), _num(x, "tensor_pipe_pct")
+        head = f"compute-bound: SM at {sm:.0f}% of peak" if sm is not None else "compute-bound"
+        if tensor is not None and tensor >= 1:
+            head += f", tensor pipe {tensor:.0f}% busy"
+    elif b == "launch-bound":
+        ev = dict(bound.evidence)
+        dur, gap = ev.get("median duration (trace pass)"), ev.get("median idle gap before launch")
+        head = (f"launch-bound: it runs {dur / 1e3:.1f} µs and the GPU waits {gap / 1e3:.1f} µs for each launch"
+                if isinstance(dur, (int, float)) and isinstance(gap, (int, float)) else "launch-bound")
+    elif b == "occupancy-limited":
+        warps = _num(x, "active_warps_per_scheduler")
+        head = ("occupancy-limited: " + (f"{warps:.1f} warps per scheduler to hide latency" if warps is not None
+                                         else "too few warps to hide latency"))
+    elif b == "latency-bound":
+        busy = _num(x, "issue_slots_busy_pct")
+        head = "latency-bound: warps wait" + (f", issue slots busy {busy:.0f}%" if busy is not None else "")
+    else:
+        return f"bound unknown: {bound.reason.split(' and ')[0]}"
+    ranked = [r for r in recs.recommendations if r.gain_pct is not None]
+    if ranked and ranked[0].gain_pct >= VERDICT_MIN_GAIN_PCT:
+        top = ranked[0]
+        who = "" if top.source == "kernelscope" else " (NVIDIA's rule)"
+        return f"{head}; first fix: {top.finding.title or top.finding.rule_id}{who}, about {top.gain_pct:.0f}% of its time"
+    return f"{head}; no finding predicts {VERDICT_MIN_GAIN_PCT:.0f}% or more: little left to gain here"
 
 
 def analyze_session(session: Session, ceilings: Ceilings | None = None,

@@ -3,12 +3,19 @@
 Estimated gain is the share of the kernel's time a fix could save:
 - kernelscope's rules: each rule's named formula (Rule.gain_formula), from the
   counters that triggered it, capped to 0..100;
-- NVIDIA's rules: ncu's own "estimated speedup" as the report records it
-  when its type is "global" (of the kernel's duration). A "local" estimate is
-  of the unit the rule looks at, not of the kernel: it is kept and shown as
-  such (``local_pct``) but does not rank as a kernel gain.
-Order: kernel gain, largest first; then local-only estimates; then findings
-without an estimate. Session gain = kernel gain x the kernel's share of all
+- one finding per cause: NVIDIA's finding on a cause a kernelscope rule judges
+  (NCU_SAME_CAUSE) is merged into that rule's finding when it fires, its
+  estimate shown as NVIDIA's (``ncu_estimates``); when the rule looked and
+  found nothing, NVIDIA's estimate is shown (``vendor_pct``) but not ranked as
+  a gain; kernelscope's own findings of one cause merge too (KS_SAME_CAUSE);
+- NVIDIA's other findings: ncu's "global" estimated speedup, capped at the
+  kernel's headroom (100 - busiest unit % of peak). A "local" estimate is of
+  the unit the rule looks at, not of the kernel: kept and shown as such
+  (``local_pct``), not ranked as a kernel gain;
+- a launch-bound kernel's in-kernel gains are scaled by its share of its
+  launch cycle (a faster kernel does not shorten the wait for the CPU).
+Order: kernel gain, largest first; then estimates that are not kernel gains;
+then findings without an estimate. Session gain = kernel gain x the kernel's share of all
 kernel time, which ranks findings across kernels.
 A rule that cannot run says why (NotEvaluated); none is silently skipped.
 """
@@ -16,12 +23,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
+from kernelscope.analyze.rules.base import headroom_pct
 from kernelscope.model import Finding, Launch
 
 NCU_GAIN_BASIS = "Nsight Compute's estimated speedup ({type})"
+NCU_CAPPED_BASIS = ("Nsight Compute's estimated speedup (global), capped at the kernel's headroom "
+                    "(100 - busiest unit % of peak): no kernelscope rule checks this cause")
+NCU_UNCONFIRMED_BASIS = ("Nsight Compute's estimate, not confirmed: kernelscope's {rules} looked at the same "
+                         "evidence and found nothing worth a finding")
+LAUNCH_SHARE_BASIS = " x the kernel's share of its launch cycle (launch-bound: median duration / (duration + gap))"
 SESSION_GAIN_FORMULA = "kernel gain % x the kernel's share of all kernel time"
 _RULE_BY_ID = {r.rule_id: r for r in RULES}
+
+# NVIDIA's rules and the kernelscope rules that judge the same cause on the same evidence: when
+# one of those fires, NVIDIA's finding is merged into it (its estimate shown as NVIDIA's); when
+# they looked and found nothing, NVIDIA's estimate is shown but not ranked as a gain.
+NCU_SAME_CAUSE: dict[str, tuple[str, ...]] = {
+    "CPIStall": ("dominant-stall",),
+    "IssueSlotUtilization": ("dominant-stall",),
+    "ThreadDivergence": ("thread-divergence",),
+    "TheoreticalOccupancy": ("occupancy-limit",),
+    "AchievedOccupancy": ("occupancy-limit", "tail-effect", "small-grid"),
+    "LaunchConfiguration": ("tail-effect", "small-grid"),
+    "UncoalescedGlobalAccess": ("uncoalesced-global",),
+    "MemoryCacheAccessPattern": ("uncoalesced-global",),  # "only N of the 32 bytes per sector are used"
+    "UncoalescedSharedAccess": ("shared-bank-conflicts",),
+    "SharedMemoryConflicts": ("shared-bank-conflicts",),
+}
+
+# kernelscope findings that are one cause seen twice: (absorbed, into, when). The absorbed one's
+# evidence is kept in the surviving finding's ``merged``.
+def _stall_is_occupancy(ctx: RuleContext) -> bool:
+    return ctx.bound.bound == OCCUPANCY  # warps wait because there are too few of them to hide it
+
+
+KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx: True),
+                 ("dominant-stall", "occupancy-limit", _stall_is_occupancy))
+
+# Rules about the launch cycle itself, not about the kernel's execution: not scaled by its share.
+TIMELINE_RULES = ("launch-bound", "host-gaps")
 
 
 @dataclass(frozen=True)
@@ -33,6 +75,9 @@ class Recommendation:
     gain_basis: str  # the formula, or NVIDIA's estimate and its type
     session_gain_pct: float | None  # % of all kernel time in the session
     local_pct: float | None = None  # ncu "local" estimate: % of one unit's work, not of the kernel
+    vendor_pct: float | None = None  # NVIDIA's own estimate where kernelscope did not take it as the gain
+    ncu_estimates: tuple[tuple[str, str, float | None, str | None], ...] = ()  # merged: (rule, title, %, type)
+    merged: tuple[str, ...] = ()  # kernelscope rule ids merged into this one (same cause)
 
     @property
     def source(self) -> str:
@@ -63,30 +108,91 @@ def gain_basis(f: Finding) -> str:
 
 
 def rank_key(r: Recommendation) -> tuple:
-    tier = 0 if r.gain_pct is not None else 1 if r.local_pct is not None else 2
-    return (tier, -(r.gain_pct or r.local_pct or 0.0), r.source != "kernelscope", r.finding.rule_id, r.finding.title)
+    tier = 0 if r.gain_pct is not None else 1 if (r.local_pct is not None or r.vendor_pct is not None) else 2
+    return (tier, -(r.gain_pct or r.local_pct or r.vendor_pct or 0.0), r.source != "kernelscope", r.finding.rule_id,
+            r.finding.title)
 
 
-def _recommendation(k_name: str, short: str, f: Finding, share: float) -> Recommendation:
-    local = f.source == "ncu-rule" and f.speedup_type == "local"
-    gain = None if local else f.speedup_pct
-    return Recommendation(k_name, short, f, gain, gain_basis(f), None if gain is None else gain * share,
-                          f.speedup_pct if local else None)
+def launch_cycle_share(ctx: RuleContext) -> float | None:
+    """For a launch-bound kernel: median duration / (duration + median idle gap before it); else None."""
+    if ctx.bound.bound != LAUNCH:
+        return None
+    ev = dict(ctx.bound.evidence)
+    dur, gap = ev.get("median duration (trace pass)"), ev.get("median idle gap before launch")
+    if not isinstance(dur, (int, float)) or not isinstance(gap, (int, float)) or dur + gap <= 0:
+        return None
+    return dur / (dur + gap)
+
+
+def _same_stall(ncu: Finding, ours: Finding) -> bool:
+    """ncu's CPIStall names one stall reason per finding ("Long Scoreboard Stalls"): it is the cause of
+    dominant-stall only when it names the same reason; any other pairing is the same cause by the table."""
+    if ncu.rule_id != "CPIStall" or ours.rule_id != "dominant-stall" or not ncu.title:
+        return True
+    reason = ncu.title.lower().replace(" stalls", "").replace(" ", "_")
+    return any(f"_stalled_{reason}_per_issue" in name for name, _ in ours.evidence)
+
+
+def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict, scale: float | None) -> Recommendation:
+    """NVIDIA's finding that no kernelscope finding took in: unconfirmed, or capped at the headroom."""
+    k = ctx.kernel
+    local = f.speedup_type == "local"
+    if local or f.speedup_pct is None:
+        return Recommendation(k.name, k.label, f, None, gain_basis(f), None, f.speedup_pct if local else None)
+    mapped = NCU_SAME_CAUSE.get(f.rule_id, ())
+    looked = [r for r in mapped if r in outcomes and outcomes[r] is None]
+    if looked:
+        return Recommendation(k.name, k.label, f, None, NCU_UNCONFIRMED_BASIS.format(rules=", ".join(looked)), None,
+                              None, f.speedup_pct)
+    gain, basis = f.speedup_pct, NCU_GAIN_BASIS.format(type="global")
+    head = headroom_pct(ctx.launch, ctx.ceilings)
+    if head is not None and gain > head[0]:
+        gain, basis = head[0], NCU_CAPPED_BASIS
+    if scale is not None:
+        gain, basis = gain * scale, basis + LAUNCH_SHARE_BASIS
+    return Recommendation(k.name, k.label, f, gain, basis, gain * ctx.kernel.share_of_kernel_time,
+                          vendor_pct=f.speedup_pct if gain != f.speedup_pct else None)
 
 
 def recommend(ctx: RuleContext) -> KernelRecommendations:
-    """Run every rule on one kernel, add NVIDIA's findings, rank by estimated gain."""
-    findings: list[Finding] = []
+    """Run every rule on one kernel, merge NVIDIA's findings on the same causes, rank by estimated gain."""
+    outcomes: dict[str, Finding | NotEvaluated | None] = {}
     skipped: list[NotEvaluated] = []
     for r in RULES:
         out = r.check(ctx)
+        outcomes[r.rule_id] = out
         if isinstance(out, NotEvaluated):
             skipped.append(out)
-        elif isinstance(out, Finding):
-            findings.append(out)
-    findings += nvidia_findings(ctx.launch)
+    fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
+    # one cause, one finding: kernelscope's own duplicates first
+    into: dict[str, str] = {}
+    for absorbed, target, when in KS_SAME_CAUSE:
+        if absorbed in fired and target in fired and when(ctx):
+            into[absorbed] = target
+    merged: dict[str, list[str]] = {}
+    for absorbed, target in into.items():
+        merged.setdefault(target, []).append(absorbed)
+    scale = launch_cycle_share(ctx)
     share = ctx.kernel.share_of_kernel_time
-    recs = [_recommendation(ctx.kernel.name, ctx.kernel.label, f, share) for f in findings]
+    ncu_into: dict[str, list[Finding]] = {}
+    recs: list[Recommendation] = []
+    for f in nvidia_findings(ctx.launch):
+        target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ())
+                       if r in fired and _same_stall(f, fired[r])), None)
+        if target is not None:
+            ncu_into.setdefault(target, []).append(f)
+        else:
+            recs.append(_ncu_recommendation(ctx, f, outcomes, scale))
+    for rid, f in fired.items():
+        if rid in into:
+            continue
+        gain, basis = f.speedup_pct, gain_basis(f)
+        if gain is not None and scale is not None and rid not in TIMELINE_RULES:
+            gain, basis = gain * scale, basis + LAUNCH_SHARE_BASIS
+        ncu = tuple((n.rule_id, n.title, n.speedup_pct, n.speedup_type) for n in ncu_into.get(rid, ()))
+        recs.append(Recommendation(ctx.kernel.name, ctx.kernel.label, f, gain, basis,
+                                   None if gain is None else gain * share, ncu_estimates=ncu,
+                                   merged=tuple(merged.get(rid, ()))))
     recs.sort(key=rank_key)
     return KernelRecommendations(ctx.kernel.name, tuple(recs), tuple(skipped), len(RULES) - len(skipped))
 

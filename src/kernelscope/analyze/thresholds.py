@@ -67,6 +67,12 @@ STALL_DOMINANT_SHARE = 0.40
 # Reasons that are not waiting: "selected" is issuing, "not_selected" had a ready warp.
 STALL_NOT_WAITING = ("selected", "not_selected")
 
+# A kernel does its math with MMA instructions when its warps issue at least this many each:
+# a matmul tile needs K / k_step MMAs per warp (a 64-deep tile of m16n8k16 is 4 per 16x8
+# output tile), while the H100 recordings show 1-3 tensor-pipe instructions per warp on plain
+# elementwise Triton kernels and 128-8,192 on GEMMs and attention.
+MATMUL_MIN_MMA_PER_WARP = 16
+
 # Tensor pipe: a kernel whose MMA instructions are at least this share of its executed
 # warp instructions is a matmul (the H100 reduce_kernel shows 1.0% MMA instructions and is
 # no matmul; the recorded GEMMs show 3.2% to 11%) ...
@@ -77,6 +83,47 @@ LOW_TENSOR_PIPE_PCT = 50.0
 # Memory-bound kernels far from the bandwidth ceiling: DRAM the busiest level, yet under
 # this % of the ceiling (the measured copy bandwidth when calibrated, else ncu's DRAM peak).
 FAR_FROM_BANDWIDTH_PCT = 80.0
+
+# Tail effect and sub-wave grids are not findings on kernels shorter than this: a kernel of a
+# few microseconds is bound by its launch (LAUNCH_BOUND_MAX_MEDIAN_NS), not by how its blocks
+# fill the SMs.
+SHORT_KERNEL_NS = LAUNCH_BOUND_MAX_MEDIAN_NS
+
+# Launch-bound as a finding needs this many launches: the median gap of a kernel launched once
+# or twice is the first call of a function, not a loop that launches faster than the GPU runs.
+LAUNCH_BOUND_MIN_LAUNCHES = 10
+
+# Sub-wave grid: flag when at least this share of the SMs get no block at all.
+SMALL_GRID_MIN_IDLE_SM_SHARE = 0.20
+
+# Local memory: flag when L1 traffic that no global load or store explains (local loads and
+# stores, when the per-op local counters were not collected) is at least this share of all
+# L1/TEX traffic; a few local accesses (a spill at a call boundary) are not worth a finding.
+LOCAL_MIN_TRAFFIC_SHARE = 0.10
+
+# Thread divergence: flag when the average active threads per executed warp instruction is
+# at or under this many of the 32 (a quarter of the lanes idle).
+DIVERGENCE_MAX_ACTIVE_THREADS = 24.0
+
+# Math on the FMA pipes that the tensor cores could do: the kernel issues no MMA (see
+# MATMUL_MIN_MMA_PER_WARP), its tensor pipe is under this % busy ...
+FMA_MATMUL_MAX_TENSOR_PIPE_PCT = 1.0
+# ... and it reads its operands from cache at least this many times per byte from DRAM
+# (a GEMM tile re-reads each operand once per tile of the other; an elementwise or
+# fixed-FMA-chain kernel reads each byte about once: the H100 recordings show 1-3).
+FMA_MATMUL_MIN_OPERAND_REUSE = 8.0
+
+# Host gaps: host waits (gaps of HOST_WAIT_GAP_NS or more) before at least this share of a
+# kernel's launches are a pattern of the loop (a synchronize each step), not the few gaps
+# between the workload's own phases.
+HOST_GAP_MIN_LAUNCH_SHARE = 0.25
+# ... and at least this many of them: a kernel launched once per step of a 3-step run has a
+# host wait before each launch, which says how the run was driven, not that a loop stalls.
+HOST_GAP_MIN_WAITS = 10
+
+# The verdict line names a first fix only when its estimated gain is at least this % of the
+# kernel's time (below it, the issue-14 target for "no defect" kernels: nothing worth chasing).
+VERDICT_MIN_GAIN_PCT = 5.0
 
 # -- diff (analyze/diff.py) ------------------------------------------------------------------
 

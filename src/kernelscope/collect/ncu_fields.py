@@ -31,10 +31,17 @@ _COMMON_EXTRA = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
     "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
     "sm__sass_data_bytes_mem_shared.sum",
+    # local memory (rule local-memory) and active threads per instruction (rule thread-divergence)
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",
 )
 EXTRA_METRICS: dict[str, tuple[str, ...]] = {
     "sm_80": _COMMON_EXTRA, "sm_86": _COMMON_EXTRA, "sm_87": _COMMON_EXTRA, "sm_89": _COMMON_EXTRA,
-    "sm_90": _COMMON_EXTRA + ("sm__inst_executed_pipe_tensor_op_gmma.sum",),
+    # FMA-pipe instructions, fp16 ones apart (rule fma-instead-of-tensor); names checked with
+    # `ncu --query-metrics --chip gh100` (ncu 2025.3.1), 2026-11-24
+    "sm_90": _COMMON_EXTRA + ("sm__inst_executed_pipe_tensor_op_gmma.sum", "sm__inst_executed_pipe_fma.sum",
+                              "sm__inst_executed_pipe_fma_type_fp16.sum"),
 }
 
 

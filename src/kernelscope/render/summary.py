@@ -51,9 +51,23 @@ def number(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def _ncu_pct(pct: float | None, kind: str | None) -> str:
+    return "no estimate" if pct is None else f"{pct:.0f}% ({kind or 'no type'})"
+
+
 def evidence_text(r: Recommendation) -> str:
     parts = [f"{name} = {number(value)}" for name, value in r.finding.evidence]
-    return "; ".join(parts) if parts else "(NVIDIA's rule result; its metrics are in the report)"
+    text = "; ".join(parts) if parts else "(NVIDIA's rule result; its metrics are in the report)"
+    if r.ncu_estimates:
+        ests = ", ".join(f"{rule}{' (' + title + ')' if title else ''} " + _ncu_pct(pct, kind)
+                         for rule, title, pct, kind in r.ncu_estimates)
+        text += f"; same cause per NVIDIA's rules: {ests}"
+    if r.merged:
+        text += f"; also covers kernelscope's {', '.join(r.merged)}"
+    if r.vendor_pct is not None:
+        text += (f"; NVIDIA's own estimate {r.vendor_pct:.0f}%" if r.gain_pct is not None else
+                 f"; NVIDIA's estimate {r.vendor_pct:.0f}% is not confirmed by kernelscope on the same evidence")
+    return text
 
 
 def gain_cell(r: Recommendation) -> str:
@@ -61,6 +75,8 @@ def gain_cell(r: Recommendation) -> str:
         return f"{r.gain_pct:.1f}%"
     if r.local_pct is not None:
         return f"({r.local_pct:.0f}% local)"
+    if r.vendor_pct is not None:
+        return f"(ncu {r.vendor_pct:.0f}%)"  # NVIDIA's estimate, not a kernel gain: the basis line says why
     return "—"
 
 
@@ -88,7 +104,8 @@ class RecommendationsTable:
         if len(self.recs) > self.limit:
             yield f"[dim]… and {len(self.recs) - self.limit} more findings with smaller or no estimated gain[/]"
         bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
-                              for r in self.recs[: self.limit] if r.gain_pct is not None or r.local_pct is not None)
+                              for r in self.recs[: self.limit]
+                              if r.gain_pct is not None or r.local_pct is not None or r.vendor_pct is not None)
         if bases:
             yield "[dim]Gain estimates: " + " · ".join(bases) + "[/]"
 
@@ -102,6 +119,8 @@ class SummaryPanel:
         g = Table.grid(padding=(0, 2))
         g.add_column(style="bold", no_wrap=True)
         g.add_column(overflow="fold")
+        if k.verdict:
+            g.add_row("Verdict", f"[bold]{k.verdict}[/]")  # the view's copy is already plain text
         d = k.durations
         spread = ("one launch: no spread" if d.spread_ns is None else
                   f"min {duration(d.min_ns)}, max {duration(d.max_ns)}, IQR {duration(d.q3_ns - d.q1_ns)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
+from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.arch import SMArch
 from kernelscope.analyze.bound import Bound
 from kernelscope.analyze.roofline import Ceilings
@@ -28,6 +29,8 @@ class RuleContext:
     arch: SMArch | None  # with the device's own limits in place
     sm_count: int | None
     ceilings: Ceilings
+    gaps_before_ns: tuple[int, ...] = ()  # GPU-idle gaps before the kernel's launches (timeline, all kinds)
+    median_duration_ns: float | None = None  # of the kernel's launches (trace pass, else counter pass)
 
 
 @dataclass(frozen=True)
@@ -93,12 +96,58 @@ def raw(x: Launch | None, raw_name: str) -> float | None:
     return float(m.value)
 
 
-def headroom_pct(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:
-    """100 - the busiest unit's % of peak (SM, memory): how far the kernel is from a ceiling."""
+def headroom_pct(x: Launch | None, ceilings: Ceilings | None = None) -> tuple[float, list[tuple[str, Any]]] | None:
+    """100 - the busiest unit's % of peak (SM, memory): how far the kernel is from a ceiling. With measured
+    ceilings, DRAM bytes/s against the measured copy bandwidth counts too (ncu's DRAM peak is the
+    datasheet's, which no copy reaches: a kernel at 90% of it can be at 100% of what the GPU delivers)."""
     sm, mem = value(x, "sm_throughput_pct"), value(x, "memory_throughput_pct")
     if sm is None or mem is None:
         return None
-    return 100.0 - max(sm[0], mem[0]), [(sm[1], sm[0]), (mem[1], mem[0])]
+    busiest, evidence = max(sm[0], mem[0]), [(sm[1], sm[0]), (mem[1], mem[0])]
+    nbytes, dur = value(x, "dram_bytes"), value(x, "duration_ns")
+    if ceilings is not None and not ceilings.memory_bandwidth.is_missing and nbytes and dur and dur[0] > 0:
+        pct = 100.0 * nbytes[0] / (dur[0] * 1e-9) / float(ceilings.memory_bandwidth.value)
+        if pct > busiest:
+            busiest = pct
+            evidence += [("DRAM bytes/s % of the measured copy bandwidth (derived)", pct)]
+    return max(0.0, 100.0 - busiest), evidence
 
+
+def busiest_unit_pct(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:
+    """The busiest of SM, memory and tensor pipe, % of peak (ncu's speed of light)."""
+    got = [v for k in ("sm_throughput_pct", "memory_throughput_pct", "tensor_pipe_pct") if (v := value(x, k))]
+    if not got:
+        return None
+    top = max(got)
+    return top[0], [(top[1], top[0])]
+
+
+def mma_per_warp(x: Launch | None) -> tuple[float, list[tuple[str, Any]]] | None:
+    """MMA instructions per launched warp (hmma counts wgmma too on Hopper: the largest kind is taken)."""
+    counts = [v for k in MMA_KINDS if (v := value(x, k)) is not None]
+    if x is None or not counts:
+        return None
+    warps = x.blocks * -(-x.threads_per_block // 32)
+    if warps <= 0:
+        return None
+    mma = max(counts)
+    return mma[0] / warps, [(mma[1], mma[0]), ("warps launched (grid blocks x warps per block)", warps)]
+
+
+def is_matmul(x: Launch | None) -> bool | None:
+    """Whether the kernel does its math with MMA instructions (None: not measured).
+
+    Per warp, not per instruction: the H100 recordings show 1 to 3 tensor-pipe instructions per
+    warp on plain elementwise Triton kernels (3.5% of their few instructions; gh100 has a
+    sm__inst_executed_pipe_tensor_op_hmma_type_hfma2 counter, so some HFMA2 count as hmma), and
+    128 to 8,192 per warp on GEMMs and attention."""
+    per = mma_per_warp(x)
+    if per is None:
+        return None
+    return per[0] >= th.MATMUL_MIN_MMA_PER_WARP
+
+
+# hmma counts wgmma too on Hopper (analyze.counters.TensorView.hmma_includes_gmma), so take the largest.
+MMA_KINDS = ("mma_hmma_instructions", "mma_gmma_instructions", "mma_imma_instructions", "mma_dmma_instructions")
 
 NO_COUNTERS = "no counter pass for this kernel (kernelscope run --counters)"

@@ -13,14 +13,46 @@ from kernelscope.analyze.warp_state import warp_state
 SPILL_COUNTER = "derived__local_spilling_requests"
 
 
+def memory_time_share(ctx: RuleContext) -> tuple[float, list[tuple[str, Any]]] | None:
+    """Share of the kernel's time the memory system is busy: its memory throughput % of peak / 100
+    (cutting a share of the traffic cuts that share of the busy time, not of the rest)."""
+    mem = value(ctx.launch, "memory_throughput_pct")
+    if mem is None:
+        return None
+    return mem[0] / 100.0, [(mem[1], mem[0])]
+
+
+def memory_traffic_bytes(x) -> tuple[float, list[tuple[str, Any]]] | None:
+    """The memory traffic the SMs cause: the larger of L1/TEX bytes and L2 bytes less DRAM bytes.
+
+    TMA copies bypass L1/TEX and show only in L2, so LSU sectors alone can be a sliver of what a
+    kernel moves; and lts__t_bytes also counts the L2's own fills from and evictions to DRAM (on
+    the H100 copy kernels L2 bytes = L1/TEX bytes + DRAM bytes read, within 3%), which are not more
+    traffic of the kernel's accesses."""
+    l1, l2, dram = value(x, "l1_bytes"), value(x, "l2_bytes"), value(x, "dram_bytes")
+    got: list[tuple[float, list[tuple[str, Any]]]] = []
+    if l1 is not None:
+        got.append((l1[0], [(l1[1], l1[0])]))
+    if l2 is not None:
+        less = dram[0] if dram is not None else 0.0
+        got.append((max(0.0, l2[0] - less), [(l2[1], l2[0])] + ([(dram[1], dram[0])] if dram else [])))
+    if not got:
+        return None
+    top = max(got, key=lambda t: t[0])
+    return top[0], [e for _, ev in got for e in ev]
+
+
 @rule("uncoalesced-global", "Uncoalesced global memory access",
-      "wasted share of the kernel's global sectors x memory throughput % of peak")
+      "wasted bytes of the flagged global sectors / the kernel's memory traffic (max of L1/TEX bytes and L2 bytes "
+      "less DRAM bytes) "
+      "x memory throughput % of peak")
 def uncoalesced(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:
         return NotEvaluated(uncoalesced.rule_id, NO_COUNTERS)
     rows = transactions(x).global_access
     total = sum(float(r.sectors.value) for r in rows if not r.sectors.is_missing)
+    traffic = memory_traffic_bytes(x)
     flagged, unmeasured = [], []
     for r in rows:
         bps = r.bytes_used_per_sector
@@ -28,29 +60,95 @@ def uncoalesced(ctx: RuleContext) -> Outcome:
             if not r.sectors.is_missing and float(r.sectors.value) > 0:
                 unmeasured.append(f"global {r.kind}s: {bps.missing_reason}")
             continue
-        share = float(r.sectors.value) / total if total and not r.sectors.is_missing else 0.0
+        sectors = float(r.sectors.value) if not r.sectors.is_missing else 0.0
+        # share of the kernel's traffic, not only of its LSU sectors: a TMA GEMM's few LSU sectors do not count
+        base = max(total * SECTOR_BYTES, traffic[0] if traffic else 0.0)
+        share = sectors * SECTOR_BYTES / base if base else 0.0
         if float(bps.value) <= th.UNCOALESCED_MAX_BYTES_PER_SECTOR and share >= th.UNCOALESCED_MIN_SECTOR_SHARE:
-            flagged.append((r, float(bps.value), float(r.sectors.value)))
+            flagged.append((r, float(bps.value), sectors))
     if not flagged:
         return NotEvaluated(uncoalesced.rule_id, "; ".join(unmeasured)) if unmeasured else None
     evidence: list[tuple[str, Any]] = []
     parts = []
     wasted = 0.0
     for r, bps, sectors in flagged:
-        wasted += sectors * (1 - bps / SECTOR_BYTES)
+        wasted += sectors * (SECTOR_BYTES - bps)
         evidence += [(r.bytes_used_per_sector.raw_name, bps), (r.sectors.raw_name, sectors)]
         if not r.sectors_per_request.is_missing:
             evidence.append((r.sectors_per_request.raw_name, float(r.sectors_per_request.value)))
         parts.append(f"{r.kind}s use {bps:g} of each {SECTOR_BYTES}-byte sector ({100 * bps / SECTOR_BYTES:.1f}%)")
-    mem = value(x, "memory_throughput_pct")
     gain = None
-    if mem is not None:
-        evidence.append((mem[1], mem[0]))
-        gain = wasted / total * mem[0]
+    time_share = memory_time_share(ctx)
+    if time_share is not None and total > 0:
+        # without L1/TEX and L2 bytes in the report, the global sectors are all the traffic it shows
+        evidence += (traffic[1] if traffic else []) + time_share[1]
+        traffic_bytes = max(traffic[0] if traffic else 0.0, total * SECTOR_BYTES)
+        evidence.append(("wasted sector bytes / memory traffic (derived)" if traffic else
+                         "wasted sector bytes / global sector bytes (derived; no L1/TEX or L2 bytes)",
+                         wasted / traffic_bytes))
+        gain = wasted / traffic_bytes * time_share[0] * 100.0
     msg = (f"Global {'; '.join(parts)}: neighbouring threads read or write addresses far apart, so most of every "
            "sector moved is thrown away. Make consecutive threads touch consecutive addresses (change the layout, "
            "stage through shared memory, or loop so a warp covers contiguous bytes).")
     return finding(uncoalesced, "Memory transactions", msg, gain, evidence)
+
+
+LOCAL_COUNTERS = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
+
+
+@rule("local-memory", "Local-memory traffic (dynamically indexed arrays or spills)",
+      "local bytes (the local-memory sector counters, else L1/TEX bytes no global load or store explains) / the "
+      "kernel's memory traffic x memory throughput % of peak")
+def local_memory(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(local_memory.rule_id, NO_COUNTERS)
+    traffic = memory_traffic_bytes(x)
+    local = [raw(x, n) for n in LOCAL_COUNTERS]
+    evidence: list[tuple[str, Any]] = []
+    if all(v is not None for v in local):
+        local_bytes = sum(v for v in local if v is not None) * SECTOR_BYTES
+        evidence += [(n, v) for n, v in zip(LOCAL_COUNTERS, local)]
+        how = "local loads and stores move"
+    else:
+        # The targeted pass before these counters: L1/TEX bytes minus the global LSU sectors is what
+        # local memory (or texture, atomics, cp.async) moved. cp.async fills shared memory, so a kernel
+        # with shared-memory traffic is not judged this way.
+        l1 = value(x, "l1_bytes")
+        sectors = [value(x, f"global_{k}_sectors") for k in ("load", "store")]
+        shared = value(x, "shared_bytes")
+        if l1 is None or any(v is None for v in sectors) or shared is None:
+            return NotEvaluated(local_memory.rule_id, f"the report has neither {LOCAL_COUNTERS[0]} nor L1/TEX bytes "
+                                "with global sectors and shared-memory bytes")
+        if shared[0] > 0:
+            return NotEvaluated(local_memory.rule_id, f"the report has no {LOCAL_COUNTERS[0]}, and L1/TEX bytes "
+                                "beyond global sectors cannot be told from cp.async copies in a kernel that uses "
+                                "shared memory")
+        global_bytes = sum(v[0] for v in sectors if v) * SECTOR_BYTES
+        local_bytes = max(0.0, l1[0] - global_bytes)
+        evidence += [(l1[1], l1[0])] + [(v[1], v[0]) for v in sectors if v] + [(shared[1], shared[0])]
+        how = (f"L1/TEX moves that no global load or store explains ({LOCAL_COUNTERS[0]} was not collected: "
+               "local memory, or texture or global atomics)")
+    if traffic is None or traffic[0] <= 0:
+        return NotEvaluated(local_memory.rule_id, "the report has no L1/TEX or L2 bytes")
+    share = local_bytes / max(traffic[0], local_bytes)
+    if share < th.LOCAL_MIN_TRAFFIC_SHARE:
+        return None
+    evidence += [(k, v) for k, v in traffic[1] if k not in dict(evidence)]
+    evidence.append(("local bytes / memory traffic (derived)", share))
+    gain = None
+    time_share = memory_time_share(ctx)
+    if time_share is not None:
+        evidence += time_share[1]
+        gain = share * time_share[0] * 100.0
+    stack = raw(x, "launch__stack_size")
+    msg = (f"{local_bytes / 2**20:,.1f} MiB ({100 * share:.0f}% of the kernel's memory traffic) is what {how}. "
+           "Local memory is per-thread memory in DRAM behind L1: a per-thread array indexed with a value the compiler "
+           "cannot resolve at compile time, or registers spilled. Index arrays with compile-time constants (unrolled "
+           "loops), keep them in shared memory, or give the kernel more registers.")
+    if stack is not None:
+        evidence.append(("launch__stack_size", stack))
+    return finding(local_memory, "Memory workload", msg, gain, evidence)
 
 
 @rule("shared-bank-conflicts", "Shared-memory bank conflicts",

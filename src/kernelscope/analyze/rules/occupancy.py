@@ -6,8 +6,8 @@ from typing import Any
 
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, theoretical_occupancy
-from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct, raw,
-                                           rule, value)
+from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct,
+                                           is_matmul, raw, rule, value)
 
 NCU_LIMITS = ("launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
               "launch__occupancy_limit_warps", "launch__occupancy_limit_blocks")
@@ -72,7 +72,7 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
         return NotEvaluated(occupancy_limit.rule_id, why or "registers or shared memory per block were not recorded")
     if occ.theoretical_occupancy_pct > th.OCCUPANCY_FINDING_MAX_PCT:
         return None
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is None:
         return NotEvaluated(occupancy_limit.rule_id, f"theoretical occupancy is {occ.theoretical_occupancy_pct:.1f}%, "
                             f"but whether more warps would help needs the counters: {NO_COUNTERS}")
@@ -84,6 +84,19 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
     evidence += ncu or [(f"blocks per SM allowed by {k} (kernelscope occupancy calculator)", v)
                         for k, v in occ.blocks_limit.items()]
     evidence += head[1]
+    if is_matmul(ctx.launch):
+        # A tensor-core kernel is built around few resident blocks (warp-specialized or software-pipelined
+        # tiles staged in shared memory, one or two CTAs per SM): it hides latency inside the block, and
+        # more blocks would need smaller tiles. The calculator cannot say what that would gain.
+        limiters = " and ".join(k.replace("_", " ") for k in occ.limiters)
+        n = occ.active_blocks_per_sm
+        msg = (f"{'One block' if n == 1 else f'{n} blocks'} of {occ.warps_per_block} warps per SM "
+               f"({occ.theoretical_occupancy_pct:.1f}% occupancy, "
+               f"limited by {limiters}) in a tensor-core kernel: this is the design of tiled, pipelined matmul and "
+               "attention kernels (cuBLAS, cuDNN, flash attention), which hide latency inside the block with "
+               "asynchronous copies and several tiles in flight. More blocks per SM would need smaller tiles; "
+               "not estimated.")
+        return finding(occupancy_limit, "Occupancy", msg, None, evidence, severity="info")
     steps, after = lift(ctx, occ)
     limiters = " and ".join(k.replace("_", " ") for k in occ.limiters)
     msg = (f"{occ.active_blocks_per_sm} blocks of {occ.warps_per_block} warps fit per SM ({occ.active_warps_per_sm} of "
@@ -111,8 +124,11 @@ def tail_effect(ctx: RuleContext) -> Outcome:
     else:
         why = cfg.occupancy_missing_reason if cfg is not None and cfg.occupancy_missing_reason else "no waves per SM"
         return NotEvaluated(tail_effect.rule_id, why)
-    if waves <= 0:
-        return None
+    if waves < 1:
+        return None  # a grid under one wave has no tail: that is small-grid's finding
+    short = ctx.median_duration_ns
+    if short is not None and short < th.SHORT_KERNEL_NS:
+        return None  # a kernel of a few microseconds is bound by its launch, not by its last wave
     full = math.ceil(waves)
     idle = (full - waves) / full
     if idle < th.TAIL_MIN_IDLE_SHARE:
@@ -120,14 +136,37 @@ def tail_effect(ctx: RuleContext) -> Outcome:
     blocks = ctx.launch.blocks if ctx.launch is not None else (cfg.config.blocks if cfg else None)
     evidence: list[tuple[str, Any]] = [(source, waves), ("grid blocks", blocks)]
     gain = idle * 100.0
-    head = headroom_pct(ctx.launch)
+    head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is not None:
         gain = min(gain, head[0])
         evidence += head[1]
-    if waves < 1:
-        what = f"the grid of {blocks:,} blocks fills {100 * waves:.0f}% of one wave"
-    else:
-        what = f"the grid of {blocks:,} blocks makes {waves:.2f} waves; the last one is {100 * (waves % 1):.0f}% full"
+    what = f"the grid of {blocks:,} blocks makes {waves:.2f} waves; the last one is {100 * (waves % 1):.0f}% full"
     msg = (f"{what}, so {100 * idle:.0f}% of the block slots of the launch stay empty. Use a grid that fills whole "
            "waves (a multiple of SMs x blocks per SM), or split the work into more, smaller blocks.")
     return finding(tail_effect, "Launch statistics", msg, gain, evidence)
+
+
+@rule("small-grid", "Grid smaller than the GPU: SMs idle",
+      "idle SMs / SMs x 100 (1 - grid blocks / SMs), capped by 100 - busiest unit % of peak")
+def small_grid(ctx: RuleContext) -> Outcome:
+    blocks = ctx.launch.blocks if ctx.launch is not None else (
+        ctx.kernel.configs[0].config.blocks if ctx.kernel.configs else None)
+    sms = ctx.sm_count
+    if blocks is None or not sms:
+        return NotEvaluated(small_grid.rule_id, "the grid size or the SM count was not recorded")
+    idle = 1.0 - min(blocks, sms) / sms
+    if idle < th.SMALL_GRID_MIN_IDLE_SM_SHARE:
+        return None
+    short = ctx.median_duration_ns
+    if short is not None and short < th.SHORT_KERNEL_NS:
+        return None  # a few microseconds: the launch, not the idle SMs, is what it costs
+    evidence: list[tuple[str, Any]] = [("grid blocks", blocks), ("SMs (device)", sms)]
+    gain = idle * 100.0
+    head = headroom_pct(ctx.launch, ctx.ceilings)
+    if head is not None:
+        gain = min(gain, head[0])
+        evidence += head[1]
+    msg = (f"The grid has {blocks:,} blocks for {sms} SMs, so {sms - min(blocks, sms)} SMs "
+           f"({100 * idle:.0f}%) get no work at all. Split the work into at least as many blocks as SMs "
+           "(one row or tile per block, or split-K), or run independent work beside it on other streams.")
+    return finding(small_grid, "Launch statistics", msg, gain, evidence)

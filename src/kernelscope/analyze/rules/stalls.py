@@ -32,7 +32,7 @@ def dominant_stall(ctx: RuleContext) -> Outcome:
     if busy is not None:
         evidence.append((busy[1], busy[0]))
         gain = share * (100.0 - busy[0])
-        head = headroom_pct(x)  # hiding latency better cannot take a unit past its peak
+        head = headroom_pct(x, ctx.ceilings)  # hiding latency better cannot take a unit past its peak
         if head is not None:
             gain = min(gain, head[0])
             evidence += head[1]

@@ -4,11 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.analyze import thresholds as th
-from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct,
-                                           rule, value)
-
-# hmma counts wgmma too on Hopper (analyze.counters.TensorView.hmma_includes_gmma), so take the largest.
-_MMA_KINDS = ("mma_hmma_instructions", "mma_gmma_instructions", "mma_imma_instructions", "mma_dmma_instructions")
+from kernelscope.analyze.rules.base import (MMA_KINDS, NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding,
+                                           headroom_pct, is_matmul, rule, value)
 
 
 @rule("low-tensor-pipe", "Matmul kernel with low tensor-pipe use",
@@ -17,17 +14,17 @@ def low_tensor_pipe(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:
         return NotEvaluated(low_tensor_pipe.rule_id, NO_COUNTERS)
-    counts = [v for k in _MMA_KINDS if (v := value(x, k)) is not None]
+    counts = [v for k in MMA_KINDS if (v := value(x, k)) is not None]
     inst, tensor = value(x, "instructions_executed"), value(x, "tensor_pipe_pct")
     if not counts or inst is None or tensor is None or inst[0] <= 0:
         return NotEvaluated(low_tensor_pipe.rule_id, "the report lacks MMA instruction counts, executed instructions "
                             "or tensor pipe utilization")
     mma = max(counts)
     share = mma[0] / inst[0]
-    if share < th.MATMUL_MIN_MMA_SHARE or tensor[0] >= th.LOW_TENSOR_PIPE_PCT:
+    if share < th.MATMUL_MIN_MMA_SHARE or not is_matmul(x) or tensor[0] >= th.LOW_TENSOR_PIPE_PCT:
         return None
     evidence: list[tuple[str, Any]] = [(tensor[1], tensor[0]), (mma[1], mma[0]), (inst[1], inst[0])]
-    head = headroom_pct(x)
+    head = headroom_pct(x, ctx.ceilings)
     gain = None
     if head is not None:
         gain = min(head[0], 100.0 - tensor[0])

@@ -1,0 +1,104 @@
+"""Compute rules: warps that run with idle lanes (thread divergence), and matmul-like math
+on the FMA pipes that the tensor cores could do."""
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.analyze import thresholds as th
+from kernelscope.analyze.bound import COMPUTE
+from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, is_matmul,
+                                           mma_per_warp, raw, rule, value)
+from kernelscope.model import Launch
+
+THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
+THREADS_PER_INST_PRED_ON = "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio"
+WARP_SIZE = 32
+
+
+def ncu_evidence(x: Launch, metric: str) -> float | None:
+    """A metric value NVIDIA's rules attached to their findings (the counter pass may not collect it itself)."""
+    for f in x.findings:
+        for name, v in f.evidence:
+            if name == metric and isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
+    return None
+
+
+@rule("thread-divergence", "Thread divergence: warps run with idle lanes",
+      "(1 - active threads per executed instruction / 32) x issue slots busy %: the issue time a converged "
+      "warp would not spend")
+def thread_divergence(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(thread_divergence.rule_id, NO_COUNTERS)
+    active = raw(x, THREADS_PER_INST)
+    source = THREADS_PER_INST
+    if active is None:
+        active = ncu_evidence(x, THREADS_PER_INST)
+        source = f"{THREADS_PER_INST} (from ncu's ThreadDivergence rule)"
+    if active is None:
+        return NotEvaluated(thread_divergence.rule_id, f"the report has no {THREADS_PER_INST} (collected from now "
+                            "on; older reports carry it only where ncu's ThreadDivergence rule fired)")
+    if active > th.DIVERGENCE_MAX_ACTIVE_THREADS:
+        return None
+    evidence: list[tuple[str, Any]] = [(source, active)]
+    pred = raw(x, THREADS_PER_INST_PRED_ON) or ncu_evidence(x, THREADS_PER_INST_PRED_ON)
+    if pred is not None:
+        evidence.append((THREADS_PER_INST_PRED_ON, pred))
+    busy = value(x, "issue_slots_busy_pct")
+    gain = None
+    if busy is not None:
+        evidence.append((busy[1], busy[0]))
+        gain = (1.0 - active / WARP_SIZE) * busy[0]
+    msg = (f"On average {active:.1f} of a warp's {WARP_SIZE} threads are active per executed instruction: lanes of "
+           "one warp take different branches (or finish early), and the warp runs each path with the others masked "
+           "off. Make the branch uniform per warp (map the cases to different warps or blocks, sort the work), or "
+           "turn short branches into selects.")
+    return finding(thread_divergence, "Warp state", msg, gain, evidence)
+
+
+@rule("fma-instead-of-tensor", "Matmul math on the FMA pipes instead of the tensor cores",
+      "(1 - measured fp32 FMA rate / slower measured matmul (tensor-core) rate) x 100, the time the math would lose on the tensor "
+      "pipe, for a compute-bound kernel (the kernel's time is its math)")
+def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
+    x = ctx.launch
+    if x is None:
+        return NotEvaluated(fma_instead_of_tensor.rule_id, NO_COUNTERS)
+    mm = is_matmul(x)
+    tensor = value(x, "tensor_pipe_pct")
+    if mm is None or tensor is None:
+        return NotEvaluated(fma_instead_of_tensor.rule_id, "the report lacks MMA instruction counts or tensor pipe "
+                            "utilization")
+    if mm or tensor[0] >= th.FMA_MATMUL_MAX_TENSOR_PIPE_PCT or ctx.bound.bound != COMPUTE:
+        return None
+    loads, dram_read = value(x, "global_load_sectors"), value(x, "dram_bytes_read")
+    if loads is None or dram_read is None or dram_read[0] <= 0:
+        return NotEvaluated(fma_instead_of_tensor.rule_id, "the report lacks global load sectors or DRAM bytes read "
+                            "(operand reuse)")
+    reuse = loads[0] * 32 / dram_read[0]
+    if reuse < th.FMA_MATMUL_MIN_OPERAND_REUSE:
+        return None
+    per = mma_per_warp(x)
+    evidence: list[tuple[str, Any]] = [(tensor[1], tensor[0])] + (per[1] if per else [])
+    evidence += [(loads[1], loads[0]), (dram_read[1], dram_read[0]),
+                 ("operand reuse: global load bytes / DRAM bytes read (derived)", reuse)]
+    sm = value(x, "sm_throughput_pct")
+    if sm is not None:
+        evidence.append((sm[1], sm[0]))
+    for name in ("sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fma_type_fp16.sum"):
+        if (n := raw(x, name)) is not None:  # collected from this change on (sm_90)
+            evidence.append((name, n))
+    # the slower of the measured matmul rates: the operands' type is not in the counters
+    fma_roof = ctx.ceilings.compute_roof(tensor=False)
+    tc = [(label, float(m.value)) for label, m in ctx.ceilings.compute if "matmul" in label]
+    tc_roof = min(tc, key=lambda t: t[1]) if tc else None
+    gain = None
+    if fma_roof is not None and tc_roof is not None and tc_roof[1] > 0:
+        evidence += [(f"measured {fma_roof[0]} rate, FLOP/s (calibration)", fma_roof[1]),
+                     (f"measured {tc_roof[0]} rate, FLOP/s (calibration)", tc_roof[1])]
+        gain = (1.0 - fma_roof[1] / tc_roof[1]) * 100.0
+    msg = (f"Compute-bound with no MMA instruction (tensor pipe {tensor[0]:.1f}% busy) while each operand byte is "
+           f"read {reuse:.0f} times from cache per byte from DRAM: a matmul-like loop done with FMAs on the CUDA "
+           "cores. With fp16/bf16 (or tf32) operands, use tensor cores: tl.dot in Triton, mma/wgmma (CUTLASS) in "
+           "CUDA, or cuBLAS through torch.matmul.")
+    return finding(fma_instead_of_tensor, "Tensor cores", msg, gain, evidence)
