@@ -185,6 +185,11 @@ def test_the_numbers_cut_before_are_whole_at_80_columns():
     assert "29.49 µs" in diff and "-0.2%" in diff and "memory → ?" in diff
     roof = render(_roofline(), 80)
     assert " 585 " in roof  # the cuDNN attention kernel's FLOP/byte
+
+
+def test_learn_hex_words_are_whole_at_80_columns():
+    pytest.importorskip("torch")  # packing the real layer's weights needs torch and numpy
+    pytest.importorskip("numpy")
     learn, _ = cli("learn", "marlin", "--session", str(MARLIN), width=80)
     assert "0xca76976b" in learn and "0x000f000f" in learn  # the word followed, and the LO mask
 
