@@ -30,7 +30,7 @@ done
 fi
 echo "== benchmark: mixed workload (14 distinct kernels), three ways"
 $KS run -q -f -o /tmp/mixed_trace.json -- python3 tests/workloads/mixed.py > /dev/null 2>&1
-KREGEX=$(python3 -c "from kernelscope.model import Session; from kernelscope.collect.counters import top_kernel_regex; print(top_kernel_regex(Session.load('/tmp/mixed_trace.json'), 100))")
+KREGEX=$(python3 -c "from kernelscope.model import Session; from kernelscope.collect.ncu.merge import top_kernel_regex; print(top_kernel_regex(Session.load('/tmp/mixed_trace.json'), 100))")
 N=$(python3 -c "from kernelscope.model import Session; from kernelscope.model.names import short_kernel_name as s; print(len({s(x.kernel) for x in Session.load('/tmp/mixed_trace.json').launches}))")
 t() { local s=$(date +%s.%N); "$@" > /dev/null 2>&1; local rc=$?; echo "$(python3 -c "print(round($(date +%s.%N)-$s,2))") rc=$rc"; }
 A=$(t python3 tests/workloads/mixed.py)
@@ -50,8 +50,8 @@ echo "replay passes per result (kernelscope): $(grep -o '[0-9]* passes' /tmp/ks_
 } | tee "$O/bench_counters.txt"
 # nothing lost: every model field the panels use that --set full has, kernelscope's pass has too
 python3 - <<'PY' | tee -a "$O/bench_counters.txt"
-from kernelscope.collect.counters import resolve_fields
-from kernelscope.collect.ncu_report_reader import read_report
+from kernelscope.collect.ncu.merge import resolve_fields
+from kernelscope.collect.ncu.report_reader import read_report
 ks = read_report("/tmp/ks_bench.ncu-rep"); full = read_report("/tmp/full.ncu-rep")
 lost = set()
 for a, b in zip(ks.kernels, full.kernels):

@@ -80,7 +80,7 @@ EOF
 step "NVML call latencies"
 python3 - >> "$LOG" 2>&1 <<'EOF'
 import time, pynvml as n
-from kernelscope.collect import nvml_api
+from kernelscope.collect.nvml import api as nvml_api
 n.nvmlInit(); h = n.nvmlDeviceGetHandleByIndex(0)
 def t(name, fn, k=200):
     fn(); t0 = time.perf_counter_ns()

@@ -9,9 +9,9 @@ import gzip
 import pytest
 
 from conftest import DATA, run_cli
-from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import Ceilings
-from kernelscope.collect.calibrate import load_calibration
+from kernelscope.collect.calibrate.ceilings import load_calibration
 from kernelscope.model import Session
 
 SESSION = DATA / "session_h100_analysis.json.gz"

@@ -212,7 +212,7 @@ def test_rows_measured_while_throttled_are_flagged(monkeypatch):
     from kernelscope.bench import environment
     from kernelscope.bench.results import BenchRow
     from kernelscope.cli.bench import _cell
-    from kernelscope.collect import nvml
+    from kernelscope.collect.nvml import snapshot as nvml
     from kernelscope.model import Metric
 
     def reading(clock: int, mask: int):

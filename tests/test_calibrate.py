@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from conftest import DATA, HAS_CUDA, ROOT
-from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import NO_CALIBRATION
-from kernelscope.collect import calibrate as C
+from kernelscope.collect.calibrate import ceilings as C
 from kernelscope.model import Metric, Session
 
 MIXED = DATA / "session_h100_mixed.json.gz"
@@ -89,8 +89,7 @@ def test_fma_kernel_computes_the_chains_it_is_credited_for():
     pytest.importorskip("triton")
     if HAS_CUDA:
         pytest.skip("checked in Triton's CPU interpreter; on a GPU machine tests/gpu measures it")
-    from kernelscope.collect import calibrate_fma as F
-
+    from kernelscope.collect.calibrate import fma as F
     out = torch.empty(2048, dtype=torch.float32)
     F.launch(out, 0.999, 0.001, iterations=8, block=1024)
     ref = F.reference(2048, 0.999, 0.001, 8)

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from conftest import DATA
-from kernelscope.collect.counters import merge
-from kernelscope.collect.ncu_report_reader import read_report
+from kernelscope.collect.ncu.merge import merge
+from kernelscope.collect.ncu.report_reader import read_report
 from kernelscope.model import Metric, Session
 from kernelscope.model.names import short_kernel_name
 from ncu_fixtures import report_file

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_cli
-from kernelscope.collect.ncu_runner import NcuOptions, NcuRunError, build_command, run_ncu
+from kernelscope.collect.ncu.runner import NcuOptions, NcuRunError, build_command, run_ncu
 from kernelscope.model import Session
 from ncu_fixtures import report_file
 

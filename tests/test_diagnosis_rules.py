@@ -22,9 +22,9 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.diagnosis.suite.config import CASES, CONTROL, DEFECT, FIXED  # noqa: E402
 from benchmarks.diagnosis.table import build_rows, real_gains, region_kernel  # noqa: E402
-from kernelscope.analyze.profiling_summary import analyze_session  # noqa: E402
+from kernelscope.analyze.analysis import analyze_session  # noqa: E402
 from kernelscope.analyze.roofline import Ceilings  # noqa: E402
-from kernelscope.collect.calibrate import load_calibration  # noqa: E402
+from kernelscope.collect.calibrate.ceilings import load_calibration  # noqa: E402
 from kernelscope.model import Finding, Session  # noqa: E402
 
 DIAG = ROOT / "tests" / "data" / "diagnosis"

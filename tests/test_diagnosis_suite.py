@@ -203,7 +203,7 @@ def _fake_cases() -> list[CaseSpec]:
 
 def test_table_rows_follow_the_analysis() -> None:
     from benchmarks.diagnosis.table import build_rows, markdown, scores, table_json
-    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.analyze.analysis import analyze_session
     from kernelscope.analyze.roofline import Ceilings
     from kernelscope.model import Session
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DATA, assert_snapshot, run_cli
 from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, diff_sessions
-from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.model import Session
 from kernelscope.render.diff_view import DiffView
 from kernelscope.render.show import make_console

@@ -164,7 +164,7 @@ def _session_from_parts(launches, activities, regions) -> None:
 
 
 def test_kineto_parser_survives_mutated_traces():
-    from kernelscope.collect.kineto import TraceFormatError, parse_trace
+    from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 
     doc = _doc("trace_h100_mixed.json.gz")
 

@@ -12,7 +12,7 @@ from kernelscope.analyze.gpu_stats import (
     CLOCK_LOW_FRACTION, clock_hygiene, decode_throttle_reasons, limiting_reasons, low_clock, sample_flags,
     summarize_gpu_stats,
 )
-from kernelscope.analyze.summary import select_kernels, summarize
+from kernelscope.analyze.kernel_table import select_kernels, summarize
 from kernelscope.model import Launch, Metric, Sample, Session
 from kernelscope.render.gpu_stats import GpuStatsPanel, bucket, kernel_busy, sparkline
 from kernelscope.render.show import ShowView, make_console

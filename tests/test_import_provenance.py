@@ -12,8 +12,8 @@ import re
 import pytest
 
 from conftest import DATA, run_cli
-from kernelscope.analyze.summary import NCU_BLOCK, NCU_GRID, dims_source, summarize
-from kernelscope.collect.ncu_rep_times import read_report_times
+from kernelscope.analyze.kernel_table import NCU_BLOCK, NCU_GRID, dims_source, summarize
+from kernelscope.collect.ncu.rep_times import read_report_times
 from kernelscope.model import Session
 from ncu_fixtures import report_file
 
@@ -28,7 +28,7 @@ def _t(iso: str) -> dt.datetime:
 def test_capture_times_come_from_the_report(tmp_path, name):
     """One session creation time, then one time per kernel result, in profiling order and no
     earlier than the session; as many results as ncu_report reads."""
-    from kernelscope.collect.ncu_report_reader import read_report
+    from kernelscope.collect.ncu.report_reader import read_report
 
     path = report_file(name, tmp_path)
     times = read_report_times(path)

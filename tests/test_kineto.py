@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import DATA
-from kernelscope.collect.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 
 
 @pytest.fixture(scope="module")

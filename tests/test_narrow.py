@@ -94,9 +94,9 @@ def test_commands_cut_no_number(args, width):
 
 
 def _roofline():
-    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.analyze.analysis import analyze_session
     from kernelscope.analyze.roofline import Ceilings
-    from kernelscope.collect.calibrate import load_calibration
+    from kernelscope.collect.calibrate.ceilings import load_calibration
     from kernelscope.render.roofline_term import RooflineChart
 
     a = analyze_session(Session.load(ANALYSIS), Ceilings.from_metrics(load_calibration(CEILINGS).ceilings,
@@ -105,7 +105,7 @@ def _roofline():
 
 
 def _kernel_timeline():
-    from kernelscope.render.kernel_timeline import KernelPhasesPanel
+    from kernelscope.render.kernel_phases import KernelPhasesPanel
 
     x = next(x for x in Session.load(PROTON).launches if x.scopes is not None)
     return KernelPhasesPanel(x, x.kernel)
@@ -127,7 +127,7 @@ def _occupancy():
 
 
 def _top():
-    from kernelscope.collect.sampler import Monitor
+    from kernelscope.collect.nvml.sampler import Monitor
     from kernelscope.render.top_view import History, TopView
     from test_nvml_sampler import FakeNvml
 

@@ -10,8 +10,8 @@ import io
 import pytest
 
 from conftest import DATA
-from kernelscope.collect.counters import resolve_fields
-from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
+from kernelscope.collect.ncu.merge import resolve_fields
+from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
 from ncu_fixtures import report_file
 
 NAME = "ncu_h100_access_patterns"

@@ -8,9 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelscope.collect import nvml, nvml_api, sampler
-from kernelscope.collect.nvml_api import GpmReader
-from kernelscope.collect.sampler import GpuSampler
+from kernelscope.collect.nvml import snapshot as nvml
+
+from kernelscope.collect.nvml import api as nvml_api
+
+from kernelscope.collect.nvml import sampler
+from kernelscope.collect.nvml.api import GpmReader
+from kernelscope.collect.nvml.sampler import GpuSampler
 from kernelscope.model import Session
 
 
@@ -367,7 +371,7 @@ def test_interval_from_environment(monkeypatch):
 
 def test_trace_recorder_without_cuda_records_why_the_sampler_did_not_run():
     from conftest import HAS_CUDA
-    from kernelscope.collect.trace import TraceRecorder
+    from kernelscope.collect.trace.recorder import TraceRecorder
 
     if HAS_CUDA:
         pytest.skip("this checks the machine without a GPU")

@@ -15,7 +15,7 @@ from conftest import ROOT, assert_snapshot
 from proton_fixtures import proton_trace_text, two_block_pipeline
 
 from kernelscope.analyze.phases import OVERLAP_FORMULA, summarize_phases, warp_idle
-from kernelscope.analyze.summary import select_kernels, summarize
+from kernelscope.analyze.kernel_table import select_kernels, summarize
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.proton_scopes import proton_problems
 from kernelscope.collect.instrument.proton_trace import (
@@ -24,7 +24,7 @@ from kernelscope.collect.instrument.proton_trace import (
 )
 from kernelscope.model import Launch, PhaseScopes, Session
 from kernelscope.render.chrome_trace import session_to_chrome_trace
-from kernelscope.render.kernel_timeline import KernelPhasesPanel
+from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.show import ShowView, make_console
 from kernelscope.render.warp_execution import (
     WarpExecutionPanel,

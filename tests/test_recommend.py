@@ -9,14 +9,14 @@ import pytest
 
 from conftest import DATA, assert_snapshot
 from ncu_fixtures import report_file
-from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.recommend import rank_key
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
 from kernelscope.analyze.rules.memory import SPILL_COUNTER, spills
 from kernelscope.analyze.rules.occupancy import occupancy_limit
 from kernelscope.model import Metric, Session
 from kernelscope.render.show import make_console
-from kernelscope.render.summary import SummaryPanel
+from kernelscope.render.analysis_panel import SummaryPanel
 
 CUDA = DATA / "counters_h100_cuda.json.gz"
 TRITON = DATA / "session_h100_counters.json.gz"
@@ -75,9 +75,9 @@ def test_coalesced_copy_is_not_called_uncoalesced_nor_conflicted(cuda):
 
 
 def test_padded_transpose_is_not_flagged_but_the_naive_one_is(tmp_path):
-    from kernelscope.collect.api import new_session
-    from kernelscope.collect.counters import session_from_report
-    from kernelscope.collect.ncu_report_reader import read_report
+    from kernelscope.collect.trace.api import new_session
+    from kernelscope.collect.ncu.merge import session_from_report
+    from kernelscope.collect.ncu.report_reader import read_report
 
     s = new_session(["ncu-report"])
     session_from_report(s, read_report(report_file("ncu_h100_access_patterns", tmp_path)))

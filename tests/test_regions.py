@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernelscope.collect.kineto import parse_trace  # noqa: E402
-from kernelscope.collect.regions import region  # noqa: E402
+from kernelscope.collect.trace.kineto import parse_trace  # noqa: E402
+from kernelscope.collect.trace.regions import region  # noqa: E402
 
 
 @region("decorated")

@@ -11,13 +11,13 @@ import pytest
 from conftest import DATA, assert_snapshot
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import COMPUTE, LATENCY, LAUNCH, MEMORY, OCCUPANCY, classify, from_counters
-from kernelscope.analyze.profiling_summary import analyze_session
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings, counter_flops, declared_totals
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.session import DeclaredWork
 from kernelscope.render.roofline_term import RooflineChart
 from kernelscope.render.show import make_console
-from kernelscope.render.summary import SummaryPanel
+from kernelscope.render.analysis_panel import SummaryPanel
 
 # tests/workloads/counters_small.py multiplies two 2048 x 2048 fp16 matrices, twice, in each region.
 N = 2048
@@ -195,8 +195,7 @@ def test_sessions_with_declared_work_round_trip_and_old_files_load(tmp_path):
 
 
 def test_region_declares_work_into_the_log_of_a_recording_trace_pass():
-    from kernelscope.collect import regions as R
-
+    from kernelscope.collect.trace import regions as R
     with R.region("outside", flops=1.0):  # nothing records: nothing is kept
         pass
     log = R.start_declared_work_log()
@@ -225,7 +224,7 @@ def test_region_declares_work_into_the_log_of_a_recording_trace_pass():
 
 @pytest.mark.parametrize("kw", [{"flops": -1}, {"bytes": "many"}, {"units": {"tokens": -3}}, {"flops": True}])
 def test_region_rejects_bad_declarations(kw):
-    from kernelscope.collect.regions import region
+    from kernelscope.collect.trace.regions import region
 
     with pytest.raises(ValueError, match="non-negative number"):
         region("r", **kw)
@@ -235,8 +234,8 @@ def test_declared_occurrences_line_up_with_the_profiler_regions():
     torch = pytest.importorskip("torch")
     from torch.profiler import ProfilerActivity, profile
 
-    from kernelscope.collect import regions as R
-    from kernelscope.collect.kineto import parse_trace
+    from kernelscope.collect.trace import regions as R
+    from kernelscope.collect.trace.kineto import parse_trace
 
     x = torch.randn(32, 32)
     log = R.start_declared_work_log()
@@ -263,7 +262,7 @@ def test_declared_occurrences_line_up_with_the_profiler_regions():
 
 def _recorded_roofline(ceilings: Ceilings | None = None):
     pytest.importorskip("matplotlib")
-    from kernelscope.collect.calibrate import load_calibration
+    from kernelscope.collect.calibrate.ceilings import load_calibration
     from kernelscope.render.roofline_plot import roofline_figure
 
     s = Session.load(DATA / "session_h100_analysis.json.gz")

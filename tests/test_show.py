@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import assert_snapshot, DATA, ROOT
-from kernelscope.analyze.summary import select_kernels, summarize
+from kernelscope.analyze.kernel_table import select_kernels, summarize
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
 

@@ -14,7 +14,7 @@ from conftest import DATA, assert_snapshot
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, computed_layout, instrumentation_overhead, measured_layout,
 )
-from kernelscope.analyze.summary import select_kernels, summarize
+from kernelscope.analyze.kernel_table import select_kernels, summarize
 from kernelscope.collect.instrument.reader import read_block_buffer
 from kernelscope.model import BlockRecords, Launch, Session
 from kernelscope.render.show import ShowView, make_console

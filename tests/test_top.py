@@ -71,7 +71,7 @@ def test_once_text_draws_bars_values_and_processes(capsys):
 def test_history_sparkline_follows_the_readings():
     readings = [dict(H100_READING, util=type(H100_READING["util"])(gpu=g, memory=0)) for g in (0, 50, 100)]
     fake = FakeNvml(readings)
-    from kernelscope.collect.sampler import Monitor
+    from kernelscope.collect.nvml.sampler import Monitor
 
     mon = Monitor(fake)
     mon.open()

@@ -14,7 +14,7 @@ import datetime as _dt
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
-from kernelscope.analyze.profiling_summary import KernelAnalysis, analyze_session
+from kernelscope.analyze.analysis import KernelAnalysis, analyze_session
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.model import Session
 
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     from benchmarks.diagnosis.suite.config import CASES
-    from kernelscope.collect.calibrate import CalibrationFileError, load_calibration
+    from kernelscope.collect.calibrate.ceilings import CalibrationFileError, load_calibration
     from kernelscope.model import SessionFileError
 
     ap = argparse.ArgumentParser(description="Re-score recorded defect-suite sessions (pure, CPU only).")

@@ -13,11 +13,11 @@ __all__ = ["profile", "region", "Session", "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name == "profile":
-        from kernelscope.collect.api import profile
+        from kernelscope.collect.trace.api import profile
 
         return profile
     if name == "region":
-        from kernelscope.collect.regions import region
+        from kernelscope.collect.trace.regions import region
 
         return region
     if name == "Session":

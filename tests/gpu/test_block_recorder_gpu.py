@@ -27,7 +27,7 @@ def _example():
 def test_every_block_recorded_once_within_the_launch(tmp_path):
     import kernelscope
     from kernelscope.analyze.sm_layout import instrumentation_overhead, measured_layout
-    from kernelscope.analyze.summary import select_kernels, summarize
+    from kernelscope.analyze.kernel_table import select_kernels, summarize
     from kernelscope.collect.instrument.sink import attach_pending
     from kernelscope.model import Session
     from kernelscope.render.chrome_trace import session_to_chrome_trace
@@ -77,7 +77,7 @@ def test_cli_run_then_show_and_export(tmp_path):
     from kernelscope.model import Session
 
     s = Session.load(out)
-    assert "instrument" in s.collectors, ("the trace pass did not attach block records: collect/trace.py must call "
+    assert "instrument" in s.collectors, ("the trace pass did not attach block records: collect/trace/recorder.py must call "
                                           "kernelscope.collect.instrument.sink.attach_pending(session)")
     show = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(out), "--kernel", "matmul_blocks_kernel",
                            "--width", "120", "--no-color"], capture_output=True, text=True, env=env)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from kernelscope.analyze.profiling_summary import DurationStats, SessionAnalysis, duration_stats
+from kernelscope.analyze.analysis import DurationStats, SessionAnalysis, duration_stats
 from kernelscope.model import Launch, Metric, Session
 
 NOISE_FORMULA = "|median B - median A| <= max(spread A, spread B)"

@@ -18,7 +18,7 @@ from kernelscope.model.session import DeclaredWork
 
 NO_CALIBRATION = "no measured ceilings for this GPU: run kernelscope calibrate on it"
 
-# Calibration metric names (collect/calibrate.py writes them) -> label on the roofline.
+# Calibration metric names (collect/calibrate/ceilings.py writes them) -> label on the roofline.
 COMPUTE_CEILINGS = (("matmul_fp16_flop_per_s", "fp16 matmul (cuBLAS)"),
                     ("matmul_bf16_flop_per_s", "bf16 matmul (cuBLAS)"), ("fma_fp32_flop_per_s", "fp32 FMA"))
 BANDWIDTH_CEILING = "copy_bandwidth_bytes_per_s"

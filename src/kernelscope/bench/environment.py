@@ -69,7 +69,7 @@ def nvml_state(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
 
     Without NVML the dict is just {"missing_reason": why} (plus the missing driver version).
     """
-    from kernelscope.collect.nvml import snapshot
+    from kernelscope.collect.nvml.snapshot import snapshot
 
     metrics, reason = snapshot(pci_bus_id, ordinal)
     if reason is not None:  # one reason for all fields rather than the same sentence eight times
@@ -89,7 +89,7 @@ def clocks_now(pci_bus_id: str | None, ordinal: int = 0) -> dict[str, Any]:
     import time
 
     from kernelscope.analyze.gpu_stats import sample_flags
-    from kernelscope.collect.nvml import snapshot
+    from kernelscope.collect.nvml.snapshot import snapshot
     from kernelscope.model import Sample
 
     metrics, reason = snapshot(pci_bus_id, ordinal)

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def ceilings_for_session(session):
     """The cached measured ceilings of the session's GPU, or Ceilings.none() saying why there are none."""
     from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings
-    from kernelscope.collect.calibrate import cache_path, cached, key_for_device
+    from kernelscope.collect.calibrate.ceilings import cache_path, cached, key_for_device
 
     key, why = key_for_device(session.device)
     if key is None:
@@ -44,7 +44,7 @@ def add_ceilings_arg(p: argparse.ArgumentParser) -> None:
 
 def ceilings_mismatch(cal, session) -> str | None:
     """Why a calibration's GPU is not the session's, in words; None when name, driver and SM clock agree."""
-    from kernelscope.collect.calibrate import key_for_device
+    from kernelscope.collect.calibrate.ceilings import key_for_device
 
     device = session.device.name if session.device is not None else None
     if device is None:
@@ -67,7 +67,7 @@ def ceilings_for(session, path: str | None):
     if path is None:
         return ceilings_for_session(session)
     from kernelscope.analyze.roofline import Ceilings
-    from kernelscope.collect.calibrate import CalibrationFileError, load_calibration
+    from kernelscope.collect.calibrate.ceilings import CalibrationFileError, load_calibration
 
     try:
         cal = load_calibration(path)
@@ -88,7 +88,7 @@ def _print(cal, path, was_cached: bool, as_json: bool, width: int | None = None,
         sys.stdout.write("\n")
         return
     from kernelscope.render.show import make_console
-    from kernelscope.render.summary import si
+    from kernelscope.render.analysis_panel import si
 
     console = make_console(width=width, color=False if no_color else None)
     how = "cached; --force measures again" if was_cached else "measured now"
@@ -103,16 +103,16 @@ def _print(cal, path, was_cached: bool, as_json: bool, width: int | None = None,
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.collect import calibrate as cal_mod
-
+    from kernelscope.collect.calibrate import ceilings as cal_mod
     if args.repeats < 1:
         fail("--repeats must be at least 1")
     ok, why = cal_mod.gpu_available()
     if not ok:
         fail(f"cannot calibrate: {why}")
     from kernelscope.analyze.gpu_stats import clock_hygiene
-    from kernelscope.collect import driver, nvml
-    from kernelscope.collect.sampler import GpuSampler
+    from kernelscope.collect import driver
+    from kernelscope.collect.nvml import snapshot as nvml
+    from kernelscope.collect.nvml.sampler import GpuSampler
 
     try:
         device = driver.query_device(args.device)
@@ -148,7 +148,7 @@ def main(args: argparse.Namespace) -> int:
 
 def write_roofline(session, path: str, ceilings=None) -> None:
     """`show --roofline-png FILE`: the roofline of the session as a PNG, or one sentence why not."""
-    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.analyze.analysis import analyze_session
 
     try:
         from kernelscope.render.roofline_plot import write_roofline_png

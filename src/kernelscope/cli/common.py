@@ -129,7 +129,7 @@ def _timeline_json(session, limit: int) -> dict:
 
 
 def render_show(session, args: argparse.Namespace, banner: str | None = None) -> int:
-    from kernelscope.analyze.summary import select_kernels, summarize
+    from kernelscope.analyze.kernel_table import select_kernels, summarize
 
     if not args.json:  # the terminal prints the session's strings: make them plain text first
         from kernelscope.render.text import display_copy
@@ -142,7 +142,7 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
         fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
     if args.kernel is not None and not selected:
         fail(f"no kernel matches --kernel {args.kernel!r}; {len(summary.kernels)} kernels are in the session")
-    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.analyze.analysis import analyze_session
     from kernelscope.cli.calibrate import ceilings_for
 
     ceilings = ceilings_for(session, getattr(args, "ceilings", None))

@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
         return _show(session, args, banner=banner)
     out = Path(args.output)
     output_path(out, args.force_overwrite, what="session file")
-    from kernelscope.collect.runner import run
+    from kernelscope.collect.trace.runner import run
     from kernelscope.model import Session
 
     result = run([], out, module="kernelscope.kernels.demo")

@@ -52,7 +52,7 @@ def _json(d, a: str, b: str, fail_pct: float | None) -> dict:
 
 def main(args: argparse.Namespace) -> int:
     from kernelscope.analyze.diff import SessionDiff, diff_sessions
-    from kernelscope.analyze.profiling_summary import analyze_session
+    from kernelscope.analyze.analysis import analyze_session
     from kernelscope.cli.calibrate import ceilings_for
 
     if args.fail_if_slower is not None and args.fail_if_slower < 0:

@@ -22,9 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.collect.api import new_session
-    from kernelscope.collect.counters import report_time_details, session_from_report
-    from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
+    from kernelscope.collect.trace.api import new_session
+    from kernelscope.collect.ncu.merge import report_time_details, session_from_report
+    from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
     from kernelscope.model import CollectorStatus
 
     report = Path(args.report)

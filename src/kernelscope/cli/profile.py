@@ -54,7 +54,7 @@ def _no_target(parser: argparse.ArgumentParser) -> int:
 
 def _counter_pass(result, workload: list[str], quiet: bool = False) -> int:
     """--counters: the same counter pass as `kernelscope run --counters`, on the same workload."""
-    from kernelscope.collect.counter_pass import CounterRequest, run_counter_pass
+    from kernelscope.collect.ncu.counter_pass import CounterRequest, run_counter_pass
 
     if result.exit_code != 0:
         return 0  # the trace pass already failed; nothing worth re-running under ncu
@@ -87,7 +87,7 @@ def _tune(workload: list[str]) -> str:
     import kernelscope
 
     env = dict(os.environ)
-    root = str(Path(kernelscope.__file__).resolve().parent.parent)  # as collect/runner.py does for its child
+    root = str(Path(kernelscope.__file__).resolve().parent.parent)  # as collect/trace/runner.py does for its child
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     r = subprocess.run([sys.executable, "-m", WORKLOAD, *workload, "--print-config"], capture_output=True, text=True,
                        env=env)
@@ -115,7 +115,7 @@ def main_attention(args: argparse.Namespace) -> int:
         f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"))
     output_path(out, args.force_overwrite, what="session file")
     if args.counters:
-        from kernelscope.collect.counter_pass import report_path_for
+        from kernelscope.collect.ncu.counter_pass import report_path_for
 
         output_path(report_path_for(out), args.force_overwrite, what="Nsight Compute report")
     try:
@@ -131,7 +131,7 @@ def main_attention(args: argparse.Namespace) -> int:
         print(f"kernelscope: flash config {config} (BLOCK_M, BLOCK_N, warps, stages)"
               f"{'' if args.config else ', chosen by the autotuner'}.", file=sys.stderr)
         workload += ["--config", config]
-    from kernelscope.collect.runner import RunError, run
+    from kernelscope.collect.trace.runner import RunError, run
 
     try:
         result = run(workload, out, module=WORKLOAD)

@@ -97,7 +97,7 @@ def _int_opt(opts: dict, key: str, default: int, lo: int = 0) -> int:
 
 
 def _counter_request(o: dict):
-    from kernelscope.collect.counter_pass import CounterRequest
+    from kernelscope.collect.ncu.counter_pass import CounterRequest
 
     counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout")
     if not o["counters"]:
@@ -128,7 +128,7 @@ def _counter_request(o: dict):
 
 
 def main(argv: list[str]) -> int:
-    from kernelscope.collect.runner import RunError, is_python_command, run, run_without_trace
+    from kernelscope.collect.trace.runner import RunError, is_python_command, run, run_without_trace
 
     o = _parse_run(argv)
     request = _counter_request(o)
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
     output_path(out, o["force"], inputs, "session file")
     if request is not None:
-        from kernelscope.collect.counter_pass import report_path_for
+        from kernelscope.collect.ncu.counter_pass import report_path_for
 
         output_path(report_path_for(out), o["force"], inputs, "Nsight Compute report")
     if o["sample_interval"] is not None:
@@ -180,7 +180,7 @@ def _note_clocks(session) -> None:
 
 def _counters(result, o: dict, request) -> int:
     """Run the counter pass; return a non-zero exit code when it failed."""
-    from kernelscope.collect.counter_pass import run_counter_pass
+    from kernelscope.collect.ncu.counter_pass import run_counter_pass
     from kernelscope.model import CollectorStatus
 
     s = result.session
@@ -209,7 +209,7 @@ def _set_sample_interval(text: str) -> None:
     """The child (collect/bootstrap) inherits the environment; the sampler reads the interval there."""
     import os
 
-    from kernelscope.collect.sampler import INTERVAL_ENV
+    from kernelscope.collect.nvml.sampler import INTERVAL_ENV
 
     try:
         ms = float(text)

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace, nvml: Any = None) -> int:
-    from kernelscope.collect.nvml_api import NvmlUnavailable
-    from kernelscope.collect.sampler import Monitor
+    from kernelscope.collect.nvml.api import NvmlUnavailable
+    from kernelscope.collect.nvml.sampler import Monitor
 
     if not 50 <= args.interval <= 60_000:
         fail(f"--interval takes milliseconds from 50 to 60000, not {args.interval:g}")
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace, nvml: Any = None) -> int:
 def _snapshot(monitor, args: argparse.Namespace) -> int:
     from kernelscope import __version__
 
-    from kernelscope.collect.nvml_api import GPM_MIN_WINDOW_NS
+    from kernelscope.collect.nvml.api import GPM_MIN_WINDOW_NS
 
     window_ms = max(args.interval, GPM_MIN_WINDOW_NS / 1e6 + 10)  # GPM needs two samples this far apart
     monitor.read()

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.collect.regions import region
+from kernelscope.collect.trace.regions import region
 from kernelscope.kernels.marlin import (
     pack, quantize, reference_matmul, tma_supported, to_kernel_layout, w4a16_matmul,
 )
@@ -122,7 +122,7 @@ def compiled_info() -> dict[str, Any]:
 
 def record_session(plan: GemmPlan, calls: int = CALLS, command: list[str] | None = None) -> Session:
     """Profile the timed calls and copies (compile and prepare stay outside); check the result."""
-    from kernelscope.collect.api import profile
+    from kernelscope.collect.trace.api import profile
 
     plan = for_this_gpu(plan)
     p = prepare(plan)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analyze.profiling_summary import KernelAnalysis, SessionAnalysis
+from kernelscope.analyze.analysis import KernelAnalysis, SessionAnalysis
 from kernelscope.model import Metric
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
 
-from kernelscope.analyze.profiling_summary import SessionAnalysis
+from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.roofline_term import RooflineChart, placed
-from kernelscope.render.summary import RecommendationsTable
+from kernelscope.render.analysis_panel import RecommendationsTable
 from kernelscope.render.timeline import TimelinePanel
 from kernelscope.render.fit import fitted_panel
 

@@ -9,7 +9,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary
+from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, KernelSummary
 from kernelscope.model import Metric
 from kernelscope.render.fmt import count, dim3, duration, size_bytes
 from kernelscope.render.fit import fitted_panel

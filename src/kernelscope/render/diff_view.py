@@ -9,7 +9,7 @@ from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, Sessi
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration
-from kernelscope.render.summary import number, rate_cell
+from kernelscope.render.analysis_panel import number, rate_cell
 
 _VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim"}
 _BOUND = {"memory-bound": "memory", "compute-bound": "compute", "latency-bound": "latency",

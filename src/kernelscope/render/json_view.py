@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.analyze.counters import counter_launches
-from kernelscope.analyze.summary import WAVES_FORMULA, ConfigSummary, KernelSummary, SessionSummary
+from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, KernelSummary, SessionSummary
 from kernelscope.model import Metric, Session
 
 JSON_SCHEMA = "kernelscope-show/1"

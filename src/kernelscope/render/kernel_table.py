@@ -5,7 +5,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.box import HEAVY_HEAD
 from rich.text import Text
 
-from kernelscope.analyze.summary import SessionSummary
+from kernelscope.analyze.kernel_table import SessionSummary
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import dim3_compact, duration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console, ConsoleOptions, RenderResult
 
 from kernelscope.analyze.gpu_stats import summarize_gpu_stats
-from kernelscope.analyze.summary import KernelSummary, SessionSummary
+from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary
 from kernelscope.model import Session
 from kernelscope.analyze.counters import counter_launches
 from kernelscope.render.config_panel import KernelConfigPanel
@@ -13,9 +13,9 @@ from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_table import KernelTable
 from kernelscope.render.analysis_view import SessionPanels
-from kernelscope.render.summary import SummaryPanel
+from kernelscope.render.analysis_panel import SummaryPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
-from kernelscope.render.kernel_timeline import KernelPhasesPanel
+from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.warp_execution import WarpExecutionPanel
 
 
@@ -26,7 +26,7 @@ class ShowView:
         self.session, self.summary, self.selected = session, summary, selected
         self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner = table_limit, banner
-        self.analysis, self.timeline_limit = analysis, timeline_limit  # analyze.profiling_summary.SessionAnalysis
+        self.analysis, self.timeline_limit = analysis, timeline_limit  # analyze.analysis.SessionAnalysis
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.banner:

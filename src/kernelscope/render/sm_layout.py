@@ -12,7 +12,7 @@ from kernelscope.analyze.sm_layout import (
     OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMTimeline, computed_layout,
     instrumentation_overhead, instrumented_launches, measured_layout, plain_duration_spread,
 )
-from kernelscope.analyze.summary import KernelSummary, launch_config
+from kernelscope.analyze.kernel_table import KernelSummary, launch_config
 from kernelscope.model import Metric, Session
 from kernelscope.render.fmt import bar, duration
 from kernelscope.render.fit import fitted_panel

@@ -15,7 +15,7 @@ from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.arch import SMArch
 from kernelscope.analyze.bound import Bound
 from kernelscope.analyze.roofline import Ceilings
-from kernelscope.analyze.summary import KernelSummary
+from kernelscope.analyze.kernel_table import KernelSummary
 from kernelscope.model import Finding, Launch, Metric
 
 SOURCE = "kernelscope"

@@ -15,7 +15,7 @@ from functools import partial
 
 import torch
 
-from kernelscope.collect.regions import region
+from kernelscope.collect.trace.regions import region
 from kernelscope.kernels.attention import IMPLEMENTATIONS, get_impl
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}

@@ -8,8 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.model.names import short_kernel_name
-from kernelscope.collect.ncu_fields import DERIVED_RATIOS, NCU_DEVICE_ATTRIBUTES, NCU_FIELDS, STALL_METRIC, STALL_REASONS
-from kernelscope.collect.ncu_report_reader import NcuKernelResult, NcuReport
+from kernelscope.collect.ncu.fields import DERIVED_RATIOS, NCU_DEVICE_ATTRIBUTES, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.collect.ncu.report_reader import NcuKernelResult, NcuReport
 from kernelscope.model import CollectorStatus, Device, Launch, Metric, Session, attribute
 
 

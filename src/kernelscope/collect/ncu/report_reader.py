@@ -19,9 +19,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kernelscope.collect.ncu_rep_file import report_layout
-from kernelscope.collect.ncu_rep_times import ReportTimes, read_report_times
-from kernelscope.collect.ncu_fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.collect.ncu.rep_file import report_layout
+from kernelscope.collect.ncu.rep_times import ReportTimes, read_report_times
+from kernelscope.collect.ncu.fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
 from kernelscope.model import Finding, Metric
 
 _SEVERITY = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}  # ncu_report MsgType_*
@@ -163,7 +163,7 @@ def _read_isolated(path: Path) -> tuple[list[NcuKernelResult], str | None]:
     """The kernel results, read by NVIDIA's module in a child process: on a damaged file that module can
     crash the process (seen: SIGSEGV in Nsight Compute 2025.3.1's extras on bit-flipped reports), and a
     crash must cost the child, not the user's command. Returns (results, one-sentence error or None)."""
-    child = [sys.executable, "-c", "from kernelscope.collect.ncu_report_reader import child_main; child_main()",
+    child = [sys.executable, "-c", "from kernelscope.collect.ncu.report_reader import child_main; child_main()",
              str(path)]
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])  # the kernelscope being run, also from a source tree

@@ -8,7 +8,7 @@ import sys
 from typing import Iterator
 
 from kernelscope import __version__
-from kernelscope.collect.trace import TraceRecorder
+from kernelscope.collect.trace.recorder import TraceRecorder
 from kernelscope.model import Session
 
 

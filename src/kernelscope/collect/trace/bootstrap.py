@@ -2,7 +2,7 @@
 ``python`` would (script, ``-m module`` or ``-c code``) inside the trace pass,
 then writes the session whatever happened.
 
-Usage (internal): python -m kernelscope.collect.bootstrap --output FILE
+Usage (internal): python -m kernelscope.collect.trace.bootstrap --output FILE
                   [--command JSON] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _print_workload_traceback() -> None:
     etype, err, tb = sys.exc_info()
     while tb is not None and (tb.tb_frame.f_code.co_filename == __file__
                               or tb.tb_frame.f_code.co_filename.endswith(("runpy.py", "<frozen runpy>"))
-                              or tb.tb_frame.f_globals.get("__name__") == "kernelscope.collect.api"):
+                              or tb.tb_frame.f_globals.get("__name__") == "kernelscope.collect.trace.api"):
         tb = tb.tb_next
     traceback.print_exception(etype, err, tb)
 
@@ -48,7 +48,7 @@ def main() -> int:
     keep_trace = opts[opts.index("--keep-trace") + 1] if "--keep-trace" in opts else None
     del sys.path[0]  # `-m` put the cwd first; _run_workload sets the path python itself would
 
-    from kernelscope.collect.api import profile
+    from kernelscope.collect.trace.api import profile
 
     code = 0
     try:

@@ -1,6 +1,6 @@
 """`kernelscope run`: start the workload in a child process under the trace pass.
 
-The child (collect/bootstrap.py) writes the session itself, also when the
+The child (collect/trace/bootstrap.py) writes the session itself, also when the
 workload raises or is interrupted. If the child dies before it can (a crash,
 a kill), this parent still writes a session saying what happened.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kernelscope
-from kernelscope.collect.api import new_session
+from kernelscope.collect.trace.api import new_session
 from kernelscope.model import CollectorStatus, Session, SessionFileError
 
 
@@ -62,7 +62,7 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
     opts = ["--output", str(output), "--command", json.dumps(command if module is None else ["-m", module, *command])]
     if keep_trace:
         opts += ["--keep-trace", keep_trace]
-    return [python, "-m", "kernelscope.collect.bootstrap", *opts, "--", *workload]
+    return [python, "-m", "kernelscope.collect.trace.bootstrap", *opts, "--", *workload]
 
 
 def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None) -> RunResult:

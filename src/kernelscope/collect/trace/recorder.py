@@ -8,10 +8,16 @@ import warnings
 from collections import Counter
 from typing import Any
 
-from kernelscope.collect import driver, nvml, regions, sampler
+from kernelscope.collect import driver
+
+from kernelscope.collect.nvml import snapshot as nvml
+
+from kernelscope.collect.trace import regions
+
+from kernelscope.collect.nvml import sampler
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.sink import attach_pending
-from kernelscope.collect.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Callable
 
 from kernelscope.collect import driver
-from kernelscope.collect.counters import merge, session_from_report, top_kernel_regex
-from kernelscope.collect.ncu_fields import SECTIONS
-from kernelscope.collect.ncu_report_reader import NcuReportError, read_report
-from kernelscope.collect.ncu_runner import NcuOptions, NcuRunError, run_ncu
+from kernelscope.collect.ncu.merge import merge, session_from_report, top_kernel_regex
+from kernelscope.collect.ncu.fields import SECTIONS
+from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
+from kernelscope.collect.ncu.runner import NcuOptions, NcuRunError, run_ncu
 from kernelscope.model import CollectorStatus, Session
 
 

@@ -8,7 +8,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
-from kernelscope.analyze.profiling_summary import KernelAnalysis
+from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
 from kernelscope.render.fmt import duration

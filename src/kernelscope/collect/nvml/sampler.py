@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Any
 
-from kernelscope.collect import nvml_api
-from kernelscope.collect.nvml_api import GpmReader, Nvml, NvmlUnavailable
+from kernelscope.collect.nvml import api as nvml_api
+from kernelscope.collect.nvml.api import GpmReader, Nvml, NvmlUnavailable
 from kernelscope.model import CollectorStatus, DeviceReading, Metric, Sample, Session
 
 DEFAULT_INTERVAL_MS = 100.0

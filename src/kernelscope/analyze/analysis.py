@@ -15,7 +15,7 @@ from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoin
                                          make_point)
 from kernelscope.analyze.rules import RuleContext
 from kernelscope.analyze.rules.base import NO_COUNTERS
-from kernelscope.analyze.summary import KernelSummary, SessionSummary, summarize
+from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, summarize
 from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES, VERDICT_MIN_GAIN_PCT
 from kernelscope.analyze.timeline import HOST_WAIT_GAP_NS, Timeline, build_timeline
 from kernelscope.model import Launch, Metric, Session

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kernelscope.collect.ncu_fields import EXTRA_METRICS, SECTIONS
+from kernelscope.collect.ncu.fields import EXTRA_METRICS, SECTIONS
 from kernelscope.model.files import write_atomic
 
 PERMISSION_MARKER = "ERR_NVGPUCTRPERM"

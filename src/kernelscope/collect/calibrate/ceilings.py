@@ -5,7 +5,7 @@ repeats timed by CUDA events:
 - copy bandwidth: a device-to-device copy of a buffer far larger than L2,
   counting the bytes read plus the bytes written;
 - dense fp16 and bf16 matmul rates through cuBLAS (torch.matmul), 2 n^3 FLOPs;
-- the fp32 FMA rate of a small Triton kernel (collect/calibrate_fma.py).
+- the fp32 FMA rate of a small Triton kernel (collect/calibrate/fma.py).
 The result is cached as JSON per device name, driver version and maximum SM
 clock (~/.cache/kernelscope, or $KERNELSCOPE_CACHE_DIR), since each of those
 changes the ceilings. torch and triton are imported only to measure.
@@ -196,8 +196,7 @@ def measure(device_index: int = 0, repeats: int = 20, warmup: int = 5, copy_buff
     """Measure every ceiling on one GPU; returns the metrics and how they were measured."""
     import torch
 
-    from kernelscope.collect import calibrate_fma
-
+    from kernelscope.collect.calibrate import fma as calibrate_fma
     torch.cuda.set_device(device_index)
     dev = torch.device("cuda", device_index)
     gen = torch.Generator(device=dev).manual_seed(0)

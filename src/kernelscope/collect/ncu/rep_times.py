@@ -19,7 +19,7 @@ import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.collect.ncu_rep_file import (MAGIC, NUM_RESULTS, NUM_SOURCES, PAYLOAD_SIZE, SESSION_DETAILS, Malformed,
+from kernelscope.collect.ncu.rep_file import (MAGIC, NUM_RESULTS, NUM_SOURCES, PAYLOAD_SIZE, SESSION_DETAILS, Malformed,
                                              fields, u32)
 
 _SESSION_CREATION_TIME = 2  # ReportSessionDetails.CreationTime

@@ -5,8 +5,8 @@ Metric with NVML's own error text, and the rest goes on (see nvml_api).
 """
 from __future__ import annotations
 
-from kernelscope.collect import nvml_api
-from kernelscope.collect.nvml_api import Nvml, NvmlUnavailable
+from kernelscope.collect.nvml import api as nvml_api
+from kernelscope.collect.nvml.api import Nvml, NvmlUnavailable
 from kernelscope.model import Metric
 
 # Keys the session header and device attributes use (a subset of a sampler reading).
