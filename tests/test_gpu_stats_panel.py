@@ -12,7 +12,7 @@ from kernelscope.analyze.gpu_stats import (
     CLOCK_LOW_FRACTION, clock_hygiene, decode_throttle_reasons, limiting_reasons, low_clock, sample_flags,
     summarize_gpu_stats,
 )
-from kernelscope.analyze.kernel_table import select_kernels, summarize
+from kernelscope.analyze.report import build_report
 from kernelscope.model import Launch, Metric, Sample, Session
 from kernelscope.render.gpu_stats import GpuStatsPanel, bucket, kernel_busy, sparkline
 from kernelscope.render.show import ShowView, make_console
@@ -170,8 +170,7 @@ def test_h100_panel_fits_a_narrow_terminal(h100):
 
 def test_show_adds_the_panel_only_when_there_are_samples(h100):
     def show(session):
-        summary = summarize(session)
-        return render(ShowView(session, summary, select_kernels(summary, None, 0)))
+        return render(ShowView(build_report(session, None, 0), with_analysis=False))
 
     assert "9 · GPU stats" in show(h100)
     older = Session.load(DATA / "session_h100_mixed.json.gz")  # written before samples existed

@@ -105,10 +105,11 @@ def _roofline():
 
 
 def _kernel_timeline():
+    from kernelscope.analyze.phases import scoped_view
     from kernelscope.render.kernel_phases import KernelPhasesPanel
 
     x = next(x for x in Session.load(PROTON).launches if x.scopes is not None)
-    return KernelPhasesPanel(x, x.kernel)
+    return KernelPhasesPanel(scoped_view(x), x.kernel)
 
 
 def _memory_transactions():

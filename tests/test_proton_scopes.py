@@ -14,8 +14,8 @@ import pytest
 from conftest import ROOT, assert_snapshot
 from proton_fixtures import proton_trace_text, two_block_pipeline
 
-from kernelscope.analyze.phases import OVERLAP_FORMULA, summarize_phases, warp_idle
-from kernelscope.analyze.kernel_table import select_kernels, summarize
+from kernelscope.analyze.phases import OVERLAP_FORMULA, scoped_view, summarize_phases, warp_idle
+from kernelscope.analyze.report import build_report
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.proton_scopes import proton_problems
 from kernelscope.collect.instrument.proton_trace import (
@@ -153,28 +153,27 @@ def test_letters_are_unique_and_the_strip_shows_phases_and_idle():
 
 
 def test_warp_execution_panel_snapshot():
-    text = render(WarpExecutionPanel(launch(parsed()), K))
+    text = render(WarpExecutionPanel(scoped_view(launch(parsed())), K))
     assert "block 0 on SM 3 · 2 warps · span 3,900 cycles" in text
     assert "Stall reasons: N/A: the counter pass (ncu) did not measure this kernel" in text
     assert_snapshot("warp_execution_synthetic.w120.txt", text)
 
 
 def test_kernel_timeline_panel_snapshot():
-    text = render(KernelPhasesPanel(launch(parsed()), K))
+    text = render(KernelPhasesPanel(scoped_view(launch(parsed())), K))
     assert "load ∥ compute: 20.5% of the block span (median over 2 blocks)" in text
     assert OVERLAP_FORMULA in text.replace("\n", " ") or "overlap =" in text
     assert_snapshot("kernel_phases_synthetic.w120.txt", text)
 
 
 def test_panels_say_na_without_scopes():
-    assert "N/A: the kernel was not instrumented" in render(WarpExecutionPanel(launch(None), K))
-    assert "N/A: Proton recorded no scopes" in render(KernelPhasesPanel(launch(PhaseScopes()), K))
+    assert "N/A: the kernel was not instrumented" in render(WarpExecutionPanel(scoped_view(launch(None)), K))
+    assert "N/A: Proton recorded no scopes" in render(KernelPhasesPanel(scoped_view(launch(PhaseScopes())), K))
 
 
 def test_show_draws_both_panels_for_a_launch_with_scopes():
     s = Session(launches=[launch(parsed())])
-    summary = summarize(s)
-    text = render(ShowView(s, summary, select_kernels(summary, None, 1)))
+    text = render(ShowView(build_report(s, None, 1), with_analysis=False))
     assert text.index("Block → SM layout") < text.index("Warp execution") < text.index("Kernel timeline (inside)")
 
 

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from conftest import assert_snapshot, DATA, ROOT
-from kernelscope.analyze.kernel_table import select_kernels, summarize
+from kernelscope.analyze.kernel_table import summarize
+from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
 
@@ -23,7 +24,7 @@ def render(session: Session, width: int = 120, top: int = 3, kernel: str | None 
     buf = io.StringIO()
     summary = summarize(session)
     console = make_console(width=width, file=buf, color=False)
-    console.print(ShowView(session, summary, select_kernels(summary, kernel, top)))
+    console.print(ShowView(build_report(session, kernel, top), with_analysis=False))
     return buf.getvalue()
 
 

@@ -10,6 +10,8 @@ and the change is reported as measured with that caveat. Sessions from different
 """
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -178,3 +180,10 @@ def diff_sessions(a: SessionAnalysis, b: SessionAnalysis, session_a: Session, se
     ta = sum(x.duration_ns for x in session_a.launches)
     tb = sum(x.duration_ns for x in session_b.launches)
     return SessionDiff(tuple(out), device_note(session_a, session_b), ta, tb, change_pct(ta, tb))
+
+
+def only_kernels(d: SessionDiff, pattern: str) -> SessionDiff:
+    """The kernels whose full or short name matches ``pattern`` (a regex; re.error if it is not one)."""
+    rx = re.compile(pattern)
+    kept = tuple(k for k in d.kernels if rx.search(k.name) or rx.search(k.short_name))
+    return SessionDiff(kept, d.device, d.total_a_ns, d.total_b_ns, d.total_change_pct)

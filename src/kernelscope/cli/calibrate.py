@@ -8,6 +8,7 @@ import json
 import sys
 
 from kernelscope.cli.common import add_style_args, fail, positive
+from kernelscope.collect.calibrate.lookup import ceilings_for_session  # noqa: F401  (its older home)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,74 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def ceilings_for_session(session):
-    """The cached measured ceilings of the session's GPU, or Ceilings.none() saying why there are none."""
-    from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings
-    from kernelscope.collect.calibrate.ceilings import cache_path, cached, key_for_device
-
-    key, why = key_for_device(session.device)
-    if key is None:
-        return Ceilings.none(f"no measured ceilings can be matched: {why}")
-    cal = cached(key)
-    if cal is None:
-        return Ceilings.none(f"{NO_CALIBRATION} ({key.device_name}, driver {key.driver_version}, "
-                             f"{key.sm_clock_max_mhz} MHz)")
-    note = " (clocks were flagged while measuring)" if cal.clock_check.get("status") == "flagged" else ""
-    return Ceilings.from_metrics(cal.ceilings, f"measured by kernelscope calibrate on {cal.measured_utc[:10]}, "
-                                 f"{cache_path(key)}{note}")
-
-
-def add_ceilings_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ceilings", metavar="FILE", help="measured ceilings from this file (written by kernelscope "
-                   "calibrate, e.g. on the GPU the session ran on) instead of this machine's cache")
-
-
-def ceilings_mismatch(cal, session) -> str | None:
-    """Why a calibration's GPU is not the session's, in words; None when name, driver and SM clock agree."""
-    from kernelscope.collect.calibrate.ceilings import key_for_device
-
-    device = session.device.name if session.device is not None else None
-    if device is None:
-        return f"the ceilings were measured on {cal.key.device_name}, and the session recorded no device"
-    if device != cal.key.device_name:
-        return f"the ceilings were measured on {cal.key.device_name}, but the session ran on {device}"
-    key, _ = key_for_device(session.device)
-    differs = [] if key is None else [
-        f"{what} {mine} vs the session's {theirs}" for what, mine, theirs in (
-            ("driver", cal.key.driver_version, key.driver_version),
-            ("SM clock max (MHz)", cal.key.sm_clock_max_mhz, key.sm_clock_max_mhz)) if mine != theirs]
-    if differs:
-        return f"the ceilings were measured on the same GPU model with {'; '.join(differs)}"
-    return None
-
-
-def ceilings_for(session, path: str | None):
-    """``--ceilings FILE`` when given (bad file: one sentence, exit 2), else the cached ceilings of the
-    session's GPU. A file from another GPU is used, with a warning on stderr and in its source."""
-    if path is None:
-        return ceilings_for_session(session)
-    from kernelscope.analyze.roofline import Ceilings
-    from kernelscope.collect.calibrate.ceilings import CalibrationFileError, load_calibration
-
-    try:
-        cal = load_calibration(path)
-    except CalibrationFileError as e:
-        fail(str(e))
-    note = " (clocks were flagged while measuring)" if cal.clock_check.get("status") == "flagged" else ""
-    other = ceilings_mismatch(cal, session)
-    if other:
-        print(f"kernelscope: warning: {other}; the roofs and % of peak are that calibration's.", file=sys.stderr)
-        note += f"; NOTE: {other}"
-    return Ceilings.from_metrics(cal.ceilings, f"measured by kernelscope calibrate on {cal.measured_utc[:10]} on "
-                                 f"{cal.key.device_name}, {path}{note}")
-
-
 def _print(cal, path, was_cached: bool, as_json: bool, width: int | None = None, no_color: bool = False) -> None:
     if as_json:
         json.dump({**cal.to_dict(), "path": str(path), "cached": was_cached}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from kernelscope.render.show import make_console
+    from kernelscope.render.console import make_console
     from kernelscope.render.analysis_panel import si
 
     console = make_console(width=width, color=False if no_color else None)
@@ -144,22 +83,3 @@ def main(args: argparse.Namespace) -> int:
               "ceilings may be low: run kernelscope calibrate --force again on an idle, cool GPU.", file=sys.stderr)
     _print(cal, path, False, args.json, args.width, args.no_color)
     return 0
-
-
-def write_roofline(session, path: str, ceilings=None) -> None:
-    """`show --roofline-png FILE`: the roofline of the session as a PNG, or one sentence why not."""
-    from kernelscope.analyze.analysis import analyze_session
-
-    try:
-        from kernelscope.render.roofline_plot import write_roofline_png
-        import matplotlib  # noqa: F401
-    except ImportError:
-        fail("--roofline-png needs matplotlib (pip install 'kernelscope[plot]')")
-    a = analyze_session(session, ceilings if ceilings is not None else ceilings_for_session(session))
-    device = session.device.name if session.device else "unknown device"
-    title = f"roofline — {device}, {session.created_utc[:10] or 'date unknown'}"
-    try:
-        out = write_roofline_png(tuple(k.roofline for k in a.kernels) + a.regions, a.ceilings, path, title)
-    except OSError as e:
-        fail(f"cannot write {path} ({e.strerror})")
-    print(f"kernelscope: roofline written to {out}.", file=sys.stderr)

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Iterable, NoReturn
@@ -117,54 +115,51 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
     add_style_args(p)
 
 
-def _timeline_json(session, limit: int) -> dict:
-    from kernelscope.analyze.timeline import build_timeline
-
-    tl = build_timeline(session)
-    rows = [{"kind": r.kind, "name": r.name, "start_ns": r.start_ns, "duration_ns": r.duration_ns,
-             "gap_before_ns": r.gap_before_ns, "gap_kind": r.gap_kind, "regions": list(r.regions),
-             "on_gpu": r.on_gpu, "notes": {name: m.to_dict() for name, m in r.notes}} for r in tl.rows[:limit]]
-    return {"span_ns": tl.span_ns, "gpu_busy_ns": tl.gpu_busy_ns, "missing_reason": tl.missing_reason,
-            "gaps": [vars(g) for g in tl.gaps], "rows_total": len(tl.rows), "rows": rows}
+def add_ceilings_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ceilings", metavar="FILE", help="measured ceilings from this file (written by kernelscope "
+                   "calibrate, e.g. on the GPU the session ran on) instead of this machine's cache")
 
 
-def render_show(session, args: argparse.Namespace, banner: str | None = None) -> int:
-    from kernelscope.analyze.kernel_table import select_kernels, summarize
+def ceilings(session, path: str | None):
+    """``--ceilings FILE`` when given (bad file: one sentence, exit 2), else the cached ceilings of the session's
+    GPU (collect/calibrate). A file from another GPU is used, with a warning on stderr and in its source."""
+    from kernelscope.collect.calibrate.ceilings import CalibrationFileError
+    from kernelscope.collect.calibrate.lookup import ceilings_for
 
-    if not args.json:  # the terminal prints the session's strings: make them plain text first
-        from kernelscope.render.text import display_copy
-
-        session = display_copy(session)
-    summary = summarize(session)
     try:
-        selected = select_kernels(summary, args.kernel, args.top)
-    except re.error as e:
-        fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
-    if args.kernel is not None and not selected:
-        fail(f"no kernel matches --kernel {args.kernel!r}; {len(summary.kernels)} kernels are in the session")
-    from kernelscope.analyze.analysis import analyze_session
-    from kernelscope.cli.calibrate import ceilings_for
+        found, other = ceilings_for(session, path)
+    except CalibrationFileError as e:
+        fail(str(e))
+    if other:
+        print(f"kernelscope: warning: {other}; the roofs and % of peak are that calibration's.", file=sys.stderr)
+    return found
 
-    ceilings = ceilings_for(session, getattr(args, "ceilings", None))
 
+def report(session, kernel: str | None, top: int | None, found_ceilings):
+    """analyze.report.build_report, with a selection it cannot make as one sentence and exit 2."""
+    from kernelscope.analyze.report import ReportError, build_report
+
+    try:
+        return build_report(session, kernel, top, found_ceilings)
+    except ReportError as e:
+        fail(str(e))
+
+
+def render_show(session, args: argparse.Namespace, banner: str | None = None, found_ceilings=None) -> int:
+    """The road of every command that shows a session: ceilings (collect) -> build_report (analyze) ->
+    a renderer (render) -> stdout."""
+    from kernelscope.render.renderers import get_renderer
+
+    timeline = getattr(args, "timeline", None)
     if args.json:
-        from kernelscope.render.analysis_json import analysis_json
-        from kernelscope.render.json_view import show_json
-
-        doc = show_json(session, summary, selected if args.kernel else summary.kernels)
-        per_kernel = analysis_json(analyze_session(session, ceilings, summary))
-        for k in doc["kernels"]:
-            k["analysis"] = per_kernel.get(k["name"])
-        if getattr(args, "timeline", None) is not None:  # the same rows the terminal's timeline draws
-            doc["timeline"] = _timeline_json(session, args.timeline)
-        json.dump(doc, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-        return 0
-    from kernelscope.render.show import ShowView, make_console
-
-    console = make_console(width=args.width, color=False if args.no_color else None)
-    limit = len(summary.kernels) if args.all_kernels else 15
-    analysis = analyze_session(session, ceilings, summary)
-    console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
-                           timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None)))
+        renderer = get_renderer("json", timeline_limit=timeline)
+    else:
+        renderer = get_renderer("terminal", width=args.width, color=False if args.no_color else None, banner=banner,
+                                all_kernels_in_table=args.all_kernels, timeline_limit=timeline,
+                                block=getattr(args, "block", None))
+    shown = renderer.prepare(session)
+    if found_ceilings is None:
+        found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
+    r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings)
+    sys.stdout.write(renderer.render(r))
     return 0

@@ -27,7 +27,7 @@ def _show(session, args: argparse.Namespace, banner: str | None = None) -> int:
     code = render_show(session, args, banner=banner)
     if code != 0 or args.json:
         return code
-    from kernelscope.render.show import make_console
+    from kernelscope.render.console import make_console
 
     console = make_console(width=args.width, color=False if args.no_color else None)
     try:

@@ -7,8 +7,7 @@ import json
 import re
 import sys
 
-from kernelscope.cli.calibrate import add_ceilings_arg
-from kernelscope.cli.common import columns, fail, load_session
+from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session
 
 EXIT_SLOWER = 1
 
@@ -27,33 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _json(d, a: str, b: str, fail_pct: float | None) -> dict:
-    def stats(s):
-        return None if s is None else {"launches": s.launches, "median_ns": s.median_ns, "min_ns": s.min_ns,
-                                       "max_ns": s.max_ns, "q1_ns": s.q1_ns, "q3_ns": s.q3_ns, "source": s.source}
-
-    def change(c):
-        def val(m):
-            return None if m is None or m.is_missing else m.value
-        return {"label": c.label, "a": val(c.a), "b": val(c.b), "change_pct": c.change_pct}
-
-    return {
-        "schema": "kernelscope-diff/1", "a": a, "b": b, "device_warning": d.device.warning,
-        "total_a_ns": d.total_a_ns, "total_b_ns": d.total_b_ns, "total_change_pct": d.total_change_pct,
-        "fail_if_slower_pct": fail_pct,
-        "slower": [k.name for k in d.slower_than(fail_pct)] if fail_pct is not None else None,
-        "kernels": [{"name": k.name, "short_name": k.short_name, "a": stats(k.a), "b": stats(k.b),
-                     "change_pct": k.change_pct, "spread_ns": k.spread_ns, "spread_basis": k.spread_basis,
-                     "verdict": k.verdict, "single_launch": k.single_launch, "bound_a": k.bound_a,
-                     "bound_b": k.bound_b, "throughput": [change(c) for c in k.throughput],
-                     "counters": [change(c) for c in k.counters]} for k in d.kernels],
-    }
-
-
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.analyze.diff import SessionDiff, diff_sessions
     from kernelscope.analyze.analysis import analyze_session
-    from kernelscope.cli.calibrate import ceilings_for
+    from kernelscope.analyze.diff import diff_sessions, only_kernels
 
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         fail("--fail-if-slower takes a non-negative percentage")
@@ -62,25 +37,25 @@ def main(args: argparse.Namespace) -> int:
         from kernelscope.render.text import display_copy
 
         sa, sb = display_copy(sa), display_copy(sb)
-    d = diff_sessions(analyze_session(sa, ceilings_for(sa, args.ceilings)),
-                      analyze_session(sb, ceilings_for(sb, args.ceilings)), sa, sb)
+    d = diff_sessions(analyze_session(sa, ceilings(sa, args.ceilings)),
+                      analyze_session(sb, ceilings(sb, args.ceilings)), sa, sb)
     if args.kernel is not None:
         try:
-            rx = re.compile(args.kernel)
+            d = only_kernels(d, args.kernel)
         except re.error as e:
             fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
-        kept = tuple(k for k in d.kernels if rx.search(k.name) or rx.search(k.short_name))
-        if not kept:
+        if not d.kernels:
             fail(f"no kernel of either session matches --kernel {args.kernel!r}")
-        d = SessionDiff(kept, d.device, d.total_a_ns, d.total_b_ns, d.total_change_pct)
     if d.device.warning:
         print(f"kernelscope: warning: {d.device.warning}.", file=sys.stderr)
     if args.json:
-        json.dump(_json(d, args.a, args.b, args.fail_if_slower), sys.stdout, indent=1)
+        from kernelscope.render.diff_json import diff_json
+
+        json.dump(diff_json(d, args.a, args.b, args.fail_if_slower), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
+        from kernelscope.render.console import make_console
         from kernelscope.render.diff_view import DiffView
-        from kernelscope.render.show import make_console
 
         console = make_console(width=args.width, color=False if args.no_color else None)
         console.print(DiffView(d, args.a, args.b, args.fail_if_slower))

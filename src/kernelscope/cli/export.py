@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from kernelscope.cli.common import fail, load_session, output_path
+from kernelscope.cli.common import fail, load_session, output_path, report
 
 FORMATS = ("chrome",)  # Trace Event Format JSON: ui.perfetto.dev, chrome://tracing
 
@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kernelscope.model.files import write_atomic
-    from kernelscope.render.chrome_trace import nothing_to_draw, session_to_chrome_trace
+    from kernelscope.render.chrome_trace import nothing_to_draw
+    from kernelscope.render.renderers import get_renderer
 
     if args.output and args.chrome and args.output != args.chrome:
         fail("give the trace file once: -o OUT (--chrome OUT is the older spelling of the same)")
@@ -32,7 +33,8 @@ def main(args: argparse.Namespace) -> int:
         fail("give the trace file to write: kernelscope export SESSION -o OUT.json")
     out = output_path(target, args.force_overwrite, [args.file], "trace file")
     session = load_session(args.file)
-    trace = session_to_chrome_trace(session)
+    renderer = get_renderer(args.format)  # the trace shows the run, not a selection: no kernel panels asked for
+    trace = renderer.trace(report(renderer.prepare(session), None, 0, None))
     if not any(e["ph"] != "M" for e in trace.events):
         fail(nothing_to_draw(args.file, session))
     write_atomic(out, json.dumps(trace.to_dict()).encode())

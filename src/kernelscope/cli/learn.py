@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     except ImportError as e:
         fail(f"learn marlin needs torch and numpy to pack the weights ({e})")
     from kernelscope.render.packing import PackingPanel
-    from kernelscope.render.show import make_console
+    from kernelscope.render.console import make_console
     from kernelscope.render.walkthrough import NeedsGpuNote, WalkthroughView
 
     session, plan, banner = _session_and_plan(args)

@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(r.as_json()))
         return 0
     from kernelscope.render.occupancy_view import OccupancyView
-    from kernelscope.render.show import make_console
+    from kernelscope.render.console import make_console
 
     make_console(width=args.width, color=False if args.no_color else None).print(OccupancyView(r))
     return 0

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 
-from kernelscope.cli.calibrate import add_ceilings_arg
-from kernelscope.cli.common import add_view_args, fail, load_session, output_path, render_show
+from kernelscope.cli.common import (add_ceilings_arg, add_view_args, ceilings, fail, load_session, output_path,
+                                   render_show, report)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,18 +24,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    png = None
     if args.roofline_png:  # before anything is drawn: a missing library or a refused file is said first
         if importlib.util.find_spec("matplotlib") is None:
             fail("--roofline-png needs matplotlib: pip install 'kernelscope[plot]'")
-        output_path(args.roofline_png, args.force_overwrite, [args.file], "roofline PNG")
+        png = output_path(args.roofline_png, args.force_overwrite, [args.file], "roofline PNG")
     session = load_session(args.file)
     if args.timeline is not None and args.timeline < 1:
         fail("--timeline N needs N >= 1 rows")
     if args.block is not None and args.block < 0:
         fail(f"--block takes a linear block id >= 0, got {args.block}")
     code = render_show(session, args)
-    if args.roofline_png:
-        from kernelscope.cli.calibrate import ceilings_for, write_roofline
-
-        write_roofline(session, args.roofline_png, ceilings_for(session, args.ceilings) if args.ceilings else None)
+    if png is not None:
+        _write_roofline(session, png, args)
     return code
+
+
+def _write_roofline(session, png, args: argparse.Namespace) -> None:
+    """`show --roofline-png FILE`: the report of the session as stored (its own strings: matplotlib draws text,
+    it obeys no markup) through the roofline-png renderer."""
+    from kernelscope.model.files import write_atomic
+    from kernelscope.render.renderers import get_renderer
+
+    r = report(session, None, 0, ceilings(session, args.ceilings))
+    data = get_renderer("roofline-png").render(r)
+    try:
+        write_atomic(png, data)
+    except OSError as e:
+        fail(f"cannot write {args.roofline_png} ({e.strerror})")
+    print(f"kernelscope: roofline written to {png}.", file=sys.stderr)

@@ -71,12 +71,11 @@ def _snapshot(monitor, args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    from kernelscope.render.show import make_console
-    from kernelscope.render.text import display_copy
-    from kernelscope.render.top_view import TopView
+    from kernelscope.render.console import make_console
+    from kernelscope.render.top_view import snapshot_view
 
     console = make_console(width=args.width, color=False if args.no_color else None)
-    console.print(TopView(display_copy(readings), None, _driver(monitor), unreadable=monitor.unreadable))
+    console.print(snapshot_view(readings, _driver(monitor), monitor.unreadable))
     return 0
 
 
@@ -120,28 +119,15 @@ def _wait_for_quit(seconds: float, keys: bool) -> bool:
 
 
 def _live(monitor, args: argparse.Namespace) -> int:
-    from rich.live import Live
-
-    from kernelscope.render.show import make_console
-    from kernelscope.render.text import display_copy
-    from kernelscope.render.top_view import History, TopView
+    from kernelscope.render.console import make_console
+    from kernelscope.render.top_view import live_dashboard
 
     console = make_console(width=args.width, color=False if args.no_color else None)
-    history = History()
-    driver = _driver(monitor)
     footer = f"every {args.interval:g} ms · q or Ctrl-C to quit"
-    done = 0
     try:
-        with _keys() as keys, Live(console=console, auto_refresh=False, transient=False) as live:
-            while True:
-                readings = monitor.read()
-                history.add(readings)
-                live.update(TopView(display_copy(readings), history, driver, footer, monitor.unreadable), refresh=True)
-                done += 1
-                if args.iterations is not None and done >= args.iterations:
-                    break
-                if _wait_for_quit(args.interval / 1000.0, keys):
-                    break
+        with _keys() as keys:
+            live_dashboard(console, monitor.read, _driver(monitor), footer, lambda: monitor.unreadable,
+                           args.iterations, lambda: _wait_for_quit(args.interval / 1000.0, keys))
     except KeyboardInterrupt:
         pass
     return 0

@@ -42,8 +42,12 @@ class Metric:
     def missing(cls, raw_name: str, reason: str, source: str, unit: str = "") -> "Metric":
         return cls(value=None, unit=unit, source=source, raw_name=raw_name, missing_reason=reason)
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": self.value, "unit": self.unit, "source": self.source, "raw_name": self.raw_name}
+    def to_dict(self, raw_name: bool = True) -> dict[str, Any]:
+        """The one JSON form of a metric (session files, show --json). ``raw_name=False`` leaves the raw name
+        out, for maps already keyed by it."""
+        d: dict[str, Any] = {"value": self.value, "unit": self.unit, "source": self.source}
+        if raw_name:
+            d["raw_name"] = self.raw_name
         if self.missing_reason is not None:
             d["missing_reason"] = self.missing_reason
         if self.formula is not None:

@@ -9,12 +9,7 @@ from kernelscope.model import Metric
 
 
 def _m(m: Metric) -> dict[str, Any]:
-    d: dict[str, Any] = {"value": m.value, "unit": m.unit, "source": m.source, "raw_name": m.raw_name}
-    if m.is_missing:
-        d["missing_reason"] = m.missing_reason
-    if m.formula:
-        d["formula"] = m.formula
-    return d
+    return m.to_dict()
 
 
 def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:

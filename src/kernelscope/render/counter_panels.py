@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
 
-from kernelscope.analyze.counters import memory_hierarchy, tensor_cores, transactions
-from kernelscope.analyze.warp_state import warp_state
-from kernelscope.model import Launch
+from kernelscope.analyze.counters import CounterViews
 from kernelscope.render.memory_hierarchy import MemoryHierarchyPanel
 from kernelscope.render.memory_transactions import MemoryTransactionsPanel
 from kernelscope.render.ncu_findings import NcuFindingsPanel
@@ -15,14 +13,14 @@ from kernelscope.render.warp_state import WarpStatePanel
 
 
 class CounterPanels:
-    def __init__(self, launch: Launch, short_name: str, profiled: int) -> None:
-        self.launch, self.short_name, self.profiled = launch, short_name, profiled
+    def __init__(self, views: CounterViews, short_name: str) -> None:
+        self.views, self.short_name = views, short_name
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        x = self.launch
-        title = self.short_name + (f" (1st of {self.profiled} profiled launches)" if self.profiled > 1 else "")
-        yield MemoryHierarchyPanel(memory_hierarchy(x), title)
-        yield MemoryTransactionsPanel(transactions(x), title)
-        yield TensorCoresPanel(tensor_cores(x), title)
-        yield WarpStatePanel(warp_state(x), title)
-        yield NcuFindingsPanel(x.findings, title)
+        v = self.views
+        title = self.short_name + (f" (1st of {v.profiled} profiled launches)" if v.profiled > 1 else "")
+        yield MemoryHierarchyPanel(v.memory, title)
+        yield MemoryTransactionsPanel(v.transactions, title)
+        yield TensorCoresPanel(v.tensor, title)
+        yield WarpStatePanel(v.warp_state, title)
+        yield NcuFindingsPanel(v.launch.findings, title)

@@ -1,23 +1,21 @@
-"""`show --json`: a stable JSON of what `show` draws. Each kernel configuration's
-metrics are keyed by their raw collector name, with value, unit and source."""
+"""`show --json`: a stable JSON of what `show` draws, from an analyze.report.Report. Each kernel
+configuration's metrics are keyed by their raw collector name, each in Metric.to_dict's form
+(value, unit, source; the raw name is the key)."""
 from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analyze.counters import counter_launches
-from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, KernelSummary, SessionSummary
-from kernelscope.model import Metric, Session
+from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary
+from kernelscope.analyze.report import KernelReport, Report
+from kernelscope.analyze.timeline import Timeline
+from kernelscope.model import Metric
+from kernelscope.render.analysis_json import kernel_analysis_json
 
 JSON_SCHEMA = "kernelscope-show/1"
 
 
 def _metric(m: Metric) -> dict[str, Any]:
-    d: dict[str, Any] = {"value": m.value, "unit": m.unit, "source": m.source}
-    if m.is_missing:
-        d["missing_reason"] = m.missing_reason
-    if m.formula:
-        d["formula"] = m.formula
-    return d
+    return m.to_dict(raw_name=False)  # keyed by the raw name
 
 
 def _derived(value: Any, unit: str, formula: str) -> dict[str, Any]:
@@ -50,16 +48,17 @@ def _config(c: ConfigSummary) -> dict[str, Any]:
     }
 
 
-def _counter_results(session: Session, k: KernelSummary) -> list[dict[str, Any]]:
+def _counter_results(k: KernelReport) -> list[dict[str, Any]]:
     """Every raw ncu metric of each profiled launch, and NVIDIA's rule findings."""
     return [{
         "grid": list(x.grid), "block": list(x.block), "start_ns": x.start_ns,
         "counters": {name: _metric(m) for name, m in sorted(x.counters.items())},
         "findings": [f.to_dict() for f in x.findings],
-    } for x in counter_launches(session, k.name)]
+    } for x in k.counter_launches]
 
 
-def _kernel(session: Session, k: KernelSummary) -> dict[str, Any]:
+def _kernel(kr: KernelReport) -> dict[str, Any]:
+    k = kr.summary
     return {
         "name": k.name,
         "short_name": k.short_name,
@@ -72,11 +71,23 @@ def _kernel(session: Session, k: KernelSummary) -> dict[str, Any]:
         "share_of_kernel_time": round(k.share_of_kernel_time, 6),
         "regions": list(k.regions),
         "configurations": [_config(c) for c in k.configs],
-        "counter_results": _counter_results(session, k),
+        "counter_results": _counter_results(kr),
+        "analysis": kernel_analysis_json(kr.analysis),
     }
 
 
-def show_json(session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...]) -> dict[str, Any]:
+def timeline_json(tl: Timeline, limit: int) -> dict[str, Any]:
+    """The first ``limit`` rows of the run's timeline: the same rows the terminal's timeline draws."""
+    rows = [{"kind": r.kind, "name": r.name, "start_ns": r.start_ns, "duration_ns": r.duration_ns,
+             "gap_before_ns": r.gap_before_ns, "gap_kind": r.gap_kind, "regions": list(r.regions),
+             "on_gpu": r.on_gpu, "notes": {name: m.to_dict() for name, m in r.notes}} for r in tl.rows[:limit]]
+    return {"span_ns": tl.span_ns, "gpu_busy_ns": tl.gpu_busy_ns, "missing_reason": tl.missing_reason,
+            "gaps": [vars(g) for g in tl.gaps], "rows_total": len(tl.rows), "rows": rows}
+
+
+def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, Any]:
+    """The document of `show --json`: the report's kernels (the --kernel matches, else every kernel)."""
+    session, summary = report.session, report.summary
     d = session.device
     return {
         "schema": JSON_SCHEMA,
@@ -99,5 +110,6 @@ def show_json(session: Session, summary: SessionSummary, selected: tuple[KernelS
         "gpu_samples": [x.to_dict() for x in session.samples],
         "total_kernel_ns": summary.total_kernel_ns,
         "launch_count": summary.launch_count,
-        "kernels": [_kernel(session, k) for k in selected],
+        "kernels": [_kernel(k) for k in report.kernels],
+        **({} if timeline_limit is None else {"timeline": timeline_json(report.analysis.timeline, timeline_limit)}),
     }

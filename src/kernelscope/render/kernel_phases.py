@@ -9,25 +9,27 @@ from kernelscope.analyze.phases import (
     OVERLAP_FORMULA,
     PER_WARP_FORMULA,
     SHARE_FORMULA,
-    summarize_phases,
+    ScopedLaunchView,
 )
-from kernelscope.model import Launch
 from kernelscope.render.fmt import bar
 from kernelscope.render.warp_execution import no_scopes_panel, phase_letters
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
 
 
 class KernelPhasesPanel:
-    def __init__(self, launch: Launch, title: str, overlap_limit: int = 6) -> None:
-        self.launch, self.title, self.overlap_limit = launch, title, overlap_limit
+    """Draws the phase summary of a ``ScopedLaunchView`` (computed by analyze.report.build_report)."""
+
+    def __init__(self, view: ScopedLaunchView, title: str, overlap_limit: int = 6) -> None:
+        self.view, self.title, self.overlap_limit = view, title, overlap_limit
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        s = self.launch.scopes
+        s = self.view.launch.scopes
         title = f"Kernel timeline (inside) · {self.title}"
         if (na := no_scopes_panel(s, title, options.max_width)) is not None:
             yield na
             return
-        v = summarize_phases(s, self.launch)
+        v = self.view.phases
+        assert s is not None and v is not None  # scopes with warps: analyze.phases.scoped_view summarised them
         u = v.unit
         letters = dict(zip(s.names, phase_letters(s.names)))
         span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"

@@ -132,3 +132,18 @@ def write_roofline_png(points: tuple[RooflinePoint, ...], ceilings: Ceilings, pa
     finally:
         plt.close(fig)
     return out
+
+
+def roofline_png_bytes(points: tuple[RooflinePoint, ...], ceilings: Ceilings, title: str = "roofline") -> bytes:
+    """The same PNG as write_roofline_png, as bytes (the roofline-png renderer's output)."""
+    import io
+
+    fig = roofline_figure(points, ceilings, title)
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=90, metadata={"Title": title})
+    finally:
+        plt.close(fig)
+    return buf.getvalue()

@@ -9,11 +9,9 @@ from rich.text import Text
 
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, CONCURRENT_FORMULA, SLOT_USE_FORMULA, TAIL_FORMULA, TAIL_IDLE_SMS_FORMULA, WAVES_FORMULA,
-    OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMTimeline, computed_layout,
-    instrumentation_overhead, instrumented_launches, measured_layout, plain_duration_spread,
+    OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData, SMTimeline,
 )
-from kernelscope.analyze.kernel_table import KernelSummary, launch_config
-from kernelscope.model import Metric, Session
+from kernelscope.model import Metric
 from kernelscope.render.fmt import bar, duration
 from kernelscope.render.fit import fitted_panel
 
@@ -145,42 +143,29 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
 
 
 class SMLayoutPanel:
-    def __init__(self, session: Session, kernel: KernelSummary, sm_count: int | None, max_strips: int = 16) -> None:
-        self.session, self.kernel, self.sm_count, self.max_strips = session, kernel, sm_count, max_strips
+    """Draws ``analyze.sm_layout.SMLayoutData`` (computed by analyze.report.build_report)."""
+
+    def __init__(self, layout: SMLayoutData, label: str, max_strips: int = 16) -> None:
+        self.layout, self.label, self.max_strips = layout, label, max_strips
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        k = self.kernel
+        d = self.layout
         width = options.max_width - 4
-        recorded = instrumented_launches(self.session, k.name)
-        c = k.configs[0]
-        if recorded:
-            x = recorded[-1]  # after any warm-up
-            # the instrumented launch's own configuration: its registers and shared memory may differ from the
-            # plain launches' (another compiled variant)
-            theoretical = next((cs.occupancy.active_blocks_per_sm for cs in k.configs
-                                if cs.config == launch_config(x) and cs.occupancy), None)
-            m = measured_layout(x, self.sm_count, instrumentation_overhead(self.session, x),
-                                plain_duration_spread(self.session, x))
-            parts = _measured_view(m, theoretical, width, self.max_strips)
-            if len(recorded) > 1:
-                parts.insert(0, Text(f"{len(recorded)} instrumented launches; showing the last", style="dim"))
-            title = f"Block → SM layout · {k.label} · measured"
+        if d.measured is not None:
+            parts = _measured_view(d.measured, d.theoretical_blocks_per_sm, width, self.max_strips)
+            if d.instrumented_launches > 1:
+                parts.insert(0, Text(f"{d.instrumented_launches} instrumented launches; showing the last", style="dim"))
+            title = f"Block → SM layout · {self.label} · measured"
         else:
-            layout = computed_layout(c.config.blocks, c.occupancy, c.occupancy_missing_reason, self.sm_count)
-            parts = _computed_view(layout, width)
-            if len(k.configs) > 1:
-                parts.insert(0, Text(f"Configuration 1 of {len(k.configs)} (most time)", style="dim"))
+            assert d.computed is not None
+            parts = _computed_view(d.computed, width)
+            if d.configs > 1:
+                parts.insert(0, Text(f"Configuration 1 of {d.configs} (most time)", style="dim"))
             parts.append(Text("Not measured: no launch of this kernel was instrumented with the block recorder.",
                               style="dim"))
-            scoped = [x for x in self.session.launches if x.kernel == k.name and x.scopes is not None
-                      and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
-            if scoped:
-                last = scoped[-1]
-                ws = last.scopes.warps  # type: ignore[union-attr]
-                grid_blocks = last.grid[0] * last.grid[1] * last.grid[2]
-                sms = {w.smid for w in ws}
-                parts.append(Text(f"Proton scopes of one launch recorded the SM of {len({w.block_id for w in ws}):,} "
-                                  f"of its {grid_blocks:,} blocks: {len(sms):,} distinct SMs "
+            if (p := d.proton_sms) is not None:
+                parts.append(Text(f"Proton scopes of one launch recorded the SM of {p.blocks_recorded:,} "
+                                  f"of its {p.grid_blocks:,} blocks: {p.distinct_sms:,} distinct SMs "
                                   "(instrument: %smid per block)", style="dim"))
-            title = f"Block → SM layout · {k.label} · {COMPUTED_LABEL}"
+            title = f"Block → SM layout · {self.label} · {COMPUTED_LABEL}"
         yield fitted_panel(parts, title, options.max_width)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
@@ -152,3 +152,32 @@ class TopView:
             yield Text(line, style="yellow")
         if self.footer:
             yield Text(self.footer, style="dim")
+
+
+def snapshot_view(readings: Sequence[DeviceReading], driver: str | None, unreadable: Sequence[str] = ()) -> TopView:
+    """`top --once`: one reading of every GPU, its strings (process and device names) made plain text."""
+    from kernelscope.render.text import display_copy
+
+    return TopView(display_copy(readings), None, driver, unreadable=unreadable)
+
+
+def live_dashboard(console: Console, read: Callable[[], Sequence[DeviceReading]], driver: str | None, footer: str,
+                   unreadable: Callable[[], Sequence[str]], iterations: int | None,
+                   wait: Callable[[], bool]) -> None:
+    """`top`: read, draw in place, wait; until ``iterations`` refreshes or ``wait`` says quit (True)."""
+    from rich.live import Live
+
+    from kernelscope.render.text import display_copy
+
+    history = History()
+    done = 0
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        while True:
+            readings = read()
+            history.add(readings)
+            live.update(TopView(display_copy(readings), history, driver, footer, unreadable()), refresh=True)
+            done += 1
+            if iterations is not None and done >= iterations:
+                break
+            if wait():
+                break

@@ -7,9 +7,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.phases import IDLE_FORMULA, warp_idle
-from kernelscope.analyze.warp_state import warp_state
-from kernelscope.model import Launch, PhaseScopes, WarpScopes
+from kernelscope.analyze.phases import IDLE_FORMULA, ScopedLaunchView, WarpIdle
+from kernelscope.analyze.warp_state import WarpStateView
+from kernelscope.model import PhaseScopes, WarpScopes
 from kernelscope.render.fit import fitted_panel
 
 IDLE = "·"
@@ -60,11 +60,15 @@ def choose_block(s: PhaseScopes, block: int | None) -> int | None:
 
 
 class WarpExecutionPanel:
-    def __init__(self, launch: Launch, title: str, block: int | None = None, counters: Launch | None = None,
-                 max_warps: int = 32) -> None:
-        self.launch, self.title, self.block, self.counters, self.max_warps = launch, title, block, counters, max_warps
+    """Draws a ``ScopedLaunchView`` and, beside it, the kernel's ncu warp state (``stalls``; None: the
+    counter pass did not measure the kernel), both computed by analyze.report.build_report."""
+
+    def __init__(self, view: ScopedLaunchView, title: str, block: int | None = None,
+                 stalls: WarpStateView | None = None, max_warps: int = 32) -> None:
+        self.view, self.title, self.block, self.stalls, self.max_warps = view, title, block, stalls, max_warps
 
     def _timeline(self, s: PhaseScopes, block: int, width: int) -> list:
+        idle_of: dict[int, WarpIdle] = {id(w): i for w, i in zip(s.warps, self.view.warp_idle)}
         ws = sorted((w for w in s.warps if w.block_id == block), key=lambda w: w.warp)
         starts = [v for w in ws for v in w.start_ns]
         ends = [v for w in ws for v in w.end_ns]
@@ -82,7 +86,7 @@ class WarpExecutionPanel:
                     line.append(IDLE, style="dim")
                 else:
                     line.append(letters[sc], style=STYLES[sc % len(STYLES)])
-            idle = warp_idle(w)
+            idle = idle_of[id(w)]
             pct = 100.0 * idle.idle / idle.span if idle.span else 0.0
             line.append(f" unscoped {pct:4.1f}% ({len(idle.gaps)} gaps)")
             parts.append(line)
@@ -93,9 +97,9 @@ class WarpExecutionPanel:
         return parts
 
     def _stalls(self) -> list:
-        if self.counters is None:
+        if self.stalls is None:
             return [Text("Stall reasons: N/A: the counter pass (ncu) did not measure this kernel", style="dim")]
-        v = warp_state(self.counters)
+        v = self.stalls
         if v.total_cycles_per_issue is None:
             return [Text("Stall reasons: N/A: no warp-state counters in the ncu report", style="dim")]
         t = Table(box=None, padding=(0, 1), title="Stall reasons (ncu, all warps)", title_justify="left")
@@ -106,7 +110,7 @@ class WarpExecutionPanel:
         return [t, Text(f"share = {v.share_formula}", style="dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        s = self.launch.scopes
+        s = self.view.launch.scopes
         title = f"Warp execution · {self.title}"
         if (na := no_scopes_panel(s, title, options.max_width)) is not None:
             yield na
@@ -114,7 +118,7 @@ class WarpExecutionPanel:
         block = choose_block(s, self.block)
         assert block is not None
         stalls = self._stalls()
-        if options.max_width >= 110 and self.counters is not None:
+        if options.max_width >= 110 and self.stalls is not None:
             grid = Table.grid(padding=(0, 2))
             grid.add_column(ratio=3)
             grid.add_column(ratio=1)

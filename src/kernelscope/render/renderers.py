@@ -1,0 +1,122 @@
+"""Every output of a session report, behind one interface and chosen by name: the terminal view,
+`show --json`, the Chrome / Perfetto trace, the roofline PNG (and, in time, an HTML report).
+
+A renderer takes an analyze.report.Report and returns text or bytes; it computes no analysis of its
+own. ``prepare`` is what the renderer needs done to the session *before* the report is built: the
+terminal prints the profiled program's strings, so it makes them plain text first (render.text), and the
+kernel selection, short names and labels are then those of the plain strings, as they always were.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from kernelscope.analyze.report import Report
+from kernelscope.model import Session
+
+
+class Renderer(Protocol):
+    name: str
+    all_kernels: bool  # without --kernel: report every kernel (True) or the top N by time (False)
+
+    def prepare(self, session: Session) -> Session: ...
+
+    def render(self, report: Report) -> str | bytes: ...
+
+
+class _Raw:
+    all_kernels = False
+
+    def prepare(self, session: Session) -> Session:
+        return session
+
+
+class TerminalRenderer:
+    """The Rich view of `show`, as the text (with ANSI styles when the console has colour) it prints."""
+
+    name = "terminal"
+    all_kernels = False
+
+    def __init__(self, width: int | None = None, color: bool | None = None, banner: str | None = None,
+                 all_kernels_in_table: bool = False, timeline_limit: int | None = None,
+                 block: int | None = None) -> None:
+        self.width, self.color, self.banner = width, color, banner
+        self.all_kernels_in_table, self.timeline_limit, self.block = all_kernels_in_table, timeline_limit, block
+
+    def prepare(self, session: Session) -> Session:
+        from kernelscope.render.text import display_copy
+
+        return display_copy(session)
+
+    def render(self, report: Report) -> str:
+        from kernelscope.render.console import make_console
+        from kernelscope.render.show import TABLE_LIMIT, ShowView
+
+        console = make_console(width=self.width, color=self.color)  # the terminal's width and colour, as printed
+        limit = len(report.summary.kernels) if self.all_kernels_in_table else TABLE_LIMIT
+        with console.capture() as out:
+            console.print(ShowView(report, table_limit=limit, banner=self.banner,
+                                   timeline_limit=self.timeline_limit, block=self.block))
+        return out.get()
+
+
+class JsonRenderer(_Raw):
+    """`show --json`: the kernels of the report (every kernel unless --kernel), each with its analysis."""
+
+    name = "json"
+    all_kernels = True
+
+    def __init__(self, timeline_limit: int | None = None) -> None:
+        self.timeline_limit = timeline_limit
+
+    def document(self, report: Report) -> dict[str, Any]:
+        from kernelscope.render.json_view import show_json
+
+        return show_json(report, self.timeline_limit)
+
+    def render(self, report: Report) -> str:
+        return json.dumps(self.document(report), indent=1, default=str) + "\n"
+
+
+class ChromeRenderer(_Raw):
+    """The session as a Chrome / Perfetto trace (Trace Event Format JSON)."""
+
+    name = "chrome"
+
+    def trace(self, report: Report):
+        from kernelscope.render.chrome_trace import session_to_chrome_trace
+
+        return session_to_chrome_trace(report.session)
+
+    def render(self, report: Report) -> bytes:
+        return json.dumps(self.trace(report).to_dict()).encode()
+
+
+class RooflinePngRenderer(_Raw):
+    """The roofline of every kernel and declared region as a PNG (needs matplotlib)."""
+
+    name = "roofline-png"
+
+    def title(self, report: Report) -> str:
+        s = report.session
+        device = s.device.name if s.device else "unknown device"
+        return f"roofline — {device}, {s.created_utc[:10] or 'date unknown'}"
+
+    def render(self, report: Report) -> bytes:
+        from kernelscope.render.roofline_plot import roofline_png_bytes
+
+        a = report.analysis
+        return roofline_png_bytes(tuple(k.roofline for k in a.kernels) + a.regions, a.ceilings, self.title(report))
+
+
+RENDERERS: dict[str, type] = {r.name: r for r in (TerminalRenderer, JsonRenderer, ChromeRenderer,
+                                                    RooflinePngRenderer)}
+
+
+def get_renderer(name: str, **options: Any) -> Renderer:
+    """The renderer called ``name``, made with ``options``; ValueError naming the known ones otherwise."""
+    try:
+        cls = RENDERERS[name]
+    except KeyError:
+        raise ValueError(f"no renderer {name!r}; known: {', '.join(sorted(RENDERERS))}") from None
+    return cls(**options)
