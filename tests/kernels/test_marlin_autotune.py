@@ -133,3 +133,22 @@ def test_cpu_default_and_untuned_use_table_or_rule(weights, capsys):
     for tune in (None, False):  # the interpreter's times say nothing about a GPU: no tuning by default
         assert launch_for(1, K, N, 128, words, sk, tune=tune).source.startswith("rule")
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--shapes", "5120x5000"], "k must be a multiple of 128 and n of 256"),
+    (["--shapes", "512x256", "--m", "0"], "--m must list positive integers"),
+    (["--shapes", "512x256", "--deadline", "-1"], "more than 0 seconds"),
+    (["--shapes", "512x256"], None),
+])
+def test_tune_cli_bad_input_and_no_gpu(args, phrase):
+    from conftest import run_cli
+
+    r = run_cli("tune", "w4a16", *args)
+    code, out, err = r.returncode, r.stdout, r.stderr
+    assert code == 2 and "Traceback" not in err and out == ""
+    if phrase is None:
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is here")
+        phrase = "PyTorch sees no CUDA GPU here"
+    assert phrase in err

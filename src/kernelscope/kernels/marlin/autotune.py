@@ -216,6 +216,22 @@ def launch_for(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     return choice
 
 
+def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
+    """Drop one point from this process's memo and the cache file, so the next launch_for tunes it again."""
+    device, triton_version, _, _ = _device_facts(words)
+    key = shape_key(m, k, n, groupsize)
+    _MEMO.pop((device, triton_version, key), None)
+    path = cache_file(device, triton_version)
+    entries = read_cache(path, device, triton_version)
+    if key in entries:
+        from kernelscope.model.files import write_atomic
+
+        del entries[key]
+        doc = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "device_name": device, "triton": triton_version,
+               "entries": entries}
+        write_atomic(path, (json.dumps(doc, indent=1) + "\n").encode())
+
+
 def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, device: str, triton_version: str,
                     sm_count: int, tma: bool, path: Path, key: str, deadline_s: float, **kw: Any) -> LaunchChoice:
     table = tuned_tables().get(device)
