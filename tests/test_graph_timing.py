@@ -41,6 +41,16 @@ def test_kernel_time_per_range_attributes_by_start():
     assert got["a"] == pytest.approx(0.025) and got["b"] == pytest.approx(0.010) and got["c"] is None
 
 
+def test_gpu_annotations_of_the_call_ranges_are_not_kernels():
+    from kernelscope.bench.graph_timing import is_gpu_work
+
+    names = ["kernelscope.call.0"]
+    assert is_gpu_work("CUDA", "_w4a16_kernel", names, False)
+    assert not is_gpu_work("CUDA", "kernelscope.call.0", names, False)  # kineto's GPU span of the range
+    assert not is_gpu_work("CUDA", "anything", names, True)
+    assert not is_gpu_work("CPU", "cudaLaunchKernel", names, False)
+
+
 def _fixed(ms):
     def timer(fn, *, warmup=0, repeats=1, flush_l2=False, **_):
         fn()

@@ -119,7 +119,8 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
                deadline_s: float = FIRST_USE_DEADLINE_S, warm_start: list[dict[str, Any]] = (),
                timer: Callable[..., Any] | None = None, matmul: Callable[..., Any] | None = None,
                clock: Callable[[], float] = time.perf_counter, limit: int = 10) -> Tuning:
-    """Try the pruned space at m_bucket(m) tokens until ``deadline_s``; keep the fastest candidate whose
+    """Try the pruned space at m_bucket(m) tokens while the next candidate, expected to take as long as the
+    slowest so far, would end before ``deadline_s`` (the first is always tried); keep the fastest candidate whose
     result matches the fp32 reference (relative error < TOLERANCE on up to CHECK_COLUMNS spread columns)."""
     import torch
 
@@ -139,8 +140,10 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     ref = a.float() @ dequantize_kernel_layout(words[:, cols], scales[:, cols], groupsize)
     space = candidates(rows, k, n, sm_count, tma, list(warm_start), limit)
     out = Tuning(None, None, candidates_total=len(space))
+    longest = 0.0  # the slowest candidate so far (its compile included): the next one may take as long
     for launch in space:
-        if out.tried and clock() - t0 > deadline_s:
+        now = clock()
+        if out.tried and now - t0 + longest > deadline_s:
             out.deadline_hit = True
             break
         record: dict[str, Any] = {"launch": launch}
@@ -159,6 +162,7 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
         except Exception as e:  # e.g. out of shared memory for this tile: a result, the next one is tried
             record.update(status="failed", error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         out.tried.append(record)
+        longest = max(longest, clock() - now)
     out.seconds = clock() - t0
     return out
 

@@ -37,13 +37,14 @@ def wave_score(programs: int, slots: int, iters: int) -> float:
 def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: list[dict[str, Any]] = (),
                limit: int = 10) -> list[dict[str, Any]]:
     """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches."""
-    bm = token_tile(m)
-    slots = sm_count * PROGRAMS_PER_SM[bm]
-    row_tiles = math.ceil(m / bm)
     scored = []
-    for bn in (64, 128):
+    # m > 64: 64-token tiles too (two row tiles at m = 128): cuBLAS beat the 128-token tile at 5120x5120 and
+    # 4096x4096, m = 128, on the H100 (benchmarks/w4a16/RESULTS.md, 2026-11-23)
+    for bm, bn in [(token_tile(m), 64), (token_tile(m), 128)] + ([(64, 64), (64, 128)] if m > 64 else []):
         if n % bn:
             continue
+        slots = sm_count * PROGRAMS_PER_SM[bm]
+        row_tiles = math.ceil(m / bm)
         for split in range(1, MAX_SPLIT_K + 1):
             if k % (split * 128):
                 continue
