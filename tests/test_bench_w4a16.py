@@ -124,22 +124,23 @@ def test_sweep_records_failures_and_goes_on(tmp_path):
     results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]), builders, CPU, timer=fixed_timer, command=["t"],
                               on_progress=lambda d, t, label: seen.append((d, t)),
                               on_row=lambda r: saved.append(len(r.rows)))
-    assert len(results.rows) == 12 and seen[-1] == (12, 12) and max(saved) == 12
+    rows = 2 * len(builders)
+    assert len(results.rows) == rows and seen[-1] == (rows, rows) and max(saved) == rows
     by = {(r.impl, r.params["m"]): r for r in results.rows}
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # conftest sets it on machines without CUDA
     has_triton = _has_triton()
-    for impl in ("w4a16", "cublas", "tinygemm"):  # the real builders, on CPU, are correct
+    for impl in ("w4a16", "w4a16-untuned", "cublas", "tinygemm"):  # the real builders, on CPU, are correct
         for m in (1, 4):
             r = by[(impl, m)]
-            if impl == "w4a16" and not has_triton:  # torch without triton: the row says what is missing
+            if impl.startswith("w4a16") and not has_triton:  # torch without triton: the row says what is missing
                 assert r.status == "failed" and "needs triton" in r.error
                 continue
-            if impl == "w4a16" and not interpreted:  # a GPU machine: the CPU kernel refuses, and the row says so
+            if impl.startswith("w4a16") and not interpreted:  # a GPU machine: the CPU kernel refuses, and the row says so
                 assert r.status == "failed" and "TRITON_INTERPRET=1" in r.error
                 continue
             assert r.status == "ok" and r.get("relative_error") < 1e-2, (impl, m, r.error)
             assert r.get("speedup_vs_cublas") == pytest.approx(1.0)  # the fake timer times all alike
-            if impl == "w4a16":  # each row says which launch ran and where it came from
+            if impl.startswith("w4a16"):  # each row says which launch ran and where it came from
                 assert r.get("launch_source").startswith("rule (no tuned table for this GPU)")
     raised = by[("raises", 1)]
     assert raised.status == "failed" and raised.error == "RuntimeError: tinygemm needs sm_80"

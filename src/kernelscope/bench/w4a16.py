@@ -10,8 +10,12 @@ is wrong is ``failed`` with its relative error and is never timed; a builder or
 call that raises is ``failed`` (or ``oom``) with its error and the sweep goes on.
 
 Per point: the bytes floor, ``FLOOR_FORMULA``, over the device-to-device copy
-bandwidth measured once at the start of the same run (``COPY_METHOD``); % of
-floor = floor / median; speedups = baseline median / this median.
+bandwidth measured once at the start of the same run (``COPY_METHOD``); three
+timings per call (CUDA events around each call, ``median_ms``; N calls in one
+CUDA graph / N, ``graph_median_ms``; CUPTI kernel durations, ``cupti_median_ms``:
+:mod:`kernelscope.bench.w4a16_timing`); % of floor = floor / graph time and
+speedups = baseline / this, on graph time where both rows have it (else event
+time; ``timing_basis`` and ``speedup_basis`` say which).
 """
 from __future__ import annotations
 
@@ -20,10 +24,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
 from kernelscope.bench.attention import _error_text, _is_oom, _release
+from kernelscope.bench.graph_timing import CUPTI_FORMULA, GRAPH_FORMULA, copies_for_cold_l2
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
 from kernelscope.bench.timing import Timing, time_cuda, time_wall
 from kernelscope.bench.w4a16_impls import IMPLEMENTATIONS, Builder, Weights, make_weights
+from kernelscope.bench.w4a16_timing import basis_key, production_times, timing_basis
 
 __all__ = ["IMPLEMENTATIONS", "Builder", "W4A16Case", "W4A16Settings", "make_cases", "parse_shapes",
            "run_w4a16_sweep"]
@@ -31,8 +37,9 @@ __all__ = ["IMPLEMENTATIONS", "Builder", "W4A16Case", "W4A16Settings", "make_cas
 BYTES_FORMULA = ("k*n/2 (packed int4 weights) + scale_rows*n*2 (fp16 scales, scale_rows = k/groupsize or 1) "
                  "+ m*k*2 (fp16 A) + m*n*2 (fp16 C)")
 FLOOR_FORMULA = "floor_ms = bytes_moved / copy_bandwidth_bytes_per_s * 1e3"
-PCT_FORMULA = "pct_of_floor = 100 * floor_ms / median_ms"
-SPEEDUP_FORMULA = "speedup_vs_<impl> = <impl>.median_ms / this.median_ms at the same (m, k, n)"
+PCT_FORMULA = "pct_of_floor = 100 * floor_ms / basis_ms (basis_ms: graph_median_ms if measured, else median_ms)"
+SPEEDUP_FORMULA = ("speedup_vs_<impl> = <impl>.<t> / this.<t> at the same (m, k, n), t = graph_median_ms when both "
+                   "rows have it, else median_ms (speedup_basis names it)")
 COPY_METHOD = ("torch dst.copy_(src) of one uint8 buffer of copy_buffer_bytes (4x L2 on a GPU), device to device; "
                "bandwidth = 2 * copy_buffer_bytes (read + write) / median copy time over the repeats")
 DEFAULT_SHAPES = ((4096, 4096), (4096, 14336), (8192, 8192), (8192, 28672), (28672, 8192))
@@ -71,6 +78,10 @@ class W4A16Settings:
     device: str = "cuda"
     seed: int = 0
     copy_buffer_bytes: int | None = None  # None: 4x the GPU's L2
+    graph: bool = True  # time N calls captured in one CUDA graph too (CUDA only)
+    graph_replays: int = 10
+    cupti: bool = True  # CUPTI kernel durations from a profiler pass (CUDA only)
+    cupti_calls: int = 10
 
 
 def parse_shapes(text: str) -> list[tuple[int, int]]:
@@ -115,6 +126,12 @@ def measure_copy_bandwidth(settings: W4A16Settings, timer: Timer) -> dict[str, A
             "copy_method": COPY_METHOD, "copy_timing": timing.to_dict()}
 
 
+def _l2_bytes() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+
+
 def relative_error(out: Any, a: Any, wt: Weights) -> float:
     """|C - ref| / |ref| over the first CHECK_COLUMNS columns, against the fp32 reference on Marlin (B, s)."""
     from kernelscope.kernels.marlin import reference_matmul
@@ -125,8 +142,13 @@ def relative_error(out: Any, a: Any, wt: Weights) -> float:
 
 
 def measure(case: W4A16Case, impl: str, fn: Callable[[Any], Any], a: Any, wt: Weights, settings: W4A16Settings,
-            timer: Timer, bandwidth: float) -> BenchRow:
-    """Check one call against the reference, then time it; wrong or raising -> failed row, no timing."""
+            timer: Timer, bandwidth: float, copies: Callable[[], list[Callable[[Any], Any]]] | None = None,
+            graph_timer: Timer | None = None, kernel_timer: Timer | None = None) -> BenchRow:
+    """Check one call against the reference, then time it; wrong or raising -> failed row, no timing.
+
+    ``copies()``: this implementation built on separate copies of the weights (the first is ``fn``),
+    which the CUDA-graph timing cycles through; ``graph_timer`` / ``kernel_timer``: the graph and
+    CUPTI timers (None: not measured, the row says why)."""
     params = asdict(case)
     try:
         err = relative_error(fn(a), a, wt)
@@ -138,9 +160,21 @@ def measure(case: W4A16Case, impl: str, fn: Callable[[Any], Any], a: Any, wt: We
         return BenchRow(impl, params, "oom" if _is_oom(e) else "failed", _error_text(e))
     floor_ms = case.bytes_moved / bandwidth * 1e3
     launch = fn.launch_info(case.m) if hasattr(fn, "launch_info") else {}
-    return BenchRow(impl, params, "ok", None, {**launch,
-        **timing.to_dict(), "relative_error": err, "relative_error_columns": min(CHECK_COLUMNS, case.n),
-        "bytes_moved": case.bytes_moved, "floor_ms": floor_ms, "pct_of_floor": 100 * floor_ms / timing.median_ms})
+    values = {**launch, **timing.to_dict(), "relative_error": err, "relative_error_columns": min(CHECK_COLUMNS, case.n),
+              "bytes_moved": case.bytes_moved, "floor_ms": floor_ms}
+    try:
+        variants = [(lambda f=f: f(a)) for f in (copies() if copies is not None else [fn])]
+    except Exception as e:
+        variants = [lambda: fn(a)]
+        values["weight_copies_error"] = _error_text(e)
+    no_timer = "not measured on a CPU run" if settings.device != "cuda" else "switched off for this run"
+    values.update(production_times(variants, flush_l2=settings.flush_l2, replays=settings.graph_replays,
+                                   cupti_calls=settings.cupti_calls, graph_timer=graph_timer,
+                                   kernel_timer=kernel_timer, no_timer_reason=no_timer))
+    basis, basis_ms = timing_basis(values)
+    values.update(timing_basis=basis, basis_ms=basis_ms, pct_of_floor=100 * floor_ms / basis_ms,
+                  event_pct_of_floor=100 * floor_ms / timing.median_ms)
+    return BenchRow(impl, params, "ok", None, values)
 
 
 def add_speedups(rows: list[BenchRow], baselines: tuple[str, ...] = ("cublas", "tinygemm")) -> None:
@@ -152,7 +186,9 @@ def add_speedups(rows: list[BenchRow], baselines: tuple[str, ...] = ("cublas", "
         for b in baselines:
             base = by.get(b)
             if base is not None and base.status == "ok":
-                r.values[f"speedup_vs_{b}"] = base.get("median_ms") / r.get("median_ms")
+                key = basis_key(r.values, base.values)
+                r.values[f"speedup_vs_{b}"] = base.get(key) / r.get(key)
+                r.values[f"speedup_vs_{b}_basis"] = key
             else:
                 r.values[f"speedup_vs_{b}_missing_reason"] = (f"{b} was not run" if base is None
                                                               else f"{b} {base.status} here")
@@ -161,19 +197,35 @@ def add_speedups(rows: list[BenchRow], baselines: tuple[str, ...] = ("cublas", "
 def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
                     settings: W4A16Settings = W4A16Settings(), *, timer: Timer | None = None,
                     on_progress: Progress | None = None, command: list[str] | None = None,
-                    on_row: Callable[[BenchResults], None] | None = None) -> BenchResults:
-    """Measure every implementation at every case; builders run once per (k, n, groupsize)."""
+                    on_row: Callable[[BenchResults], None] | None = None, graph_timer: Timer | None = None,
+                    kernel_timer: Timer | None = None) -> BenchResults:
+    """Measure every implementation at every case; builders run once per (k, n, groupsize), and again
+    per extra weight copy the CUDA-graph timing cycles through (built on first need, kept per shape)."""
     import torch
 
+    from kernelscope.bench.graph_timing import time_cuda_graph, time_cupti_kernels
+
     timer = timer or (time_cuda if settings.device == "cuda" else time_wall)
+    on_gpu = settings.device == "cuda"
+    if graph_timer is None and on_gpu and settings.graph:
+        graph_timer = time_cuda_graph
+    if kernel_timer is None and on_gpu and settings.cupti:
+        kernel_timer = time_cupti_kernels
+
     env = environment_at_start()
     bw = measure_copy_bandwidth(settings, timer)
     results = BenchResults("w4a16", env, {
         **asdict(settings), "impls": list(builders), "bytes_formula": BYTES_FORMULA, "floor_formula": FLOOR_FORMULA,
         "pct_of_floor_formula": PCT_FORMULA, "speedup_formula": SPEEDUP_FORMULA, "tolerance": TOLERANCE,
         "check": f"relative Frobenius error vs reference_matmul (fp32) on the first {CHECK_COLUMNS} columns",
-        "w4a16_launch": "kernelscope.kernels.marlin.configs.choose_launch: the tuned table of this GPU, else "
-                        "the rule; each row records the launch and its source", **bw},
+        "w4a16_launch": ("kernelscope.kernels.marlin.autotune.launch_for: the per-device tuning cache, the shipped "
+                         "table of this GPU, a first-use tuning (not for w4a16-untuned), "
+                         "else the rule; each row records the launch and its source"),
+        "graph_formula": GRAPH_FORMULA, "cupti_formula": CUPTI_FORMULA,
+        "timings": {"median_ms": "CUDA events around each call (per-call launch cost included)",
+                    "graph_median_ms": "N calls captured in one CUDA graph, per call; cold points cycle through "
+                                       "weight copies reading > 2x L2 and flush L2 between replays",
+                    "cupti_median_ms": "CUPTI durations of the GPU work of one call (no launch cost)"}, **bw},
         command=list(command if command is not None else sys.argv))
     total, done = len(cases) * len(builders), 0
     shapes: dict[tuple[int, int, int], list[W4A16Case]] = {}
@@ -195,6 +247,16 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
             wt = None
             setup_error = {n: BenchRow(n, {}, "oom" if _is_oom(e) else "failed", f"quantizing the weights: "
                                        f"{_error_text(e)}") for n in builders}
+        built: dict[str, list[Callable[[Any], Any]]] = {}
+
+        def copies_of(name: str, first: Callable[[Any], Any]) -> Callable[[], list[Callable[[Any], Any]]]:
+            def get() -> list[Callable[[Any], Any]]:
+                if name not in built:
+                    n_copies = copies_for_cold_l2(wt.k * wt.n // 2, _l2_bytes()) if settings.flush_l2 else 1
+                    built[name] = [first] + [builders[name](wt) for _ in range(n_copies - 1)]
+                return built[name]
+            return get
+
         for case in group:
             a = torch.randn((case.m, case.k), generator=gen, device=settings.device).half()
             point = []
@@ -205,7 +267,9 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
                     e = setup_error[name]
                     row = BenchRow(name, asdict(case), e.status, e.error)
                 else:
-                    row = measure(case, name, fns[name], a, wt, settings, timer, bw["copy_bandwidth_bytes_per_s"])
+                    row = measure(case, name, fns[name], a, wt, settings, timer, bw["copy_bandwidth_bytes_per_s"],
+                                  copies_of(name, fns[name]) if graph_timer is not None else None,
+                                  graph_timer, kernel_timer)
                     if row.status == "ok":  # the clock the GPU ran at just after timing: a throttled row shows
                         row.values.update(clocks_now(env.get("pci_bus_id")))
                 point.append(row)
@@ -216,7 +280,7 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
             add_speedups(point)
             if on_row:
                 on_row(results)
-        del fns, wt
+        del fns, wt, built
         _release(settings.device)
     if on_progress:
         on_progress(done, total, "done")

@@ -41,23 +41,20 @@ Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C),
 
 
 class W4A16Call:
-    """The Triton kernel with the launch :func:`choose_launch` picks per m (tuned table of this GPU, else the rule)."""
+    """The Triton kernel with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
+    shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only)."""
 
-    def __init__(self, wt: Weights) -> None:
-        import torch
-
-        from kernelscope.kernels.marlin import tma_supported, to_kernel_layout
+    def __init__(self, wt: Weights, tune: bool | None = None) -> None:
+        from kernelscope.kernels.marlin import to_kernel_layout
 
         self.wt = wt
+        self.tune = tune
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
-        dev = self.bk.device
-        self.device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else None
-        self.tma = tma_supported(dev)
 
     def launch_info(self, m: int) -> dict[str, Any]:
-        from kernelscope.kernels.marlin.configs import choose_launch
+        from kernelscope.kernels.marlin.autotune import launch_for
 
-        choice = choose_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.device_name, self.tma)
+        choice = launch_for(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
         return {"launch": choice.launch, "launch_source": choice.source}
 
     def __call__(self, a: Any) -> Any:
@@ -68,6 +65,11 @@ class W4A16Call:
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
     return W4A16Call(wt)
+
+
+def build_w4a16_untuned(wt: Weights) -> Callable[[Any], Any]:
+    """The launch a user got before first-use tuning: the shipped table for its shapes, else the rule."""
+    return W4A16Call(wt, tune=False)
 
 
 def build_cublas(wt: Weights) -> Callable[[Any], Any]:
@@ -113,4 +115,5 @@ def build_tinygemm(wt: Weights, inner_k_tiles: int = 8) -> Callable[[Any], Any]:
     return call
 
 
-IMPLEMENTATIONS: dict[str, Builder] = {"w4a16": build_w4a16, "cublas": build_cublas, "tinygemm": build_tinygemm}
+IMPLEMENTATIONS: dict[str, Builder] = {"w4a16": build_w4a16, "cublas": build_cublas, "tinygemm": build_tinygemm,
+                                        "w4a16-untuned": build_w4a16_untuned}

@@ -26,7 +26,10 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
                    help=f"comma-separated KxN layer shapes (default {DEFAULT_SHAPES})")
     p.add_argument("--groupsize", type=int, default=128, help="rows per scale: 128, or -1 for one (default 128)")
     p.add_argument("--impl", default=DEFAULT_IMPLS, metavar="LIST",
-                   help=f"comma-separated implementations (default {DEFAULT_IMPLS})")
+                   help=f"comma-separated implementations (default {DEFAULT_IMPLS}; w4a16-untuned: the shipped "
+                        "table or the rule, no first-use tuning)")
+    p.add_argument("--no-graph", action="store_true", help="do not time N calls captured in one CUDA graph")
+    p.add_argument("--no-cupti", action="store_true", help="do not measure CUPTI kernel durations")
     add_common(p)
     p.set_defaults(func=main_w4a16)
 
@@ -53,7 +56,7 @@ def main_w4a16(args: argparse.Namespace) -> int:
     out = _output_path(args, "w4a16")
     _require_cuda()
     settings = W4A16Settings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,
-                             device="cuda", seed=args.seed)
+                             device="cuda", seed=args.seed, graph=not args.no_graph, cupti=not args.no_cupti)
     command = ["kernelscope", *sys.argv[1:]]
     with _progress(args) as on_progress:
         results = run_w4a16_sweep(cases, {n: IMPLEMENTATIONS[n] for n in impls}, settings, on_progress=on_progress,
@@ -76,8 +79,15 @@ def print_summary(results, width: int | None, color: bool | None, file: Any = No
 
 
 def summary_tables(results) -> list[tuple[str, Any]]:
-    """(title, Rich table) per layer shape: implementations by m, then w4a16's speedups."""
+    """(title, Rich table) per layer shape: implementations by m, then w4a16's speedups.
+
+    Each implementation's first line is its time on the basis the % of floor and the speedups use
+    (graph time per call where measured, else event time; the label says which), then its event and
+    CUPTI kernel times on lines of their own.
+    """
     from rich.table import Table
+
+    from kernelscope.bench.w4a16_timing import timing_basis
 
     groups: dict[tuple, dict[str, dict[int, Any]]] = {}
     for r in results.rows:
@@ -87,15 +97,23 @@ def summary_tables(results) -> list[tuple[str, Any]]:
     for (k, n, g), by_impl in groups.items():
         ms = sorted({m for cells in by_impl.values() for m in cells})
         t = Table()
-        t.add_column("impl")
+        t.add_column("impl (timing)")
         for m in ms:
             t.add_column(f"m={m}", justify="right")
         for impl, cells in by_impl.items():
-            t.add_row(impl, *(_cell(cells.get(m)) for m in ms))
-        for base in ("cublas", "tinygemm"):
-            if "w4a16" in by_impl and base in by_impl:
-                t.add_row(f"w4a16 vs {base}", *(_speedup(by_impl["w4a16"].get(m), base) for m in ms))
-        tables.append((f"W4A16 GEMM k={k} n={n} groupsize {g}: median ms / % of bytes floor", t))
+            ok = [r for r in cells.values() if r.status == "ok"]
+            bases = sorted({timing_basis(r.values)[0] for r in ok}) or ["-"]
+            t.add_row(f"{impl} ({'/'.join(b.replace('cuda-', '') for b in bases)})", *(_cell(cells.get(m)) for m in ms))
+            for key, label in (("median_ms", "event"), ("cupti_median_ms", "cupti")):
+                if any(r.get(key) is not None for r in ok) and any(r.get("graph_median_ms") is not None for r in ok):
+                    t.add_row(f"  {impl} ({label})", *(_time(cells.get(m), key) for m in ms))
+        for impl in [i for i in by_impl if i.startswith("w4a16")]:
+            for base in ("cublas", "tinygemm"):
+                if base in by_impl:
+                    t.add_row(f"{impl} vs {base}", *(_speedup(by_impl[impl].get(m), base) for m in ms))
+        tables.append((f"W4A16 GEMM k={k} n={n} groupsize {g}: median ms per call / % of bytes floor; graph = N calls "
+                       "in one CUDA graph / N, event = CUDA events around each call, cupti = kernel duration; "
+                       "% of floor and speedups on the first line's timing", t))
     return tables
 
 
@@ -106,8 +124,15 @@ def _cell(row) -> str:
         return "wrong" if row.get("relative_error") is not None else row.status
     mark = " !" if row.get("clock_flags_after") else ""  # measured while throttled or clocked down
     pct = row.get("pct_of_floor")
-    ms = row.get("median_ms")
+    from kernelscope.bench.w4a16_timing import timing_basis
+
+    ms = timing_basis(row.values)[1]
     return (f"{ms:.4f} / {pct:.0f}%" if pct >= 1 else f"{ms:.4g} / {pct:.2g}%") + mark
+
+
+def _time(row, key: str) -> str:
+    value = None if row is None or row.status != "ok" else row.get(key)
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _speedup(row, base: str) -> str:

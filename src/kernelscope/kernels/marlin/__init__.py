@@ -15,6 +15,7 @@ from .format import (
 )
 from .gemm import reference_matmul, to_kernel_layout
 from .matmul import launch_grid, tma_supported, w4a16_matmul
+from .linear import W4A16Linear, swap_linears
 
 __all__ = [
     "GROUPSIZES",
@@ -29,4 +30,6 @@ __all__ = [
     "tma_supported",
     "unpack",
     "w4a16_matmul",
+    "W4A16Linear",
+    "swap_linears",
 ]

@@ -1,0 +1,80 @@
+"""Median of several `kernelscope bench w4a16` runs, per point, as a Markdown table, with the issue 17 targets.
+
+    python3 benchmarks/w4a16/median_table.py run1.json run2.json run3.json [--timing graph_median_ms]
+
+Per (k, n, m) and implementation: the median over the runs of the chosen timing (graph time per call by
+default); % of floor = floor_ms (same in every run of one machine, the median taken) / that median;
+speedups = baseline median / this median. Targets (issue 17, graph time): m = 1 >= 75 % of the floor for
+layers of >= 32 MiB of packed weights, >= 55 % below; vs cuBLAS >= 2.5x at m <= 16 on >= 32 MiB layers,
+>= 1.5x at m = 64, >= 1.1x at m = 128; never slower than cuBLAS or tinygemm at m <= 128.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+
+MIB = 1 << 20
+
+
+def load(paths: list[str], timing: str) -> tuple[dict, list[dict]]:
+    cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    floors: dict[tuple, list[float]] = defaultdict(list)
+    launches: dict[tuple, set] = defaultdict(set)
+    docs = [json.load(open(p)) for p in paths]
+    for d in docs:
+        for r in d["rows"]:
+            if r["status"] != "ok" or r.get(timing) is None:
+                continue
+            p = r["params"]
+            key = (p["k"], p["n"], p["m"])
+            cells[key][r["impl"]].append(r[timing])
+            floors[key].append(r["floor_ms"])
+            if r.get("launch"):
+                lc = r["launch"]
+                launches[(key, r["impl"])].add(f"{lc['block_m']}x{lc['block_n']} split {lc['split_k']}"
+                                               f"{' st' + str(lc['num_stages']) if lc.get('num_stages') != 3 else ''}")
+    return {"cells": cells, "floors": floors, "launches": launches}, docs
+
+
+def targets(k: int, n: int, m: int, pct: float, vs_cublas: float | None, vs_tiny: float | None) -> str:
+    big = k * n // 2 >= 32 * MIB
+    miss = []
+    if m == 1 and pct < (75 if big else 55):
+        miss.append(f"floor < {75 if big else 55}%")
+    need = {1: 2.5, 16: 2.5, 64: 1.5, 128: 1.1}.get(m) if big else None
+    if need and vs_cublas is not None and vs_cublas < need:
+        miss.append(f"< {need}x cuBLAS")
+    if vs_cublas is not None and vs_cublas < 1:
+        miss.append("slower than cuBLAS")
+    if vs_tiny is not None and vs_tiny < 1:
+        miss.append("slower than tinygemm")
+    return "met" if not miss else "MISS: " + ", ".join(miss)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--timing", default="graph_median_ms")
+    args = ap.parse_args()
+    data, docs = load(args.files, args.timing)
+    print(f"{len(docs)} runs; timing {args.timing}; median over runs\n")
+    print("| k x n | MiB | m | w4a16 us | % floor | untuned us | % floor | cuBLAS us | tinygemm us | vs cuBLAS | "
+          "vs tinygemm | untuned vs cuBLAS | launch (tuned) | targets |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for (k, n, m), by in sorted(data["cells"].items(), key=lambda kv: (-kv[0][0] * kv[0][1], kv[0])):
+        med = {impl: statistics.median(v) for impl, v in by.items()}
+        floor = statistics.median(data["floors"][(k, n, m)])
+        w, u, c, t = (med.get(i) for i in ("w4a16", "w4a16-untuned", "cublas", "tinygemm"))
+        vc = c / w if c and w else None
+        vt = t / w if t and w else None
+        launch = "; ".join(sorted(data["launches"].get(((k, n, m), "w4a16"), ())))
+        f = lambda x: f"{x * 1e3:.1f}" if x else "-"  # noqa: E731
+        print(f"| {k}x{n} | {k * n / 2 / MIB:.1f} | {m} | {f(w)} | {100 * floor / w:.0f}% | {f(u)} | "
+              f"{100 * floor / u:.0f}% | {f(c)} | {f(t)} | {vc:.2f}x | {vt:.2f}x | {c / u:.2f}x | {launch} | "
+              f"{targets(k, n, m, 100 * floor / w, vc, vt)} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The pruned launch space the W4A16 first-use tuner tries, best guesses first.
+
+What the H100 tuning rounds showed (benchmarks/w4a16/NOTES.md, round 12 and "where the gap stands"):
+decode launches (m <= 16) are fastest when the grid is about one full wave of programs at 3-4
+programs per SM with several 128-row k blocks per program, and the shapes the rule handles badly
+(5120x5120: 40 column tiles x split 4 = 160 programs on 132 SMs, 1.2 waves) are the ones whose
+program count falls just past a wave. So candidates are all (BLOCK_N, split-k) pairs that divide
+the shape, ordered by how well their programs fill whole waves (:func:`wave_score`); the rule
+comes first, so a tuning is never worse than the launch it replaces, and the shipped table's
+launches for the same m (other shapes) are added as warm-start candidates.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .configs import rule_launch
+
+PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
+MAX_SPLIT_K = 16
+MIN_ITERS = 4  # 128-row k blocks per program below which each program's start and epilogue dominate
+
+
+def token_tile(m: int) -> int:
+    """BLOCK_M (the token side of the swapped product) for m tokens."""
+    return 16 if m <= 16 else 64 if m <= 64 else 128
+
+
+def wave_score(programs: int, slots: int, iters: int) -> float:
+    """How well ``programs`` fill whole waves of ``slots`` (1.0 = full waves), discounted when each program
+    has fewer than MIN_ITERS k blocks. Only orders candidates: the timing decides."""
+    waves = math.ceil(programs / slots)
+    fill = programs / (waves * slots)
+    return fill * min(1.0, iters / MIN_ITERS) / (1 + 0.1 * (waves - 1))
+
+
+def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: list[dict[str, Any]] = (),
+               limit: int = 10) -> list[dict[str, Any]]:
+    """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches."""
+    scored = []
+    # m > 64: 64-token tiles too (two row tiles at m = 128): cuBLAS beat the 128-token tile at 5120x5120 and
+    # 4096x4096, m = 128, on the H100 (benchmarks/w4a16/RESULTS.md, 2026-11-23)
+    for bm, bn in [(token_tile(m), 64), (token_tile(m), 128)] + ([(64, 64), (64, 128)] if m > 64 else []):
+        if n % bn:
+            continue
+        slots = sm_count * PROGRAMS_PER_SM[bm]
+        row_tiles = math.ceil(m / bm)
+        for split in range(1, MAX_SPLIT_K + 1):
+            if k % (split * 128):
+                continue
+            iters = k // (split * 128)
+            programs = row_tiles * (n // bn) * split
+            launch = dict(block_m=bm, block_n=bn, block_k=128, split_k=split, num_warps=4,
+                          num_stages=4 if bm == 64 else 3, swap_ab=True)
+            if tma:
+                launch["tma"] = True
+            scored.append((wave_score(programs, slots, iters), -split, launch))
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    out: list[dict[str, Any]] = []
+    for launch in [rule_launch(m, k, tma), *(s[2] for s in scored)]:
+        if launch not in out:
+            out.append(launch)
+    head = out[: max(1, limit - len(warm_start))]
+    for launch in warm_start:  # the shipped table's launches at this m, where they divide this k
+        if launch not in head and k % (launch.get("split_k", 1) * launch.get("block_k", 128)) == 0:
+            head.append(dict(launch))
+    return head[:limit]
