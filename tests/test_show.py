@@ -12,7 +12,9 @@ import sys
 import pytest
 
 from conftest import assert_snapshot, DATA, ROOT
+from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.kernel_table import select_kernels, summarize
+from kernelscope.analyze.verdict import session_verdict
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
 
@@ -20,10 +22,12 @@ SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 
 
 def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
+    """Header, verdict (no measured ceilings: the tests have no calibration cache), table and panels."""
     buf = io.StringIO()
     summary = summarize(session)
     console = make_console(width=width, file=buf, color=False)
-    console.print(ShowView(session, summary, select_kernels(summary, kernel, top)))
+    verdict = session_verdict(session, analyze_session(session, None, summary))
+    console.print(ShowView(session, summary, select_kernels(summary, kernel, top), verdict=verdict))
     return buf.getvalue()
 
 

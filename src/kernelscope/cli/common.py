@@ -114,6 +114,8 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", dest="top", type=non_negative, help=argparse.SUPPRESS)  # the older name of --panels
     p.add_argument("--json", action="store_true", help="print the data as JSON instead")
     p.add_argument("--all-kernels", action="store_true", help="list every kernel in the table")
+    p.add_argument("--brief", action="store_true", help="stop after the verdict: where the time goes, what to fix "
+                   "first, what was not measured")
     add_style_args(p)
 
 
@@ -165,6 +167,9 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
     console = make_console(width=args.width, color=False if args.no_color else None)
     limit = len(summary.kernels) if args.all_kernels else 15
     analysis = analyze_session(session, ceilings, summary)
+    from kernelscope.analyze.verdict import session_verdict
+
     console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
-                           timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None)))
+                           timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None),
+                           verdict=session_verdict(session, analysis), brief=getattr(args, "brief", False)))
     return 0

@@ -16,22 +16,29 @@ from kernelscope.render.analysis_view import SessionPanels
 from kernelscope.render.analysis_panel import SummaryPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
 from kernelscope.render.kernel_phases import KernelPhasesPanel
+from kernelscope.render.verdict import VerdictPanel
 from kernelscope.render.warp_execution import WarpExecutionPanel
 
 
 class ShowView:
     def __init__(self, session: Session, summary: SessionSummary, selected: tuple[KernelSummary, ...],
                  table_limit: int = 15, banner: str | None = None, analysis=None,
-                 timeline_limit: int | None = None, block: int | None = None) -> None:
+                 timeline_limit: int | None = None, block: int | None = None, verdict=None,
+                 brief: bool = False) -> None:
         self.session, self.summary, self.selected = session, summary, selected
         self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner = table_limit, banner
         self.analysis, self.timeline_limit = analysis, timeline_limit  # analyze.analysis.SessionAnalysis
+        self.verdict, self.brief = verdict, brief  # analyze.verdict.SessionVerdict; brief: stop after it
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.banner:
             yield self.banner
         yield SessionHeader(self.session)
+        if self.verdict is not None:
+            yield VerdictPanel(self.verdict)
+        if self.brief:
+            return
         yield KernelTable(self.summary, self.table_limit)
         for k in self.selected:
             yield KernelConfigPanel(k)
