@@ -14,7 +14,7 @@ p=profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]); p.__enter__
 echo "== doctor" >> $E
 $KS doctor --no-color --width 110 > $OUT/doctor.txt 2>> $E; echo "doctor rc=$?" >> $E
 echo "== demo stderr" >> $E
-$KS demo -f -o $OUT/demo_session_h100.json --width 120 --no-color > $OUT/demo.txt 2>> $E; echo "demo rc=$?" >> $E
+$KS demo -f -o $OUT/demo_session.json --width 120 --no-color > $OUT/demo.txt 2>> $E; echo "demo rc=$?" >> $E
 cat > /tmp/w.py <<'PY'
 import warnings, torch
 a = torch.randn(2048, 2048, device="cuda")
@@ -28,6 +28,6 @@ echo "== run stderr (expect only the workload's own warning)" >> $E
 $KS run -f -o /tmp/run.json -- python3 /tmp/w.py > $OUT/run.txt 2>> $E; echo "run rc=$?" >> $E
 echo "== run -m kernelscope.kernels.demo stderr" >> $E
 $KS run -f -o /tmp/run_demo.json -- python3 -m kernelscope.kernels.demo >> $OUT/run.txt 2>> $E; echo "run demo rc=$?" >> $E
-gzip -9 -f $OUT/demo_session_h100.json
+gzip -9 -f $OUT/demo_session.json
 ls -la $OUT >> $E
 cat $E
