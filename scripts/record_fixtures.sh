@@ -2,7 +2,7 @@
 # Re-record the GPU fixtures under tests/data and the bundled demo session.
 # Run from the repo root on a machine with an NVIDIA GPU, torch, triton and ncu:
 #   OUT=/tmp/fixtures bash scripts/record_fixtures.sh
-# then copy $OUT/fixtures/* into tests/data/ (demo_session_*.json.gz into
+# then copy $OUT/fixtures/* into tests/data/ (demo_session.json, gzipped, into
 # src/kernelscope/data/). Never changes clocks: ncu runs with --clock-control none.
 set -u
 O=${OUT:-/tmp/kernelscope-fixtures}
@@ -31,7 +31,7 @@ for w in mixed occupancy_sweep; do
   python3 scripts/ncu_occupancy_table.py "/tmp/occ_$w.csv" > "$F/ncu_occupancy_h100_$w.csv"
 done
 step "demo"
-$KS demo -f -o "$F/demo_session_h100.json" --width 120 --no-color > "$O/demo_show.txt" 2>> "$O/record.log"; echo "rc=$?" >> "$O/record.log"
+$KS demo -f -o "$F/demo_session.json" --width 120 --no-color > "$O/demo_show.txt" 2>> "$O/record.log"; echo "rc=$?" >> "$O/record.log"
 step "gpu tests"
 python3 -m pytest -q -m gpu tests > "$O/gpu_tests.log" 2>&1; echo "rc=$?" >> "$O/record.log"
 tail -5 "$O/gpu_tests.log" >> "$O/record.log"

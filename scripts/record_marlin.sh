@@ -16,8 +16,8 @@ step() { echo "== $*" | tee -a "$LOG"; }
 step "learn marlin (m=16, k=n=8192), session -> marlin_session_h100.json"
 $KS learn marlin -f -o "$O/marlin_session_h100.json" --width 120 --no-color > "$O/learn_marlin.txt" 2>> "$LOG"
 echo "rc=$?" | tee -a "$LOG"
-step "demo, session -> demo_session_h100.json"
-$KS demo -f -o "$O/demo_session_h100.json" --width 120 --no-color > "$O/demo.txt" 2>> "$LOG"
+step "demo, session -> demo_session.json (gzip it into src/kernelscope/data/demo_session.json.gz)"
+$KS demo -f -o "$O/demo_session.json" --width 120 --no-color > "$O/demo.txt" 2>> "$LOG"
 echo "rc=$?" | tee -a "$LOG"
 step "GPU tests"
 if python3 -c "import pytest" 2>/dev/null; then

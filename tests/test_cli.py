@@ -123,9 +123,20 @@ def test_demo_without_a_gpu_renders_the_bundled_h100_session():
 
     if gpu_available()[0]:
         pytest.skip("this machine has a GPU: the demo profiles for real (see tests/gpu)")
+    from kernelscope.demo import bundled_session
+
+    session, label = bundled_session()
     r = ks("demo", "--width", "100", "--no-color")
     assert r.returncode == 0, r.stderr
     first = " ".join(r.stdout.split("╭")[0].split())  # the banner sentence, however it wrapped
-    assert first.startswith("No CUDA GPU is available here (") and "NVIDIA H100 80GB HBM3 on 2026-" in first
+    assert first.startswith("No CUDA GPU is available here (") and f"recorded on {label}" in first
+    assert label.startswith("NVIDIA ") and label.split(" on ")[1].startswith("2026-")
     assert "Kernel configuration · _w4a16_kernel" in r.stdout
     assert "regions: w4a16_gemm" in r.stdout
+    # The recording holds only what the demo is about (issue #20): the W4A16 kernel is in the first
+    # table's top rows, and no weight-preparation kernel was recorded.
+    table = r.stdout[r.stdout.index("Kernels by total GPU time"):r.stdout.index("Kernel configuration")]
+    rows = [ln for ln in table.splitlines() if ln.startswith("│")]
+    assert any("_w4a16_kernel" in ln for ln in rows[:3]), table
+    assert {x.regions[-1] for x in session.launches} <= {"w4a16_gemm", "l2_flush"}
+    assert r.stdout.index("Verdict") < r.stdout.index("Kernels by total GPU time")

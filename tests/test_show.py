@@ -21,6 +21,7 @@ SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 
 
 def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
+    """Header, verdict (no measured ceilings: the tests have no calibration cache), table and panels."""
     buf = io.StringIO()
     summary = summarize(session)
     console = make_console(width=width, file=buf, color=False)

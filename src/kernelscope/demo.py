@@ -7,7 +7,7 @@ from importlib import resources
 
 from kernelscope.model import Session
 
-BUNDLED = "demo_session_h100.json.gz"
+BUNDLED = "demo_session.json.gz"  # recorded by `kernelscope demo -o` on a GPU; the banner names which
 
 
 def gpu_available() -> tuple[bool, str]:

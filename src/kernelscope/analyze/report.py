@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kernelscope.analyze.verdict import SessionVerdict, session_verdict
 from kernelscope.analyze.analysis import KernelAnalysis, SessionAnalysis, analyze_session
 from kernelscope.analyze.counters import CounterViews, counter_launches, counter_views
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
@@ -46,6 +47,7 @@ class Report:
     gpu_stats: GpuStatsSummary | None  # None: the session holds no GPU samples
     ceilings: Ceilings
     kernel_regex: str | None = None  # the selection asked for (None: the top kernels by time)
+    verdict: SessionVerdict | None = None  # the session's answer first: where the time goes, largest gains
 
     def kernel(self, name: str) -> KernelReport:
         for k in self.kernels:
@@ -78,4 +80,5 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     analysis = analyze_session(session, ceilings, summary)
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
-    return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex)
+    return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
+                  session_verdict(session, analysis))

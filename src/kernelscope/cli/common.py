@@ -112,6 +112,8 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", dest="top", type=non_negative, help=argparse.SUPPRESS)  # the older name of --panels
     p.add_argument("--json", action="store_true", help="print the data as JSON instead")
     p.add_argument("--all-kernels", action="store_true", help="list every kernel in the table")
+    p.add_argument("--brief", action="store_true", help="stop after the verdict: where the time goes, what to fix "
+                   "first, what was not measured")
     add_style_args(p)
 
 
@@ -156,7 +158,7 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
     else:
         renderer = get_renderer("terminal", width=args.width, color=False if args.no_color else None, banner=banner,
                                 all_kernels_in_table=args.all_kernels, timeline_limit=timeline,
-                                block=getattr(args, "block", None))
+                                block=getattr(args, "block", None), brief=getattr(args, "brief", False))
     shown = renderer.prepare(session)
     if found_ceilings is None:
         found_ceilings = ceilings(shown, getattr(args, "ceilings", None))

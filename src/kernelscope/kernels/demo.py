@@ -1,15 +1,18 @@
 """The demo workload: the Triton W4A16 GEMM on Marlin INT4 weights, profiled end to end.
 
-`kernelscope demo` runs :func:`main` as ``python -m kernelscope.kernels.demo``
-under the trace pass; `kernelscope learn marlin` calls :func:`record_session`
-on a GPU. Both make the same calls, in the same named regions:
+`kernelscope demo` and `kernelscope learn marlin` call :func:`record_session` on a GPU: it
+records only what the demo is about. Preparing the weights (quantize, pack, relayout: dozens of
+elementwise and reduction kernels that take far longer than the GEMM), compiling the kernel and
+allocating the buffers all happen before the profiler starts, so the session's kernel table opens
+with the W4A16 GEMM and what runs with it. Recorded, in named regions:
 
-* ``prepare``: quantize + pack (Marlin format) + ``to_kernel_layout``, once;
-* ``warmup``: the first call, which compiles the kernel;
 * ``l2_flush`` / ``w4a16_gemm``: a buffer larger than L2 is overwritten before each
   timed call, so the weights come from DRAM as they would in a model's forward;
-* ``copy_bandwidth``: device-to-device copies, the measured bandwidth ceiling;
-* ``check``: the result against the fp32 reference on a slice of the columns.
+* ``copy_bandwidth``: device-to-device copies, the measured bandwidth ceiling.
+
+The result is then checked against the fp32 reference on a slice of the columns.
+:func:`main` (``python -m kernelscope.kernels.demo``, e.g. under `kernelscope run`) runs the
+whole workload, preparation included, with ``prepare``, ``warmup`` and ``check`` as regions too.
 """
 from __future__ import annotations
 
@@ -89,10 +92,14 @@ def timed_calls(p: Problem, plan: GemmPlan, flush: torch.Tensor, calls: int = CA
             gemm(p, plan)
 
 
-def copies(nbytes: int, device: str = "cuda", count: int = COPIES) -> None:
-    """Contiguous same-dtype copies: torch issues cudaMemcpyAsync DtoD, which CUPTI records with its bytes."""
+def copy_buffers(nbytes: int, device: str = "cuda") -> tuple[torch.Tensor, torch.Tensor]:
+    """Source and destination of the copies, made (and filled) before anything is recorded."""
     src = torch.ones(nbytes, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
+    return src, torch.empty_like(src)
+
+
+def copies(src: torch.Tensor, dst: torch.Tensor, count: int = COPIES) -> None:
+    """Contiguous same-dtype copies: torch issues cudaMemcpyAsync DtoD, which CUPTI records with its bytes."""
     with region(COPY_REGION):
         for _ in range(count):
             dst.copy_(src)
@@ -121,17 +128,19 @@ def compiled_info() -> dict[str, Any]:
 
 
 def record_session(plan: GemmPlan, calls: int = CALLS, command: list[str] | None = None) -> Session:
-    """Profile the timed calls and copies (compile and prepare stay outside); check the result."""
+    """Profile the timed calls and copies only; preparing the weights, compiling and allocating stay
+    outside the recorded window. Then check the result."""
     from kernelscope.collect.trace.api import profile
 
     plan = for_this_gpu(plan)
     p = prepare(plan)
     gemm(p, plan)  # compiles
-    torch.cuda.synchronize()
     flush = torch.empty(stream_bytes(), dtype=torch.uint8, device="cuda")
+    src, dst = copy_buffers(stream_bytes())
+    torch.cuda.synchronize()  # nothing of the preparation may still run when the profiler starts
     with profile(command=command) as session:
         timed_calls(p, plan, flush, calls)
-        copies(stream_bytes())
+        copies(src, dst)
     err = relative_error(p, plan)
     if not err < TOLERANCE:
         raise RuntimeError(f"the W4A16 GEMM is wrong: relative error {err:.2e} against the fp32 reference.")
@@ -151,7 +160,7 @@ def main(plan: GemmPlan = DEMO_PLAN) -> None:
         gemm(p, plan)
         torch.cuda.synchronize()
     timed_calls(p, plan, flush)
-    copies(stream_bytes())
+    copies(*copy_buffers(stream_bytes()))
     with region("check"):
         err = relative_error(p, plan)
     print(f"demo: W4A16 GEMM (Triton, Marlin INT4 weights, groupsize {plan.groupsize}) m={plan.m} k={plan.k} "

@@ -39,8 +39,8 @@ class TerminalRenderer:
 
     def __init__(self, width: int | None = None, color: bool | None = None, banner: str | None = None,
                  all_kernels_in_table: bool = False, timeline_limit: int | None = None,
-                 block: int | None = None) -> None:
-        self.width, self.color, self.banner = width, color, banner
+                 block: int | None = None, brief: bool = False) -> None:
+        self.width, self.color, self.banner, self.brief = width, color, banner, brief
         self.all_kernels_in_table, self.timeline_limit, self.block = all_kernels_in_table, timeline_limit, block
 
     def prepare(self, session: Session) -> Session:
@@ -56,7 +56,7 @@ class TerminalRenderer:
         limit = len(report.summary.kernels) if self.all_kernels_in_table else TABLE_LIMIT
         with console.capture() as out:
             console.print(ShowView(report, table_limit=limit, banner=self.banner,
-                                   timeline_limit=self.timeline_limit, block=self.block))
+                                   timeline_limit=self.timeline_limit, block=self.block, brief=self.brief))
         return out.get()
 
 

@@ -16,6 +16,7 @@ from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.kernel_table import KernelTable
 from kernelscope.render.sm_layout import SMLayoutPanel
+from kernelscope.render.verdict import VerdictPanel
 from kernelscope.render.warp_execution import WarpExecutionPanel
 
 TABLE_LIMIT = 15  # kernel table rows unless --all-kernels
@@ -23,17 +24,23 @@ TABLE_LIMIT = 15  # kernel table rows unless --all-kernels
 
 class ShowView:
     def __init__(self, report: Report, table_limit: int = TABLE_LIMIT, banner: str | None = None,
-                 timeline_limit: int | None = None, block: int | None = None, with_analysis: bool = True) -> None:
+                 timeline_limit: int | None = None, block: int | None = None, with_analysis: bool = True,
+                 brief: bool = False) -> None:
         self.report = report
         self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner, self.timeline_limit = table_limit, banner, timeline_limit
         self.with_analysis = with_analysis  # False: leave out the analysis panels (summary, roofline, recommendations)
+        self.brief = brief  # stop after the verdict
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.report
         if self.banner:
             yield self.banner
         yield SessionHeader(r.session)
+        if r.verdict is not None:
+            yield VerdictPanel(r.verdict)
+        if self.brief:
+            return
         yield KernelTable(r.summary, self.table_limit)
         for k in r.kernels:
             label = k.summary.label

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import warnings
 from collections import Counter
 from typing import Any
 
@@ -17,6 +16,7 @@ from kernelscope.collect.trace import regions
 from kernelscope.collect.nvml import sampler
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.sink import attach_pending
+from kernelscope.collect.trace.quiet import profiler_notices_silenced
 from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
 
@@ -49,7 +49,8 @@ class TraceRecorder:
             self._not_run("PyTorch sees no CUDA GPU here, so there are no kernels to trace")
             return
         self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-        self._prof.__enter__()
+        with profiler_notices_silenced():  # torch's notes on how kernelscope uses the profiler, not on the workload
+            self._prof.__enter__()
         self._declared = regions.start_declared_work_log()
         # After the profiler starts, so samples begin with the trace (started before it, the first
         # traced event came 5.3 s after the first sample on the H100).
@@ -64,8 +65,7 @@ class TraceRecorder:
             self._torch.cuda.synchronize()
         except Exception as e:  # a failed kernel poisons the context; keep what the profiler has
             status = CollectorStatus("partial", f"CUDA synchronize failed after the workload: {e}")
-        with warnings.catch_warnings():  # torch warns about profiler cycles we do not use
-            warnings.simplefilter("ignore", UserWarning)
+        with profiler_notices_silenced():
             self._prof.__exit__(None, None, None)
         if self._declared is not None:
             self.session.declared_work = regions.stop_declared_work_log(self._declared)
