@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelscope.analyze.warp_state import WarpStateView, warp_state
 from kernelscope.model import Launch, Metric, Session
 
 SECTOR_BYTES = 32  # an L1TEX/L2 sector is 32 bytes on every architecture kernelscope knows
@@ -156,3 +157,23 @@ def tensor_cores(x: Launch) -> TensorView:
     h, g = _m(x, "mma_hmma_instructions"), _m(x, "mma_gmma_instructions")
     same = not h.is_missing and not g.is_missing and float(g.value) > 0 and float(h.value) == float(g.value)
     return TensorView(_m(x, "tensor_pipe_pct"), tuple(rows), dur, same)
+
+
+@dataclass(frozen=True)
+class CounterViews:
+    """The counter-fed panels of one kernel, from the first launch the counter pass measured."""
+
+    launch: Launch
+    profiled: int  # launches of the kernel the counter pass measured
+    memory: MemoryHierarchyView
+    transactions: TransactionsView
+    tensor: TensorView
+    warp_state: WarpStateView
+
+
+def counter_views(launches: list[Launch] | tuple[Launch, ...]) -> CounterViews | None:
+    """None when the counter pass measured no launch of the kernel."""
+    if not launches:
+        return None
+    x = launches[0]
+    return CounterViews(x, len(launches), memory_hierarchy(x), transactions(x), tensor_cores(x), warp_state(x))

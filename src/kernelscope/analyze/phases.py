@@ -180,3 +180,19 @@ def summarize_phases(s: PhaseScopes, launch: Launch | None = None) -> PhaseSumma
     return PhaseSummary(s.time_unit, len(blocks), len(s.warps), tuple(stats), tuple(overlaps),
                         statistics.median(nonzero) if nonzero else None, tuple(check_scopes(s, launch)),
                         tuple(s.problems))
+
+
+@dataclass(frozen=True)
+class ScopedLaunchView:
+    """One launch with Proton phase scopes, analysed for panels 4 (warp execution) and 8 (inside the kernel)."""
+
+    launch: Launch
+    phases: PhaseSummary | None  # None: no scopes were recorded (the panels say N/A and why)
+    warp_idle: tuple[WarpIdle, ...]  # one per launch.scopes.warps entry, in that order
+
+
+def scoped_view(launch: Launch) -> ScopedLaunchView:
+    s = launch.scopes
+    if s is None or not s.warps:
+        return ScopedLaunchView(launch, None, ())
+    return ScopedLaunchView(launch, summarize_phases(s, launch), tuple(warp_idle(w) for w in s.warps))

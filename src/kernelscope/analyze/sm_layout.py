@@ -15,6 +15,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from kernelscope.analyze.kernel_table import KernelSummary, launch_config
 from kernelscope.analyze.occupancy import OccupancyResult
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
@@ -274,3 +275,48 @@ def plain_duration_spread(session: Session, launch: Launch) -> Metric:
 def instrumented_launches(session: Session, kernel: str) -> list[Launch]:
     return [x for x in session.launches if x.kernel == kernel and x.block_records is not None]
 
+
+
+@dataclass(frozen=True)
+class ProtonSMs:
+    """Where no block recorder ran but Proton scopes did: the SMs of the blocks one launch's scopes recorded."""
+
+    blocks_recorded: int
+    grid_blocks: int
+    distinct_sms: int
+
+
+@dataclass(frozen=True)
+class SMLayoutData:
+    """What panel 2 draws for one kernel: the measured layout of its last instrumented launch, or (none
+    instrumented) the waves and tail computed from its configuration with the most time."""
+
+    instrumented_launches: int  # launches with block records; the last is measured
+    measured: MeasuredLayout | None
+    theoretical_blocks_per_sm: int | None  # occupancy calculator, the measured launch's own configuration
+    computed: ComputedLayout | None  # only when nothing was measured
+    configs: int  # launch configurations of the kernel
+    proton_sms: ProtonSMs | None  # only when nothing was measured
+
+
+def sm_layout_data(session: Session, k: KernelSummary, sm_count: int | None) -> SMLayoutData:
+    recorded = instrumented_launches(session, k.name)
+    if recorded:
+        x = recorded[-1]  # after any warm-up
+        # the instrumented launch's own configuration: its registers and shared memory may differ from the
+        # plain launches' (another compiled variant)
+        theoretical = next((cs.occupancy.active_blocks_per_sm for cs in k.configs
+                            if cs.config == launch_config(x) and cs.occupancy), None)
+        m = measured_layout(x, sm_count, instrumentation_overhead(session, x), plain_duration_spread(session, x))
+        return SMLayoutData(len(recorded), m, theoretical, None, len(k.configs), None)
+    c = k.configs[0]
+    layout = computed_layout(c.config.blocks, c.occupancy, c.occupancy_missing_reason, sm_count)
+    scoped = [x for x in session.launches if x.kernel == k.name and x.scopes is not None
+              and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
+    proton = None
+    if scoped:
+        last = scoped[-1]
+        ws = last.scopes.warps  # type: ignore[union-attr]
+        proton = ProtonSMs(len({w.block_id for w in ws}), last.grid[0] * last.grid[1] * last.grid[2],
+                           len({w.smid for w in ws}))
+    return SMLayoutData(0, None, None, layout, len(k.configs), proton)

@@ -1,0 +1,81 @@
+"""One report of a session: the single place where a session is summarised, its kernels selected and
+every analysis run. Every renderer (terminal, show --json, Chrome trace, roofline PNG, HTML) takes a
+``Report`` and computes nothing of its own; a panel draws the precomputed data it is handed.
+
+``Report`` is plain data (frozen dataclasses of model and analyze types), so it can be copied, compared
+and made display-safe (render.text.display_copy) like any session data.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kernelscope.analyze.analysis import KernelAnalysis, SessionAnalysis, analyze_session
+from kernelscope.analyze.counters import CounterViews, counter_launches, counter_views
+from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
+from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
+from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
+from kernelscope.analyze.roofline import Ceilings
+from kernelscope.analyze.sm_layout import SMLayoutData, sm_layout_data
+from kernelscope.model import Launch, Session
+
+
+class ReportError(ValueError):
+    """The selection asked of a report cannot be made (bad regex, no kernel matches): one sentence."""
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """One selected kernel with everything its panels draw, computed."""
+
+    summary: KernelSummary  # its row of the kernel table (analyze.kernel_table)
+    analysis: KernelAnalysis  # analyze.analysis: bound, throughput, roofline, recommendations
+    sm_layout: SMLayoutData  # panel 2: measured block -> SM layout, or waves computed from the launch
+    counter_launches: tuple[Launch, ...]  # the launches the counter pass (ncu) measured
+    scoped_launch: Launch | None  # the first launch with Proton phase scopes (panels 4 and 8)
+    counters: CounterViews | None = None  # panels 3, 5, 7 and warp state, of counter_launches[0]
+    scoped: ScopedLaunchView | None = None  # phases and per-warp idle time of scoped_launch
+
+
+@dataclass(frozen=True)
+class Report:
+    session: Session
+    summary: SessionSummary
+    kernels: tuple[KernelReport, ...]  # the selected kernels, in table order
+    analysis: SessionAnalysis  # every kernel of the session; the run's timeline is analysis.timeline
+    gpu_stats: GpuStatsSummary | None  # None: the session holds no GPU samples
+    ceilings: Ceilings
+    kernel_regex: str | None = None  # the selection asked for (None: the top kernels by time)
+
+    def kernel(self, name: str) -> KernelReport:
+        for k in self.kernels:
+            if k.summary.name == name:
+                return k
+        raise KeyError(name)
+
+
+def kernel_report(session: Session, summary: SessionSummary, k: KernelSummary,
+                  analysis: SessionAnalysis) -> KernelReport:
+    profiled = tuple(counter_launches(session, k.name))
+    scoped = next((x for x in session.launches if x.kernel == k.name and x.scopes is not None), None)
+    return KernelReport(k, analysis.kernel(k.name), sm_layout_data(session, k, summary.sm_count), profiled, scoped,
+                        counter_views(profiled), None if scoped is None else scoped_view(scoped))
+
+
+def build_report(session: Session, kernel_regex: str | None = None, top: int | None = 3,
+                 ceilings: Ceilings | None = None) -> Report:
+    """Summarise ``session``, select kernels (those matching ``kernel_regex``, else the ``top`` by time;
+    ``top=None``: every kernel) and run every analysis. Raises ReportError for a selection that cannot be made."""
+    summary = summarize(session)
+    try:
+        selected = select_kernels(summary, kernel_regex, len(summary.kernels) if top is None else top)
+    except re.error as e:
+        raise ReportError(f"--kernel {kernel_regex!r} is not a valid regular expression ({e})") from None
+    if kernel_regex is not None and not selected:
+        raise ReportError(f"no kernel matches --kernel {kernel_regex!r}; {len(summary.kernels)} kernels are in the "
+                          "session")
+    ceilings = ceilings if ceilings is not None else Ceilings.none()
+    analysis = analyze_session(session, ceilings, summary)
+    kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
+    stats = summarize_gpu_stats(session) if session.samples else None
+    return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex)
