@@ -55,4 +55,4 @@ def render_html(report) -> str:
               Markup("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                      "style-src 'unsafe-inline'; img-src data:\">"),
               el("title", title), el("style", Markup(CSS)))
-    return "<!DOCTYPE html>\n" + render(el("html", head, el("body", body), lang="en")) + "\n"
+    return Markup("<!DOCTYPE html>\n") + render(el("html", head, el("body", body), lang="en")) + Markup("\n")

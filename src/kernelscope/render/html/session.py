@@ -6,7 +6,7 @@ from __future__ import annotations
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
-from kernelscope.render.fmt import dim3_compact, duration, size_bytes
+from kernelscope.render.fmt import dim3_compact, duration, size_bytes, truncate
 from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
@@ -105,7 +105,7 @@ def _lanes(tl, top: list[str]) -> tuple[list[tuple[str, list[float]]], int, int]
             c += 1
     fractions = [[min(1.0, v / col_ns) for v in lane] for lane in lanes]
     labels = distinct_short_names(top)
-    named = [(labels.get(n, short_kernel_name(n)), f) for n, f in zip(top, fractions)]
+    named = [(truncate(labels.get(n, short_kernel_name(n)), 34), f) for n, f in zip(top, fractions)]
     return named + [("other kernels", fractions[-2]), ("copies / memsets", fractions[-1])], t0, t1
 
 
