@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from kernelscope.render.html.analysis import counter_sections, roofline_section, session_recommendations, summary_section
 from kernelscope.render.html.kernel import config_section, phases_section, sm_layout_section, warp_section
-from kernelscope.render.html.markup import CSS, Markup, el, render
+from kernelscope.render.html.markup import CSS, Markup, el, kv, render, scoped_css
 from kernelscope.render.html.session import gpu_stats_section, header_section, kernel_table_section, timeline_section
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "render_summary_html"]
 
 
 def kernel_sections(kr) -> list[Markup]:
@@ -56,3 +56,13 @@ def render_html(report) -> str:
                      "style-src 'unsafe-inline'; img-src data:\">"),
               el("title", title), el("style", Markup(CSS)))
     return Markup("<!DOCTYPE html>\n") + render(el("html", head, el("body", body), lang="en")) + Markup("\n")
+
+
+def render_summary_html(report) -> str:
+    """The report's summary as an HTML fragment (a notebook cell): the session, the kernel table and each
+    selected kernel's verdict; styles scoped to the fragment, no script."""
+    verdicts = [(kr.summary.label, kr.analysis.verdict or "N/A") for kr in report.kernels]
+    body = [header_section(report.session), kernel_table_section(report.summary)]
+    if verdicts:
+        body.append(el("section", el("h2", "Verdicts"), kv(verdicts), class_="panel"))
+    return render(el("div", el("style", Markup(scoped_css(".ks-report"))), *body, class_="ks-report"))

@@ -86,3 +86,16 @@ h2{overflow-wrap:anywhere}.st-ok{color:#2b8a3e}.st-partial{color:#b54708}.st-fai
 .na{color:var(--dim)}svg{display:block;margin:6px 0;max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif}
 nav a{margin-right:12px}details>summary{cursor:pointer;color:var(--accent)}code{font-size:12px}
 """
+
+
+def scoped_css(scope: str) -> str:
+    """CSS with every rule limited to elements under ``scope`` (a notebook cell must not restyle the notebook);
+    :root, * and body become the scope element itself."""
+    out = []
+    for rule in CSS.replace("\n", "").split("}"):
+        if "{" not in rule:
+            continue
+        selectors, decls = rule.split("{", 1)
+        scoped = [scope if s.strip() in (":root", "body") else f"{scope} {s.strip()}" for s in selectors.split(",")]
+        out.append(f"{','.join(scoped)}{{{decls}}}")
+    return "\n".join(out)
