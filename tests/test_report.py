@@ -112,9 +112,9 @@ def test_report_is_plain_frozen_data():
 
 
 def test_renderers_are_chosen_by_name_and_take_the_report(tmp_path):
-    assert set(RENDERERS) == {"terminal", "json", "chrome", "roofline-png"}
-    with pytest.raises(ValueError, match="no renderer 'html'"):
-        get_renderer("html")
+    assert set(RENDERERS) == {"terminal", "json", "chrome", "roofline-png", "html"}
+    with pytest.raises(ValueError, match="no renderer 'pdf'"):
+        get_renderer("pdf")
     s = load("session_h100_proton.json.gz")
     js = get_renderer("json")
     doc = json.loads(js.render(build_report(js.prepare(s), None, None)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["profile", "region", "Session", "__version__"]
+__all__ = ["profile", "region", "load", "Session", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,6 +20,10 @@ def __getattr__(name: str) -> Any:
         from kernelscope.collect.trace.regions import region
 
         return region
+    if name == "load":
+        from kernelscope.notebook import load
+
+        return load
     if name == "Session":
         from kernelscope.model import Session
 

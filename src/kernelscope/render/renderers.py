@@ -109,8 +109,19 @@ class RooflinePngRenderer(_Raw):
         return roofline_png_bytes(tuple(k.roofline for k in a.kernels) + a.regions, a.ceilings, self.title(report))
 
 
+class HtmlRenderer(_Raw):
+    """`kernelscope report`: one self-contained HTML page (it escapes the session's strings itself)."""
+
+    name = "html"
+
+    def render(self, report: Report) -> str:
+        from kernelscope.render.html import render_html
+
+        return render_html(report)
+
+
 RENDERERS: dict[str, type] = {r.name: r for r in (TerminalRenderer, JsonRenderer, ChromeRenderer,
-                                                    RooflinePngRenderer)}
+                                                    RooflinePngRenderer, HtmlRenderer)}
 
 
 def get_renderer(name: str, **options: Any) -> Renderer:

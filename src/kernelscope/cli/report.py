@@ -1,0 +1,36 @@
+"""`kernelscope report FILE -o report.html`: one self-contained HTML page of a session (no GPU, no
+network at view time): every view `show` draws, as tables and inline SVG charts."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kernelscope.cli.common import add_ceilings_arg, ceilings, load_session, non_negative, output_path, report
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a session as one self-contained HTML page")
+    p.add_argument("file", help="session file written by kernelscope run")
+    p.add_argument("-o", "--output", metavar="OUT.html", required=True, help="the HTML file to write")
+    p.add_argument("--kernel", metavar="REGEX", help="the kernels with panels: those matching REGEX")
+    p.add_argument("--panels", type=non_negative, default=3, metavar="N",
+                   help="panels for the top N kernels by time (default 3; 0: the tables and session views only)")
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite OUT.html if it exists")
+    add_ceilings_arg(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kernelscope.model.files import write_atomic
+    from kernelscope.render.renderers import get_renderer
+
+    out = output_path(args.output, args.force_overwrite, [args.file], "HTML report")
+    session = load_session(args.file)
+    renderer = get_renderer("html")
+    shown = renderer.prepare(session)  # the session as stored: the page escapes its strings itself
+    r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings))
+    page = renderer.render(r).encode()
+    write_atomic(out, page)
+    print(f"wrote {out}: {len(page) / 1024:,.0f} KiB, {len(r.kernels)} kernel(s) with panels of "
+          f"{len(r.summary.kernels)}; open it in any browser (nothing is fetched)")
+    return 0

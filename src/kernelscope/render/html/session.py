@@ -1,0 +1,248 @@
+"""Session-wide sections of the HTML report: the header, the kernel table, the run's timeline (drawn
+aggregated: one SVG column sums every launch inside it, so 100,000 launches cost no more than 100) and
+the live GPU stats. The numbers the terminal prints, through the same helpers."""
+from __future__ import annotations
+
+from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
+from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
+from kernelscope.model.names import distinct_short_names, short_kernel_name
+from kernelscope.render.fmt import dim3_compact, duration, size_bytes, truncate
+from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
+from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
+from kernelscope.render.html.charts import PALETTE, series, strips
+from kernelscope.render.html.markup import Markup, el, kv, note, section, table
+
+TIMELINE_COLUMNS = 400
+TIMELINE_LANES = 8  # kernels by total time with a lane of their own; the rest share one
+TIMELINE_ROWS = 200  # rows of the timeline table, as show --timeline's default
+KERNEL_TABLE_ROWS = 500  # every kernel is a row up to here (the terminal shows 15)
+
+
+def header_section(s) -> Markup:
+    """What SessionHeader prints."""
+    rows: list = []
+    d = s.device
+    if d is None:
+        rows.append(("Device", "N/A (no CUDA device was recorded)"))
+    else:
+        parts = [f"{d.name} ({d.arch})"]
+        if (v := d.value("sm_count")) is not None:
+            parts.append(f"{v} SMs")
+        for key, what in (("total_memory_bytes", "memory"), ("l2_cache_bytes", "L2")):
+            if (v := d.value(key)) is not None:
+                parts.append(f"{size_bytes(v)} {what}")
+        rows.append(("Device", " · ".join(parts)))
+        clocks = []
+        sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
+        sm_now = d.value("sm_clock_mhz")
+        if sm_max and sm_now is not None:
+            clocks.append(f"SM {sm_now} / {sm_max} MHz max")
+        elif sm_max:
+            clocks.append(f"SM clock max {sm_max} MHz")
+        if drv := d.value("driver_version"):
+            clocks.append(f"driver {drv}")
+        if clocks:
+            rows.append(("", " · ".join(clocks)))
+    rows.append(("Command", " ".join(s.command) or "(Python API)"))
+    outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
+    counters = s.collectors.get("counters")
+    details = counters.details if counters is not None else {}
+    if details.get("imported"):
+        captured = details.get("report_created_utc")
+        text = captured if captured else f"N/A: {details.get('report_created_missing') or 'not recorded'}"
+        span = details.get("results_created_utc")
+        if isinstance(span, list) and len(span) == 2:
+            first, last = (str(x)[11:19] for x in span)
+            text += f" · kernel results {first}" + ("" if first == last else f" to {last}")
+        rows.append(("Captured (ncu report)", text))
+        rows.append(("Imported", f"{s.created_utc or 'N/A'} · {outcome}"))
+    else:
+        rows.append(("Recorded", f"{s.created_utc or 'N/A'} · {outcome}"))
+    for name, st in sorted(s.collectors.items()):
+        rows.append((f"  {name}", el("span", st.status, class_=f"st-{st.status}") + (f": {st.reason}" if st.reason else "")))
+    return section("kernelscope session", kv(rows), id_="session")
+
+
+def kernel_table_section(summary) -> Markup:
+    """What KernelTable prints, every kernel up to KERNEL_TABLE_ROWS (the page is not 80 columns wide)."""
+    if not summary.kernels:
+        return section("Kernels", el("p", "No kernel launches were recorded."))
+    rows = []
+    more = False
+    for i, k in enumerate(summary.kernels[:KERNEL_TABLE_ROWS], 1):
+        c = k.configs[0].config
+        cfg = f"{dim3_compact(c.grid)} / {dim3_compact(c.block)}"
+        if len(k.configs) > 1:
+            cfg += f" +{len(k.configs) - 1}"
+            more = True
+        rows.append((str(i), el("span", k.label, title=k.name), str(k.launches), duration(k.total_ns),
+                     f"{100 * k.share_of_kernel_time:.1f}", duration(k.mean_ns), cfg))
+    body: list = [table(("#", "Kernel", "Calls", "Total", "%", "Mean", "Grid / Block"), rows, num_from=2)]
+    if more:
+        body.append(note("+N: the kernel also ran with N other launch configurations (grid, block, registers or "
+                         "shared memory); the one shown took the most time."))
+    if len(summary.kernels) > KERNEL_TABLE_ROWS:
+        body.append(note(f"… and {len(summary.kernels) - KERNEL_TABLE_ROWS} more kernels (show --json lists all)"))
+    return section(f"Kernels by total GPU time ({summary.launch_count} launches, {duration(summary.total_kernel_ns)})",
+                   *body, id_="kernels")
+
+
+def _lanes(tl, top: list[str]) -> tuple[list[tuple[str, list[float]]], int, int]:
+    """Busy fraction per column and lane: each top kernel, other kernels, copies. O(rows + columns)."""
+    gpu = [r for r in tl.rows if r.kind != "region"]
+    t0 = min(r.start_ns for r in gpu)
+    t1 = max(r.start_ns + r.duration_ns for r in gpu)
+    span = max(1, t1 - t0)
+    names = {n: i for i, n in enumerate(top)}
+    lanes = [[0.0] * TIMELINE_COLUMNS for _ in range(len(top) + 2)]
+    col_ns = span / TIMELINE_COLUMNS
+    for r in gpu:
+        lane = names.get(r.name, len(top)) if r.kind == "kernel" else len(top) + 1
+        s, e = r.start_ns - t0, r.start_ns - t0 + r.duration_ns
+        c = min(TIMELINE_COLUMNS - 1, int(s / col_ns))
+        while c < TIMELINE_COLUMNS and c * col_ns < e:
+            lanes[lane][c] += min(e, (c + 1) * col_ns) - max(s, c * col_ns)
+            c += 1
+    fractions = [[min(1.0, v / col_ns) for v in lane] for lane in lanes]
+    labels = distinct_short_names(top)
+    named = [(truncate(labels.get(n, short_kernel_name(n)), 34), f) for n, f in zip(top, fractions)]
+    return named + [("other kernels", fractions[-2]), ("copies / memsets", fractions[-1])], t0, t1
+
+
+def timeline_section(tl, summary) -> Markup:
+    """Panel 8, the run: GPU busy and gaps, a lane per kernel drawn by busy share per column, and the first
+    TIMELINE_ROWS rows of the table show --timeline prints."""
+    title = "8 · Timeline"
+    if tl.missing_reason is not None:
+        return section(title, el("p", f"N/A: {tl.missing_reason}.", class_="na"), id_="timeline")
+    busy_pct = 100.0 * tl.gpu_busy_ns / tl.span_ns if tl.span_ns else 0.0
+    rows: list = [("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
+                               "kernels and copies")]
+    for g in tl.gaps:
+        what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else
+                "host doing other work (Python, synchronize, data preparation)")
+        rows.append((g.kind.capitalize() + "s", f"{g.count} totalling {duration(g.total_ns)}, largest "
+                                               f"{duration(g.largest_ns)}: {what}"))
+    if not tl.gaps:
+        rows.append(("Gaps", f"none: every kernel started within {duration(BACK_TO_BACK_GAP_NS)} of the previous "
+                             "one ending"))
+    body: list = [kv(rows)]
+    if any(r.kind != "region" for r in tl.rows):
+        top = [k.name for k in summary.kernels[:TIMELINE_LANES]]
+        lanes, t0, t1 = _lanes(tl, top)
+        shades = {i: f"rgba(47,111,222,{0.2 + 0.8 * i / 4:.2f})" for i in range(1, 5)}
+        cells = [(name, [0 if f <= 0 else max(1, round(4 * f)) for f in frac], "") for name, frac in lanes
+                 if any(frac)]
+        body.append(el("h3", f"The run, {duration(t1 - t0)} from the first GPU start (one column = "
+                             f"{duration((t1 - t0) / TIMELINE_COLUMNS)}; darker = busier)"))
+        body.append(strips(cells, shades, label_w=200, note_w=10, label="kernels over time"))
+    origin = next((r.start_ns for r in tl.rows if r.kind != "region"), 0)
+    labels = distinct_short_names(r.name for r in tl.rows[:TIMELINE_ROWS] if r.kind == "kernel")
+    trows = []
+    for r in tl.rows[:TIMELINE_ROWS]:
+        if r.kind == "region":
+            trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region", f"▸ {r.name}",
+                          "" if r.on_gpu else "(CPU span: no GPU work seen)"))
+            continue
+        gap = f"{duration(r.gap_before_ns)} {r.gap_kind}" if r.gap_before_ns is not None and r.gap_kind in (
+            LAUNCH_GAP, HOST_WAIT) else ""
+        notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
+        trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
+                      labels.get(r.name, r.short_name), notes))
+    more = f" (first {TIMELINE_ROWS} of {len(tl.rows):,})" if len(tl.rows) > TIMELINE_ROWS else ""
+    body.append(el("details", el("summary", f"Rows in time order{more}"),
+                   table(("Start ms", "Duration", "Idle before", "Kind", "Name", "Notes (counter pass)"), trows,
+                         num_from=1)))
+    body.append(note(f"Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back (not "
+                     f"shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are ncu's % "
+                     "of peak for the launches the counter pass measured."))
+    return section(title, *body, id_="timeline")
+
+
+def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Markup:
+    """Panel 9 from analyze.gpu_stats.GpuStatsSummary: the summary table, clock events, each series plotted
+    against the kernels' busy time, and sample rows."""
+    every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
+    over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
+    title = f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+    n = s.samples
+    rows, partly = [], {}
+    for f in s.fields:
+        label = LABELS.get(f.key, f.key)
+        if f.count == 0:
+            cells = [el("span", f"N/A: {f.missing_reason}", class_="na"), "", "", ""]
+        else:
+            if f.count < n and f.missing_reason:
+                partly.setdefault(f.missing_reason, []).append(label)
+            cells = [value_text(f.mean, f.unit), value_text(f.minimum, f.unit), value_text(f.peak, f.unit),
+                     value_text(f.limit, f.unit) if f.limit is not None else ""]
+        rows.append((label, *cells, f"{f.count}/{n}", f"{f.source}: {f.raw_name}"))
+    body: list = [table(("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source"), rows)]
+    body += [note(f"N/A in some samples ({', '.join(v)}): {k}") for k, v in partly.items()]
+    if s.throttle_counts:
+        body.append(el("p", "Clock event reasons: " + "; ".join(
+            f"{r} in {c} of {s.samples} samples ({b} while kernels ran)" for r, c, b in s.throttle_counts)))
+    elif s.field("sm_clock_mhz") is not None:
+        body.append(el("p", "Clock event reasons: none reported"))
+    if s.flagged_samples:
+        body.append(el("p", f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled "
+                            f"or had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from "
+                            "those windows may be slow", class_="warn"))
+    elif s.busy_samples:
+        body.append(el("p", f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in "
+                            f"the {s.busy_samples} samples taken while kernels ran"))
+    st = session.collectors.get("sampler")
+    d = st.details if st else {}
+    if "read_ms_mean" in d:
+        body.append(note(f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
+                         f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per "
+                         f"reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for "
+                         f"the Python GIL included); GPM: {d.get('gpm', 'N/A')}"))
+    if s.outside_trace:
+        body.append(note(f"{s.outside_trace} more sample(s), taken before the trace began or after it ended, are kept "
+                         "in the session but not summarised"))
+    samples = s.used
+    times = [x.t_ns if s.on_timeline else x.wall_time_ns for x in samples]
+    if times:
+        t0 = min(0, times[0]) if s.on_timeline else times[0]
+        t1 = max(times[-1], s.trace_end_ns or times[-1])
+        plots = []
+        if s.on_timeline:
+            launches = [x for x in session.launches if x.device_index in (None, s.device_index)]
+            plots.append(("kernels", series(kernel_busy(launches, t0, t1, width), 0, 1, width, 24, PALETTE[3]),
+                          "busy 0–100 %"))
+        for i, key in enumerate(STRIP_FIELDS):
+            f = s.field(key)
+            if f is None:
+                continue
+            if f.count == 0:
+                plots.append((LABELS[key], el("span", f"N/A: {f.missing_reason}", class_="na"), ""))
+                continue
+            lo, hi = _scale(f)
+            plots.append((LABELS[key], series(bucket(times, f.series, t0, t1, width), lo, hi, width),
+                          f"{value_text(lo, f.unit)}–{value_text(hi, f.unit)}"))
+        body.append(el("h3", f"Against the kernel timeline ({t0 / 1e9:.3f} s to {t1 / 1e9:.3f} s, "
+                             f"{'session clock' if s.on_timeline else 'since 1st sample'})"))
+        body.append(table((), plots, class_="kv", num_from=99))
+    picks = list(range(len(samples)))
+    if len(samples) > max_rows:  # flagged ones first, the rest evenly spaced (as the terminal)
+        flagged = [w.index for w in s.windows if w.flags][: max_rows // 2]
+        rest = max_rows - len(flagged)
+        picks = sorted(set(flagged) | {round(i * (len(samples) - 1) / max(1, rest - 1)) for i in range(rest)})
+    labels = distinct_short_names(x.kernel for x in session.launches)
+    srows = []
+    for i in picks:
+        x, w = samples[i], s.windows[i]
+        names = [labels.get(k) or short_kernel_name(k) for k, _ in w.kernels]
+        ks = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "") if names else "(none)"
+        srows.append((f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A",
+                      value_text(_f(x.value("gpu_utilization_pct")), "%"), value_text(_f(x.value("sm_clock_mhz")), ""),
+                      value_text(_f(x.value("power_w")), "W"), value_text(_f(x.value("temperature_c")), "C"),
+                      "!" if w.flags else "", ks))
+    body.append(table(("t", "GPU", "SM MHz", "power", "temp", "", "kernels that ran since the previous sample"),
+                      srows, num_from=0))
+    if len(picks) < len(samples):
+        body.append(note(f"{len(picks)} of {len(samples)} samples shown: flagged ones first, the rest evenly spaced"))
+    return section(title, *body, id_="gpu-stats")
+
+

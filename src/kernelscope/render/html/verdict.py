@@ -1,0 +1,31 @@
+"""The session verdict as HTML: the same rows and words as the terminal's Verdict panel (render/verdict.py)."""
+from __future__ import annotations
+
+from kernelscope.render.fmt import duration
+from kernelscope.render.html.markup import Markup, el, kv, note, section, table
+from kernelscope.render.verdict import (GAINS_TITLE, KIND_NAMES, gain_text, no_gain_text, not_measured_text, pct,
+                                        time_line, unranked_text)
+
+
+def verdict_section(v) -> Markup:
+    body: list = [kv([("Time", time_line(v))] + ([("By kind", f"N/A: {v.by_kind_missing}")]
+                                                  if not v.by_kind and v.by_kind_missing else []))]
+    rows = []
+    for label, shares, names in (("by kind", v.by_kind, KIND_NAMES), ("by kernel", v.by_kernel, {}),
+                                 ("by region", v.by_region, {})):
+        for i, r in enumerate(shares):
+            rows.append((label if i == 0 else "", pct(r.share), duration(r.total_ns), names.get(r.name, r.name)))
+    if rows:
+        body.append(table(("", "Share", "Time", "What"), rows, num_from=1))
+    if v.gains:
+        body.append(table(("#", "Of all kernel time", "Finding"),
+                          [(f"{i}.", f"{g.session_gain_pct:.1f}%", gain_text(g)) for i, g in enumerate(v.gains, 1)],
+                          caption=GAINS_TITLE, num_from=1))
+    else:
+        body.append(el("p", no_gain_text(v)))
+    if unranked_text(v):
+        body.append(note(unranked_text(v)))
+    if v.not_measured:
+        body.append(el("h3", "Not measured"))
+        body.append(el("ul", *(el("li", not_measured_text(n)) for n in v.not_measured)))
+    return section("Verdict", *body, id_="verdict")

@@ -1,0 +1,39 @@
+"""Sessions for the HTML report tests: recorded ones, one grown to many launches, one with hostile names."""
+from __future__ import annotations
+
+import dataclasses
+
+from conftest import ROOT
+from kernelscope.model import Session
+
+DATA = ROOT / "tests" / "data"
+SCRIPT = "<script>alert(1)</script>"
+
+
+def recorded(name: str = "session_h100_instrumented.json.gz") -> Session:
+    return Session.load(DATA / name)
+
+
+def many_launches(n: int = 100_000, name: str = "session_h100_samples.json.gz") -> Session:
+    """The recorded session's traced launches repeated back to back, each copy shifted by the run's span,
+    until there are ``n``: a long job's launch count with the recorded kernels, grids and durations."""
+    s = recorded(name)
+    traced = [x for x in s.launches if x.start_ns is not None]
+    t0 = min(x.start_ns for x in traced)
+    span = max(x.start_ns + x.duration_ns for x in traced) - t0 + 1_000
+    out = []
+    copy = 0
+    while len(out) < n:
+        out += [dataclasses.replace(x, start_ns=x.start_ns + copy * span, correlation_id=None) for x in traced]
+        copy += 1
+    return dataclasses.replace(s, launches=out[:n], samples=[])
+
+
+def hostile(name: str = "session_h100_instrumented.json.gz") -> Session:
+    """The most-time kernel and every region renamed to a script element; the command too."""
+    s = recorded(name)
+    top = max({x.kernel for x in s.launches}, key=lambda k: sum(x.duration_ns for x in s.launches if x.kernel == k))
+    launches = [dataclasses.replace(x, kernel=SCRIPT, regions=[SCRIPT for _ in x.regions] or [SCRIPT])
+                if x.kernel == top else x for x in s.launches]
+    regions = [dataclasses.replace(r, name=SCRIPT) for r in s.regions]
+    return dataclasses.replace(s, launches=launches, regions=regions, command=["python", SCRIPT])
