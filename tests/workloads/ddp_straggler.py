@@ -69,10 +69,11 @@ def main() -> None:
                                            use_gzip=True)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                      schedule=schedule(wait=1, warmup=1, active=args.steps - 2), on_trace_ready=handler) as prof:
-            for _ in range(args.steps):
+            for i in range(args.steps):
                 step()
+                if i == args.steps - 1:  # the trace is written at this prof.step(): the GPU work must be done
+                    torch.cuda.synchronize()
                 prof.step()
-            torch.cuda.synchronize()
     else:
         for _ in range(args.steps):
             step()
