@@ -96,6 +96,7 @@ class Straggler:
     collectives: int  # how many collectives it arrived last at (with a spread > 0)
     caused_wait_ns: int  # the sum of those collectives' spreads
     worst: CollectiveRow | None
+    sentence: str  # its worst collective, said the methodology's way (straggler_sentence)
 
 
 @dataclass(frozen=True)
@@ -209,8 +210,10 @@ def _stragglers(rows: list[CollectiveRow]) -> tuple[Straggler, ...]:
     for row in rows:
         if row.straggler_rank is not None and row.spread_ns > 0:
             caused[row.straggler_rank].append(row)
-    out = [Straggler(r, len(v), sum(x.spread_ns for x in v), max(v, key=lambda x: x.spread_ns))
-           for r, v in caused.items()]
+    out = []
+    for r, v in caused.items():
+        worst = max(v, key=lambda x: x.spread_ns)
+        out.append(Straggler(r, len(v), sum(x.spread_ns for x in v), worst, straggler_sentence(worst)))
     return tuple(sorted(out, key=lambda s: (-s.caused_wait_ns, s.rank)))
 
 

@@ -98,3 +98,22 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
     status = session.collectors.get("ranks")
     notes = tuple(str(n) for n in (status.details.get("notes") or [] if status else [])) + collectives.problems
     return RanksSummary(tuple(out), imbalance, notes)
+
+
+@dataclass(frozen=True)
+class RanksReport:
+    """What the Ranks and Collectives panels and `show --json` draw."""
+
+    collectives: CollectiveAnalysis
+    summary: RanksSummary
+
+    @property
+    def multi_rank(self) -> bool:
+        return len(self.summary.ranks) > 1
+
+
+def ranks_report(session: Session) -> RanksReport:
+    from kernelscope.analyze.collectives import analyze_collectives
+
+    c = analyze_collectives(session)
+    return RanksReport(c, summarize_ranks(session, c))

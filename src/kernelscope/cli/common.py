@@ -157,6 +157,10 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
             k["analysis"] = per_kernel.get(k["name"])
         if getattr(args, "timeline", None) is not None:  # the same rows the terminal's timeline draws
             doc["timeline"] = _timeline_json(session, args.timeline)
+        from kernelscope.analyze.ranks import ranks_report
+        from kernelscope.render.ranks_json import ranks_json
+
+        doc.update(ranks_json(ranks_report(session)))  # ranks, collectives (multi-GPU sessions: analyze/collectives)
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
         return 0
@@ -167,4 +171,11 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None) ->
     analysis = analyze_session(session, ceilings, summary)
     console.print(ShowView(session, summary, selected, table_limit=limit, banner=banner, analysis=analysis,
                            timeline_limit=getattr(args, "timeline", None), block=getattr(args, "block", None)))
+    if len(session.ranks) > 1:  # a multi-GPU session: the Ranks and Collectives panels
+        from kernelscope.analyze.ranks import ranks_report
+        from kernelscope.render.ranks_panel import CollectivesPanel, RanksPanel
+
+        report = ranks_report(session)
+        console.print(RanksPanel(report.summary))
+        console.print(CollectivesPanel(report.collectives, limit=len(report.collectives.rows) if args.all_kernels else 20))
     return 0

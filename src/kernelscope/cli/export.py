@@ -32,7 +32,12 @@ def main(args: argparse.Namespace) -> int:
         fail("give the trace file to write: kernelscope export SESSION -o OUT.json")
     out = output_path(target, args.force_overwrite, [args.file], "trace file")
     session = load_session(args.file)
-    trace = session_to_chrome_trace(session)
+    report = None
+    if len(session.ranks) > 1:  # a multi-GPU session: the waits at collectives get their own track per rank
+        from kernelscope.analyze.ranks import ranks_report
+
+        report = ranks_report(session)
+    trace = session_to_chrome_trace(session, report)
     if not any(e["ph"] != "M" for e in trace.events):
         fail(nothing_to_draw(args.file, session))
     write_atomic(out, json.dumps(trace.to_dict()).encode())
