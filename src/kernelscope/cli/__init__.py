@@ -17,7 +17,7 @@ from kernelscope.model.files import OutputFileError
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
 COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
-            "diff", "calibrate")
+            "diff", "merge", "calibrate")
 _HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
 
 
