@@ -13,11 +13,13 @@ $KS run -f -o "$O/run2.json" -- torchrun --nproc-per-node 2 --master-port 29551 
 $KS show "$O/run2.json" --width 150 --panels 0 > "$O/show_run2.txt" 2>> "$L"
 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ranks_gpu.py > "$O/multigpu_tests.log" 2>&1; echo "pytest rc=$?" >> "$L"
 # cost: the workload's own time (steps only) and the whole command's wall time, plain vs under kernelscope
-t() { local s=$(date +%s.%N); "$@" > "$O/t.out" 2>&1; local e=$(date +%s.%N); echo "$(echo "$e - $s" | bc) $(grep -o 'in [0-9.]* s' "$O/t.out" | tr '\n' ' ')"; }
+t() { local s=$(date +%s.%N); "$@" > "$O/t.out" 2>&1; local e=$(date +%s.%N); echo "$(python3 -c "print(round($e - $s, 2))") $(grep -o 'in [0-9.]* s' "$O/t.out" | tr '\n' ' ')"; }
 for n in 1 2; do
   for i in 1 2; do
     echo "nproc=$n plain:       $(t torchrun --nproc-per-node $n --master-port 2956$n $W --steps 20)" >> "$L"
     echo "nproc=$n kernelscope: $(t $KS run -f -q -o /tmp/c$n.json -- torchrun --nproc-per-node $n --master-port 2957$n $W --steps 20)" >> "$L"
   done
 done
-rm -f "$O/t.out"
+rm -f "$O/t.out" "$O/job2.json"
+for f in record_ranks.log show_job2.txt show_run2.txt multigpu_tests.log; do echo "=== $f"; cat "$O/$f"; rm -f "$O/$f"; done >> "$L"
+gzip -f "$O/run2.json"
