@@ -41,6 +41,7 @@ def main() -> None:
     x = torch.randn(512, 1024, device="cuda")
     params = list(model.parameters())
     buckets = [params[: len(params) // 2], params[len(params) // 2:]]
+    trace_each_step = bool(args.trace_dir)
 
     def step() -> None:
         with torch.profiler.record_function("forward_backward"):
@@ -58,8 +59,10 @@ def main() -> None:
             stats = torch.full((256,), float(rank), device="cuda")
             out = torch.empty(256 * world, device="cuda")
             dist.all_gather_into_tensor(out, stats, group=side)
-        # No synchronize per step: the host queues ahead, so every rank's GPU starts the next step as soon
-        # as the all-gather ends (together everywhere), and the ranks differ only by the planted delay.
+        if trace_each_step:  # under the profiler's schedule each step is closed (as recorded in tests/data/ranks)
+            torch.cuda.synchronize()
+        # Otherwise no synchronize per step: the host queues ahead, so every rank's GPU starts the next step as
+        # soon as the all-gather ends (together everywhere), and the ranks differ by the planted delay.
 
     t0 = time.perf_counter()
     if args.trace_dir:
