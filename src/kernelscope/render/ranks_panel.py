@@ -111,6 +111,9 @@ class CollectivesPanel:
             lines.append(Text(f"straggler of the run: rank {s.rank}, last to arrive at {s.collectives} of "
                               f"{len(a.rows)} collectives, others waited {duration(s.caused_wait_ns)} in all; worst: "
                               f"{s.sentence}", style="bold"))
+            for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
+                lines.append(Text(f"also last to arrive: rank {other.rank} at {other.collectives} collectives, others "
+                                  f"waited {duration(other.caused_wait_ns)} in all; worst: {other.sentence}"))
         marks = [line for row in a.rows for line in barrier_lines(row)]
         for line in marks[: self.limit]:
             lines.append(Text(line))
