@@ -28,7 +28,20 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def _gpu_count() -> int:
+    if not HAS_CUDA:
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _gpu_count() < 2:
+        few = pytest.mark.skip(reason="needs 2 or more NVIDIA GPUs")
+        for item in items:
+            if "multigpu" in item.keywords:
+                item.add_marker(few)
     if HAS_CUDA:
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CUDA")

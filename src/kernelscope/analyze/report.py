@@ -16,6 +16,7 @@ from kernelscope.analyze.counters import CounterViews, counter_launches, counter
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
 from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
+from kernelscope.analyze.ranks import RanksReport, ranks_report
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.sm_layout import SMLayoutData, sm_layout_data
 from kernelscope.model import Launch, Session
@@ -48,6 +49,7 @@ class Report:
     ceilings: Ceilings
     kernel_regex: str | None = None  # the selection asked for (None: the top kernels by time)
     verdict: SessionVerdict | None = None  # the session's answer first: where the time goes, largest gains
+    ranks: RanksReport | None = None  # per-rank time and collectives (one rank for a one-process session)
 
     def kernel(self, name: str) -> KernelReport:
         for k in self.kernels:
@@ -81,4 +83,4 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
-                  session_verdict(session, analysis))
+                  session_verdict(session, analysis), ranks_report(session))

@@ -17,7 +17,7 @@ from kernelscope.model.files import OutputFileError
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
 COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
-            "report", "diff", "calibrate", "tune", "doctor")
+            "report", "diff", "merge", "calibrate", "tune", "doctor")
 _HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
 
 

@@ -1,5 +1,6 @@
-"""`kernelscope import REPORT.ncu-rep`: a session from an Nsight Compute report made
-by hand (CUDA C++, CUTLASS, any `ncu` invocation), for `show` to render."""
+"""`kernelscope import`: a session from files other tools wrote, picked by content: an Nsight Compute
+report (.ncu-rep, made by hand with any `ncu` invocation), or PyTorch profiler / Kineto traces
+(.json or .json.gz, one per rank, or directories of them), for `show` to render."""
 from __future__ import annotations
 
 import argparse
@@ -12,22 +13,66 @@ NAME = "import"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="turn an Nsight Compute report (.ncu-rep) into a session")
-    p.add_argument("report", help="an .ncu-rep file written by ncu -o")
-    p.add_argument("-o", "--output", help="session file (default: REPORT with .json)")
+    p = sub.add_parser("import", help="turn an Nsight Compute report or PyTorch profiler traces into a session")
+    p.add_argument("report", nargs="+", metavar="INPUT",
+                   help="an .ncu-rep file written by ncu -o, or PyTorch profiler traces (.json/.json.gz, "
+                        "one per rank) or directories of them (tensorboard_trace_handler, VLLM_TORCH_PROFILER_DIR)")
+    p.add_argument("-o", "--output", help="session file (default: INPUT with .json, or INPUT.session.json for traces)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the session file")
     p.add_argument("--partial", action="store_true",
                    help="keep the whole kernel results of a report that ends early (default: refuse it)")
     p.set_defaults(func=main)
 
 
+def _is_trace_input(path: Path) -> bool:
+    """JSON (plain or gzip) or a directory: traces. Anything else goes to the Nsight Compute reader."""
+    if path.is_dir():
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return path.name.endswith((".json", ".json.gz"))
+    return head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"[")
+
+
 def main(args: argparse.Namespace) -> int:
+    inputs = [Path(p) for p in args.report]
+    if len(inputs) > 1 or _is_trace_input(inputs[0]):
+        return _import_traces(args, inputs)
+    return _import_ncu(args, inputs[0])
+
+
+def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
+    from kernelscope.collect.trace.kineto_import import TraceImportError, import_traces
+
+    if args.partial:
+        fail("--partial is for Nsight Compute reports; a damaged trace is left out with a note instead")
+    first = inputs[0]
+    base = first.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
+    out = Path(args.output) if args.output else first.parent / f"{base}.session.json"
+    files_in = [f for p in inputs if p.is_dir() for f in p.iterdir()] + [p for p in inputs if not p.is_dir()]
+    output_path(out, args.force_overwrite, files_in, "session file")
+    try:
+        imported = import_traces(inputs)
+    except TraceImportError as e:
+        fail(str(e))
+    for note in imported.notes:
+        print(f"kernelscope: note: {note}.", file=sys.stderr)
+    session = imported.joined.session
+    session.save(out)
+    ranks = f"{len(session.ranks)} ranks, " if session.ranks else ""
+    print(f"kernelscope: {ranks}{len(session.launches):,} kernel launches from {len(imported.files)} trace file(s) "
+          f"written to {out}. View them with: kernelscope show {out}", file=sys.stderr)
+    return 0
+
+
+def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     from kernelscope.collect.trace.api import new_session
     from kernelscope.collect.ncu.merge import report_time_details, session_from_report
     from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
     from kernelscope.model import CollectorStatus
 
-    report = Path(args.report)
     out = Path(args.output) if args.output else report.with_suffix(".json")
     output_path(out, args.force_overwrite, [report], "session file")
     try:

@@ -142,6 +142,12 @@ def main(argv: list[str]) -> int:
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
+    from kernelscope.collect.trace.torchrun import is_torchrun
+
+    if request is not None and is_torchrun(o["command"]):
+        fail("--counters under torchrun is not supported yet: record the trace pass with kernelscope run -- torchrun "
+             "..., and profile one rank with ncu yourself (excluding NCCL kernels, which deadlock under replay)")
+    python_workload = python_workload or is_torchrun(o["command"])
     try:
         if request is not None and not python_workload:
             result = run_without_trace(o["command"], out)

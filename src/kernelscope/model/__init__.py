@@ -5,6 +5,7 @@ from kernelscope.model.device import Device, attribute
 from kernelscope.model.finding import Finding
 from kernelscope.model.launch import Activity, Dim3, Launch, Region
 from kernelscope.model.metric import SOURCES, Metric, MetricMap
+from kernelscope.model.ranks import Collective, RankInfo
 from kernelscope.model.packing import Figure, PackedWord, PackingExample, Phase, Walkthrough
 from kernelscope.model.sample import DeviceReading, GpuProcess, Sample
 from kernelscope.model.session import SCHEMA_VERSION, CollectorStatus, Session, SessionFileError
@@ -13,5 +14,5 @@ __all__ = [
     "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3", "Finding", "GpuProcess", "Launch", "Metric", "MetricMap",
     "Region", "Sample",
     "Figure", "PackedWord", "PackingExample", "Phase", "Walkthrough",
-    "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute",
+    "Collective", "RankInfo", "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute",
 ]

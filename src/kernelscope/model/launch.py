@@ -7,6 +7,7 @@ from typing import Any
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
 from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
+from kernelscope.model.ranks import Collective
 
 Dim3 = tuple[int, int, int]
 
@@ -37,6 +38,8 @@ class Launch:
     # In-kernel instrumentation (opt-in): per-block SM and times, per-warp phases. None: not instrumented.
     block_records: BlockRecords | None = None
     scopes: PhaseScopes | None = None
+    rank: int | None = None  # the process (Session.ranks) that launched it; None in a one-process session
+    collective: Collective | None = None  # an NCCL kernel: the collective it runs
 
     @property
     def blocks(self) -> int:
@@ -69,6 +72,10 @@ class Launch:
             d["block_records"] = self.block_records.to_dict()
         if self.scopes is not None:
             d["scopes"] = self.scopes.to_dict()
+        if self.rank is not None:  # multi-process sessions only: one-process files stay as they were
+            d["rank"] = self.rank
+        if self.collective is not None:
+            d["collective"] = self.collective.to_dict()
         return d
 
     @classmethod
@@ -88,6 +95,8 @@ class Launch:
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
             block_records=None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
             scopes=None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
+            rank=d.get("rank"),
+            collective=None if d.get("collective") is None else Collective.from_dict(d["collective"]),
         )
 
 
@@ -101,13 +110,14 @@ class Activity:
     duration_ns: int
     bytes: int | None = None
     stream: int | None = None
+    rank: int | None = None  # multi-process sessions: the process it belongs to
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return _without_rank(self.__dict__)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Activity":
-        return cls(**{k: d.get(k) for k in ("kind", "name", "start_ns", "duration_ns", "bytes", "stream")})
+        return cls(**{k: d.get(k) for k in ("kind", "name", "start_ns", "duration_ns", "bytes", "stream", "rank")})
 
 
 @dataclass
@@ -119,13 +129,20 @@ class Region:
     cpu_duration_ns: int
     gpu_start_ns: int | None = None
     gpu_duration_ns: int | None = None
+    rank: int | None = None  # multi-process sessions: the process it belongs to
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return _without_rank(self.__dict__)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Region":
-        return cls(**{k: d.get(k) for k in ("name", "cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns")})
+        return cls(**{k: d.get(k) for k in ("name", "cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns",
+                                            "rank")})
+
+
+def _without_rank(d: dict[str, Any]) -> dict[str, Any]:
+    """One-process files stay as they were: the rank key is written only when set."""
+    return {k: v for k, v in d.items() if k != "rank" or v is not None}
 
 
 def _dim3(v: Any) -> Dim3:

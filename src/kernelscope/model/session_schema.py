@@ -112,6 +112,20 @@ finding = obj({
 }, lambda d: next((("evidence", "[raw name, value] pairs") for e in d.get("evidence") or []
                    if len(e) != 2 or not isinstance(e[0], str)), None))
 
+collective = obj({  # model/ranks.Collective
+    "name": F(string, True), "process_group": F(optional(string)), "in_nelems": F(optional(_count)),
+    "out_nelems": F(optional(_count)), "group_size": F(optional(number(1, integer=True))), "dtype": F(optional(string)),
+    "seq": F(optional(_count)),
+})
+
+rank_info = obj({  # model/ranks.RankInfo
+    "rank": F(_count, True), "world_size": F(optional(number(1, integer=True))), "local_rank": F(optional(_count)),
+    "host": F(optional(string)), "device_index": F(optional(_count)), "device_name": F(optional(string)),
+    "pid": F(optional(_count)), "nccl_version": F(optional(string)), "backend": F(optional(string)),
+    "process_groups": F(list_of(_json_object)), "source": F(optional(string)), "clock_offset_ns": F(_int),
+    "alignment_error_ns": F(optional(_ns)),
+})
+
 launch = obj({
     "kernel": F(string, True), "grid": F(_grid, True), "block": F(_block, True),
     "start_ns": F(optional(_int)), "duration_ns": F(_ns, True), "stream": F(optional(_int)),
@@ -119,16 +133,17 @@ launch = obj({
     "metrics": F(numeric_metrics), "counters": F(counter_metrics), "findings": F(list_of(finding, drop=True)),
     "block_records": F(fallback(optional(block_records), None)),
     "scopes": F(fallback(optional(phase_scopes), None)),
+    "rank": F(optional(_count)), "collective": F(fallback(optional(collective), None)),
 })
 
 activity = obj({
     "kind": F(string, True), "name": F(string, True), "start_ns": F(_int, True), "duration_ns": F(_ns, True),
-    "bytes": F(optional(_count)), "stream": F(optional(_int)),
+    "bytes": F(optional(_count)), "stream": F(optional(_int)), "rank": F(optional(_count)),
 })
 
 region = obj({
     "name": F(string, True), "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
-    "gpu_start_ns": F(optional(_int)), "gpu_duration_ns": F(optional(_ns)),
+    "gpu_start_ns": F(optional(_int)), "gpu_duration_ns": F(optional(_ns)), "rank": F(optional(_count)),
 })
 
 sample = obj({
@@ -156,6 +171,7 @@ session = obj({
     "regions": F(list_of(region, drop=True)), "activities": F(list_of(activity, drop=True)),
     "launches": F(list_of(launch, drop=True)), "samples": F(list_of(sample, drop=True)),
     "declared_work": F(list_of(declared_work, drop=True)),
+    "ranks": F(list_of(rank_info)),  # a bad rank record makes the file unreadable: launches point at ranks
 })
 
 

@@ -107,7 +107,20 @@ def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def session_to_chrome_trace(session: Session) -> ChromeTrace:
+def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
+    """The trace; a multi-GPU session puts each rank in its own process tracks (render/chrome_ranks.py), with
+    the waits at collectives of ``ranks_report`` (analyze/ranks.RanksReport) on a track of each waiting rank."""
+    if len(session.ranks) > 1:
+        from kernelscope.render.chrome_ranks import ranks_chrome_events
+
+        out = ChromeTrace(time_origin_ns=session.time_origin_ns)
+        out.events, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
+        out.events = [_plain_text(e) for e in out.events]
+        return out
+    return _one_process_trace(session)
+
+
+def _one_process_trace(session: Session) -> ChromeTrace:
     out = ChromeTrace(time_origin_ns=session.time_origin_ns)
     ev, notes = out.events, out.notes
     gpu = "GPU" if session.device is None else f"GPU {session.device.index}: {session.device.name}"

@@ -50,13 +50,14 @@ class TerminalRenderer:
 
     def render(self, report: Report) -> str:
         from kernelscope.render.console import make_console
-        from kernelscope.render.show import TABLE_LIMIT, ShowView
+        from kernelscope.render.show import COLLECTIVES_ROWS, TABLE_LIMIT, ShowView
 
         console = make_console(width=self.width, color=self.color)  # the terminal's width and colour, as printed
         limit = len(report.summary.kernels) if self.all_kernels_in_table else TABLE_LIMIT
         with console.capture() as out:
             console.print(ShowView(report, table_limit=limit, banner=self.banner,
-                                   timeline_limit=self.timeline_limit, block=self.block, brief=self.brief))
+                                   timeline_limit=self.timeline_limit, block=self.block, brief=self.brief,
+                                   collectives_limit=None if self.all_kernels_in_table else COLLECTIVES_ROWS))
         return out.get()
 
 
@@ -72,7 +73,12 @@ class JsonRenderer(_Raw):
     def document(self, report: Report) -> dict[str, Any]:
         from kernelscope.render.json_view import show_json
 
-        return show_json(report, self.timeline_limit)
+        from kernelscope.render.ranks_json import ranks_json
+
+        doc = show_json(report, self.timeline_limit)
+        if report.ranks is not None:  # ranks, collectives (analyze/collectives; one rank for a one-process session)
+            doc.update(ranks_json(report.ranks))
+        return doc
 
     def render(self, report: Report) -> str:
         return json.dumps(self.document(report), indent=1, default=str) + "\n"
@@ -86,7 +92,7 @@ class ChromeRenderer(_Raw):
     def trace(self, report: Report):
         from kernelscope.render.chrome_trace import session_to_chrome_trace
 
-        return session_to_chrome_trace(report.session)
+        return session_to_chrome_trace(report.session, report.ranks)
 
     def render(self, report: Report) -> bytes:
         return json.dumps(self.trace(report).to_dict()).encode()

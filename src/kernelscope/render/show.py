@@ -15,22 +15,25 @@ from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.kernel_table import KernelTable
+from kernelscope.render.ranks_panel import CollectivesPanel, RanksPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
 from kernelscope.render.verdict import VerdictPanel
 from kernelscope.render.warp_execution import WarpExecutionPanel
 
 TABLE_LIMIT = 15  # kernel table rows unless --all-kernels
+COLLECTIVES_ROWS = 20  # collectives table rows unless --all-kernels
 
 
 class ShowView:
     def __init__(self, report: Report, table_limit: int = TABLE_LIMIT, banner: str | None = None,
                  timeline_limit: int | None = None, block: int | None = None, with_analysis: bool = True,
-                 brief: bool = False) -> None:
+                 brief: bool = False, collectives_limit: int | None = COLLECTIVES_ROWS) -> None:
         self.report = report
         self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner, self.timeline_limit = table_limit, banner, timeline_limit
         self.with_analysis = with_analysis  # False: leave out the analysis panels (summary, roofline, recommendations)
         self.brief = brief  # stop after the verdict
+        self.collectives_limit = collectives_limit  # None: every collective
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.report
@@ -58,3 +61,8 @@ class ShowView:
             yield SessionPanels(r.analysis, self.timeline_limit)
         if r.gpu_stats is not None:
             yield GpuStatsPanel(r.session, r.gpu_stats)
+        if r.ranks is not None and r.ranks.multi_rank:  # a multi-GPU session: the Ranks and Collectives panels
+            rows = r.ranks.collectives.rows
+            yield RanksPanel(r.ranks.summary)
+            yield CollectivesPanel(r.ranks.collectives, limit=len(rows) if self.collectives_limit is None
+                                   else self.collectives_limit)

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
 from kernelscope.model import Activity, Device, Launch, Metric, Region, attribute
 from kernelscope.model import session_schema as schema
@@ -187,6 +188,7 @@ def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: li
         correlation_id=args.get("correlation"),
         regions=regions,
         metrics=metrics,
+        collective=nccl_collective(str(e.get("name")), args),  # NCCL kernels: the collective they run
     )
 
 

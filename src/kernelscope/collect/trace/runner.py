@@ -17,11 +17,8 @@ from pathlib import Path
 
 import kernelscope
 from kernelscope.collect.trace.api import new_session
+from kernelscope.collect.trace.errors import RunError  # noqa: F401  (raised here; callers import it from here)
 from kernelscope.model import CollectorStatus, Session, SessionFileError
-
-
-class RunError(Exception):
-    """Bad input to `run`; the message is one sentence for the user."""
 
 
 @dataclass
@@ -66,6 +63,14 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
 
 
 def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None) -> RunResult:
+    from kernelscope.collect.trace.torchrun import is_torchrun, run_torchrun
+
+    if module is None and is_torchrun(command):  # a multi-GPU job: every rank records itself (torchrun.py)
+        if keep_trace:
+            raise RunError("--keep-trace keeps one trace; under torchrun each rank has its own: record them with "
+                           "torch.profiler and use kernelscope import instead")
+        exit_code, session = run_torchrun(command, output)
+        return RunResult(exit_code=exit_code, session=session, output=output)
     child = build_child_command(command, module, output, keep_trace)
     env = dict(os.environ)
     pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)

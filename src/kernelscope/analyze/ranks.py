@@ -1,0 +1,119 @@
+"""Per-rank kernel time side by side: compute, communication, idle, their overlap, and the
+imbalance across ranks. Plain data; the Ranks panel and `show --json` draw it.
+
+For each rank, over its span (first kernel start to last kernel end on the session clock):
+    communication = union of its NCCL kernels' intervals (waiting in them included)
+    compute       = union of its other kernels' intervals
+    idle          = span - union of all its kernels
+    overlap %     = |compute ∩ communication| / communication * 100  (communication hidden under compute)
+    wait          = sum of its waits at collectives (analyze/collectives.py)
+Across ranks:
+    imbalance %   = (max compute - mean compute) / mean compute * 100  (max/mean - 1, the usual load-imbalance)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelscope.analyze.collectives import CollectiveAnalysis
+from kernelscope.model import RankInfo, Session
+
+OVERLAP_FORMULA = "|compute ∩ communication| / communication * 100"
+IMBALANCE_FORMULA = "(max compute - mean compute) / mean compute * 100"
+
+Interval = tuple[int, int]
+
+
+def union(intervals: list[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def total(intervals: list[Interval]) -> int:
+    return sum(e - s for s, e in intervals)
+
+
+def intersection(a: list[Interval], b: list[Interval]) -> int:
+    """Length of the intersection of two unions (each sorted and disjoint)."""
+    i = j = 0
+    n = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        n += max(0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+@dataclass(frozen=True)
+class RankTime:
+    info: RankInfo
+    kernels: int
+    span_ns: int
+    compute_ns: int
+    communication_ns: int
+    idle_ns: int
+    overlap_ns: int
+    overlap_pct: float | None  # None: no communication
+    wait_ns: int  # at collectives
+    collectives: int
+
+
+@dataclass(frozen=True)
+class RanksSummary:
+    ranks: tuple[RankTime, ...]
+    compute_imbalance_pct: float | None  # None: fewer than 2 ranks or no compute
+    notes: tuple[str, ...]  # what the join left out or could not match (the session's `ranks` collector)
+
+
+def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksSummary:
+    infos = session.ranks or [RankInfo(rank=0, world_size=1)]
+    waits: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for row in collectives.rows:
+        for t in row.ranks:
+            waits[t.rank] = waits.get(t.rank, 0) + t.wait_ns
+            counts[t.rank] = counts.get(t.rank, 0) + 1
+    out = []
+    for info in infos:
+        mine = [x for x in session.launches if x.start_ns is not None and (x.rank or 0) == info.rank]
+        comm = union([(x.start_ns, x.start_ns + x.duration_ns) for x in mine if x.collective is not None])
+        comp = union([(x.start_ns, x.start_ns + x.duration_ns) for x in mine if x.collective is None])
+        busy = union(comm + comp)
+        span = (busy[-1][1] - busy[0][0]) if busy else 0
+        c = total(comm)
+        ov = intersection(comp, comm)
+        out.append(RankTime(info=info, kernels=len(mine), span_ns=span, compute_ns=total(comp), communication_ns=c,
+                            idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
+                            wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
+    computes = [r.compute_ns for r in out]
+    mean = sum(computes) / len(computes) if computes else 0
+    imbalance = (max(computes) - mean) / mean * 100 if len(computes) > 1 and mean > 0 else None
+    status = session.collectors.get("ranks")
+    notes = tuple(str(n) for n in (status.details.get("notes") or [] if status else [])) + collectives.problems
+    return RanksSummary(tuple(out), imbalance, notes)
+
+
+@dataclass(frozen=True)
+class RanksReport:
+    """What the Ranks and Collectives panels and `show --json` draw."""
+
+    collectives: CollectiveAnalysis
+    summary: RanksSummary
+
+    @property
+    def multi_rank(self) -> bool:
+        return len(self.summary.ranks) > 1
+
+
+def ranks_report(session: Session) -> RanksReport:
+    from kernelscope.analyze.collectives import analyze_collectives
+
+    c = analyze_collectives(session)
+    return RanksReport(c, summarize_ranks(session, c))

@@ -1,0 +1,46 @@
+"""`kernelscope merge A.json B.json -o ALL.json`: join sessions of one job recorded on different hosts
+(each holding some of its ranks) into one session; their clocks are aligned on the collectives' ends."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kernelscope.cli.common import fail, load_session, output_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="join sessions of one multi-GPU job recorded on different hosts")
+    p.add_argument("sessions", nargs="+", metavar="SESSION", help="session files, each with some ranks of the job")
+    p.add_argument("-o", "--output", required=True, help="the joined session file")
+    p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the output if it exists")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kernelscope.collect.ranks import join_ranks, split_ranks
+    from kernelscope.collect.ranks_align import clock_offset
+    from kernelscope.render.fmt import duration
+
+    if len(args.sessions) < 2:
+        fail("merge needs at least two session files")
+    out = output_path(args.output, args.force_overwrite, args.sessions, "session file")
+    groups = [split_ranks(load_session(path), path) for path in args.sessions]
+    reference = groups[0]
+    for path, parts in zip(args.sessions[1:], groups[1:]):
+        found = clock_offset(reference, parts)
+        if found is None:
+            print(f"kernelscope: note: {path} shares no collective with {args.sessions[0]}, so its clock cannot be "
+                  "aligned; its ranks are kept on their own clock (alignment N/A).", file=sys.stderr)
+            continue
+        offset, error, used = found
+        for p in parts:
+            p.info.clock_offset_ns, p.info.alignment_error_ns = offset, error
+        print(f"kernelscope: {path}: clock offset {offset / 1e6:+.3f} ms, aligned on {used} collective ends, "
+              f"alignment error {duration(error)}.", file=sys.stderr)
+    joined = join_ranks([p for parts in groups for p in parts], command=["merge", *args.sessions])
+    for note in joined.notes:
+        print(f"kernelscope: note: {note}.", file=sys.stderr)
+    joined.session.save(out)
+    print(f"kernelscope: {len(joined.session.ranks)} ranks from {len(args.sessions)} sessions written to {out}. "
+          f"View them with: kernelscope show {out}", file=sys.stderr)
+    return 0

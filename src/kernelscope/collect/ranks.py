@@ -1,0 +1,134 @@
+"""Join the processes of one job into one session: per-rank traces (import), per-rank sessions
+(`run` under torchrun) and sessions of different hosts (`merge`).
+
+Each part is a Session of one or more ranks whose times count from its own absolute
+``time_origin_ns``. Joined, every launch, copy and region carries its rank, and all
+times count from the earliest origin, plus the part's clock offset (0 for ranks that
+share a clock, e.g. CUPTI on one host). What cannot be joined (a rank twice, another
+world size, a rank missing) is said in one sentence each, and the ranks that are
+there are kept.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kernelscope.model import CollectorStatus, RankInfo, Session
+
+
+@dataclass
+class RankPart:
+    """One rank's data on its own clock: its session (one rank) and its record."""
+
+    info: RankInfo
+    session: Session
+
+
+@dataclass
+class Joined:
+    session: Session
+    notes: list[str] = field(default_factory=list)  # one sentence each, for stderr and the session
+
+
+def split_ranks(session: Session, source: str | None = None) -> list[RankPart]:
+    """The ranks of a session as parts (a one-process session is one part, rank 0 unless told)."""
+    infos = session.ranks or [RankInfo(rank=0, world_size=1, source=source)]
+    parts = []
+    for info in infos:
+        mine = (lambda x: x.rank in (None, info.rank)) if len(infos) == 1 else (lambda x: x.rank == info.rank)
+        s = Session(command=session.command, created_utc=session.created_utc,
+                    kernelscope_version=session.kernelscope_version, exit_code=session.exit_code,
+                    outcome=session.outcome, device=session.device, time_origin_ns=session.time_origin_ns,
+                    launches=[x for x in session.launches if mine(x)],
+                    activities=[a for a in session.activities if mine(a)],
+                    regions=[r for r in session.regions if mine(r)],
+                    samples=list(session.samples) if info is infos[0] else [],
+                    collectors=dict(session.collectors), artifacts=dict(session.artifacts),
+                    environment=dict(session.environment), declared_work=list(session.declared_work))
+        parts.append(RankPart(RankInfo(**{**info.__dict__, "source": info.source or source}), s))
+    return parts
+
+
+def check_parts(parts: list[RankPart]) -> tuple[list[RankPart], list[str]]:
+    """The parts that can be joined, and one sentence for each that cannot or is missing."""
+    notes: list[str] = []
+    sizes = Counter(p.info.world_size for p in parts if p.info.world_size is not None)
+    world = None
+    if sizes:
+        first = next(p.info.world_size for p in parts if p.info.world_size is not None)
+        world = max(sizes, key=lambda w: (sizes[w], w == first))
+        if len(sizes) > 1:
+            odd = [p for p in parts if p.info.world_size not in (None, world)]
+            notes.append("ranks of different world sizes cannot be one job: left out "
+                         + ", ".join(f"rank {p.info.rank} of {p.info.source or '?'} (world size {p.info.world_size})"
+                                     for p in odd) + f", kept the {sizes[world]} rank(s) of world size {world}")
+            parts = [p for p in parts if p.info.world_size in (None, world)]
+    kept: dict[int, RankPart] = {}
+    for p in parts:
+        if p.info.rank in kept:
+            notes.append(f"rank {p.info.rank} appears twice ({kept[p.info.rank].info.source or '?'} and "
+                         f"{p.info.source or '?'}): these are traces of two different jobs or runs; "
+                         f"kept the first, left out {p.info.source or 'the second'}")
+            continue
+        if world is not None and p.info.rank >= world:
+            notes.append(f"{p.info.source or 'a trace'} says rank {p.info.rank}, outside world size {world}; left out")
+            continue
+        kept[p.info.rank] = p
+    if world is not None:
+        missing = [r for r in range(world) if r not in kept]
+        if missing:
+            notes.append(f"{len(missing)} of {world} ranks have no trace (rank {', '.join(map(str, missing))}): "
+                         f"showing ranks {', '.join(map(str, sorted(kept)))}; waits are measured among those only")
+    return [kept[r] for r in sorted(kept)], notes
+
+
+def join_ranks(parts: list[RankPart], command: list[str] | None = None) -> Joined:
+    """One session holding every part's rank, on the earliest part's clock plus each part's offset."""
+    parts, notes = check_parts(parts)
+    if not parts:
+        raise ValueError("no rank to join")
+    out = Session(command=list(command) if command is not None else parts[0].session.command,
+                  created_utc=parts[0].session.created_utc, kernelscope_version=parts[0].session.kernelscope_version,
+                  exit_code=parts[0].session.exit_code, device=parts[0].session.device,
+                  environment=dict(parts[0].session.environment), artifacts=dict(parts[0].session.artifacts))
+    out.time_origin_ns = min(p.session.time_origin_ns + p.info.clock_offset_ns for p in parts)
+    outcomes = [p.session.outcome for p in parts if p.session.outcome != "complete"]
+    out.outcome = outcomes[0] if outcomes else "complete"
+    for p in parts:
+        shift = p.session.time_origin_ns + p.info.clock_offset_ns - out.time_origin_ns
+        r = p.info.rank
+        for x in p.session.launches:
+            x.rank = r
+            if x.start_ns is not None:
+                x.start_ns += shift
+            out.launches.append(x)
+        for a in p.session.activities:
+            a.rank, a.start_ns = r, a.start_ns + shift
+            out.activities.append(a)
+        for g in p.session.regions:
+            g.rank, g.cpu_start_ns = r, g.cpu_start_ns + shift
+            if g.gpu_start_ns is not None:
+                g.gpu_start_ns += shift
+            out.regions.append(g)
+        if p is parts[0]:  # samples carry no rank: the first rank's GPU readings are kept, on the joined clock
+            for smp in p.session.samples:
+                if smp.t_ns is not None:
+                    smp.t_ns += shift
+            out.samples = list(p.session.samples)
+            out.declared_work = list(p.session.declared_work)
+        if p.info.device_name is None and p.session.device is not None:
+            p.info.device_name, p.info.device_index = p.session.device.name, p.session.device.index
+        out.ranks.append(p.info)
+    out.launches.sort(key=lambda x: (x.start_ns is None, x.start_ns or 0))
+    out.activities.sort(key=lambda a: a.start_ns)
+    trace = [p.session.collectors.get("trace") for p in parts]
+    bad = [(p.info.rank, t) for p, t in zip(parts, trace) if t is not None and t.status != "ok"]
+    out.collectors = dict(parts[0].session.collectors)
+    if bad:
+        statuses = {t.status for _, t in bad}
+        status = statuses.pop() if len(bad) == len(parts) and len(statuses) == 1 else "partial"
+        out.collectors["trace"] = CollectorStatus(status, "; ".join(
+            f"rank {r}: {t.reason or t.status}" for r, t in bad), out.collectors.get("trace", CollectorStatus("ok")).details)
+    out.collectors["ranks"] = CollectorStatus("partial" if notes else "ok", "; ".join(notes) or None,
+                                              {"ranks": [p.info.rank for p in parts], "notes": list(notes)})
+    return Joined(out, notes)

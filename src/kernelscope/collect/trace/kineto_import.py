@@ -1,0 +1,141 @@
+"""`kernelscope import` of PyTorch profiler / Kineto traces: one per rank, or directories of them
+(torch.profiler's tensorboard_trace_handler, vLLM's VLLM_TORCH_PROFILER_DIR, torchrun jobs),
+into one session. A trace that cannot be read is left out with one sentence; the others are kept.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.collect.ranks import Joined, RankPart, join_ranks
+from kernelscope.collect.trace.api import new_session
+from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto_dist import rank_info, trace_pid
+from kernelscope.model import CollectorStatus, RankInfo
+
+# tensorboard_trace_handler names files "<worker>.<ms>.pt.trace.json[.gz]", worker "<host>_<pid>" by default
+_HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
+
+
+class TraceImportError(Exception):
+    """No trace could be imported; the message is one sentence for the user."""
+
+
+@dataclass
+class ImportedTraces:
+    joined: Joined
+    files: list[Path]
+    notes: list[str] = field(default_factory=list)  # files left out, ranks not joined: one sentence each
+
+
+def trace_files(paths: list[Path]) -> list[Path]:
+    """The files to read: each file given, and the .json / .json.gz files of each directory given (sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".json.gz")))
+            if not found:
+                raise TraceImportError(f"{p} holds no .json or .json.gz trace files")
+            out += found
+        elif p.exists():
+            out.append(p)
+        else:
+            raise TraceImportError(f"{p}: no such file or directory")
+    return out
+
+
+def read_json(path: Path) -> Any:
+    """The decoded JSON of a file, gzip or not. Raises ValueError with the reason."""
+    raw = path.read_bytes()
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except (EOFError, OSError, zlib.error):
+        raise ValueError("it is truncated or not gzip") from None
+    except UnicodeDecodeError:
+        raise ValueError("it is not text JSON") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"it is truncated or not JSON ({e.msg} at byte {e.pos:,})") from None
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply") from None
+
+
+def is_kineto_trace(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
+
+
+def part_from_trace(doc: dict[str, Any], path: Path) -> RankPart:
+    parsed = parse_trace(doc)
+    info = rank_info(doc, str(path)) or RankInfo(rank=0, world_size=1, source=str(path))
+    m = _HANDLER_NAME.match(path.name)
+    info.host = m.group("host") if m else None
+    info.pid = trace_pid(doc)
+    device = _main_device(parsed.launches)
+    info.device_index = device
+    s = new_session(["kineto-trace", str(path)])
+    s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
+    s.time_origin_ns = parsed.time_origin_ns
+    s.device = next((d for d in parsed.devices if d.index == device), parsed.devices[0] if parsed.devices else None)
+    if s.device is not None:
+        info.device_name = s.device.name
+    s.environment.update(parsed.info)
+    details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)",
+               "imported": str(path)}
+    s.collectors["trace"] = (CollectorStatus("partial", "; ".join(parsed.problems), details) if parsed.problems
+                             else CollectorStatus("ok", None, details))
+    s.collectors["device"] = CollectorStatus(
+        "partial" if s.device else "not-run",
+        "from the trace's deviceProperties (imported, no CUDA driver query)" if s.device
+        else "the trace has no deviceProperties")
+    return RankPart(info, s)
+
+
+def _main_device(launches: list) -> int | None:
+    """The device most of the rank's kernels ran on."""
+    counts: dict[int, int] = {}
+    for x in launches:
+        if x.device_index is not None:
+            counts[x.device_index] = counts.get(x.device_index, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+def import_traces(paths: list[Path]) -> ImportedTraces:
+    files = trace_files(paths)
+    parts: list[RankPart] = []
+    notes: list[str] = []
+    for f in files:
+        try:
+            doc = read_json(f)
+        except ValueError as e:
+            notes.append(f"{f} was left out: {e}")
+            continue
+        except OSError as e:
+            notes.append(f"{f} was left out: it cannot be read ({e.strerror})")
+            continue
+        if not is_kineto_trace(doc):
+            notes.append(f"{f} was left out: it is JSON but not a PyTorch profiler trace (no traceEvents list)")
+            continue
+        try:
+            parts.append(part_from_trace(doc, f))
+        except TraceFormatError as e:
+            notes.append(f"{f} was left out: {e}")
+    if not parts:
+        raise TraceImportError(notes[0] if len(notes) == 1 else
+                               f"none of the {len(files)} files is a readable PyTorch profiler trace ({notes[0]})")
+    joined = join_ranks(parts, command=["kineto-trace", *map(str, files)])
+    if len(joined.session.ranks) == 1 and joined.session.ranks[0].world_size == 1:
+        for x in joined.session.launches:  # one process: a plain one-process session
+            x.rank = None
+        for a in joined.session.activities:
+            a.rank = None
+        for g in joined.session.regions:
+            g.rank = None
+        joined.session.ranks = []
+        joined.session.collectors.pop("ranks", None)
+    return ImportedTraces(joined, files, notes + joined.notes)

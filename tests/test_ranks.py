@@ -1,0 +1,277 @@
+"""Multi-GPU sessions on traces and sessions recorded on 2x H200 (tests/data/ranks, see its README):
+import of per-rank Kineto traces, collectives matched across ranks, waits and stragglers, bus bandwidth,
+bad input, merge of two hosts with a clock shifted on purpose, 4 ranks built from the recorded 2."""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analyze.collectives import analyze_collectives, busbw_factor, operation
+from kernelscope.analyze.ranks import ranks_report
+from kernelscope.cli import main as cli_main
+from kernelscope.model import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+RANKS = ROOT / "tests" / "data" / "ranks"
+JOB = [RANKS / "job2_rank0.pt.trace.json.gz", RANKS / "job2_rank1.pt.trace.json.gz"]
+NODES = [RANKS / "node0_rank0.pt.trace.json.gz", RANKS / "node1_rank1.pt.trace.json.gz"]
+RUN = RANKS / "session_h200x2_run_torchrun.json.gz"
+
+
+def ks(*args: str, capsys) -> tuple[int, str, str]:
+    try:
+        code = cli_main(list(args))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def load_trace(p: Path) -> dict:
+    return json.loads(gzip.decompress(p.read_bytes()))
+
+
+def write_trace(doc: dict, p: Path) -> Path:
+    p.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return p
+
+
+def planted_waits(session: Session, doc: dict) -> list[tuple[int, int]]:
+    """(rank 0's wait, planted delay) for each step where rank 1 arrived last at the all-reduce after its spin
+    kernel (torch.cuda._sleep, the planted delay, measured in rank 1's trace)."""
+    spins = sorted((x.start_ns + x.duration_ns, x.duration_ns) for x in session.launches
+                   if x.rank == 1 and x.start_ns is not None and "spin_kernel" in x.kernel)
+    allreduces = [c for c in doc["collectives"] if c["name"] == "allreduce"]
+    pairs = []
+    for end, delay in spins:
+        c = next((c for c in allreduces if c["ranks"]["1"]["start_ns"] >= end), None)
+        if c is not None and c["straggler_rank"] == 1:
+            pairs.append((c["ranks"]["0"]["wait_ns"], delay))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("job") / "job.json"
+    assert cli_main(["import", *map(str, JOB), "-o", str(out)]) == 0
+    return out
+
+
+def test_import_joins_the_ranks_with_their_collectives(job: Path) -> None:
+    s = Session.load(job)
+    assert [r.rank for r in s.ranks] == [0, 1]
+    assert {r.world_size for r in s.ranks} == {2} and {r.nccl_version for r in s.ranks} == {"2.28.9"}
+    assert [r.device_index for r in s.ranks] == [0, 1]
+    assert {x.rank for x in s.launches} == {0, 1}
+    nccl = [x for x in s.launches if x.collective is not None]
+    assert nccl and all(x.kernel.startswith("ncclDevKernel") for x in nccl)
+    a = analyze_collectives(s)
+    assert [(r.process_group, r.name) for r in a.rows] == [("0", "allreduce")] * 6 + [("1", "_allgather_base")] * 3
+    assert not a.problems
+    for row in a.rows:  # wait = last arrival - this arrival; the straggler waits for nobody
+        last = max(t.start_ns for t in row.ranks)
+        assert [t.wait_ns for t in row.ranks] == [last - t.start_ns for t in row.ranks]
+        assert next(t for t in row.ranks if t.rank == row.straggler_rank).wait_ns == 0
+
+
+def test_the_planted_straggler_is_named_and_rank_0_waits_for_it(job: Path, capsys) -> None:
+    s = Session.load(job)
+    code, out, _ = ks("show", str(job), "--json", capsys=capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["ranks_summary"]["straggler_rank"] == 1
+    pairs = planted_waits(s, doc)
+    assert len(pairs) == 3  # the three profiled steps
+    for wait, delay in pairs:  # steps closed by a synchronize: rank 0 starts a step up to ~0.4 ms after rank 1
+        assert 0.8 * delay <= wait <= 1.05 * delay
+    code, text, _ = ks("show", str(job), "--width", "140", "--panels", "0", capsys=capsys)
+    assert "straggler of the run: rank 1" in text and "GPU0 waits for GPU1" in text
+    assert "Ranks (2)" in text and "Collectives (9)" in text
+
+
+def test_recorded_run_under_torchrun_waits_within_10_percent_of_the_delay(capsys) -> None:
+    """The session `kernelscope run -- torchrun --nproc-per-node 2` wrote on 2x H200 (no synchronize per step)."""
+    s = Session.load(RUN)
+    assert [r.rank for r in s.ranks] == [0, 1] and [r.local_rank for r in s.ranks] == [0, 1]
+    assert all(r.host and r.pid for r in s.ranks)
+    code, out, _ = ks("show", str(RUN), "--json", capsys=capsys)
+    pairs = planted_waits(s, json.loads(out))
+    assert len(pairs) >= 4
+    for wait, delay in pairs:
+        assert abs(wait - delay) <= 0.1 * delay
+
+
+def test_show_json_lists_ranks_and_collectives_as_specified(job: Path, capsys) -> None:
+    doc = json.loads(ks("show", str(job), "--json", capsys=capsys)[1])
+    assert isinstance(doc["ranks"], list) and [r["rank"] for r in doc["ranks"]] == [0, 1]
+    for c in doc["collectives"]:
+        assert {"name", "process_group", "bytes", "straggler_rank", "ranks"} <= set(c)
+        assert set(c["ranks"]) == {"0", "1"}
+        for t in c["ranks"].values():
+            assert set(t) == {"start_ns", "end_ns", "wait_ns"} and t["end_ns"] > t["start_ns"]
+    by_group: dict[str, list[int]] = {}
+    for c in doc["collectives"]:
+        by_group.setdefault(c["process_group"], []).append(min(t["start_ns"] for t in c["ranks"].values()))
+    assert all(v == sorted(v) for v in by_group.values())  # time order per process group
+
+
+def test_bytes_and_bus_bandwidth_follow_nccl_tests(job: Path) -> None:
+    a = analyze_collectives(Session.load(job))
+    ar, ag = a.rows[0], a.rows[-1]
+    assert ar.bytes == 2099200 * 4  # In/Out msg nelems x float32
+    assert ag.bytes == 512 * 4  # all-gather: the whole gathered buffer (Out msg nelems)
+    assert ar.algbw_gb_s == pytest.approx(ar.bytes / ar.transfer_ns)
+    assert ar.busbw_gb_s == pytest.approx(ar.algbw_gb_s * 2 * (2 - 1) / 2)
+    assert ag.busbw_gb_s == pytest.approx(ag.algbw_gb_s * (2 - 1) / 2)
+    assert busbw_factor("allreduce", 8) == pytest.approx(1.75) and busbw_factor("broadcast", 8) == 1.0
+    assert operation("_allgather_base") == "allgather" and operation("reduce_scatter_tensor") == "reducescatter"
+
+
+def test_per_rank_time_adds_up(job: Path) -> None:
+    r = ranks_report(Session.load(job))
+    for t in r.summary.ranks:
+        assert t.compute_ns + t.communication_ns - t.overlap_ns + t.idle_ns == t.span_ns
+    computes = [t.compute_ns for t in r.summary.ranks]
+    mean = sum(computes) / 2
+    assert r.summary.compute_imbalance_pct == pytest.approx((max(computes) - mean) / mean * 100)
+    assert r.summary.ranks[0].wait_ns == sum(t.wait_ns for row in r.collectives.rows for t in row.ranks if t.rank == 0)
+
+
+def test_a_truncated_rank_trace_is_named_and_the_other_rank_shown(tmp_path: Path, capsys) -> None:
+    cut = tmp_path / "rank1.json"
+    cut.write_bytes(gzip.decompress(JOB[1].read_bytes())[:50_000])
+    out = tmp_path / "s.json"
+    code, _, err = ks("import", str(JOB[0]), str(cut), "-o", str(out), capsys=capsys)
+    assert code == 0
+    assert f"{cut} was left out: it is truncated or not JSON" in err
+    assert "1 of 2 ranks have no trace (rank 1)" in err
+    s = Session.load(out)
+    assert [r.rank for r in s.ranks] == [0]
+    text = ks("show", str(out), "--json", capsys=capsys)[1]
+    assert "rank 1" in json.loads(text)["ranks_summary"]["notes"][0]
+
+
+def test_traces_of_two_jobs_and_other_world_sizes_get_one_sentence_each(tmp_path: Path, capsys) -> None:
+    other = load_trace(JOB[1])
+    other["distributedInfo"]["world_size"] = 4
+    odd = write_trace(other, tmp_path / "w4.json.gz")
+    out = tmp_path / "s.json"
+    code, _, err = ks("import", str(JOB[0]), str(NODES[0]), str(JOB[1]), str(odd), "-o", str(out), capsys=capsys)
+    assert code == 0
+    notes = [line for line in err.splitlines() if line.startswith("kernelscope: note:")]
+    assert any("rank 0 appears twice" in n and "two different jobs" in n for n in notes)
+    assert any("different world sizes" in n and "world size 4" in n for n in notes)
+    assert [r.rank for r in Session.load(out).ranks] == [0, 1]
+
+
+def test_nothing_readable_is_one_sentence_and_exit_2(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [')
+    code, _, err = ks("import", str(bad), "-o", str(tmp_path / "s.json"), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1 and "truncated or not JSON" in err
+    code, _, err = ks("import", str(tmp_path / "missing_dir"), "-o", str(tmp_path / "s.json"), capsys=capsys)
+    assert code == 2 and "no such" in err and err.count("\n") == 1
+
+
+def test_a_directory_of_traces_imports_like_the_files(tmp_path: Path, capsys) -> None:
+    d = tmp_path / "traces"
+    d.mkdir()
+    for p in JOB:
+        shutil.copy(p, d / p.name)
+    out = tmp_path / "s.json"
+    assert ks("import", str(d), "-o", str(out), capsys=capsys)[0] == 0
+    assert len(analyze_collectives(Session.load(out)).rows) == 9
+
+
+def test_merge_aligns_a_shifted_clock_on_collective_ends(tmp_path: Path, capsys) -> None:
+    shift_us = 5_000_000.0  # 5 s on purpose
+    doc = load_trace(NODES[1])
+    for e in doc["traceEvents"]:
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] += shift_us
+    shifted = write_trace(doc, tmp_path / "node1_shifted.json.gz")
+    a, b, both, merged = (tmp_path / n for n in ("a.json", "b.json", "both.json", "m.json"))
+    assert ks("import", str(NODES[0]), "-o", str(a), capsys=capsys)[0] == 0
+    assert ks("import", str(shifted), "-o", str(b), capsys=capsys)[0] == 0
+    assert ks("import", *map(str, NODES), "-o", str(both), capsys=capsys)[0] == 0
+    code, _, err = ks("merge", str(a), str(b), "-o", str(merged), capsys=capsys)
+    assert code == 0 and "alignment error" in err
+    m = Session.load(merged)
+    r1 = next(r for r in m.ranks if r.rank == 1)
+    assert abs(r1.clock_offset_ns + shift_us * 1000) < 10_000  # the 5 s found again, within 10 µs
+    assert r1.alignment_error_ns is not None and r1.alignment_error_ns < 10_000
+    aligned = {(row.process_group, row.index): row for row in analyze_collectives(m).rows}
+    truth = {(row.process_group, row.index): row for row in analyze_collectives(Session.load(both)).rows}
+    assert aligned.keys() == truth.keys()
+    for k, row in truth.items():  # waits as on the shared clock, within the alignment error
+        for t, u in zip(row.ranks, aligned[k].ranks):
+            assert abs(t.wait_ns - u.wait_ns) <= r1.alignment_error_ns + 1_000
+    text = ks("show", str(merged), "--width", "140", "--panels", "0", capsys=capsys)[1]
+    assert "clocks aligned on collective ends" in text
+
+
+def test_four_ranks_built_from_the_recorded_two(tmp_path: Path, capsys) -> None:
+    """Ranks 2 and 3 are copies of 0 and 1 (world size 4); rank 3's clock is moved 1 ms later, so it is the
+    last to arrive everywhere and every other rank waits for it."""
+    files = []
+    for r in range(4):
+        doc = load_trace(JOB[r % 2])
+        doc["distributedInfo"].update(rank=r, world_size=4)
+        for e in doc["traceEvents"]:
+            args = e.get("args") or {}
+            if "Group size" in args:
+                args["Group size"] = 4
+            if r == 3 and isinstance(e.get("ts"), (int, float)) and e.get("cat") == "kernel":
+                e["ts"] += 1000.0
+        files.append(write_trace(doc, tmp_path / f"r{r}.json.gz"))
+    out = tmp_path / "s.json"
+    assert ks("import", *map(str, files), "-o", str(out), capsys=capsys)[0] == 0
+    s = Session.load(out)
+    a = analyze_collectives(s)
+    assert [r.rank for r in s.ranks] == [0, 1, 2, 3] and all(len(row.ranks) == 4 for row in a.rows)
+    assert all(row.straggler_rank == 3 for row in a.rows)
+    assert a.run_straggler is not None and a.run_straggler.rank == 3
+    assert a.rows[0].busbw_gb_s == pytest.approx(a.rows[0].algbw_gb_s * 2 * 3 / 4)
+    doc = json.loads(ks("show", str(out), "--json", capsys=capsys)[1])
+    assert set(doc["collectives"][0]["ranks"]) == {"0", "1", "2", "3"}
+
+
+def test_chrome_export_puts_each_rank_in_its_own_process(job: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "t.json"
+    assert ks("export", str(job), "-o", str(out), capsys=capsys)[0] == 0
+    trace = json.loads(out.read_text())
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
+    assert "rank 0 · GPU 0: NVIDIA H200" in names and "rank 1 · GPU 1: NVIDIA H200" in names
+    pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+    assert len(pids) == 2
+    waits = [e for e in trace["traceEvents"] if e.get("cat") == "collective-wait"]
+    assert waits and all(e["name"].startswith("barrier: ") for e in waits)
+
+
+def test_one_process_session_is_one_rank_and_no_collectives(capsys) -> None:
+    doc = json.loads(ks("show", str(ROOT / "tests" / "data" / "session_h100_mixed.json.gz"), "--json",
+                        capsys=capsys)[1])
+    assert [r["rank"] for r in doc["ranks"]] == [0] and doc["collectives"] == []
+
+
+@pytest.mark.skipif(shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None,
+                    reason="needs torch's torchrun")
+def test_run_under_torchrun_records_every_rank_on_the_cpu(tmp_path: Path) -> None:
+    """gloo on the CPU: no kernels, but every rank's process is found and joined."""
+    out = tmp_path / "s.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--",
+                        shutil.which("torchrun", path=os.path.dirname(sys.executable)), "--nproc-per-node", "2",
+                        "--master-port", "29561", str(ROOT / "tests" / "workloads" / "gloo_ranks.py")],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-1500:]
+    s = Session.load(out)
+    assert [(x.rank, x.local_rank, x.world_size) for x in s.ranks] == [(0, 0, 2), (1, 1, 2)]
+    assert s.collectors["ranks"].status == "ok"
