@@ -119,7 +119,7 @@ def test_version_and_help():
 
 
 def test_demo_without_a_gpu_renders_the_bundled_h100_session():
-    from kernelscope.demo import gpu_available
+    from kernelscope.collect.driver import gpu_available
 
     if gpu_available()[0]:
         pytest.skip("this machine has a GPU: the demo profiles for real (see tests/gpu)")

@@ -96,12 +96,11 @@ def _output_path(args: argparse.Namespace, name: str) -> Path:
 
 
 def _require_cuda() -> None:
-    try:
-        import torch
-    except ImportError:
-        fail("kernelscope bench needs PyTorch with CUDA; torch is not installed in this Python")
-    if not torch.cuda.is_available():
-        fail("kernelscope bench times kernels on an NVIDIA GPU, and PyTorch sees no CUDA GPU here")
+    from kernelscope.collect.driver import gpu_available
+
+    ok, why = gpu_available()
+    if not ok:
+        fail(f"kernelscope bench times kernels on an NVIDIA GPU, and there is no CUDA GPU here: {why}")
 
 
 def main_attention(args: argparse.Namespace) -> int:

@@ -43,9 +43,10 @@ def _show(session, args: argparse.Namespace, banner: str | None = None) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.demo import bundled_session, gpu_available
+    from kernelscope.bundled_session import bundled_session
+    from kernelscope.collect.driver import gpu_available
 
-    ok, reason = gpu_available()
+    ok, reason = gpu_available(also_needs=("triton",))
     if not ok:
         session, label = bundled_session()
         banner = (f"No CUDA GPU is available here ({reason}); showing a session recorded on {label}, "
@@ -56,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.collect.trace.runner import run
     from kernelscope.model import Session
 
-    result = run([], out, module="kernelscope.kernels.demo")
+    result = run([], out, module="kernelscope.kernels.marlin.workload")
     if result.exit_code != 0:
         fail(f"the demo workload failed with exit code {result.exit_code}; its session is in {out}", result.exit_code)
     print(f"kernelscope: demo session written to {out}", file=sys.stderr)

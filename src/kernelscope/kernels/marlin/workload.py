@@ -1,6 +1,6 @@
 """The demo workload: the Triton W4A16 GEMM on Marlin INT4 weights, profiled end to end.
 
-`kernelscope demo` runs :func:`main` as ``python -m kernelscope.kernels.demo``
+`kernelscope demo` runs :func:`main` as ``python -m kernelscope.kernels.marlin.workload``
 under the trace pass; `kernelscope learn marlin` calls :func:`record_session`
 on a GPU. Both make the same calls, in the same named regions:
 
