@@ -150,7 +150,7 @@ def test_loading_a_file_that_is_not_results(tmp_path):
 
 
 def test_summary_table_text():
-    from kernelscope.cli.bench import summary_tables
+    from kernelscope.cli.bench.attention import summary_tables
     from kernelscope.render.show import make_console
 
     results = run_attention_sweep(make_cases([16, 32], [64], [True], ["fp16"], tokens=64, hidden=128),
@@ -211,7 +211,7 @@ def test_rows_measured_while_throttled_are_flagged(monkeypatch):
     same rules as the session's GPU-stats panel (power cap; clock < 80% of max)."""
     from kernelscope.bench import environment
     from kernelscope.bench.results import BenchRow
-    from kernelscope.cli.bench import _cell
+    from kernelscope.cli.bench.attention import _cell
     from kernelscope.collect.nvml import snapshot as nvml
     from kernelscope.model import Metric
 

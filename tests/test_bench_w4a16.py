@@ -159,7 +159,7 @@ def test_sweep_records_failures_and_goes_on(tmp_path):
 
 
 def test_summary_table_text():
-    from kernelscope.cli.bench_w4a16 import print_summary
+    from kernelscope.cli.bench.w4a16 import print_summary
 
     results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]),
                               {"cublas": IMPLEMENTATIONS["cublas"], "w4a16": _raises, "wrong": _wrong}, CPU,
