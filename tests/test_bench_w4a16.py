@@ -195,7 +195,7 @@ def test_plots_from_a_synthetic_file(tmp_path):
     pytest.importorskip("matplotlib")
     from PIL import Image
 
-    from kernelscope.render.plots import write_plots
+    from kernelscope.bench.plots import write_plots
 
     path = tmp_path / "synthetic.json"
     _synthetic_results().save(path)
