@@ -25,7 +25,7 @@ from kernelscope.collect.trace.regions import region
 from kernelscope.kernels.marlin import (
     pack, quantize, reference_matmul, tma_supported, to_kernel_layout, w4a16_matmul,
 )
-from kernelscope.kernels.marlin.walkthrough import (
+from kernelscope.kernels.marlin.plan import (
     COMPILED_KEY, COPY_REGION, FLUSH_REGION, GEMM_REGION, PLAN_KEY, GemmPlan,
 )
 from kernelscope.model import Session
