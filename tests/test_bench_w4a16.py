@@ -17,9 +17,9 @@ from kernelscope.bench.timing import summarize
 
 torch = pytest.importorskip("torch")
 
-from kernelscope.bench.w4a16 import (
+from kernelscope.bench.w4a16 import (  # noqa: E402
     DEFAULT_MS,
-    DEFAULT_SHAPES,  # noqa: E402
+    DEFAULT_SHAPES,
     FLOOR_FORMULA,
     IMPLEMENTATIONS,
     W4A16Case,
