@@ -26,8 +26,8 @@ print("workload done")
 PY
 echo "== run stderr (expect only the workload's own warning)" >> $E
 $KS run -f -o /tmp/run.json -- python3 /tmp/w.py > $OUT/run.txt 2>> $E; echo "run rc=$?" >> $E
-echo "== run -m kernelscope.kernels.demo stderr" >> $E
-$KS run -f -o /tmp/run_demo.json -- python3 -m kernelscope.kernels.demo >> $OUT/run.txt 2>> $E; echo "run demo rc=$?" >> $E
+echo "== run -m kernelscope.kernels.marlin.workload stderr" >> $E
+$KS run -f -o /tmp/run_demo.json -- python3 -m kernelscope.kernels.marlin.workload >> $OUT/run.txt 2>> $E; echo "run demo rc=$?" >> $E
 gzip -9 -f $OUT/demo_session.json
 ls -la $OUT >> $E
 cat $E

@@ -122,13 +122,7 @@ def test_the_import_reader_sees_function_level_and_relative_imports():
     assert "kernelscope.analyze.report" in edges  # imported inside report(), not at the top
 
 
-# Loops in files another change of issue #21 (parts 3-6: bench package, plots move, kernels) owns; they are
-# listed so that no new loop can appear meanwhile. When one is broken, the test below says to delete its line.
-KNOWN_CYCLES = [
-    ["kernelscope.cli.bench", "kernelscope.cli.bench_w4a16"],
-    ["kernelscope.kernels.marlin.phases", "kernelscope.kernels.marlin.walkthrough"],
-    ["kernelscope.render.plots", "kernelscope.render.plots_w4a16"],
-]
+KNOWN_CYCLES: list[list[str]] = []  # none left: a loop that must stay for a while is listed here with why
 
 
 def test_no_two_kernelscope_modules_import_each_other():

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, run_cli, one_sentence_error
 from kernelscope.bench.results import SCHEMA, SCHEMA_VERSION, BenchResults, BenchRow, ResultsFileError
-from kernelscope.bench.timing import summarize
+from kernelscope.collect.timing import summarize
 
 torch = pytest.importorskip("torch")
 
@@ -150,7 +150,7 @@ def test_loading_a_file_that_is_not_results(tmp_path):
 
 
 def test_summary_table_text():
-    from kernelscope.cli.bench import summary_tables
+    from kernelscope.cli.bench.attention import summary_tables
     from kernelscope.render.show import make_console
 
     results = run_attention_sweep(make_cases([16, 32], [64], [True], ["fp16"], tokens=64, hidden=128),
@@ -211,7 +211,7 @@ def test_rows_measured_while_throttled_are_flagged(monkeypatch):
     same rules as the session's GPU-stats panel (power cap; clock < 80% of max)."""
     from kernelscope.bench import environment
     from kernelscope.bench.results import BenchRow
-    from kernelscope.cli.bench import _cell
+    from kernelscope.cli.bench.attention import _cell
     from kernelscope.collect.nvml import snapshot as nvml
     from kernelscope.model import Metric
 
@@ -238,7 +238,7 @@ def test_rows_measured_while_throttled_are_flagged(monkeypatch):
 
 def test_implementations_are_timed_in_turn_repeat_by_repeat():
     """Interleaved timing: after each one's warm-up, a, b, a, b, ... so both see the same clocks."""
-    from kernelscope.bench.timing import time_wall_interleaved
+    from kernelscope.collect.timing import time_wall_interleaved
 
     log = []
     timings = time_wall_interleaved({"a": lambda: log.append("a"), "b": lambda: log.append("b")}, warmup=2,

@@ -13,13 +13,13 @@ import pytest
 
 from conftest import run_cli, one_sentence_error
 from kernelscope.bench.results import BenchResults, BenchRow
-from kernelscope.bench.timing import summarize
+from kernelscope.collect.timing import summarize
 
 torch = pytest.importorskip("torch")
 
-from kernelscope.bench.w4a16 import (
+from kernelscope.bench.w4a16 import (  # noqa: E402
     DEFAULT_MS,
-    DEFAULT_SHAPES,  # noqa: E402
+    DEFAULT_SHAPES,
     FLOOR_FORMULA,
     IMPLEMENTATIONS,
     W4A16Case,
@@ -160,7 +160,7 @@ def test_sweep_records_failures_and_goes_on(tmp_path):
 
 
 def test_summary_table_text():
-    from kernelscope.cli.bench_w4a16 import print_summary
+    from kernelscope.cli.bench.w4a16 import print_summary
 
     results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]),
                               {"cublas": IMPLEMENTATIONS["cublas"], "w4a16": _raises, "wrong": _wrong}, CPU,
@@ -196,7 +196,7 @@ def test_plots_from_a_synthetic_file(tmp_path):
     pytest.importorskip("matplotlib")
     from PIL import Image
 
-    from kernelscope.render.plots import write_plots
+    from kernelscope.bench.plots import write_plots
 
     path = tmp_path / "synthetic.json"
     _synthetic_results().save(path)

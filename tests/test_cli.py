@@ -119,11 +119,11 @@ def test_version_and_help():
 
 
 def test_demo_without_a_gpu_renders_the_bundled_h100_session():
-    from kernelscope.demo import gpu_available
+    from kernelscope.collect.driver import gpu_available
 
     if gpu_available()[0]:
         pytest.skip("this machine has a GPU: the demo profiles for real (see tests/gpu)")
-    from kernelscope.demo import bundled_session
+    from kernelscope.bundled_session import bundled_session
 
     session, label = bundled_session()
     r = ks("demo", "--width", "100", "--no-color")

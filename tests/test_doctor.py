@@ -23,7 +23,7 @@ def _text(checks) -> str:
 
 
 def test_doctor_runs_here_and_names_the_fix_for_what_is_missing():
-    from kernelscope.demo import gpu_available
+    from kernelscope.collect.driver import gpu_available
 
     r = subprocess.run([sys.executable, "-m", "kernelscope", "doctor", "--no-color", "--width", "120"],
                        capture_output=True, text=True, timeout=120)

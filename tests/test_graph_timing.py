@@ -8,7 +8,7 @@ import pytest
 
 from kernelscope.bench.graph_timing import (calls_in_graph, copies_for_cold_l2, kernel_time_per_range,
                                             per_call_times)
-from kernelscope.bench.timing import summarize
+from kernelscope.collect.timing import summarize
 
 torch = pytest.importorskip("torch")
 
@@ -135,7 +135,7 @@ def test_summary_table_labels_each_timing():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_graph_time_on_gpu_is_below_event_time_for_a_tiny_kernel():
     from kernelscope.bench.graph_timing import time_cuda_graph, time_cupti_kernels
-    from kernelscope.bench.timing import time_cuda
+    from kernelscope.collect.timing import time_cuda
 
     x = torch.zeros(1, device="cuda")
     event = time_cuda(lambda: x.fill_(1.0), flush_l2=False)

@@ -20,7 +20,7 @@ ks = run_cli
 
 
 def _no_gpu() -> None:
-    from kernelscope.demo import gpu_available
+    from kernelscope.collect.driver import gpu_available
 
     if gpu_available()[0]:
         pytest.skip("this machine has a GPU: learn marlin records a launch (see tests/gpu)")

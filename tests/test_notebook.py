@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import kernelscope
-from html_fixtures import DATA, SCRIPT, hostile
+from html_fixtures import DATA, hostile
 from kernelscope.model import SessionFileError
 from kernelscope.notebook import LoadedSession
 

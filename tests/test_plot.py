@@ -63,7 +63,7 @@ def test_plot_recorded_results_writes_titled_pngs(tmp_path):
 
 def test_plot_with_another_baseline_and_failed_rows(tmp_path):
     from kernelscope.bench.results import BenchResults, BenchRow
-    from kernelscope.render.plots import write_plots
+    from kernelscope.bench.plots import write_plots
 
     results = BenchResults.load(RECORDED)
     first = results.rows[0]
@@ -88,7 +88,7 @@ def test_plot_bad_input_is_one_sentence(tmp_path):
 
 # --- layout: what a reader sees (figures inspected before they are saved) ---
 
-W4A16 = ROOT / "benchmarks" / "w4a16" / "bench_w4a16_h100.json"
+W4A16 = ROOT / "benchmarks" / "w4a16" / "runs" / "final" / "bench_w4a16_h100.json"
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def drawn():
     import matplotlib.pyplot as plt
 
     from kernelscope.bench.results import BenchResults
-    from kernelscope.render.plots import figures
+    from kernelscope.bench.plots import figures
 
     out = []
     for path in (RECORDED, W4A16):
@@ -208,7 +208,7 @@ def test_w4a16_speedup_follows_the_baseline():
     import matplotlib.pyplot as plt
 
     from kernelscope.bench.results import BenchResults
-    from kernelscope.render.plots import figures
+    from kernelscope.bench.plots import figures
 
     results = BenchResults.load(W4A16)
     for baseline in ("cublas", "tinygemm"):
@@ -264,7 +264,7 @@ def test_colours_stay_with_the_implementation_when_one_is_missing_from_a_panel()
     import matplotlib.pyplot as plt
 
     from kernelscope.bench.results import BenchResults
-    from kernelscope.render.plots import figures
+    from kernelscope.bench.plots import figures
 
     results = BenchResults.load(RECORDED)
     first = results.rows[0].impl

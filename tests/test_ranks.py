@@ -3,7 +3,6 @@ import of per-rank Kineto traces, collectives matched across ranks, waits and st
 bad input, merge of two hosts with a clock shifted on purpose, 4 ranks built from the recorded 2."""
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import os

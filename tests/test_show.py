@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from conftest import assert_snapshot, DATA, ROOT
-from kernelscope.analyze.kernel_table import summarize
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
@@ -23,7 +22,6 @@ SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
     """Header, verdict (no measured ceilings: the tests have no calibration cache), table and panels."""
     buf = io.StringIO()
-    summary = summarize(session)
     console = make_console(width=width, file=buf, color=False)
     console.print(ShowView(build_report(session, kernel, top), with_analysis=False))
     return buf.getvalue()

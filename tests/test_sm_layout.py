@@ -238,11 +238,9 @@ def test_measured_panel_snapshot():
 
 def test_show_draws_the_panel_after_the_configuration():
     s = _measured_session()
-    summary = summarize(s)
     text = render(ShowView(build_report(s, None, 1), with_analysis=False))
     assert text.index("Kernel configuration · matmul_blocks_kernel") < text.index("Block → SM layout")
     recorded = Session.load(DATA / "session_h100_mixed.json.gz")
-    summary = summarize(recorded)
     text = render(ShowView(build_report(recorded, None, 3), with_analysis=False))
     assert text.count("Block → SM layout") == 3 and text.count(COMPUTED_LABEL) == 3
 

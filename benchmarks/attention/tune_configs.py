@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from kernelscope.bench.timing import time_cuda
+from kernelscope.collect.timing import time_cuda
 from kernelscope.kernels.attention import get_impl
 from kernelscope.kernels.attention.flash import HOPPER_CONFIGS, FlashConfig, flash_attention
 

@@ -5,7 +5,7 @@
 1. checks and times every case in this process: each variant's result against the torch
    reference and against the other variant, then CUDA-event medians of --repeats calls,
    defect and fixed interleaved, L2 flushed before each call where the case says so
-   (kernelscope.bench.timing.time_cuda_interleaved);
+   (kernelscope.collect.timing.time_cuda_interleaved);
 2. records every case and variant with
    `python -m kernelscope run --counters --region CASE -- python suite/run_case.py CASE VARIANT`
    into WORK/sessions/CASE_VARIANT.json.gz (counter pass limited to the case's region);
@@ -81,7 +81,7 @@ def check_and_time(spec: CaseSpec, repeats: int) -> dict:
     import torch
 
     from benchmarks.diagnosis.suite.cases import prepare
-    from kernelscope.bench.timing import time_cuda_interleaved
+    from kernelscope.collect.timing import time_cuda_interleaved
 
     out: dict = {}
     prepared = {}

@@ -16,7 +16,7 @@ import statistics
 
 import torch
 
-from kernelscope.bench.timing import L2Flush
+from kernelscope.collect.timing import L2Flush
 from kernelscope.bench.w4a16 import make_weights
 from kernelscope.collect.instrument.recorder import BlockRecorder
 from kernelscope.kernels.marlin import launch_grid, tma_supported, to_kernel_layout, w4a16_matmul

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from kernelscope.bench.timing import time_cuda_interleaved
+from kernelscope.collect.timing import time_cuda_interleaved
 from kernelscope.bench.w4a16 import W4A16Case, make_weights
 from kernelscope.bench.w4a16_impls import build_cublas, build_tinygemm
 from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul

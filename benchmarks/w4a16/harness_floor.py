@@ -3,14 +3,14 @@
     PYTHONPATH=src python3 benchmarks/w4a16/harness_floor.py
 
 `kernelscope bench w4a16` times each call between two CUDA events, with L2 flushed before it
-(bench/timing.py). A one-element fill timed the same way shows what that costs before any kernel work:
+(collect/timing.py). A one-element fill timed the same way shows what that costs before any kernel work:
 the event pair and the launch gap, which every implementation's time includes.
 """
 from __future__ import annotations
 
 import torch
 
-from kernelscope.bench.timing import time_cuda
+from kernelscope.collect.timing import time_cuda
 
 
 def main() -> None:

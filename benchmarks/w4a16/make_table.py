@@ -1,6 +1,6 @@
 """Markdown tables of a `kernelscope bench w4a16` results file, with the targets of issues 6 and 7 checked.
 
-    python3 benchmarks/w4a16/make_table.py benchmarks/w4a16/bench_w4a16_h100.json
+    python3 benchmarks/w4a16/make_table.py benchmarks/w4a16/runs/final/bench_w4a16_h100.json
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Write the shipped tuned table (src/kernelscope/kernels/marlin/tuned_<gpu>.json) from tune.py runs.
 
-    python3 benchmarks/w4a16/make_tuned.py runs/tune_round12_h100.json.gz --out src/.../tuned_h100.json
+    python3 benchmarks/w4a16/make_tuned.py runs/round12/tune_h100.json.gz --out src/.../tuned_h100.json
 
 Keeps, per (k, n, m), the fastest configuration that was checked correct ("ok") over the given runs.
 Only runs of the current kernel belong here: a configuration timed on an earlier kernel is not a

@@ -12,7 +12,7 @@ import json
 import torch
 
 import kernelscope
-from kernelscope.bench.timing import L2Flush
+from kernelscope.collect.timing import L2Flush
 from kernelscope.bench.w4a16 import W4A16Case, make_weights
 from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
 

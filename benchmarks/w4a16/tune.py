@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from kernelscope.bench.timing import time_cuda
+from kernelscope.collect.timing import time_cuda
 from kernelscope.bench.w4a16 import DEFAULT_MS, DEFAULT_SHAPES, W4A16Case, make_weights, relative_error
 from kernelscope.kernels.marlin import to_kernel_layout, w4a16_matmul
 

@@ -22,12 +22,12 @@ def test_python_api_records_kernels_with_config_and_regions():
             y = x @ x
         z = torch.relu(y)
     assert s.collectors["trace"].status == "ok"
-    mm = [l for l in s.launches if "mm" in l.regions]
+    mm = [x for x in s.launches if "mm" in x.regions]
     assert mm, "the matmul kernel was not attributed to its region"
-    assert all(l.duration_ns > 0 and l.blocks > 0 for l in s.launches)
-    assert all(isinstance(l.value("registers_per_thread"), int) for l in s.launches)
-    relu = [l for l in s.launches if "mm" not in l.regions]
-    assert relu and all(not l.regions for l in relu)
+    assert all(x.duration_ns > 0 and x.blocks > 0 for x in s.launches)
+    assert all(isinstance(x.value("registers_per_thread"), int) for x in s.launches)
+    relu = [x for x in s.launches if "mm" not in x.regions]
+    assert relu and all(not x.regions for x in relu)
     assert float(z.float().sum()) >= 0
 
 

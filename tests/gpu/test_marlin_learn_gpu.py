@@ -19,7 +19,7 @@ def ks(*args):
 
 
 def test_learn_marlin_records_a_launch_and_walks_through_it(tmp_path):
-    from kernelscope.kernels.demo import CALLS
+    from kernelscope.kernels.marlin.workload import CALLS
     from kernelscope.kernels.marlin.walkthrough import GemmPlan, build_walkthrough, find_calls, plan_of
     from kernelscope.model import Session
 

@@ -16,7 +16,7 @@ pytest.importorskip("triton")
 from kernelscope.kernels.marlin import autotune, dequantize, pack, quantize, to_kernel_layout  # noqa: E402
 from kernelscope.kernels.marlin.autotune import (dequantize_kernel_layout, launch_for, m_bucket,  # noqa: E402
                                                  read_cache, shape_key, tune_shape)
-from kernelscope.bench.timing import summarize  # noqa: E402
+from kernelscope.collect.timing import summarize  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs the Triton interpreter")
 K, N = 512, 256

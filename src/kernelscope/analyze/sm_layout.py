@@ -19,6 +19,7 @@ from kernelscope.analyze.kernel_table import KernelSummary, launch_config
 from kernelscope.analyze.occupancy import OccupancyResult
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model import collectors as collector
 
 COMPUTED_LABEL = "computed from the launch, not measured"
 CONCURRENT_FORMULA = "resident blocks per SM (occupancy calculator) x SM count"
@@ -247,7 +248,7 @@ def instrumentation_overhead(session: Session, launch: Launch) -> Metric:
     instrumented = [x.duration_ns for x in same if x.block_records is not None]
     plain = [x.duration_ns for x in same if x.block_records is None]
     name = f"instrumented vs plain duration ({len(instrumented)} vs {len(plain)} launches)"
-    status = session.collectors.get("instrument")
+    status = session.collectors.get(collector.INSTRUMENT)
     unattached = [] if status is None else status.details.get("unattached") or []
     if any(isinstance(u, dict) and u.get("kernel") in (launch.kernel, short_kernel_name(launch.kernel))
            for u in unattached):

@@ -7,7 +7,6 @@ are classed by analyze.thresholds: back-to-back, launch overhead, host wait.
 """
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -107,8 +106,3 @@ def build_timeline(session: Session) -> Timeline:
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
     return Timeline(tuple(rows), end - first, busy, gaps, None)
 
-
-def median_gap_before(timeline: Timeline, kernel: str, below_ns: int | None = HOST_WAIT_GAP_NS) -> float | None:
-    """Median GPU-idle gap before the launches of ``kernel``, host waits left out by default."""
-    gaps = [g for g in timeline.gaps_before(kernel) if below_ns is None or g < below_ns]
-    return float(statistics.median(gaps)) if gaps else None

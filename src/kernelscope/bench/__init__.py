@@ -5,7 +5,7 @@ user; a GEMM sweep reuses timing, environment and results as they are.
 torch is imported only when something is timed.
 """
 from kernelscope.bench.results import SCHEMA, SCHEMA_VERSION, STATUSES, BenchResults, BenchRow, ResultsFileError
-from kernelscope.bench.timing import Timing, summarize, time_cuda, time_wall
+from kernelscope.collect.timing import Timing, summarize, time_cuda, time_wall
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "STATUSES", "BenchResults", "BenchRow", "ResultsFileError", "Timing",
            "summarize", "time_cuda", "time_wall"]

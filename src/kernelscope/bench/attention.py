@@ -6,7 +6,7 @@ hidden 2048 by default), unless batch or heads are given. Every
 implementation sees the same inputs at a point. One that raises is recorded as
 ``failed`` (or ``oom``) with its error and the sweep goes on.
 
-Per row: the timing from :mod:`kernelscope.bench.timing`, TFLOP/s derived as
+Per row: the timing from :mod:`kernelscope.collect.timing`, TFLOP/s derived as
 ``FLOPS_FORMULA / median time``, and the peak memory the allocator reports. At a
 point, the implementations are timed interleaved, repeat by repeat, so that all
 of them run at the same clocks and power state.
@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
-from kernelscope.bench.timing import Timing, time_cuda_interleaved, time_wall_interleaved
+from kernelscope.collect.timing import Timing, time_cuda_interleaved, time_wall_interleaved
 
 FLOPS_FORMULA = "4 * batch * heads * seq_len^2 * head_dim, halved when causal"
 DTYPES = ("fp16", "bf16")

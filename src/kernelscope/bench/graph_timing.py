@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from kernelscope.bench.timing import L2Flush, Timing, summarize
+from kernelscope.collect.timing import L2Flush, Timing, summarize
 
 GRAPH_FORMULA = "graph_ms = (CUDA-event time of one graph replay) / calls_per_graph"
 CUPTI_FORMULA = "cupti_kernel_ms = sum of the CUPTI durations of the GPU kernels one call launched (median over calls)"

@@ -27,7 +27,7 @@ from kernelscope.bench.attention import _error_text, _is_oom, _release
 from kernelscope.bench.graph_timing import CUPTI_FORMULA, GRAPH_FORMULA, copies_for_cold_l2
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
-from kernelscope.bench.timing import Timing, time_cuda, time_wall
+from kernelscope.collect.timing import Timing, time_cuda, time_wall
 from kernelscope.bench.w4a16_impls import IMPLEMENTATIONS, Builder, Weights, make_weights
 from kernelscope.bench.w4a16_timing import basis_key, production_times, timing_basis
 
@@ -194,6 +194,24 @@ def add_speedups(rows: list[BenchRow], baselines: tuple[str, ...] = ("cublas", "
                                                               else f"{b} {base.status} here")
 
 
+def _set_up_shape(case: W4A16Case, builders: Mapping[str, Builder], settings: W4A16Settings
+                  ) -> tuple[Any, dict[str, Callable[[Any], Any]], dict[str, BenchRow]]:
+    """The weights of one (k, n, groupsize) and every implementation built on them; what failed, as rows."""
+    setup_error: dict[str, BenchRow] = {}
+    fns: dict[str, Callable[[Any], Any]] = {}
+    try:
+        wt = make_weights(case.k, case.n, case.groupsize, settings.device, settings.seed)
+    except Exception as e:  # no weights: every implementation misses this shape for the same reason
+        return None, fns, {n: BenchRow(n, {}, "oom" if _is_oom(e) else "failed",
+                                       f"quantizing the weights: {_error_text(e)}") for n in builders}
+    for name, build in builders.items():
+        try:
+            fns[name] = build(wt)
+        except Exception as e:
+            setup_error[name] = BenchRow(name, {}, "oom" if _is_oom(e) else "failed", f"setting up: {_error_text(e)}")
+    return wt, fns, setup_error
+
+
 def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
                     settings: W4A16Settings = W4A16Settings(), *, timer: Timer | None = None,
                     on_progress: Progress | None = None, command: list[str] | None = None,
@@ -205,12 +223,11 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
 
     from kernelscope.bench.graph_timing import time_cuda_graph, time_cupti_kernels
 
-    timer = timer or (time_cuda if settings.device == "cuda" else time_wall)
     on_gpu = settings.device == "cuda"
-    if graph_timer is None and on_gpu and settings.graph:
-        graph_timer = time_cuda_graph
-    if kernel_timer is None and on_gpu and settings.cupti:
-        kernel_timer = time_cupti_kernels
+    timer = timer or (time_cuda if on_gpu else time_wall)
+    # graph and CUPTI timings only on the GPU, and only where the settings ask for them
+    graph_timer = graph_timer or (time_cuda_graph if on_gpu and settings.graph else None)
+    kernel_timer = kernel_timer or (time_cupti_kernels if on_gpu and settings.cupti else None)
 
     env = environment_at_start()
     bw = measure_copy_bandwidth(settings, timer)
@@ -233,23 +250,12 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
         shapes.setdefault((c.k, c.n, c.groupsize), []).append(c)
     gen = torch.Generator(device=settings.device).manual_seed(settings.seed)
     for group in shapes.values():
-        setup_error: dict[str, BenchRow] = {}
-        fns: dict[str, Callable[[Any], Any]] = {}
-        try:
-            wt = make_weights(group[0].k, group[0].n, group[0].groupsize, settings.device, settings.seed)
-            for name, build in builders.items():
-                try:
-                    fns[name] = build(wt)
-                except Exception as e:
-                    setup_error[name] = BenchRow(name, {}, "oom" if _is_oom(e) else "failed",
-                                                 f"setting up: {_error_text(e)}")
-        except Exception as e:  # no weights: every implementation misses this shape for the same reason
-            wt = None
-            setup_error = {n: BenchRow(n, {}, "oom" if _is_oom(e) else "failed", f"quantizing the weights: "
-                                       f"{_error_text(e)}") for n in builders}
+        wt, fns, setup_error = _set_up_shape(group[0], builders, settings)
         built: dict[str, list[Callable[[Any], Any]]] = {}
 
-        def copies_of(name: str, first: Callable[[Any], Any]) -> Callable[[], list[Callable[[Any], Any]]]:
+        def copies_of(name: str, first: Callable[[Any], Any], wt: Any = wt,
+                      built: dict[str, list[Callable[[Any], Any]]] = built) -> Callable[[], list[Callable[[Any], Any]]]:
+            # this shape's weights and copies bound now: the loop deletes its names once the shape is done
             def get() -> list[Callable[[Any], Any]]:
                 if name not in built:
                     n_copies = copies_for_cold_l2(wt.k * wt.n // 2, _l2_bytes()) if settings.flush_l2 else 1

@@ -27,7 +27,7 @@ def _print(cal, path, was_cached: bool, as_json: bool, width: int | None = None,
         sys.stdout.write("\n")
         return
     from kernelscope.render.console import make_console
-    from kernelscope.render.analysis_panel import si
+    from kernelscope.render.fmt import si
 
     console = make_console(width=width, color=False if no_color else None)
     how = "cached; --force measures again" if was_cached else "measured now"

@@ -43,9 +43,10 @@ def _show(session, args: argparse.Namespace, banner: str | None = None) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.demo import bundled_session, gpu_available
+    from kernelscope.bundled_session import bundled_session
+    from kernelscope.collect.driver import gpu_available
 
-    ok, reason = gpu_available()
+    ok, reason = gpu_available(also_needs=("triton",))
     if not ok:
         session, label = bundled_session()
         banner = (f"No CUDA GPU is available here ({reason}); showing a session recorded on {label}, "
@@ -54,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.output)
     output_path(out, args.force_overwrite, what="session file")
     # In this process, with the profiler on only while the GEMM and its copies run: preparing the
-    # weights is setup, and recorded it would fill the kernel table (kernels/demo.record_session).
-    from kernelscope.kernels.demo import DEMO_PLAN, TOLERANCE, record_session
+    # weights is setup, and recorded it would fill the kernel table (kernels/marlin/workload.record_session).
+    from kernelscope.kernels.marlin.workload import DEMO_PLAN, TOLERANCE, record_session
 
     try:
         session = record_session(DEMO_PLAN, command=["kernelscope", "demo"])

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.cli.common import fail, output_path
+from kernelscope.model import collectors as collector
 
 NAME = "import"
 
@@ -85,7 +86,7 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     details = {"report": str(report), "kernels_profiled": len(parsed.kernels),
                "imported": True,  # created_utc = import time
                **report_time_details(parsed)}
-    session.collectors["counters"] = CollectorStatus(
+    session.collectors[collector.COUNTERS] = CollectorStatus(
         "partial" if parsed.partial_note else "ok", parsed.partial_note, details)
     if parsed.partial_note:
         print(f"kernelscope: note: {parsed.partial_note}.", file=sys.stderr)

@@ -59,15 +59,15 @@ def _bundled():
 
 def _session_and_plan(args: argparse.Namespace):
     """(session, plan, banner): from --session, a fresh GPU run, or the bundled H100 recording."""
-    from kernelscope.demo import gpu_available
+    from kernelscope.collect.driver import gpu_available
     from kernelscope.kernels.marlin.walkthrough import plan_of
 
     if args.session:
         session = load_session(args.session)
         return session, _plan(plan_of(session), args), None
-    ok, reason = gpu_available()
+    ok, reason = gpu_available(also_needs=("triton",))
     if ok:
-        from kernelscope.kernels.demo import record_session
+        from kernelscope.kernels.marlin.workload import record_session
 
         plan = _plan(None, args)
         out = Path(args.output) if args.output else None

@@ -6,7 +6,7 @@ import importlib.util
 import sys
 
 from kernelscope.cli.common import fail, output_path
-from kernelscope.render.plots import DEFAULT_BASELINES  # no matplotlib import until a plot is drawn
+from kernelscope.bench.plots import DEFAULT_BASELINES  # no matplotlib import until a plot is drawn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
         baseline = default
     if importlib.util.find_spec("matplotlib") is None:
         fail("kernelscope plot needs matplotlib (pip install 'kernelscope[plot]')")
-    from kernelscope.render.plots import write_plots
+    from kernelscope.bench.plots import write_plots
 
     try:
         paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark,

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_modules
+from kernelscope.model import collectors as collector
 
 WORKLOAD = "kernelscope.kernels.attention.workload"
 
@@ -68,7 +69,7 @@ def _counter_pass(result, workload: list[str], quiet: bool = False) -> int:
                           CounterRequest(), on_line=progress)
     result.session.save(result.output)
     if not ok:
-        print(f"kernelscope: error: counter pass failed: {result.session.collectors['counters'].reason}.",
+        print(f"kernelscope: error: counter pass failed: {result.session.collectors[collector.COUNTERS].reason}.",
               file=sys.stderr)
         return 1
     return 0
@@ -118,12 +119,11 @@ def main_attention(args: argparse.Namespace) -> int:
         from kernelscope.collect.ncu.counter_pass import report_path_for
 
         output_path(report_path_for(out), args.force_overwrite, what="Nsight Compute report")
-    try:
-        import torch
-    except ImportError:
-        fail("kernelscope profile attention needs PyTorch with CUDA; torch is not installed in this Python")
-    if not torch.cuda.is_available():
-        fail("kernelscope profile attention runs the kernels on an NVIDIA GPU, and PyTorch sees no CUDA GPU here")
+    from kernelscope.collect.driver import gpu_available
+
+    ok, why = gpu_available()
+    if not ok:
+        fail(f"kernelscope profile attention runs the kernels on an NVIDIA GPU, and there is no CUDA GPU here: {why}")
 
     workload = _workload_args(args)
     if args.impl == "flash":

@@ -3,7 +3,6 @@ network at view time): every view `show` draws, as tables and inline SVG charts.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from kernelscope.cli.common import add_ceilings_arg, ceilings, load_session, non_negative, output_path, report
 

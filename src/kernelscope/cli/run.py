@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.cli.common import existing_files, fail, output_path
+from kernelscope.model import collectors as collector
 
 RAW_ARGS = True  # main() takes the raw argument list
 
@@ -161,10 +162,10 @@ def main(argv: list[str]) -> int:
         exit_code = exit_code or counters_failed  # the workload's own failure code comes first
     if not o["quiet"]:
         s = result.session
-        trace = s.collectors.get("trace")
+        trace = s.collectors.get(collector.TRACE)
         what = f"{len(s.launches)} kernel launches" if s.launches else (
             f"no trace: {trace.reason}" if trace and trace.reason else "no kernels")
-        counters = s.collectors.get("counters")
+        counters = s.collectors.get(collector.COUNTERS)
         if counters is not None and counters.status == "ok":
             what += f", counters for {counters.details.get('kernels_profiled')} launches"
         print(f"kernelscope: session written to {out} ({what}; {s.outcome}, exit code {exit_code}). "
@@ -191,7 +192,7 @@ def _counters(result, o: dict, request) -> int:
 
     s = result.session
     if result.exit_code != 0 and s.launches:
-        s.collectors["counters"] = CollectorStatus(
+        s.collectors[collector.COUNTERS] = CollectorStatus(
             "not-run", f"the workload failed in the trace pass (exit code {result.exit_code}), so it was not re-run")
         s.save(result.output)
         return 0
@@ -206,7 +207,7 @@ def _counters(result, o: dict, request) -> int:
     ok = run_counter_pass(s, command, result.output, request, on_line=progress)
     s.save(result.output)
     if not ok:
-        print(f"kernelscope: error: counter pass failed: {s.collectors['counters'].reason}.", file=sys.stderr)
+        print(f"kernelscope: error: counter pass failed: {s.collectors[collector.COUNTERS].reason}.", file=sys.stderr)
         return 1
     return 0
 

@@ -6,6 +6,7 @@ goes through one wrapper that turns a driver error into a missing Metric.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 from typing import Any
 
 from kernelscope.collect.fields import CC_MAJOR_ATTRIBUTE, CC_MINOR_ATTRIBUTE, DRIVER_ATTRIBUTES
@@ -71,3 +72,24 @@ def query_device(ordinal: int = 0) -> Device:
         attrs["cuda_driver_api_version"] = attribute(ver.value, "", "cuDriverGetVersion")
     return Device(index=ordinal, name=name.value.decode(errors="replace"),
                   compute_capability=(major or 0, minor or 0), attributes=attrs)
+
+
+def gpu_available(also_needs: tuple[str, ...] = ()) -> tuple[bool, str]:
+    """The one answer to "can kernelscope run CUDA kernels here": (True, "") or (False, why not, in a few words).
+
+    In order: a CUDA driver with at least one device, torch (and the modules in ``also_needs``)
+    installed, and a torch built with CUDA that sees the GPU. Callers add what they needed it for.
+    """
+    try:
+        if device_count() == 0:
+            return False, "the CUDA driver reports no devices"
+    except DriverUnavailable as e:
+        return False, str(e)
+    missing = [m for m in ("torch", *also_needs) if importlib.util.find_spec(m) is None]
+    if missing:
+        return False, f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed in this Python"
+    import torch
+
+    if not torch.cuda.is_available():
+        return False, "PyTorch sees no CUDA GPU here"
+    return True, ""

@@ -14,11 +14,6 @@ from typing import Any
 Dim3 = tuple[int, int, int]
 
 
-def linear_block_id(x: int, y: int, z: int, grid: Dim3) -> int:
-    """The id the recorder writes: x + y*gx + z*gx*gy (CUDA blockIdx, Triton program_id order)."""
-    return x + y * grid[0] + z * grid[0] * grid[1]
-
-
 def block_xyz(block_id: int, grid: Dim3) -> Dim3:
     x, rest = block_id % grid[0], block_id // grid[0]
     return (x, rest % grid[1], rest // grid[1])

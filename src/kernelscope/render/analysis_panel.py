@@ -11,21 +11,9 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
-from kernelscope.render.fmt import duration
+from kernelscope.render.fmt import duration, si
 from kernelscope.render.ncu_findings import plain
 from kernelscope.render.fit import fitted_panel
-
-_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def si(value: float, unit: str) -> str:
-    """1.23e12, "FLOP/s" -> "1.23 TFLOP/s" (decimal prefixes, as rates are quoted)."""
-    unit = {"byte/s": "B/s", "byte": "B"}.get(unit, unit)
-    for scale, prefix in _SI:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
 
 def rate_cell(m: Metric, with_reason: bool = True) -> str:
     if m.is_missing:

@@ -43,21 +43,6 @@ def dim3_compact(d: tuple[int, int, int]) -> str:
     return "×".join(str(x) for x in dims)
 
 
-def metric_value(m: Metric | None) -> str:
-    if m is None:
-        return "N/A"
-    if m.is_missing:
-        return f"N/A ({m.missing_reason})"
-    v = m.value
-    if isinstance(v, float):
-        text = f"{v:,.2f}"
-    elif isinstance(v, int) and not isinstance(v, bool):
-        text = f"{v:,}"
-    else:
-        text = str(v)
-    return f"{text} {m.unit}".rstrip()
-
-
 def truncate(s: str, width: int) -> str:
     return s if len(s) <= width else s[: max(0, width - 1)] + "…"
 
@@ -96,10 +81,13 @@ def short_cell(m: Metric | None, kind: str = "") -> str:
     return "N/A" if m is None or m.is_missing else metric_cell(m, kind)
 
 
-def source_note(m: Metric | None) -> str:
-    """Where a value came from: the collector's raw name, or the formula it was derived by."""
-    if m is None or m.is_missing:
-        return ""
-    if m.source == "derived":
-        return f"derived: {m.formula}"
-    return f"{m.source}: {m.raw_name}"
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float, unit: str) -> str:
+    """1.23e12, "FLOP/s" -> "1.23 TFLOP/s" (decimal prefixes, as rates are quoted)."""
+    unit = {"byte/s": "B/s", "byte": "B"}.get(unit, unit)
+    for scale, prefix in _SI:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"

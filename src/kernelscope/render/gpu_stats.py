@@ -13,6 +13,7 @@ from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuSta
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.model import Launch, Session
 from kernelscope.render.fmt import size_bytes
+from kernelscope.model import collectors as collector
 
 BLOCKS = " ▁▂▃▄▅▆▇█"  # index 0: nothing; 1..8: one to eight eighths
 
@@ -118,7 +119,7 @@ class GpuStatsPanel:
             k = self.summary.outside_trace
             out.append(Text(f"{k} more sample{'s' if k > 1 else ''}, taken before the trace began or after it ended, "
                             f"{'are' if k > 1 else 'is'} kept in the session but not summarised", style="dim"))
-        st = self.session.collectors.get("sampler")
+        st = self.session.collectors.get(collector.SAMPLER)
         d = st.details if st else {}
         if "read_ms_mean" in d:
             out.append(Text(f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from kernelscope.model import Session
 from kernelscope.render.fmt import size_bytes
+from kernelscope.model import collectors as collector
 
 _STATUS_STYLE = {"ok": "green", "partial": "yellow", "not-run": "dim", "failed": "red"}
 
@@ -48,7 +49,7 @@ class SessionHeader:
                 t.add_row("", " · ".join(clocks))
         t.add_row("Command", " ".join(s.command) or "(Python API)")
         outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
-        counters = s.collectors.get("counters")
+        counters = s.collectors.get(collector.COUNTERS)
         details = counters.details if counters is not None else {}
         if details.get("imported"):
             # Built from a report alone: created_utc is when it was imported; ncu captured it earlier.

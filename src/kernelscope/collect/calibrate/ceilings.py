@@ -156,13 +156,11 @@ def rate_metric(name: str, amount: float, times_ms: Sequence[float], unit: str, 
 # -- measuring (needs a CUDA GPU) ----------------------------------------------------------
 
 def gpu_available() -> tuple[bool, str]:
-    try:
-        import torch
-    except ImportError:
-        return False, "torch is not installed, and calibrate measures with torch (cuBLAS) and Triton"
-    if not torch.cuda.is_available():
-        return False, "PyTorch sees no CUDA GPU here, and calibrate measures the GPU it runs on"
-    return True, ""
+    """collect/driver's one GPU check, saying what calibrate needed the GPU for."""
+    from kernelscope.collect.driver import gpu_available as driver_gpu_available
+
+    ok, why = driver_gpu_available()
+    return (True, "") if ok else (False, f"{why}, and calibrate measures the GPU it runs on with torch (cuBLAS)")
 
 
 def _time_ms(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 ROW_VALUES = 4
 COL_BLOCK_ID, COL_SMID, COL_START, COL_END = 0, 1, 2, 3
-BYTES_PER_VALUE = 8  # int64
 SM_BITS = 32  # column 1: low 32 bits %smid, high 32 bits %nsmid
 
 

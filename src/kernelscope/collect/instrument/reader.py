@@ -68,13 +68,20 @@ def read_block_buffer(values: Sequence[int], grid: Dim3, source: str = "triton-b
         out.smid.append(sm)
         out.start_ns.append(start)
         out.end_ns.append(end)
+    _note_problems(out, min(rows, expected), nsmids, unwritten, misplaced, partial, backwards)
+    return out
+
+
+def _note_problems(out: BlockRecords, checked_rows: int, nsmids: set[int], unwritten: list[int],
+                   misplaced: list[int], partial: list[int], backwards: list[int]) -> None:
+    """One sentence per kind of bad row the reader found, naming the first few."""
     if len(nsmids) == 1:
         out.nsmid = nsmids.pop()
     elif nsmids:
         out.problems.append(f"rows disagree on %nsmid ({', '.join(str(v) for v in sorted(nsmids))}): "
                             "column 1 was not written by the recorder")
     if unwritten:
-        out.problems.append(f"{len(unwritten):,} of {min(rows, expected):,} rows were never written (all zero): "
+        out.problems.append(f"{len(unwritten):,} of {checked_rows:,} rows were never written (all zero): "
                             f"blocks {_ids(unwritten)} did not record")
     if misplaced:
         out.problems.append(f"{len(misplaced):,} row(s) hold another block's id (rows {_ids(misplaced)}): the buffer "
@@ -84,4 +91,3 @@ def read_block_buffer(values: Sequence[int], grid: Dim3, source: str = "triton-b
                             "written only in part")
     if backwards:
         out.problems.append(f"{len(backwards):,} record(s) end before they start (blocks {_ids(backwards)})")
-    return out

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kernelscope.model import PhaseScopes, Session
 from kernelscope.collect.instrument.sink import attach_outcome, launches_in_window
+from kernelscope.model import collectors as collector
 
 
 @dataclass
@@ -68,6 +69,6 @@ def attach_pending(session: Session) -> None:
         return
     attached, notes, left = attach(session, subs)
     caveats = sorted({s.note for s in subs if s.note})
-    session.collectors["scopes"] = attach_outcome(attached, notes, left, {
+    session.collectors[collector.SCOPES] = attach_outcome(attached, notes, left, {
         "collector": "Triton Proton instrumentation backend (clock64 per warp, %globaltimer per block)",
         "caveats": caveats})

@@ -16,6 +16,7 @@ from typing import Callable
 
 from kernelscope.model import BlockRecords, CollectorStatus, Launch, Session
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model import collectors as collector
 
 
 @dataclass
@@ -91,5 +92,5 @@ def attach_pending(session: Session) -> None:
     if not subs:
         return
     attached, notes, left = attach(session, subs)
-    session.collectors["instrument"] = attach_outcome(attached, notes, left,
+    session.collectors[collector.INSTRUMENT] = attach_outcome(attached, notes, left,
                                                       {"collector": "block recorder (%smid, %globaltimer)"})

@@ -16,6 +16,7 @@ from kernelscope.collect.ncu.fields import SECTIONS
 from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
 from kernelscope.collect.ncu.runner import NcuOptions, NcuRunError, run_ncu
 from kernelscope.model import CollectorStatus, Session
+from kernelscope.model import collectors as collector
 
 
 @dataclass
@@ -67,7 +68,7 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
         result = run_ncu(command, report, opts, log_path=log, on_line=on_line)
         parsed = read_report(result.report, partial=True)  # what ncu wrote before a crash still counts
     except (NcuRunError, NcuReportError) as e:
-        session.collectors["counters"] = CollectorStatus("failed", str(e), details)
+        session.collectors[collector.COUNTERS] = CollectorStatus("failed", str(e), details)
         return False
     details["wall_s"] = round(time.perf_counter() - t0, 3)
     details["kernels_profiled"] = len(parsed.kernels)
@@ -83,8 +84,8 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     lost = ([f"ncu was killed by signal {-result.exit_code} before it finished"] if result.exit_code < 0 else [])
     lost += [parsed.partial_note] if parsed.partial_note else [f"the {len(parsed.kernels)} results it wrote were kept"]
     if result.exit_code < 0 or parsed.partial_note:  # what ncu wrote before it died is kept, and the session says the rest is missing
-        session.collectors["counters"] = CollectorStatus(
+        session.collectors[collector.COUNTERS] = CollectorStatus(
             "partial", "; ".join(lost), details)
         return False
-    session.collectors["counters"] = CollectorStatus("ok", None, details)
+    session.collectors[collector.COUNTERS] = CollectorStatus("ok", None, details)
     return True

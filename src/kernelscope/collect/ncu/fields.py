@@ -125,7 +125,6 @@ NCU_FIELDS: tuple[NcuField, ...] = (
     _f("active_warps_per_scheduler", "Active warps per scheduler", "warp", "smsp__warps_active.avg.per_cycle_active"),
     _f("instructions_executed", "Executed instructions", "inst", "smsp__inst_executed.sum"),
 )
-FIELDS_BY_MODEL = {f.model_name: f for f in NCU_FIELDS}
 
 # Warp stall reasons: raw metric = STALL_METRIC.format(reason). The meaning of
 # each, in a few words, is drawn next to the bar.

@@ -11,6 +11,7 @@ from kernelscope.model.names import short_kernel_name
 from kernelscope.collect.ncu.fields import DERIVED_RATIOS, NCU_DEVICE_ATTRIBUTES, NCU_FIELDS, STALL_METRIC, STALL_REASONS
 from kernelscope.collect.ncu.report_reader import NcuKernelResult, NcuReport
 from kernelscope.model import CollectorStatus, Device, Launch, Metric, Session, attribute
+from kernelscope.model import collectors as collector
 
 
 def top_kernel_regex(session: Session, top: int) -> str | None:
@@ -144,6 +145,6 @@ def session_from_report(session: Session, report: NcuReport) -> None:
     session.launches = [launch_from_result(k) for k in report.kernels]
     if session.device is None:
         session.device = device_from_report(report)
-    session.collectors.setdefault("trace", CollectorStatus(
+    session.collectors.setdefault(collector.TRACE, CollectorStatus(
         "not-run", "the session was built from an Nsight Compute report: kernel start times and "
                    "regions outside NVTX are not in it"))

@@ -16,6 +16,7 @@ from typing import Any
 from kernelscope.collect.nvml import api as nvml_api
 from kernelscope.collect.nvml.api import GpmReader, Nvml, NvmlUnavailable
 from kernelscope.model import CollectorStatus, DeviceReading, Metric, Sample, Session
+from kernelscope.model import collectors as collector
 
 DEFAULT_INTERVAL_MS = 100.0
 INTERVAL_ENV = "KERNELSCOPE_SAMPLE_INTERVAL_MS"  # `kernelscope run --sample-interval` sets it for the child
@@ -164,12 +165,12 @@ def start_for_session(session: Session, interval_ms: float | None = None, nvml: 
     try:
         targets = visible_devices()
     except Exception as e:  # DriverUnavailable, or a driver without the calls we use
-        session.collectors["sampler"] = CollectorStatus("not-run", f"no CUDA devices to sample: {e}")
+        session.collectors[collector.SAMPLER] = CollectorStatus("not-run", f"no CUDA devices to sample: {e}")
         return None
     sampler = GpuSampler(targets, interval, nvml)
     reason = sampler.start()
     if reason is not None:
-        session.collectors["sampler"] = CollectorStatus("not-run", reason)
+        session.collectors[collector.SAMPLER] = CollectorStatus("not-run", reason)
         return None
     return sampler
 
@@ -178,7 +179,7 @@ def finish_for_session(sampler: GpuSampler | None, session: Session) -> None:
     """Stop the sampler and put its samples (absolute times) into the session."""
     if sampler is None:
         return
-    session.collectors["sampler"] = sampler.stop()
+    session.collectors[collector.SAMPLER] = sampler.stop()
     session.samples.extend(sampler.samples)
 
 

@@ -9,7 +9,7 @@ import bisect
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
@@ -84,23 +84,8 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
                     default=0.0)  # events with a malformed time are left out below, not allowed to move the origin
     origin_ns = _ns(origin_us)
 
-    launch_site: dict[int, tuple[Any, Any, int]] = {}  # correlation -> (pid, tid, ts_ns)
+    launch_site, gpu_annotation_by_ext = _launch_sites_and_gpu_annotations(events)
     cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
-    gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
-    for e in events:
-        cat = e.get("cat")
-        try:
-            if cat in _LAUNCH_CATEGORIES:
-                corr = (e.get("args") or {}).get("correlation")
-                if corr is not None:
-                    launch_site[int(corr)] = (e.get("pid"), e.get("tid"), _ns(e["ts"]))
-            elif cat == "gpu_user_annotation":
-                ext = (e.get("args") or {}).get("External id")
-                if ext is not None:
-                    gpu_annotation_by_ext.setdefault(ext, e)
-        except _MALFORMED:  # a launch site or GPU span that cannot be used: its kernel just has no region
-            continue
-
     out = ParsedTrace(time_origin_ns=base_ns + origin_ns)
     bad: list[str] = []
     for e in events:
@@ -123,6 +108,43 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
         hi = bisect.bisect_right(starts.get(key, []), ts)
         return [name for (s, end, name) in spans[:hi] if s <= ts <= end]
 
+    _add_kernels_and_copies(events, origin_ns, enclosing, out, bad)
+    out.launches.sort(key=lambda x: x.start_ns)
+    out.devices = []
+    for p in doc.get("deviceProperties") or []:
+        try:
+            out.devices.append(_device(p))
+        except _MALFORMED:
+            bad.append("device")
+    out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
+    out.problems = bad
+    return out
+
+
+def _launch_sites_and_gpu_annotations(
+        events: list[dict[str, Any]]) -> tuple[dict[int, tuple[Any, Any, int]], dict[Any, dict[str, Any]]]:
+    """correlation id -> (pid, tid, ts_ns) of each launch call, and External id -> the GPU span of an annotation."""
+    launch_site: dict[int, tuple[Any, Any, int]] = {}
+    gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
+    for e in events:
+        cat = e.get("cat")
+        try:
+            if cat in _LAUNCH_CATEGORIES:
+                corr = (e.get("args") or {}).get("correlation")
+                if corr is not None:
+                    launch_site[int(corr)] = (e.get("pid"), e.get("tid"), _ns(e["ts"]))
+            elif cat == "gpu_user_annotation":
+                ext = (e.get("args") or {}).get("External id")
+                if ext is not None:
+                    gpu_annotation_by_ext.setdefault(ext, e)
+        except _MALFORMED:  # a launch site or GPU span that cannot be used: its kernel just has no region
+            continue
+    return launch_site, gpu_annotation_by_ext
+
+
+def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclosing: Callable[[Any], list[str]],
+                            out: ParsedTrace, bad: list[str]) -> None:
+    """Kernel launches and memcpy/memset activities into ``out``; what cannot be read is named in ``bad``."""
     for e in events:
         cat = e.get("cat")
         try:
@@ -136,16 +158,6 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
                 ))
         except _MALFORMED:
             bad.append("kernel" if cat == "kernel" else "memcpy/memset")
-    out.launches.sort(key=lambda x: x.start_ns)
-    out.devices = []
-    for p in doc.get("deviceProperties") or []:
-        try:
-            out.devices.append(_device(p))
-        except _MALFORMED:
-            bad.append("device")
-    out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
-    out.problems = bad
-    return out
 
 
 def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations: Any,

@@ -19,6 +19,7 @@ from kernelscope.collect.instrument.sink import attach_pending
 from kernelscope.collect.trace.quiet import profiler_notices_silenced
 from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.model import CollectorStatus, Device, Session
+from kernelscope.model import collectors as collector
 
 
 class TraceRecorder:
@@ -45,8 +46,9 @@ class TraceRecorder:
             self._not_run("torch is not installed in this Python; the trace pass uses the PyTorch profiler (CUPTI)")
             return
         self._torch = torch
-        if not torch.cuda.is_available():
-            self._not_run("PyTorch sees no CUDA GPU here, so there are no kernels to trace")
+        ok, why = driver.gpu_available()
+        if not ok:
+            self._not_run(f"{why}, so there are no kernels to trace")
             return
         self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         with profiler_notices_silenced():  # torch's notes on how kernelscope uses the profiler, not on the workload
@@ -79,7 +81,7 @@ class TraceRecorder:
                 doc = json.load(f)
             parsed = parse_trace(doc)
         except (OSError, ValueError, TraceFormatError) as e:
-            self.session.collectors["trace"] = CollectorStatus("failed", f"the PyTorch profiler trace could not be read: {e}")
+            self.session.collectors[collector.TRACE] = CollectorStatus("failed", f"the PyTorch profiler trace could not be read: {e}")
             self._record_device(None)
             return
         finally:
@@ -99,7 +101,7 @@ class TraceRecorder:
             status = CollectorStatus("ok", "the workload launched no CUDA kernels while profiled", status.details)
         if parsed.problems:  # the trace held events it could not use: say so, never pass them off as complete
             status = CollectorStatus("partial", "; ".join(parsed.problems), status.details)
-        s.collectors["trace"] = status
+        s.collectors[collector.TRACE] = status
         devices = Counter(x.device_index for x in parsed.launches if x.device_index is not None)
         index = devices.most_common(1)[0][0] if devices else self._torch.cuda.current_device()
         fallback = next((d for d in parsed.devices if d.index == index), None)
@@ -108,8 +110,8 @@ class TraceRecorder:
             s.environment["devices_with_kernels"] = sorted(devices)
 
     def _not_run(self, reason: str) -> None:
-        self.session.collectors["trace"] = CollectorStatus("not-run", reason)
-        self.session.collectors["sampler"] = CollectorStatus("not-run", f"no trace pass to sample alongside: {reason}")
+        self.session.collectors[collector.TRACE] = CollectorStatus("not-run", reason)
+        self.session.collectors[collector.SAMPLER] = CollectorStatus("not-run", f"no trace pass to sample alongside: {reason}")
 
     def _record_device(self, index: int | None, fallback: Device | None = None) -> None:
         s = self.session
@@ -118,15 +120,15 @@ class TraceRecorder:
             if index is None and driver.device_count() == 0:
                 raise driver.DriverUnavailable("the CUDA driver reports no devices")
             s.device = driver.query_device(ordinal)
-            s.collectors["device"] = CollectorStatus("ok", details={"source": "CUDA driver (cuDeviceGetAttribute)"})
+            s.collectors[collector.DEVICE] = CollectorStatus("ok", details={"source": "CUDA driver (cuDeviceGetAttribute)"})
         except driver.DriverUnavailable as e:
             s.device = fallback
             how = "; using the device properties in the profiler trace" if fallback else ""
-            s.collectors["device"] = CollectorStatus("partial" if fallback else "not-run", f"{e}{how}")
+            s.collectors[collector.DEVICE] = CollectorStatus("partial" if fallback else "not-run", f"{e}{how}")
             if s.device is None:
-                s.collectors["nvml"] = CollectorStatus("not-run", "no CUDA device to sample")
+                s.collectors[collector.NVML] = CollectorStatus("not-run", "no CUDA device to sample")
                 return
         metrics, reason = nvml.snapshot(s.device.value("pci_bus_id_string"), s.device.index)
         s.device.attributes.update(metrics)
-        s.collectors["nvml"] = CollectorStatus("not-run", reason) if reason else CollectorStatus(
+        s.collectors[collector.NVML] = CollectorStatus("not-run", reason) if reason else CollectorStatus(
             "ok", details={"what": "one snapshot at the end of the run"})

@@ -19,6 +19,7 @@ import kernelscope
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.errors import RunError  # noqa: F401  (raised here; callers import it from here)
 from kernelscope.model import CollectorStatus, Session, SessionFileError
+from kernelscope.model import collectors as collector
 
 
 @dataclass
@@ -101,7 +102,7 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         session = new_session(child[child.index("--") + 1:] if module is None else ["-m", module, *command])
         why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
         session.outcome = "collector-failed"
-        session.collectors["trace"] = CollectorStatus(
+        session.collectors[collector.TRACE] = CollectorStatus(
             "failed", f"the workload process {why} before kernelscope could write its trace; nothing was collected")
     session.exit_code = exit_code
     if exit_code != 0 and session.outcome == "complete":
@@ -118,7 +119,7 @@ def run_without_trace(command: list[str], output: Path) -> RunResult:
     if shutil.which(command[0]) is None and not os.path.isfile(command[0]):
         raise RunError(f"cannot run {command[0]!r}: no such program")
     session = new_session(list(command))
-    session.collectors["trace"] = CollectorStatus(
+    session.collectors[collector.TRACE] = CollectorStatus(
         "not-run", "not a Python program: the trace pass runs inside Python (PyTorch profiler); "
                    "the counter pass (ncu) profiles it instead")
     session.save(output)

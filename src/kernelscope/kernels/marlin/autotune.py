@@ -129,7 +129,7 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     matmul = matmul or w4a16_matmul
     on_gpu = words.device.type == "cuda"
     if timer is None:
-        from kernelscope.bench.timing import time_cuda, time_wall
+        from kernelscope.collect.timing import time_cuda, time_wall
 
         timer = time_cuda if on_gpu else time_wall
     t0 = clock()

@@ -27,13 +27,12 @@ format can be imported on machines without triton, and so that the
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Any, Callable
 
 import torch
 
-from .format import NIBBLES, ZERO, check_shape, describe, group_rows, unpack
+from .format import NIBBLES, ZERO, group_rows, unpack
 from .unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
 tl: Any = None  # triton.language, bound by _kernel() before the first compile

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
 from kernelscope.model.packing import Figure, Phase
+from .plan import FLUSH_REGION, GemmPlan
 from .unpack_ptx import instruction_count
-
-if TYPE_CHECKING:  # walkthrough.py imports this module; the plan is only a type here
-    from .walkthrough import GemmPlan
-
-FLUSH_REGION = "l2_flush"  # the region that overwrites a buffer larger than L2 between calls
 
 
 def _d(value: object, unit: str, raw: str, formula: str) -> Metric:

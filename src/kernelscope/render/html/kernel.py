@@ -9,10 +9,9 @@ from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, CONCURRENT_FORMULA, OVERHEAD_FORMULA, SLOT_USE_FORMULA, SPREAD_FORMULA, TAIL_FORMULA,
     TAIL_IDLE_SMS_FORMULA, WAVES_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData,
 )
-from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.model import Metric
 from kernelscope.render.config_panel import _LIMIT_LABEL
-from kernelscope.render.fmt import count, dim3, duration, metric_cell, short_cell, size_bytes
+from kernelscope.render.fmt import count, dim3, duration, size_bytes
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.sm_layout import MEASURED_NOTE, _strip

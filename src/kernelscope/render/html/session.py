@@ -159,12 +159,8 @@ def timeline_section(tl, summary) -> Markup:
     return section(title, *body, id_="timeline")
 
 
-def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Markup:
-    """Panel 9 from analyze.gpu_stats.GpuStatsSummary: the summary table, clock events, each series plotted
-    against the kernels' busy time, and sample rows."""
-    every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
-    over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
-    title = f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+def _gpu_fields(s) -> list:
+    """The summary table of every sampled field, and which fields NVML left out of some samples."""
     n = s.samples
     rows, partly = [], {}
     for f in s.fields:
@@ -179,6 +175,12 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
         rows.append((label, *cells, f"{f.count}/{n}", f"{f.source}: {f.raw_name}"))
     body: list = [table(("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source"), rows)]
     body += [note(f"N/A in some samples ({', '.join(v)}): {k}") for k, v in partly.items()]
+    return body
+
+
+def _gpu_notes(session, s) -> list:
+    """Clock events, throttled windows, the sampler's own cost, samples outside the trace."""
+    body: list = []
     if s.throttle_counts:
         body.append(el("p", "Clock event reasons: " + "; ".join(
             f"{r} in {c} of {s.samples} samples ({b} while kernels ran)" for r, c, b in s.throttle_counts)))
@@ -201,7 +203,12 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
     if s.outside_trace:
         body.append(note(f"{s.outside_trace} more sample(s), taken before the trace began or after it ended, are kept "
                          "in the session but not summarised"))
-    samples = s.used
+    return body
+
+
+def _gpu_plots(session, s, samples, width: int) -> list:
+    """Each series plotted against the kernels' busy time (one SVG column per time bucket)."""
+    body: list = []
     times = [x.t_ns if s.on_timeline else x.wall_time_ns for x in samples]
     if times:
         t0 = min(0, times[0]) if s.on_timeline else times[0]
@@ -224,6 +231,19 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
         body.append(el("h3", f"Against the kernel timeline ({t0 / 1e9:.3f} s to {t1 / 1e9:.3f} s, "
                              f"{'session clock' if s.on_timeline else 'since 1st sample'})"))
         body.append(table((), plots, class_="kv", num_from=99))
+    return body
+
+
+def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Markup:
+    """Panel 9 from analyze.gpu_stats.GpuStatsSummary: the summary table, clock events, each series plotted
+    against the kernels' busy time, and sample rows."""
+    every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
+    over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
+    title = f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+    body: list = _gpu_fields(s)
+    body += _gpu_notes(session, s)
+    samples = s.used
+    body += _gpu_plots(session, s, samples, width)
     picks = list(range(len(samples)))
     if len(samples) > max_rows:  # flagged ones first, the rest evenly spaced (as the terminal)
         flagged = [w.index for w in s.windows if w.flags][: max_rows // 2]

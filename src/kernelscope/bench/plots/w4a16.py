@@ -2,7 +2,7 @@
 
 One panel per layer shape (k, n), one line per implementation; failed, wrong or
 out-of-memory points are not drawn and are named under the panel. Titles carry
-the device name and the date of the run (:func:`plots._header`). The speedup is
+the device name and the date of the run (:func:`figure.run_header`). The speedup is
 ``baseline median / median`` at the same (m, k, n, groupsize), the formula
 bench/w4a16.py stores as ``speedup_vs_<impl>``, computed here for whichever
 baseline is asked for.
@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernelscope.render.plots import (_MARKERS, _figure, _header, _impls, _missing_note, finish_figure, point_axis,
-                                      speedup_label)
+from kernelscope.bench.plots.figure import (
+    MARKERS, finish_figure, impl_order, missing_note, panel_grid, point_axis, run_header, speedup_label,
+)
 
 if TYPE_CHECKING:
     from kernelscope.bench.results import BenchResults, BenchRow
+
 
 def _shapes(rows: list["BenchRow"]) -> dict[tuple[int, int, int], list["BenchRow"]]:
     out: dict[tuple[int, int, int], list] = {}
@@ -43,8 +45,8 @@ def w4a16_figures(results: "BenchResults", baseline: str | None) -> list[tuple[s
     from kernelscope.render.plot_layout import plain_log_axis
 
     shapes = _shapes(results.rows)
-    impls = _impls(results.rows)
-    header = _header(results)
+    impls = impl_order(results.rows)
+    header = run_header(results)
     specs: list[tuple[str, str, str, Callable[[Any], Any] | None, bool]] = [
         ("time", "W4A16 GEMM median time", "median time (ms), L2 cleared", lambda r: r.get("median_ms"), True),
         ("floor", "W4A16 GEMM % of bytes floor", "% of floor (bytes / measured copy bandwidth)",
@@ -54,14 +56,14 @@ def w4a16_figures(results: "BenchResults", baseline: str | None) -> list[tuple[s
         specs.append(("speedup", f"W4A16 GEMM speedup over {baseline}", speedup_label(baseline), None, False))
     out = []
     for name, title, ylabel, value, logy in specs:
-        fig, axes = _figure(plt, len(shapes))
+        fig, axes = panel_grid(plt, len(shapes))
         for ax, ((k, n, g), rows) in zip(axes, shapes.items()):
             fn = value if value is not None else _speedup_fn(rows, baseline)  # type: ignore[arg-type]
             for i, impl in enumerate(impls):
                 pts = sorted((r.params["m"], fn(r)) for r in rows if r.impl == impl and r.status == "ok")
                 pts = [(m, v) for m, v in pts if v is not None]
                 if pts:
-                    ax.plot([m for m, _ in pts], [v for _, v in pts], marker=_MARKERS[i % len(_MARKERS)],
+                    ax.plot([m for m, _ in pts], [v for _, v in pts], marker=MARKERS[i % len(MARKERS)],
                             color=f"C{i % 10}", label=impl)
             point_axis(ax, sorted({r.params["m"] for r in rows}), "m (tokens)")
             if logy and ax.lines:
@@ -74,7 +76,7 @@ def w4a16_figures(results: "BenchResults", baseline: str | None) -> list[tuple[s
                 ax.axhline(100.0, color="grey", linestyle="--", linewidth=1)
             ax.set_ylabel(ylabel)
             ax.set_title(f"k={k} n={n} groupsize {g}", fontsize=10)
-            _missing_note(ax, rows, point="m", short="m")
+            missing_note(ax, rows, point="m", short="m")
         full_title = f"{title} — {header}"
         finish_figure(fig, axes, full_title)
         out.append((name, fig, full_title))

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Calibrate kernelscope's diagnosis against the defect suite (issue 14), on a GPU machine
 # with ncu and nvcc on PATH (no network needed, no pip install: PYTHONPATH=src):
-#   OUT=/tmp/out bash scripts/record_diagnosis.sh [--cases a,b] [--repeats N]
+#   OUT=/tmp/out bash benchmarks/diagnosis/record.sh [--cases a,b] [--repeats N]
 # Writes to $OUT (6 files): diagnosis_table.json, diagnosis_table.md, diagnosis_sessions.tar.gz
 # (sessions trimmed to each case's kernels, run logs, timings), diagnosis_ncu_reports.tar.gz
 # (when under 15 MiB), ceilings.json (kernelscope calibrate), calibrate.log.
 # Back on a checkout, put the results where they are checked in:
-#   bash scripts/record_diagnosis.sh install $OUT
+#   bash benchmarks/diagnosis/record.sh install $OUT
 # (sessions -> tests/data/diagnosis/, table and ceilings -> benchmarks/diagnosis/).
 # Never changes clocks (--clock-control none).
 set -u

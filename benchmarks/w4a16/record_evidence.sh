@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The measurements behind benchmarks/w4a16/NOTES.md "Where the gap stands", on a GPU machine:
-#   OUT=/tmp/ev bash scripts/record_w4a16_evidence.sh
+#   OUT=/tmp/ev bash benchmarks/w4a16/record_evidence.sh
 # the harness's own per-call time, the block recorder on the tuned launches (a kernelscope session),
 # and kernelscope counter profiles (ncu) of the tuned m = 1 and m = 256 launches at 8192x8192.
-# Copy $OUT into benchmarks/w4a16/runs/ (gzip the sessions). Clocks are never changed. ~3 minutes.
+# Copy $OUT into benchmarks/w4a16/runs/<label>/ (gzip the sessions). Clocks are never changed. ~3 minutes.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 O=${OUT:-/tmp/kernelscope-w4a16-evidence}
 mkdir -p "$O"
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1

@@ -11,7 +11,7 @@ with the W4A16 GEMM and what runs with it. Recorded, in named regions:
 * ``copy_bandwidth``: device-to-device copies, the measured bandwidth ceiling.
 
 The result is then checked against the fp32 reference on a slice of the columns.
-:func:`main` (``python -m kernelscope.kernels.demo``, e.g. under `kernelscope run`) runs the
+:func:`main` (``python -m kernelscope.kernels.marlin.workload``, e.g. under `kernelscope run`) runs the
 whole workload, preparation included, with ``prepare``, ``warmup`` and ``check`` as regions too.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from kernelscope.collect.trace.regions import region
 from kernelscope.kernels.marlin import (
     pack, quantize, reference_matmul, tma_supported, to_kernel_layout, w4a16_matmul,
 )
-from kernelscope.kernels.marlin.walkthrough import (
+from kernelscope.kernels.marlin.plan import (
     COMPILED_KEY, COPY_REGION, FLUSH_REGION, GEMM_REGION, PLAN_KEY, GemmPlan,
 )
 from kernelscope.model import Session

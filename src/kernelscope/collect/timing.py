@@ -1,4 +1,5 @@
-"""Timing a GPU callable with CUDA events: warm-up, repeats, median and spread.
+"""Timing a GPU callable with CUDA events: warm-up, repeats, median and spread. Measurement, so it
+lives in collect/: the benchmarks (bench/) and the W4A16 tuner (kernels/) both time with it.
 
 Each repeat is bracketed by its own pair of CUDA events on the current stream,
 so host overhead between repeats is not counted. With ``flush_l2`` a buffer

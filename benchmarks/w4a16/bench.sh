@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # W4A16 GEMM benchmark on the GPU machine (issue 6): GPU tests, then the recorded sweep and its plots.
-#   OUT=... scripts/bench_w4a16.sh [all | any of: test record]   (default all; stays under $DEADLINE s)
-# Writes under $OUT; copy $OUT/w4a16 into benchmarks/w4a16/ to keep it.
+#   OUT=... benchmarks/w4a16/bench.sh [all | any of: test record]   (default all; stays under $DEADLINE s)
+# Writes under $OUT; copy $OUT/w4a16 into benchmarks/w4a16/runs/<label>/ to keep it (plots into plots/).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export PYTHONPATH=src
 OUT=${OUT:-out}
 mkdir -p "$OUT/w4a16"

@@ -1,7 +1,8 @@
 """`kernelscope bench w4a16`: the Triton W4A16 GEMM vs cuBLAS fp16 and torch's int4 tinygemm.
 
-Registered by :mod:`kernelscope.cli.bench` (``add_parser``); shares its options, output file,
-progress bar and GPU check. The summary prints one table per layer shape.
+Registered by :mod:`kernelscope.cli.bench` (``add_parser``); its options, output file,
+progress bar and GPU check are those of :mod:`kernelscope.cli.bench.common`. The summary prints one
+table per layer shape.
 """
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import argparse
 import sys
 from typing import Any, Callable
 
+from kernelscope.cli.bench.common import (
+    check_timing_args, chosen_impls, int_list, print_tables, progress, require_cuda, results_path,
+)
 from kernelscope.cli.common import fail, require_modules
 
 DEFAULT_M = "1,4,16,64,256"
@@ -37,28 +41,20 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
 def main_w4a16(args: argparse.Namespace) -> int:
     require_modules("bench w4a16", "torch", "triton")
     from kernelscope.bench.w4a16 import IMPLEMENTATIONS, W4A16Settings, make_cases, parse_shapes, run_w4a16_sweep
-    from kernelscope.cli.bench import (
-        _check_timing_args,
-        _chosen_impls,
-        _int_list,
-        _output_path,
-        _progress,
-        _require_cuda,
-    )
 
-    ms = _int_list(args.m, "--m")
-    impls = _chosen_impls(args.impl, IMPLEMENTATIONS)
+    ms = int_list(args.m, "--m")
+    impls = chosen_impls(args.impl, IMPLEMENTATIONS)
     try:
         cases = make_cases(ms, parse_shapes(args.shapes), args.groupsize)
     except ValueError as e:
         fail(str(e))
-    _check_timing_args(args)
-    out = _output_path(args, "w4a16")
-    _require_cuda()
+    check_timing_args(args)
+    out = results_path(args, "w4a16")
+    require_cuda()
     settings = W4A16Settings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,
                              device="cuda", seed=args.seed, graph=not args.no_graph, cupti=not args.no_cupti)
     command = ["kernelscope", *sys.argv[1:]]
-    with _progress(args) as on_progress:
+    with progress(args) as on_progress:
         results = run_w4a16_sweep(cases, {n: IMPLEMENTATIONS[n] for n in impls}, settings, on_progress=on_progress,
                                   command=command, on_row=lambda r: r.save(out))
     results.save(out)
@@ -71,8 +67,6 @@ def main_w4a16(args: argparse.Namespace) -> int:
 
 
 def print_summary(results, width: int | None, color: bool | None, file: Any = None) -> None:
-    from kernelscope.cli.bench_output import print_tables
-
     bw = results.settings.get("copy_bandwidth_bytes_per_s")
     preface = [f"copy bandwidth {bw / 1e9:.0f} GB/s (measured now: device-to-device copy, read + write)"] if bw else []
     print_tables(results, summary_tables(results), width, color, file=file, preface=preface)

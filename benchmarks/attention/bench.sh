@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Attention kernel on the GPU machine: correctness tests, the recorded benchmark,
 # plots, one profile, then per-config timings with the time left. Writes under $OUT.
-#   scripts/bench_attention.sh [all | any of: test record tune]   (default all; stays under $DEADLINE s)
+#   benchmarks/attention/bench.sh [all | any of: test record tune]   (default all; stays under $DEADLINE s)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export PYTHONPATH=src
 OUT=${OUT:-out}
 mkdir -p "$OUT"

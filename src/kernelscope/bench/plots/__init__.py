@@ -1,0 +1,52 @@
+"""PNG plots of a `kernelscope bench` results file, one module per benchmark (attention.py, w4a16.py) over
+the shared figure helpers (figure.py).
+
+matplotlib is imported on first use, with the Agg backend (no display needed); the layout helpers shared with
+the roofline plot are render/plot_layout.py. One figure per quantity; one panel per shape; one line per
+implementation, in the same colour in every panel, named in one legend row under the title (never over the
+data). Points that failed or ran out of memory are not drawn and are named under the panel, so a gap never
+looks like a measurement. Titles carry the device name and the date of the run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from kernelscope.bench.results import BenchResults
+
+# The speedup plot's default baseline per benchmark: the peer each kernel has to beat.
+DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}
+
+
+def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
+                prefix: str = "attention", check: Callable[[Path], Any] | None = None) -> list[Path]:
+    """Write the PNGs into output_dir and return their paths. The speedup plot divides by ``baseline``
+    (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kernelscope.bench.plots.figure import save_figure
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figs = list(figures(results, baseline))
+    for name, _, _ in figs:  # every file is checked (exists? an input?) before any is written
+        if check is not None:
+            check(out / f"{prefix}_{name}.png")
+    return [save_figure(plt, fig, out / f"{prefix}_{name}.png", title) for name, fig, title in figs]
+
+
+def figures(results: "BenchResults", baseline: str | None = None) -> list[tuple[str, Any, str]]:
+    """(name, figure, title) of each plot of a results file; the caller saves or inspects and closes them."""
+    if baseline is None:
+        baseline = DEFAULT_BASELINES.get(results.benchmark)
+    if results.benchmark == "w4a16":  # its own axes (m) and quantities
+        from kernelscope.bench.plots.w4a16 import w4a16_figures
+
+        return w4a16_figures(results, baseline)
+    from kernelscope.bench.plots.attention import attention_figures
+
+    return attention_figures(results, baseline)

@@ -1,0 +1,102 @@
+"""The plan of one ``w4a16_matmul`` call (shapes and launch parameters), and the names the recorded session
+uses for its kernel, regions and environment keys: shared by the workload that records a launch, the phases
+and the walkthrough that explain it."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .format import check_shape, group_rows
+
+KERNEL_NAME = "_w4a16_kernel"
+GEMM_REGION = "w4a16_gemm"  # the timed calls
+COPY_REGION = "copy_bandwidth"  # device-to-device copies: the measured bandwidth ceiling
+PLAN_KEY = "w4a16_plan"  # Session.environment: the GemmPlan of the recorded launches
+COMPILED_KEY = "w4a16_compiled"  # Session.environment: what the Triton compiler produced
+FLUSH_REGION = "l2_flush"  # the region that overwrites a buffer larger than L2 between calls
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """Shapes and launch parameters of one ``w4a16_matmul`` call.
+
+    The defaults are the H100 tuning's launch for m = 16, k = n = 8192
+    (benchmarks/w4a16/NOTES.md, round 12): split_k = 8 gives ceil(n / 128) * 8
+    programs (512 for n = 8192), a few per SM, so that enough loads are in
+    flight to stream the weights at memory speed.
+    """
+
+    m: int
+    k: int
+    n: int
+    groupsize: int = 128
+    block_m: int = 16
+    block_n: int = 128
+    block_k: int = 128
+    split_k: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+    group_m: int = 8
+    swap_ab: int = 1  # 1: C^T = W^T A^T, n on the MMA's M side
+    prefetch: int = 0  # weight slices loaded into registers ahead of the unpack
+    dequant_asm: int = 1  # 1: PTX unpack, two weights per instruction; 0: Triton shifts and masks
+    fused_split_sum: int = 1  # 1: the last program of a tile adds the split-k partials; 0: torch kernels after
+    pair_layout: int = 1  # 1: a word holds k pairs of four 32-deep slices (one f16x2 MMA register each); 0: 8 k rows
+    tma: int = 1  # 1: tiles copied by the tensor memory accelerator; 0: per-thread loads
+
+    def __post_init__(self) -> None:
+        if self.m < 1:
+            raise ValueError(f"m must be at least 1, got {self.m}.")
+        check_shape(self.k, self.n, self.groupsize, "GemmPlan")
+        if self.k % (self.split_k * self.block_k):
+            raise ValueError(f"k={self.k} must be a multiple of split_k * block_k = {self.split_k * self.block_k}.")
+
+    @property
+    def m_tiles(self) -> int:
+        return -(-self.m // self.block_m)
+
+    @property
+    def n_tiles(self) -> int:
+        return -(-self.n // self.block_n)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.m_tiles * self.n_tiles, self.split_k, 1)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.num_warps
+
+    @property
+    def k_split(self) -> int:
+        return self.k // self.split_k
+
+    @property
+    def iterations(self) -> int:
+        return self.k_split // self.block_k
+
+    @property
+    def groups(self) -> int:
+        return self.k // group_rows(self.k, self.groupsize)
+
+    def launch_kwargs(self) -> dict[str, int]:
+        """Keyword arguments of ``w4a16_matmul`` that reproduce this launch."""
+        return {"split_k": self.split_k, "block_m": self.block_m, "block_n": self.block_n,
+                "block_k": self.block_k, "group_m": self.group_m, "num_warps": self.num_warps,
+                "num_stages": self.num_stages, "swap_ab": bool(self.swap_ab), "prefetch": self.prefetch,
+                "dequant_asm": bool(self.dequant_asm), "tma": bool(self.tma)}
+
+    def program_tile(self, pid: int) -> tuple[int, int]:
+        """(pid_m, pid_n) of program ``pid``: the kernel's grouped ordering, for the address example."""
+        per_group = self.group_m * self.n_tiles
+        first_m = (pid // per_group) * self.group_m
+        group_m = min(self.m_tiles - first_m, self.group_m)
+        return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GemmPlan":
+        # a plan recorded before these fields existed ran the first kernel version: none of them
+        d = {"swap_ab": 0, "prefetch": 0, "dequant_asm": 0, "fused_split_sum": 0, "pair_layout": 0, "tma": 0, **d}
+        return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})

@@ -1,0 +1,17 @@
+"""The names of the collectors, as keys of ``Session.collectors``.
+
+Each collector records how it went under its name (a ``CollectorStatus``); panels
+and commands look the status up by the same name. The values are stored in
+session files, so they never change (old sessions must load).
+"""
+from __future__ import annotations
+
+TRACE = "trace"  # the trace pass: PyTorch profiler (CUPTI) launches, activities, regions
+COUNTERS = "counters"  # the counter pass: Nsight Compute (or an imported .ncu-rep)
+SAMPLER = "sampler"  # the live NVML / GPM sampler thread beside the trace pass
+DEVICE = "device"  # the device attributes read from the CUDA driver
+NVML = "nvml"  # the one-off NVML snapshot of the device (clocks, memory, bus)
+INSTRUMENT = "instrument"  # the in-kernel block recorder (%smid, %globaltimer)
+SCOPES = "scopes"  # Triton Proton's intra-kernel phase scopes
+
+ALL = (TRACE, COUNTERS, SAMPLER, DEVICE, NVML, INSTRUMENT, SCOPES)
