@@ -117,7 +117,7 @@ def test_graph_failure_is_recorded_and_event_time_used():
 
 
 def test_summary_table_labels_each_timing():
-    from kernelscope.cli.bench_w4a16 import print_summary
+    from kernelscope.cli.bench.w4a16 import print_summary
 
     results = run_w4a16_sweep(make_cases([1, 4], [(512, 256)]), {"cublas": IMPLEMENTATIONS["cublas"]}, CPU,
                               timer=_fixed(EVENT_MS), graph_timer=_graph_timer([]), kernel_timer=_kernel_timer,

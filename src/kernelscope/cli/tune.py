@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main_w4a16(args: argparse.Namespace) -> int:
     require_modules("tune w4a16", "torch", "triton")
     from kernelscope.bench.w4a16 import make_cases, parse_shapes
-    from kernelscope.cli.bench import _int_list
+    from kernelscope.cli.bench.common import int_list
 
-    ms = _int_list(args.m, "--m")
+    ms = int_list(args.m, "--m")
     try:
         cases = make_cases(ms, parse_shapes(args.shapes), args.groupsize)
     except ValueError as e:
