@@ -309,8 +309,9 @@ def _flat_rows(t: torch.Tensor) -> torch.Tensor:
 
 
 def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
-              config: FlashConfig | None) -> torch.Tensor:
-    """The warp-specialised kernel: 2-D descriptors over the flattened rows, contiguous output."""
+              config: FlashConfig | None, warp_spec: bool = True) -> torch.Tensor:
+    """The warp-specialised kernel: 2-D descriptors over the flattened rows, contiguous output.
+    ``warp_spec=False`` compiles the same code without the specialisation (an experiment's control)."""
     b, h, s_q, d = q.shape
     s_k = k.shape[2]
     qf, kf, vf = _flat_rows(q), _flat_rows(k), _flat_rows(v)
@@ -320,7 +321,7 @@ def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, s
     descs = [TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, d]) for t, rows in ((qf, bm), (kf, bn), (vf, bn))]
     args = (*descs, out, h, s_q, s_k, scale, _bucket(s_k))
     flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16,
-             "KEY_ALIGN": _key_align(s_k), "WARP_SPEC": not _interpreting()}
+             "KEY_ALIGN": _key_align(s_k), "WARP_SPEC": warp_spec and not _interpreting()}
 
     def grid(meta: dict) -> tuple[int, int]:
         return (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)
@@ -334,8 +335,10 @@ def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, s
 
 
 def _use_warp_specialized(q: torch.Tensor) -> bool:
-    """The default path: the warp-specialised kernel on sm_90 (Hopper), the plain one elsewhere."""
-    return q.device.type == "cuda" and torch.cuda.get_device_capability(q.device) == (9, 0)
+    """Never by default: on an H100 (2026-11-23) the warp-specialised kernel compiled but its first
+    launch did not finish (benchmarks/attention/RESULTS.md, issue 17), so it runs only when a
+    config asks for it."""
+    return False
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -343,9 +346,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     """Attention forward, ``(batch, heads, seq_q, head_dim)`` out, in q's dtype.
 
     ``sm_scale`` defaults to ``1 / sqrt(head_dim)``. ``config`` pins a launch
-    configuration (``config.warp_specialize`` picks the kernel); by default the
-    autotuner picks one of HOPPER_WS_CONFIGS on sm_90 and of HOPPER_CONFIGS
-    elsewhere (and the interpreter uses INTERPRETER_CONFIG).
+    configuration (``config.warp_specialize`` picks the experimental warp-specialised
+    kernel); by default the autotuner picks one of HOPPER_CONFIGS (and the
+    interpreter uses INTERPRETER_CONFIG).
     """
     check_inputs(q, k, v, sm_scale)
     if config.warp_specialize if config is not None else (not _interpreting() and _use_warp_specialized(q)):
