@@ -72,7 +72,8 @@ def _describe_attention(impl: str, case) -> dict[str, Any]:
         return {}
     from kernelscope.kernels.attention.flash import tuned_config
 
-    config = tuned_config(case.head_dim, case.causal, case.seq_len)
+    config = (tuned_config(case.head_dim, case.causal, case.seq_len, warp_specialize=True)
+              or tuned_config(case.head_dim, case.causal, case.seq_len))
     return {"flash_config": str(config) if config else None}
 
 

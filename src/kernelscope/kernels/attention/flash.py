@@ -42,9 +42,13 @@ class FlashConfig:
     block_n: int
     num_warps: int
     num_stages: int
+    # Hopper warp specialisation (_attn_fwd_ws): num_warps is the consumer warpgroup's 4 warps as
+    # Triton counts them; the launch has 3 warpgroups (12 warps, 384 threads).
+    warp_specialize: bool = False
 
     def __str__(self) -> str:
-        return f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} warps={self.num_warps} stages={self.num_stages}"
+        ws = " warp-specialized" if self.warp_specialize else ""
+        return f"BLOCK_M={self.block_m} BLOCK_N={self.block_n} warps={self.num_warps} stages={self.num_stages}{ws}"
 
 
 # Hopper: BLOCK_M 128 feeds the 64-row wgmma of one or two warpgroups; the
@@ -57,6 +61,11 @@ HOPPER_CONFIGS = (
     FlashConfig(128, 64, 4, 2), FlashConfig(128, 64, 4, 3), FlashConfig(128, 64, 4, 4),
     FlashConfig(128, 64, 8, 3), FlashConfig(128, 128, 4, 3), FlashConfig(128, 128, 8, 3),
     FlashConfig(64, 64, 4, 3),
+)
+# Warp-specialised launches (sm_90 only; each compiles to a TMA producer warpgroup and two
+# consumer warpgroups of BLOCK_M / 2 rows, 384 threads, like cuDNN's sm90 kernel).
+HOPPER_WS_CONFIGS = (
+    FlashConfig(128, 64, 4, 2, True), FlashConfig(128, 64, 4, 3, True), FlashConfig(128, 128, 4, 2, True),
 )
 # The CPU interpreter: small blocks, so the test sizes cross several blocks.
 INTERPRETER_CONFIG = FlashConfig(32, 16, 4, 1)
@@ -84,11 +93,19 @@ def _round_bf16(x):
 @triton.jit
 def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m, qk_scale, seq_k, causal_offset,
                  BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-                 UPCAST: tl.constexpr):
-    """Fold keys [lo, hi) into (acc, l_i, m_i); MASKED blocks may hold keys a row must not see."""
+                 UPCAST: tl.constexpr, FLAT: tl.constexpr = False, WARP_SPEC: tl.constexpr = False):
+    """Fold keys [lo, hi) into (acc, l_i, m_i); MASKED blocks may hold keys a row must not see.
+
+    FLAT: k and v are 2-D descriptors over (batch·heads·seq_k, head_dim) and off_b is the head's
+    first row (off_h unused); rows past the head's end belong to the next head or are zero-filled,
+    and only a MASKED block can hold them. WARP_SPEC: Triton's Hopper warp specialisation (a TMA
+    producer warpgroup and two consumer warpgroups of BLOCK_M / 2 rows each)."""
     offs_n = tl.arange(0, BLOCK_N)
-    for start_n in tl.range(lo, hi, BLOCK_N):
-        k = desc_k.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+        if FLAT:
+            k = desc_k.load([off_b + start_n, 0])
+        else:
+            k = desc_k.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         qk = _dot(q, k.T, None, UPCAST)
         if MASKED:
             cols = start_n + offs_n
@@ -106,7 +123,10 @@ def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_b, off_h, lo, hi, offs_m,
             p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
             alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = desc_v.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        if FLAT:
+            v = desc_v.load([off_b + start_n, 0])
+        else:
+            v = desc_v.load([off_b, off_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         acc = acc * alpha[:, None]
         if UPCAST:
             acc = _dot(_round_bf16(p), v, acc, UPCAST)
@@ -152,6 +172,45 @@ def _attn_fwd(desc_q, desc_k, desc_v, desc_o, heads, seq_q, seq_k, qk_scale, SEQ
     desc_o.store([off_b, off_h, start_m * BLOCK_M, 0], out.to(q.dtype).reshape(1, 1, BLOCK_M, HEAD_DIM))
 
 
+@triton.jit
+def _attn_fwd_ws(desc_q, desc_k, desc_v, out_ptr, heads, seq_q, seq_k, qk_scale, SEQ_BUCKET,
+                 HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KEY_ALIGN: tl.constexpr, WARP_SPEC: tl.constexpr):
+    """_attn_fwd in the shape Triton 3.6's Hopper warp specialisation compiles (NOTES.md v6).
+
+    The pass splits the BLOCK_M rows between two consumer warpgroups beside a TMA producer
+    warpgroup (FlashAttention-3's layout). It cannot split a 4-D descriptor's reshape nor a
+    descriptor store of the whole tile, and it fails on a second loop after the specialised one
+    (and silently does nothing when the loop holds a branch), so: q, k, v are read through 2-D
+    descriptors over (batch·heads·seq, head_dim), the output is written by a masked pointer store
+    (out is contiguous), and there is ONE key loop, masked in every block when causal or when seq_k
+    is not a multiple of BLOCK_N (KEY_ALIGN: the largest of 128, 64, 16, 1 dividing seq_k); rows of
+    a tail block past the head's end belong to the next head and are masked out."""
+    MASKED: tl.constexpr = CAUSAL or (KEY_ALIGN % BLOCK_N != 0)
+    start_m = tl.cdiv(seq_q, BLOCK_M) - 1 - tl.program_id(0)
+    off_bh = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = desc_q.load([off_bh * seq_q + start_m * BLOCK_M, 0])
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        causal_offset = seq_k - seq_q
+        hi = tl.maximum(tl.minimum(seq_k, (start_m + 1) * BLOCK_M + causal_offset), 0)
+    else:
+        causal_offset = 0
+        hi = seq_k
+    acc, l_i, m_i = _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_bh * seq_k, 0, 0, hi, offs_m, qk_scale, seq_k,
+                                 causal_offset, BLOCK_N, HEAD_DIM, MASKED, CAUSAL, UPCAST, True, WARP_SPEC)
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    if UPCAST:
+        out = _round_bf16(out)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows = off_bh.to(tl.int64) * seq_q + offs_m
+    tl.store(out_ptr + rows[:, None] * HEAD_DIM + offs_d[None, :], out.to(q.dtype), mask=(offs_m < seq_q)[:, None])
+
+
 def _set_block_shapes(nargs: dict) -> None:
     """Autotuner pre-hook: the descriptors' tile shapes follow the config being tried."""
     d = nargs["HEAD_DIM"]
@@ -161,6 +220,12 @@ def _set_block_shapes(nargs: dict) -> None:
     nargs["desc_v"].block_shape = [1, 1, nargs["BLOCK_N"], d]
 
 
+def _set_ws_block_shapes(nargs: dict) -> None:
+    nargs["desc_q"].block_shape = [nargs["BLOCK_M"], nargs["HEAD_DIM"]]
+    nargs["desc_k"].block_shape = [nargs["BLOCK_N"], nargs["HEAD_DIM"]]
+    nargs["desc_v"].block_shape = [nargs["BLOCK_N"], nargs["HEAD_DIM"]]
+
+
 # Key: head dim, causal and the power-of-two bucket of the key length; a new
 # sequence length in a known bucket reuses the tuned config.
 _attn_fwd_tuned = triton.autotune(
@@ -168,6 +233,13 @@ _attn_fwd_tuned = triton.autotune(
                            num_stages=c.num_stages, pre_hook=_set_block_shapes) for c in HOPPER_CONFIGS],
     key=["HEAD_DIM", "CAUSAL", "SEQ_BUCKET"],
 )(_attn_fwd)
+
+
+_attn_fwd_ws_tuned = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n}, num_warps=c.num_warps,
+                           num_stages=c.num_stages, pre_hook=_set_ws_block_shapes) for c in HOPPER_WS_CONFIGS],
+    key=["HEAD_DIM", "CAUSAL", "SEQ_BUCKET", "KEY_ALIGN"],
+)(_attn_fwd_ws)
 
 
 def _interpreting() -> bool:
@@ -226,15 +298,62 @@ def _bucket(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
+def _key_align(n: int) -> int:
+    return next(a for a in (128, 64, 16, 1) if n % a == 0)
+
+
+def _flat_rows(t: torch.Tensor) -> torch.Tensor:
+    """t as (batch·heads·seq, head_dim) rows: a view when the layout allows, else a contiguous copy."""
+    flat = t.reshape(-1, t.shape[-1])
+    return flat if flat.stride(-1) == 1 and flat.data_ptr() % 16 == 0 else flat.contiguous()
+
+
+def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
+              config: FlashConfig | None, warp_spec: bool = True) -> torch.Tensor:
+    """The warp-specialised kernel: 2-D descriptors over the flattened rows, contiguous output.
+    ``warp_spec=False`` compiles the same code without the specialisation (an experiment's control)."""
+    b, h, s_q, d = q.shape
+    s_k = k.shape[2]
+    qf, kf, vf = _flat_rows(q), _flat_rows(k), _flat_rows(v)
+    out = torch.empty((b, h, s_q, d), dtype=q.dtype, device=q.device)
+    bm = config.block_m if config else HOPPER_WS_CONFIGS[0].block_m
+    bn = config.block_n if config else HOPPER_WS_CONFIGS[0].block_n
+    descs = [TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, d]) for t, rows in ((qf, bm), (kf, bn), (vf, bn))]
+    args = (*descs, out, h, s_q, s_k, scale, _bucket(s_k))
+    flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16,
+             "KEY_ALIGN": _key_align(s_k), "WARP_SPEC": warp_spec and not _interpreting()}
+
+    def grid(meta: dict) -> tuple[int, int]:
+        return (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)
+
+    if config is None:
+        _attn_fwd_ws_tuned[grid](*args, **flags)
+    else:
+        _attn_fwd_ws[grid](*args, **flags, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+                           num_warps=config.num_warps, num_stages=config.num_stages)
+    return out
+
+
+def _use_warp_specialized(q: torch.Tensor) -> bool:
+    """Never by default: on an H100 (2026-11-23) the warp-specialised kernel compiled but its first
+    launch did not finish (benchmarks/attention/RESULTS.md, issue 17), so it runs only when a
+    config asks for it."""
+    return False
+
+
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     sm_scale: float | None = None, config: FlashConfig | None = None) -> torch.Tensor:
     """Attention forward, ``(batch, heads, seq_q, head_dim)`` out, in q's dtype.
 
     ``sm_scale`` defaults to ``1 / sqrt(head_dim)``. ``config`` pins a launch
-    configuration; by default the autotuner picks one of HOPPER_CONFIGS (and
-    the interpreter uses INTERPRETER_CONFIG).
+    configuration (``config.warp_specialize`` picks the experimental warp-specialised
+    kernel); by default the autotuner picks one of HOPPER_CONFIGS (and the
+    interpreter uses INTERPRETER_CONFIG).
     """
     check_inputs(q, k, v, sm_scale)
+    if config.warp_specialize if config is not None else (not _interpreting() and _use_warp_specialized(q)):
+        scale = (1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)) * LOG2_E
+        return _flash_ws(q, k, v, causal, scale, config)
     b, h, s_q, d = q.shape
     s_k = k.shape[2]
     q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
@@ -260,9 +379,11 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     return out
 
 
-def tuned_config(head_dim: int, causal: bool, seq_k: int) -> FlashConfig | None:
+def tuned_config(head_dim: int, causal: bool, seq_k: int, warp_specialize: bool = False) -> FlashConfig | None:
     """The config the autotuner chose for this key, once flash_attention has run on it."""
-    for key, cfg in _attn_fwd_tuned.cache.items():
+    tuner = _attn_fwd_ws_tuned if warp_specialize else _attn_fwd_tuned
+    for key, cfg in tuner.cache.items():
         if tuple(key[:3]) == (head_dim, bool(causal), _bucket(seq_k)):
-            return FlashConfig(cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps, cfg.num_stages)
+            return FlashConfig(cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps, cfg.num_stages,
+                               warp_specialize)
     return None

@@ -32,7 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     p.add_argument("--iters", type=int, default=10, help="timed calls inside the region")
-    p.add_argument("--config", metavar="BM,BN,WARPS,STAGES", help="pin the flash kernel's launch config")
+    p.add_argument("--config", metavar="BM,BN,WARPS,STAGES[,ws]",
+                   help="pin the flash kernel's launch config (ws: the warp-specialised kernel)")
     p.add_argument("--print-config", action="store_true", help="autotune flash, print the config as JSON, exit")
     p.add_argument("--device", default="cuda")
     p.add_argument("--seed", type=int, default=0)
@@ -43,8 +44,9 @@ def _fn(args: argparse.Namespace):
     if args.impl == "flash" and args.config:
         from kernelscope.kernels.attention.flash import FlashConfig, flash_attention
 
-        bm, bn, warps, stages = (int(x) for x in args.config.split(","))
-        return partial(flash_attention, config=FlashConfig(bm, bn, warps, stages))
+        fields = args.config.split(",")
+        bm, bn, warps, stages = (int(x) for x in fields[:4])
+        return partial(flash_attention, config=FlashConfig(bm, bn, warps, stages, fields[4:] == ["ws"]))
     return get_impl(args.impl)
 
 
@@ -58,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         from kernelscope.kernels.attention.flash import tuned_config
 
-        cfg = tuned_config(args.head_dim, args.causal, args.seq_len) if args.impl == "flash" else None
+        cfg = None
+        if args.impl == "flash":  # the warp-specialised tuner ran if this GPU takes that kernel
+            cfg = (tuned_config(args.head_dim, args.causal, args.seq_len, warp_specialize=True)
+                   or tuned_config(args.head_dim, args.causal, args.seq_len))
         print(json.dumps({"config": None if cfg is None else
-                          f"{cfg.block_m},{cfg.block_n},{cfg.num_warps},{cfg.num_stages}"}))
+                          f"{cfg.block_m},{cfg.block_n},{cfg.num_warps},{cfg.num_stages}"
+                          + (",ws" if cfg.warp_specialize else "")}))
         return 0
     with region(f"attention/{args.impl}"):
         for _ in range(args.iters):
