@@ -11,6 +11,7 @@ from kernelscope.analyze.arch import SMArch, UnknownArchError
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
 from kernelscope.model import Launch, Metric, Session
+from kernelscope.model.launch_table import LaunchShape, LaunchTable
 
 WAVES_FORMULA = "grid blocks / (active blocks per SM x SM count)"
 
@@ -103,6 +104,36 @@ def _group_dims_source(group: list[Launch]) -> tuple[str, str]:
     return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
 
 
+def _shape_config(s: LaunchShape) -> LaunchConfig:
+    regs, smem = s.value("registers_per_thread"), s.value("shared_memory_per_block_bytes")
+    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+def _launch_config_at(table: LaunchTable, i: int) -> LaunchConfig:
+    s = table.shapes[table.shape[i]]
+    regs, smem = table.value(i, "registers_per_thread"), table.value(i, "shared_memory_per_block_bytes")
+    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+def _table_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]:
+    """_group_dims_source over launch indices: per shape, except launches with counter results (which may be
+    ncu's own)."""
+    sources: dict[tuple[str, str], None] = {}
+    seen_shapes: set[int] = set()
+    for i in group:
+        sid = table.shape[i]
+        if i in table.details or table.start_ns[i] is None:
+            sources.setdefault(dims_source(table.launch(i)))
+        elif sid not in seen_shapes:
+            seen_shapes.add(sid)
+            s = table.shapes[sid]
+            cupti = any(m.source == "cupti" for m in s.metrics.values()) or any(
+                t[1] == "cupti" for t in s.varying.values())
+            sources.setdefault(("cupti: grid", "cupti: block") if cupti else
+                               ("source not recorded", "source not recorded"))
+    return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
+
+
 def _occupancy(cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None) -> tuple[OccupancyResult | None, str | None]:
     if arch is None:
         return None, arch_reason
@@ -129,30 +160,42 @@ def summarize(session: Session) -> SessionSummary:
         v = session.device.value("sm_count")
         sm_count = v if isinstance(v, int) else None
 
-    by_name: dict[str, list[Launch]] = defaultdict(list)
-    for x in session.launches:
-        by_name[x.kernel].append(x)
-    total_all = sum(x.duration_ns for x in session.launches)
+    # Column-wise (model.LaunchTable): one pass over the launches, grouping by shape; Launch objects are built
+    # only for each configuration's first launch and the few with counter results.
+    table = session.launch_table()
+    shapes = table.shapes
+    per_launch_config = any(n in s.varying for s in shapes for n in ("registers_per_thread",
+                                                                      "shared_memory_per_block_bytes"))
+    shape_cfg = [_shape_config(s) for s in shapes]
+    durations_by_name: dict[str, list[int]] = defaultdict(list)
+    groups_by_name: dict[str, dict[LaunchConfig, list[int]]] = defaultdict(dict)  # config -> launch indices
+    dur = table.duration_ns
+    for i, sid in enumerate(table.shape):
+        name = shapes[sid].kernel
+        durations_by_name[name].append(dur[i])
+        cfg = _launch_config_at(table, i) if per_launch_config else shape_cfg[sid]
+        g = groups_by_name[name].get(cfg)
+        if g is None:
+            groups_by_name[name][cfg] = [i]
+        else:
+            g.append(i)
+    total_all = sum(dur)
     kernels = []
-    for name, launches in by_name.items():
-        durations = [x.duration_ns for x in launches]
-        groups: dict[LaunchConfig, list[Launch]] = defaultdict(list)
-        for x in launches:
-            groups[launch_config(x)].append(x)
+    for name, durations in durations_by_name.items():
         configs = []
-        for cfg, group in groups.items():
+        for cfg, group in groups_by_name[name].items():
             occ, reason = _occupancy(cfg, arch, arch_reason)
             waves = None
             if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
                 waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
-            configs.append(ConfigSummary(cfg, len(group), sum(x.duration_ns for x in group), occ, reason, waves,
-                                         dict(group[0].metrics), *_group_dims_source(group)))
+            configs.append(ConfigSummary(cfg, len(group), sum(dur[i] for i in group), occ, reason, waves,
+                                         dict(table.launch(group[0]).metrics), *_table_dims_source(table, group)))
         configs.sort(key=lambda c: -c.total_ns)
-        regions = sorted({r for x in launches for r in x.regions})
+        regions = sorted({r for sid in table.shapes_of(name) for r in shapes[sid].regions})
         total = sum(durations)
         kernels.append(KernelSummary(
-            name=name, short_name=short_kernel_name(name), launches=len(launches), total_ns=total,
-            mean_ns=total / len(launches), median_ns=float(statistics.median(durations)),
+            name=name, short_name=short_kernel_name(name), launches=len(durations), total_ns=total,
+            mean_ns=total / len(durations), median_ns=float(statistics.median(durations)),
             min_ns=min(durations), max_ns=max(durations),
             share_of_kernel_time=(total / total_all) if total_all else 0.0,
             configs=tuple(configs), regions=tuple(regions),
@@ -160,7 +203,7 @@ def summarize(session: Session) -> SessionSummary:
     kernels.sort(key=lambda k: (-k.total_ns, k.name))
     labels = distinct_short_names(k.name for k in kernels)  # in time order: "#1" is the one with most time
     kernels = [dataclasses.replace(k, label=labels[k.name]) for k in kernels]
-    return SessionSummary(tuple(kernels), total_all, len(session.launches), sm_count)
+    return SessionSummary(tuple(kernels), total_all, len(table), sm_count)
 
 
 def select_kernels(summary: SessionSummary, pattern: str | None, top: int) -> tuple[KernelSummary, ...]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
 
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.model import Launch, Metric, Session
+from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.names import short_kernel_name
 
 GAP_FORMULA = "start of this GPU activity - latest end of every earlier kernel or copy"
@@ -51,18 +53,73 @@ class GapTotals:
     largest_ns: int
 
 
+class TimelineRows(Sequence[TimelineRow]):
+    """The rows of a timeline, built when read: a run of a million launches is a million rows, and views
+    draw the first few (show --timeline N). ``order`` holds codes: launch i is i, activity j is n + j,
+    region r is n + activities + r."""
+
+    def __init__(self, session: Session, table: LaunchTable, order: list[int], gap_before: dict[int, int | None]):
+        self._s, self._t, self._order, self._gap = session, table, order, gap_before
+        self._n, self._na = len(table), len(session.activities)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return tuple(self._row(c) for c in self._order[k])
+        return self._row(self._order[k])
+
+    def __iter__(self) -> Iterator[TimelineRow]:
+        return (self._row(c) for c in self._order)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (TimelineRows, tuple)) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def _row(self, c: int) -> TimelineRow:
+        t, n = self._t, self._n
+        if c < n:
+            s = t.shapes[t.shape[c]]
+            gap = self._gap[c]
+            notes = _notes(t.launch(c)) if c in t.details else ()
+            return TimelineRow("kernel", s.kernel, short_kernel_name(s.kernel), t.start_ns[c] or 0,
+                               t.duration_ns[c], gap, gap_kind(gap), s.regions, notes)
+        if c < n + self._na:
+            a = self._s.activities[c - n]
+            gap = self._gap[c]
+            return TimelineRow(a.kind, a.name, a.name, a.start_ns, a.duration_ns, gap, gap_kind(gap), (), ())
+        r = self._s.regions[c - n - self._na]
+        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+        start = r.gpu_start_ns if on_gpu else r.cpu_start_ns
+        dur = r.gpu_duration_ns if on_gpu else r.cpu_duration_ns
+        return TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Timeline:
-    rows: tuple[TimelineRow, ...]
+    rows: Sequence[TimelineRow]
     span_ns: int | None  # first GPU start to last GPU end
     gpu_busy_ns: int | None  # union of kernel and copy intervals
     gaps: tuple[GapTotals, ...]  # launch gap and host wait (back-to-back is not idling)
     missing_reason: str | None  # why there is no timeline (e.g. counter-pass-only session)
+    # Per kernel, in row order: the gaps before its launches (None for the run's first): read without the rows.
+    gaps_by_kernel: dict[str, list[int | None]] | None = field(default=None, compare=False, repr=False)
 
     def gaps_before(self, kernel: str) -> list[int]:
         """GPU-idle gaps before each launch of ``kernel`` (first launch of the run excluded)."""
+        if self.gaps_by_kernel is not None:
+            return [g for g in self.gaps_by_kernel.get(kernel, ()) if g is not None]
         return [r.gap_before_ns for r in self.rows
                 if r.kind == "kernel" and r.name == kernel and r.gap_before_ns is not None]
+
+    def kernel_names(self) -> list[str]:
+        """The kernels on the timeline, in the order they first ran."""
+        if self.gaps_by_kernel is not None:
+            return list(self.gaps_by_kernel)
+        return list(dict.fromkeys(r.name for r in self.rows if r.kind == "kernel"))
 
 
 def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
@@ -73,39 +130,55 @@ def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
 
 
 def build_timeline(session: Session) -> Timeline:
-    gpu: list[tuple[int, int, str, str, str, tuple[str, ...], tuple]] = []
-    for x in session.launches:
-        if x.start_ns is not None:
-            gpu.append((x.start_ns, x.duration_ns, "kernel", x.kernel, short_kernel_name(x.kernel),
-                        tuple(x.regions), _notes(x)))
-    for a in session.activities:
-        gpu.append((a.start_ns, a.duration_ns, a.kind, a.name, a.name, (), ()))
-    if not gpu:
+    # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
+    table = session.launch_table()
+    n, acts = len(table), session.activities
+    start, dur = table.start_ns, table.duration_ns
+    # (start, kernel before copy), as ints: launches are mostly in start order already, so the sort is cheap.
+    keyed = [(s << 1, i) for i, s in enumerate(start) if s is not None]
+    keyed += [((a.start_ns << 1) | 1, n + j) for j, a in enumerate(acts)]
+    if not keyed:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if session.launches else "the session recorded no kernels or copies")
+               if n else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why)
-    gpu.sort(key=lambda e: (e[0], e[2] != "kernel"))
-    rows: list[TimelineRow] = []
+    keyed.sort()
+    gpu = [c for _, c in keyed]
+    del keyed
     end = None
     busy = 0
     gap_sums: dict[str, list[int]] = defaultdict(list)
-    for start, dur, kind, name, short, regions, notes in gpu:
-        gap = None if end is None else max(0, start - end)
-        kind_of_gap = gap_kind(gap)
-        if gap is not None and kind_of_gap != BACK_TO_BACK:
-            gap_sums[kind_of_gap].append(gap)
-        busy += dur if end is None else max(0, start + dur - max(start, end))
-        end = start + dur if end is None else max(end, start + dur)
-        rows.append(TimelineRow(kind, name, short, start, dur, gap, kind_of_gap, regions, notes))
-    first = gpu[0][0]
-    for r in session.regions:
+    gap_before: dict[int, int | None] = {}
+    names = [s.kernel for s in table.shapes]
+    by_kernel: dict[str, list[int | None]] = {}
+    shape = table.shape
+    for c in gpu:
+        if c < n:
+            s, d = start[c], dur[c]
+        else:
+            a = acts[c - n]
+            s, d = a.start_ns, a.duration_ns
+        gap = None if end is None else max(0, s - end)  # type: ignore[operator]
+        if gap is not None and gap > BACK_TO_BACK_GAP_NS:
+            gap_sums[LAUNCH_GAP if gap < HOST_WAIT_GAP_NS else HOST_WAIT].append(gap)
+        busy += d if end is None else max(0, s + d - max(s, end))  # type: ignore[operator]
+        end = s + d if end is None else max(end, s + d)  # type: ignore[operator]
+        gap_before[c] = gap
+        if c < n:
+            by_kernel.setdefault(names[shape[c]], []).append(gap)
+    first = start[gpu[0]] if gpu[0] < n else acts[gpu[0] - n].start_ns
+    region_code = n + len(acts)
+    region_keys = []
+    for j, r in enumerate(session.regions):
         on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-        start = r.gpu_start_ns if on_gpu else r.cpu_start_ns
-        dur = r.gpu_duration_ns if on_gpu else r.cpu_duration_ns
-        rows.append(TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu))
-    rows.sort(key=lambda r: (r.start_ns, r.kind != "region"))  # a region opens before its first kernel
+        region_keys.append((int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1, region_code + j))  # type: ignore[arg-type]
+    order = gpu
+    if region_keys:  # a region opens before its first kernel: (start, region first), stable
+        merged = [((start[c] if c < n else acts[c - n].start_ns) << 1 | 1, c) for c in gpu] + region_keys
+        merged.sort(key=lambda e: e[0])
+        order = [c for _, c in merged]
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
-    return Timeline(tuple(rows), end - first, busy, gaps, None)
+    return Timeline(TimelineRows(session, table, order, gap_before), end - first, busy, gaps, None,  # type: ignore[operator]
+                    by_kernel)
 
 
 def median_gap_before(timeline: Timeline, kernel: str, below_ns: int | None = HOST_WAIT_GAP_NS) -> float | None:

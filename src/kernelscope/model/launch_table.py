@@ -64,6 +64,7 @@ class LaunchTable:
     correlation_id: list[int | None] = field(default_factory=list)
     metric_values: dict[str, list[Any]] = field(default_factory=dict)  # varying metrics; None where not varying
     details: dict[int, LaunchDetails] = field(default_factory=dict)
+    _detailed: dict[int, Launch] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shape)
@@ -113,10 +114,14 @@ class LaunchTable:
         return [self.launch(i) for i in range(len(self)) if keep(i)]
 
     def detailed(self, kernel: str | None = None) -> Iterator[tuple[int, Launch]]:
-        """(index, Launch) of the launches with counter results or instrumentation, in launch order."""
+        """(index, Launch) of the launches with counter results or instrumentation, in launch order. Built
+        once and kept, so every caller sees the same objects (as with a list of launches)."""
         for i in sorted(self.details):
             if kernel is None or self.shapes[self.shape[i]].kernel == kernel:
-                yield i, self.launch(i)
+                x = self._detailed.get(i)
+                if x is None:
+                    x = self._detailed[i] = self.launch(i)
+                yield i, x
 
     def map_text(self, f: Callable[[Any], Any]) -> "LaunchTable":
         """A copy with ``f`` applied to every string-bearing part (names, regions, metrics, details): the

@@ -122,6 +122,15 @@ class Session:
         """Hold the launches as columns; ``launches`` builds Launch objects from them when first asked."""
         self.__dict__["_launches_list"], self.__dict__["_launches_table"] = None, table
 
+    def detailed_launches(self, kernel: str | None = None) -> list[Launch]:
+        """Launches (of ``kernel``) with counter results, findings or instrumentation, in launch order: the few
+        that panels draw one by one, found without building a Launch for every other launch."""
+        table = self.__dict__.get("_launches_table")
+        if table is not None:
+            return [x for _, x in table.detailed(kernel)]
+        return [x for x in self.launches if (kernel is None or x.kernel == kernel) and (
+            x.counters or x.findings or x.block_records is not None or x.scopes is not None)]
+
     def launch_count(self) -> int:
         table = self.__dict__.get("_launches_table")
         return len(table) if table is not None else len(self.launches)

@@ -37,7 +37,7 @@ class ShowView:
             yield KernelConfigPanel(k)
             yield SMLayoutPanel(self.session, k, self.summary.sm_count)
             profiled = counter_launches(self.session, k.name)
-            scoped = next((x for x in self.session.launches if x.kernel == k.name and x.scopes is not None), None)
+            scoped = next((x for x in self.session.detailed_launches(k.name) if x.scopes is not None), None)
             if scoped is not None:  # Proton phase scopes: panels 4 (warp execution) and 8 (inside the kernel)
                 yield WarpExecutionPanel(scoped, k.label, block=self.block,
                                          counters=profiled[0] if profiled else None)

@@ -172,7 +172,7 @@ class SMLayoutPanel:
                 parts.insert(0, Text(f"Configuration 1 of {len(k.configs)} (most time)", style="dim"))
             parts.append(Text("Not measured: no launch of this kernel was instrumented with the block recorder.",
                               style="dim"))
-            scoped = [x for x in self.session.launches if x.kernel == k.name and x.scopes is not None
+            scoped = [x for x in self.session.detailed_launches(k.name) if x.scopes is not None
                       and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
             if scoped:
                 last = scoped[-1]

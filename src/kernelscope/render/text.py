@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from rich.markup import escape
 
+from kernelscope.model import Session
+
 # C0 controls except tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI on some terminals).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Unicode line and paragraph separators, bidi overrides and isolates: they reorder or break lines on screen.
@@ -55,6 +57,12 @@ def _copy(v: Any) -> Any:
         return tuple(_copy(x) for x in v)
     if isinstance(v, dict):
         return {(_copy(k) if isinstance(k, str) else k): _copy(x) for k, x in v.items()}
+    if isinstance(v, Session) and v.__dict__.get("_launches_table") is not None:
+        # Launches held as columns: copy their strings once per shape, not once per launch.
+        new = dataclasses.replace(v, **{f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v)
+                                        if f.init and f.name != "launches"}, launches=[])
+        new.set_launch_table(v.launch_table().map_text(_copy))
+        return new
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         changes = {f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
         new = dataclasses.replace(v, **changes)
