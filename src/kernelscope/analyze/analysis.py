@@ -67,14 +67,13 @@ def _duration_stats_of(traced: list[int], every: list[int]) -> DurationStats:
 
 
 def _durations_by_kernel(table: LaunchTable) -> dict[str, tuple[list[int], list[int]]]:
-    """Per kernel: durations of the launches with a start time (trace pass), and of every launch; one pass."""
+    """Per kernel: durations of the launches with a start time (trace pass), and of every launch."""
+    every, traced = table.durations_by_shape()
     out: dict[str, tuple[list[int], list[int]]] = {}
-    names = [s.kernel for s in table.shapes]
-    for sid, start, dur in zip(table.shape, table.start_ns, table.duration_ns):
-        traced, every = out.setdefault(names[sid], ([], []))
-        every.append(dur)
-        if start is not None:
-            traced.append(dur)
+    for sid, s in enumerate(table.shapes):
+        t, e = out.setdefault(s.kernel, ([], []))
+        t += traced[sid]
+        e += every[sid]
     return out
 
 

@@ -115,22 +115,26 @@ def _launch_config_at(table: LaunchTable, i: int) -> LaunchConfig:
     return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
 
 
-def _table_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]:
-    """_group_dims_source over launch indices: per shape, except launches with counter results (which may be
-    ncu's own)."""
-    sources: dict[tuple[str, str], None] = {}
-    seen_shapes: set[int] = set()
-    for i in group:
-        sid = table.shape[i]
-        if i in table.details or table.start_ns[i] is None:
-            sources.setdefault(dims_source(table.launch(i)))
-        elif sid not in seen_shapes:
-            seen_shapes.add(sid)
-            s = table.shapes[sid]
-            cupti = any(m.source == "cupti" for m in s.metrics.values()) or any(
-                t[1] == "cupti" for t in s.varying.values())
-            sources.setdefault(("cupti: grid", "cupti: block") if cupti else
-                               ("source not recorded", "source not recorded"))
+def _shapes_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]:
+    """_group_dims_source of the launches of these shapes, in launch order: one answer per shape, except for
+    launches with counter results or without a start time (an ncu-only launch names ncu)."""
+    firsts: list[tuple[int, tuple[str, str]]] = []
+    for sid in group:
+        s = table.shapes[sid]
+        cupti = any(m.source == "cupti" for m in s.metrics.values()) or any(t[1] == "cupti" for t in s.varying.values())
+        plain = ("cupti: grid", "cupti: block") if cupti else ("source not recorded", "source not recorded")
+        special = [i for i in table.details if table.shape[i] == sid]
+        if special or None in table.start_ns:
+            special += [i for i, (x, st) in enumerate(zip(table.shape, table.start_ns)) if x == sid and st is None]
+        if not special:
+            firsts.append((table.first_launch(sid) or 0, plain))
+            continue
+        special_set = set(special)
+        first_plain = next((i for i, x in enumerate(table.shape) if x == sid and i not in special_set), None)
+        if first_plain is not None:
+            firsts.append((first_plain, plain))
+        firsts += [(i, dims_source(table.launch(i))) for i in sorted(special_set)]
+    sources = list(dict.fromkeys(src for _, src in sorted(firsts)))
     return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
 
 
@@ -160,36 +164,43 @@ def summarize(session: Session) -> SessionSummary:
         v = session.device.value("sm_count")
         sm_count = v if isinstance(v, int) else None
 
-    # Column-wise (model.LaunchTable): one pass over the launches, grouping by shape; Launch objects are built
-    # only for each configuration's first launch and the few with counter results.
+    # Column-wise (model.LaunchTable): launches are grouped by shape in one pass; Launch objects are built only
+    # for each configuration's first launch and the few with counter results.
     table = session.launch_table()
     shapes = table.shapes
+    every, _ = table.durations_by_shape()
+    first = {sid: table.first_launch(sid) for sid in range(len(shapes))}
+    used = sorted((f, sid) for sid, f in first.items() if f is not None)  # shapes in the order they first ran
     per_launch_config = any(n in s.varying for s in shapes for n in ("registers_per_thread",
                                                                       "shared_memory_per_block_bytes"))
-    shape_cfg = [_shape_config(s) for s in shapes]
-    durations_by_name: dict[str, list[int]] = defaultdict(list)
-    groups_by_name: dict[str, dict[LaunchConfig, list[int]]] = defaultdict(dict)  # config -> launch indices
+    by_name: dict[str, dict[LaunchConfig, list[int]]] = {}  # kernel -> configuration -> launch indices or shapes
+    if per_launch_config:  # registers or shared memory that differ between launches of one shape: per launch
+        for i, sid in enumerate(table.shape):
+            by_name.setdefault(shapes[sid].kernel, {}).setdefault(_launch_config_at(table, i), []).append(i)
+    else:
+        for _, sid in used:
+            by_name.setdefault(shapes[sid].kernel, {}).setdefault(_shape_config(shapes[sid]), []).append(sid)
+    total_all = sum(table.duration_ns)
     dur = table.duration_ns
-    for i, sid in enumerate(table.shape):
-        name = shapes[sid].kernel
-        durations_by_name[name].append(dur[i])
-        cfg = _launch_config_at(table, i) if per_launch_config else shape_cfg[sid]
-        g = groups_by_name[name].get(cfg)
-        if g is None:
-            groups_by_name[name][cfg] = [i]
-        else:
-            g.append(i)
-    total_all = sum(dur)
     kernels = []
-    for name, durations in durations_by_name.items():
+    for name, groups in by_name.items():
         configs = []
-        for cfg, group in groups_by_name[name].items():
+        durations: list[int] = []
+        for cfg, group in groups.items():
             occ, reason = _occupancy(cfg, arch, arch_reason)
             waves = None
             if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
                 waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
-            configs.append(ConfigSummary(cfg, len(group), sum(dur[i] for i in group), occ, reason, waves,
-                                         dict(table.launch(group[0]).metrics), *_table_dims_source(table, group)))
+            if per_launch_config:
+                launches, first_i, cfg_durs = group, group[0], [dur[i] for i in group]
+                dims = _group_dims_source([table.launch(i) for i in group])
+            else:
+                first_i = min(first[sid] for sid in group)  # type: ignore[type-var]
+                cfg_durs = [d for sid in group for d in every[sid]]
+                dims = _shapes_dims_source(table, group)
+            durations += cfg_durs
+            configs.append(ConfigSummary(cfg, len(cfg_durs), sum(cfg_durs), occ, reason, waves,
+                                         dict(table.launch(first_i).metrics), *dims))
         configs.sort(key=lambda c: -c.total_ns)
         regions = sorted({r for sid in table.shapes_of(name) for r in shapes[sid].regions})
         total = sum(durations)

@@ -133,52 +133,66 @@ def build_timeline(session: Session) -> Timeline:
     # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
     table = session.launch_table()
     n, acts = len(table), session.activities
-    start, dur = table.start_ns, table.duration_ns
-    # (start, kernel before copy), as ints: launches are mostly in start order already, so the sort is cheap.
-    keyed = [(s << 1, i) for i, s in enumerate(start) if s is not None]
-    keyed += [((a.start_ns << 1) | 1, n + j) for j, a in enumerate(acts)]
-    if not keyed:
+    # Sort key (start, kernel before copy) as one int; the sort is stable, so equal keys keep launch order.
+    # Launches mostly arrive in start order, which the sort finds in one pass.
+    if None in table.start_ns:
+        codes = [i for i, st in enumerate(table.start_ns) if st is not None]
+        starts = [table.start_ns[i] for i in codes]
+    else:
+        codes, starts = list(range(n)), list(table.start_ns)
+    durs = [table.duration_ns[i] for i in codes] if len(codes) != n else list(table.duration_ns)
+    keys = [st << 1 for st in starts]
+    for j, a in enumerate(acts):
+        codes.append(n + j)
+        starts.append(a.start_ns)
+        durs.append(a.duration_ns)
+        keys.append((a.start_ns << 1) | 1)
+    if not codes:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
                if n else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why)
-    keyed.sort()
-    gpu = [c for _, c in keyed]
-    del keyed
-    end = None
-    busy = 0
-    gap_sums: dict[str, list[int]] = defaultdict(list)
-    gap_before: dict[int, int | None] = {}
+    if any(a > b for a, b in zip(keys, keys[1:])):
+        perm = sorted(range(len(keys)), key=keys.__getitem__)
+        codes, starts, durs = [codes[k] for k in perm], [starts[k] for k in perm], [durs[k] for k in perm]
+    end = starts[0] + durs[0]
+    busy = durs[0]
+    gaps: list[int | None] = [None]
+    append = gaps.append
+    for st, d in zip(starts[1:], durs[1:]):  # the hot loop: plain ints, no objects
+        gap = st - end
+        append(gap if gap > 0 else 0)
+        e = st + d
+        if e > end:
+            busy += e - (st if st > end else end)
+            end = e
+    launch_gaps = [g for g in gaps if g is not None and BACK_TO_BACK_GAP_NS < g < HOST_WAIT_GAP_NS]
+    host_waits = [g for g in gaps if g is not None and g >= HOST_WAIT_GAP_NS]
+    gap_before = dict(zip(codes, gaps))
     names = [s.kernel for s in table.shapes]
-    by_kernel: dict[str, list[int | None]] = {}
     shape = table.shape
-    for c in gpu:
+    by_kernel: dict[str, list[int | None]] = {}
+    for c, g in zip(codes, gaps):
         if c < n:
-            s, d = start[c], dur[c]
-        else:
-            a = acts[c - n]
-            s, d = a.start_ns, a.duration_ns
-        gap = None if end is None else max(0, s - end)  # type: ignore[operator]
-        if gap is not None and gap > BACK_TO_BACK_GAP_NS:
-            gap_sums[LAUNCH_GAP if gap < HOST_WAIT_GAP_NS else HOST_WAIT].append(gap)
-        busy += d if end is None else max(0, s + d - max(s, end))  # type: ignore[operator]
-        end = s + d if end is None else max(end, s + d)  # type: ignore[operator]
-        gap_before[c] = gap
-        if c < n:
-            by_kernel.setdefault(names[shape[c]], []).append(gap)
-    first = start[gpu[0]] if gpu[0] < n else acts[gpu[0] - n].start_ns
-    region_code = n + len(acts)
-    region_keys = []
-    for j, r in enumerate(session.regions):
-        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-        region_keys.append((int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1, region_code + j))  # type: ignore[arg-type]
-    order = gpu
-    if region_keys:  # a region opens before its first kernel: (start, region first), stable
-        merged = [((start[c] if c < n else acts[c - n].start_ns) << 1 | 1, c) for c in gpu] + region_keys
-        merged.sort(key=lambda e: e[0])
-        order = [c for _, c in merged]
-    gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
-    return Timeline(TimelineRows(session, table, order, gap_before), end - first, busy, gaps, None,  # type: ignore[operator]
-                    by_kernel)
+            k = names[shape[c]]
+            lst = by_kernel.get(k)
+            if lst is None:
+                by_kernel[k] = [g]
+            else:
+                lst.append(g)
+    order = codes
+    if session.regions:  # a region opens before its first kernel: (start, region first), stable
+        region_code = n + len(acts)
+        merged = [(st << 1) | 1 for st in starts]
+        order = list(codes)
+        for j, r in enumerate(session.regions):
+            on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+            merged.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
+            order.append(region_code + j)
+        perm = sorted(range(len(merged)), key=merged.__getitem__)
+        order = [order[k] for k in perm]
+    totals = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(((LAUNCH_GAP, launch_gaps),
+                                                                             (HOST_WAIT, host_waits))) if v)
+    return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel)
 
 
 def median_gap_before(timeline: Timeline, kernel: str, below_ns: int | None = HOST_WAIT_GAP_NS) -> float | None:

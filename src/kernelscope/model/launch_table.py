@@ -65,6 +65,7 @@ class LaunchTable:
     metric_values: dict[str, list[Any]] = field(default_factory=dict)  # varying metrics; None where not varying
     details: dict[int, LaunchDetails] = field(default_factory=dict)
     _detailed: dict[int, Launch] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _by_shape: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shape)
@@ -80,6 +81,29 @@ class LaunchTable:
     def indices_of(self, kernel: str) -> list[int]:
         ids = self.shapes_of(kernel)
         return [i for i, s in enumerate(self.shape) if s in ids]
+
+    def durations_by_shape(self) -> tuple[list[list[int]], list[list[int]]]:
+        """Per shape, in launch order: the durations of every launch, and of those with a start time (the
+        trace pass's). One pass, kept: a table is not changed once built."""
+        if self._by_shape is None:
+            every: list[list[int]] = [[] for _ in self.shapes]
+            for sid, d in zip(self.shape, self.duration_ns):
+                every[sid].append(d)
+            if None not in self.start_ns:
+                traced = every
+            else:
+                traced = [[] for _ in self.shapes]
+                for sid, st, d in zip(self.shape, self.start_ns, self.duration_ns):
+                    if st is not None:
+                        traced[sid].append(d)
+            self._by_shape = (every, traced)
+        return self._by_shape
+
+    def first_launch(self, sid: int) -> int | None:
+        try:
+            return self.shape.index(sid)
+        except ValueError:
+            return None
 
     def value(self, i: int, key: str) -> Any:
         """Launch i's value of metric ``key`` (None when it has none), like Launch.value."""

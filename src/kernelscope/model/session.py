@@ -15,7 +15,8 @@ from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
-from kernelscope.model.session_codec import LAUNCH_KEYS, decode_launches, encode_launches
+from kernelscope.model.session_codec import (LAUNCH_KEYS, REGION_KEYS, decode_launches, decode_regions,
+                                             encode_launches, encode_regions)
 from kernelscope.model.session_schema import check_session
 
 SCHEMA_VERSION = 2  # what save() writes: launches in columns (session_codec); to_dict() is the expanded form
@@ -166,6 +167,8 @@ class Session:
         """What save() writes (schema 2): launches as shapes and columns (model/session_codec.py)."""
         d = self._header()
         d["schema_version"] = SCHEMA_VERSION
+        del d["regions"]
+        d.update(encode_regions(self.regions))
         d.update(encode_launches(self.launch_table()))
         return d
 
@@ -232,15 +235,21 @@ class Session:
         table = None
         try:
             if version == 2:
-                columns = {k: doc.pop(k, None) for k in LAUNCH_KEYS}
+                columns = {k: doc.pop(k, None) for k in (*LAUNCH_KEYS, *REGION_KEYS)}
                 doc.pop("launches", None)
+                doc.pop("regions", None)
             doc, skipped = check_session(doc)
             if version == 2:
-                table = decode_launches({k: v for k, v in columns.items() if v is not None}, skipped)
+                columns = {k: v for k, v in columns.items() if v is not None}
+                doc["regions"] = []
+                regions = decode_regions(columns, skipped)
+                table = decode_launches(columns, skipped)
         except Invalid as e:
             raise SessionFileError(f"{path} is a damaged kernelscope session: {e}.") from None
         try:
             session = cls.from_dict(doc, table)
+            if table is not None:
+                session.regions = regions
         except (KeyError, TypeError, ValueError, OverflowError) as e:  # the schema should have caught it
             raise SessionFileError(f"{path} is a damaged kernelscope session ({type(e).__name__}: {e}).") from None
         session.skipped_on_load = skipped

@@ -7,8 +7,8 @@ a launch). Schema 2 stores, beside the session's other fields (unchanged):
   "launch_shapes":  [{kernel: index, grid, block, stream, device_index, regions, metric_names,
                       metrics: {name: metric}, varying: {name: metric without "value"}}, ...]
   "launch_columns": {shape: [...], start_ns: [...], duration_ns: [...], correlation_id: [...],
-                     metric_values: {name: [...]}}   one entry per launch; start_ns and correlation_id
-                                                     are differences from the previous non-null entry
+                     metric_values: {name: [...]}}   one entry per launch (absolute values, not differences:
+                                                     a damaged entry then loses one launch, not the rest)
   "launch_details": [{launch: index, counters, findings, block_records, scopes}, ...]
 
 Plain JSON (stdlib): with launches in columns, parsing is a few long lists of integers, which the
@@ -24,6 +24,7 @@ from typing import Any
 from kernelscope.model import session_schema as s1
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
+from kernelscope.model.launch import Region
 from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable
 from kernelscope.model.metric import metrics_from_dict, metrics_to_dict
 from kernelscope.model.schema import INT64, F, Invalid, list_of, map_of, obj, optional, string
@@ -32,30 +33,6 @@ LAUNCH_KEYS = ("kernels", "launch_shapes", "launch_columns", "launch_details")
 
 
 # -- encoding ------------------------------------------------------------------------------------------------
-def _deltas(xs: list[int | None]) -> list[int | None]:
-    out: list[int | None] = []
-    prev = 0
-    for v in xs:
-        if v is None:
-            out.append(None)
-        else:
-            out.append(v - prev)
-            prev = v
-    return out
-
-
-def _undeltas(xs: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    prev = 0
-    for v in xs:
-        if v is None:
-            out.append(None)
-        else:
-            prev += v
-            out.append(prev)
-    return out
-
-
 def _template_dict(t: tuple[Any, ...]) -> dict[str, Any]:
     unit, source, raw_name, missing_reason, formula = t
     d: dict[str, Any] = {"unit": unit, "source": source, "raw_name": raw_name}
@@ -78,8 +55,8 @@ def encode_launches(t: LaunchTable) -> dict[str, Any]:
             "metrics": metrics_to_dict(s.metrics), "varying": {n: _template_dict(v) for n, v in s.varying.items()},
         } for s in t.shapes],
         "launch_columns": {
-            "shape": t.shape, "start_ns": _deltas(t.start_ns), "duration_ns": t.duration_ns,
-            "correlation_id": _deltas(t.correlation_id),
+            "shape": t.shape, "start_ns": t.start_ns, "duration_ns": t.duration_ns,
+            "correlation_id": t.correlation_id,
             "metric_values": {n: t.metric_values[n] for n in sorted(varying)},
         },
         "launch_details": [{
@@ -113,10 +90,20 @@ def _is_int(v: Any) -> bool:
     return type(v) is int and -INT64 <= v <= INT64
 
 
+_NONE = type(None)
+
+
+def _ints_ok(col: list[Any], nullable: bool, lo: int = -INT64, hi: int = INT64) -> bool:
+    """The whole column at C speed (type set, min, max); the row-by-row check runs only when this fails."""
+    types = set(map(type, col))
+    if not types <= ({int, _NONE} if nullable else {int}):
+        return False
+    vals = [v for v in col if v is not None] if _NONE in types else col
+    return not vals or (min(vals) >= lo and max(vals) <= hi)
+
+
 def _bad_rows(col: list[Any], ok: Any, name: str, expected: str, bad: dict[int, str]) -> None:
-    """Rows of ``col`` that ``ok`` refuses, named; the fast path checks the whole column in one pass."""
-    if all(map(ok, col)):
-        return
+    """Rows of ``col`` that ``ok`` refuses, named."""
     for i, v in enumerate(col):
         if not ok(v) and i not in bad:
             bad[i] = str(Invalid(f"launch_columns.{name}[{i}]", expected, v))
@@ -126,11 +113,25 @@ def _metric_value_ok(v: Any) -> bool:
     return v is None or (type(v) in (int, float) and abs(v) <= INT64 and v == v and v not in (float("inf"), float("-inf")))
 
 
+def _floats_ok(col: list[Any]) -> bool:
+    types = set(map(type, col))
+    if not types <= {int, float, _NONE}:
+        return False
+    vals = [v for v in col if v is not None] if _NONE in types else col
+    return not vals or (min(vals) >= -INT64 and max(vals) <= INT64)  # NaN fails neither: checked below
+    
+
+def _a_list(v: Any, path: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise Invalid(path, "a list", v)
+    return v
+
+
 def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
     """The launches of a schema-2 document. Raises Invalid when the columns cannot be used at all."""
     kernels = list_of(string)(doc.get("kernels", []), "kernels", problems)
     shapes: list[LaunchShape | None] = []
-    for i, d in enumerate(list_of(lambda v, p, pr: v)(doc.get("launch_shapes", []), "launch_shapes", problems)):
+    for i, d in enumerate(_a_list(doc.get("launch_shapes", []), "launch_shapes")):
         path = f"launch_shapes[{i}]"
         try:
             d = _shape(d, path, problems)
@@ -147,33 +148,37 @@ def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
             problems.append(f"skipped {path} and its launches ({e})")
     cols = obj({})(doc.get("launch_columns", {}), "launch_columns", problems)
     names = ("shape", "start_ns", "duration_ns", "correlation_id")
-    got = {n: list_of(lambda v, p, pr: v)(cols.get(n, []), f"launch_columns.{n}", problems) for n in names}
-    values = map_of(lambda n: list_of(lambda v, p, pr: v), drop=False)(
+    got = {n: _a_list(cols.get(n, []), f"launch_columns.{n}") for n in names}
+    values = map_of(lambda n: lambda v, p, pr: _a_list(v, p), drop=False)(
         cols.get("metric_values", {}), "launch_columns.metric_values", problems)
     n = len(got["shape"])
     for name, col in [*got.items(), *((f"metric_values.{k}", v) for k, v in values.items())]:
         if len(col) != n:
             raise Invalid(f"launch_columns.{name}", f"one entry per launch ({n})", col)
     bad: dict[int, str] = {}
-    _bad_rows(got["shape"], lambda v: _is_int(v) and 0 <= v < len(shapes), "shape",
-              f"an index into launch_shapes (below {len(shapes)})", bad)
-    for i, v in enumerate(got["shape"]):
-        if i not in bad and shapes[v] is None:
-            bad[i] = f"launch_shapes[{v}] was skipped"
-    start = _undeltas(got["start_ns"]) if all(v is None or _is_int(v) for v in got["start_ns"]) else got["start_ns"]
-    _bad_rows(start, lambda v: v is None or _is_int(v), "start_ns", "an integer or null", bad)
-    _bad_rows(got["duration_ns"], lambda v: _is_int(v) and v >= 0, "duration_ns", "an integer >= 0", bad)
-    corr = _undeltas(got["correlation_id"]) if all(v is None or _is_int(v) for v in got["correlation_id"]) \
-        else got["correlation_id"]
-    _bad_rows(corr, lambda v: v is None or _is_int(v), "correlation_id", "an integer or null", bad)
+    if not _ints_ok(got["shape"], False, 0, len(shapes) - 1):
+        _bad_rows(got["shape"], lambda v: _is_int(v) and 0 <= v < len(shapes), "shape",
+                  f"an index into launch_shapes (below {len(shapes)})", bad)
+    if None in shapes:
+        for i, v in enumerate(got["shape"]):
+            if i not in bad and shapes[v] is None:
+                bad[i] = f"launch_shapes[{v}] was skipped"
+    start, corr = got["start_ns"], got["correlation_id"]
+    if not _ints_ok(start, True):
+        _bad_rows(start, lambda v: v is None or _is_int(v), "start_ns", "an integer or null", bad)
+    if not _ints_ok(got["duration_ns"], False, 0):
+        _bad_rows(got["duration_ns"], lambda v: _is_int(v) and v >= 0, "duration_ns", "an integer >= 0", bad)
+    if not _ints_ok(corr, True):
+        _bad_rows(corr, lambda v: v is None or _is_int(v), "correlation_id", "an integer or null", bad)
     for name, col in values.items():
-        _bad_rows(col, _metric_value_ok, f"metric_values.{name}", "a finite number or null", bad)
+        if not (_floats_ok(col) and all(map(_metric_value_ok, (v for v in col if type(v) is float)))):
+            _bad_rows(col, _metric_value_ok, f"metric_values.{name}", "a finite number or null", bad)
         for i, v in enumerate(col if None in col else ()):  # a value its template cannot carry: missing, no reason
             s = shapes[got["shape"][i]] if i not in bad else None
             if s is not None and name in s.varying and v is None and not s.varying[name][3]:
                 bad[i] = f"launch_columns.metric_values.{name}[{i}]: expected a value or a missing_reason, found null"
     details: dict[int, LaunchDetails] = {}
-    for j, d in enumerate(list_of(lambda v, p, pr: v)(doc.get("launch_details", []), "launch_details", problems)):
+    for j, d in enumerate(_a_list(doc.get("launch_details", []), "launch_details")):
         path = f"launch_details[{j}]"
         try:
             d = _detail(d, path, problems)
@@ -207,3 +212,40 @@ def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
             got["duration_ns"], corr
         table.metric_values, table.details = values, details
     return table
+
+
+# -- regions, also column-wise (a run with a named range per step has as many regions as steps) ------------------
+REGION_KEYS = ("region_names", "region_columns")
+_REGION_FIELDS = ("cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns")
+
+
+def encode_regions(regions: list[Region]) -> dict[str, Any]:
+    names = list(dict.fromkeys(r.name for r in regions))
+    ids = {n: i for i, n in enumerate(names)}
+    cols: dict[str, Any] = {"name": [ids[r.name] for r in regions]}
+    for f in _REGION_FIELDS:
+        cols[f] = [getattr(r, f) for r in regions]
+    return {"region_names": names, "region_columns": cols}
+
+
+def decode_regions(doc: dict[str, Any], problems: list[str]) -> list[Region]:
+    names = list_of(string)(doc.get("region_names", []), "region_names", problems)
+    cols = obj({})(doc.get("region_columns", {}), "region_columns", problems)
+    got = {f: _a_list(cols.get(f, []), f"region_columns.{f}") for f in ("name", *_REGION_FIELDS)}
+    n = len(got["name"])
+    for f, col in got.items():
+        if len(col) != n:
+            raise Invalid(f"region_columns.{f}", f"one entry per region ({n})", col)
+    bad: dict[int, str] = {}
+    checks = {"name": (False, 0, len(names) - 1, f"an index into region_names (below {len(names)})"),
+              "cpu_start_ns": (False, -INT64, INT64, "an integer"), "cpu_duration_ns": (False, 0, INT64, "an integer >= 0"),
+              "gpu_start_ns": (True, -INT64, INT64, "an integer or null"),
+              "gpu_duration_ns": (True, 0, INT64, "an integer >= 0 or null")}
+    for f, (nullable, lo, hi, expected) in checks.items():
+        if not _ints_ok(got[f], nullable, lo, hi):
+            for i, v in enumerate(got[f]):
+                if not ((v is None and nullable) or (_is_int(v) and lo <= v <= hi)) and i not in bad:
+                    bad[i] = str(Invalid(f"region_columns.{f}[{i}]", expected, v))
+    for i in sorted(bad):
+        problems.append(f"skipped regions[{i}] ({bad[i]})")
+    return [Region(names[k], a, b, c, d) for i, (k, a, b, c, d) in enumerate(zip(*got.values())) if i not in bad]
