@@ -7,6 +7,7 @@ are classed by analyze.thresholds: back-to-back, launch overhead, host wait.
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -58,8 +59,8 @@ class TimelineRows(Sequence[TimelineRow]):
     draw the first few (show --timeline N). ``order`` holds codes: launch i is i, activity j is n + j,
     region r is n + activities + r."""
 
-    def __init__(self, session: Session, table: LaunchTable, order: list[int], gap_before: dict[int, int | None]):
-        self._s, self._t, self._order, self._gap = session, table, order, gap_before
+    def __init__(self, session: Session, table: LaunchTable, order: list[int], gap_before: list[int | None]):
+        self._s, self._t, self._order, self._gap = session, table, order, gap_before  # gap_before: by code
         self._n, self._na = len(table), len(session.activities)
 
     def __len__(self) -> int:
@@ -129,31 +130,55 @@ def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
                  if key in x.metrics and not x.metrics[key].is_missing)
 
 
+def _sorted_by(keys: list[int], codes: list[int]) -> tuple[list[int], list[int]]:
+    """keys and codes in key order, ties in the given order (a stable sort; one pass when already sorted)."""
+    if all(a <= b for a, b in zip(keys, keys[1:])):
+        return keys, codes
+    perm = sorted(range(len(keys)), key=keys.__getitem__)
+    return [keys[k] for k in perm], [codes[k] for k in perm]
+
+
+def _merge(keys: list[int], codes: list[int], more_keys: list[int], more_codes: list[int]) -> tuple[list[int], list[int]]:
+    """Two key-sorted runs as one, ``more`` after equal keys of the first: a few slices, not a full sort (the
+    copies and regions are few or in order next to a million launches)."""
+    if not more_keys:
+        return keys, codes
+    out_k: list[int] = []
+    out_c: list[int] = []
+    lo = 0
+    for k, c in zip(more_keys, more_codes):
+        hi = bisect.bisect_right(keys, k, lo)
+        out_k += keys[lo:hi]
+        out_c += codes[lo:hi]
+        out_k.append(k)
+        out_c.append(c)
+        lo = hi
+    out_k += keys[lo:]
+    out_c += codes[lo:]
+    return out_k, out_c
+
+
 def build_timeline(session: Session) -> Timeline:
     # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
     table = session.launch_table()
     n, acts = len(table), session.activities
-    # Sort key (start, kernel before copy) as one int; the sort is stable, so equal keys keep launch order.
-    # Launches mostly arrive in start order, which the sort finds in one pass.
-    if None in table.start_ns:
-        codes = [i for i, st in enumerate(table.start_ns) if st is not None]
-        starts = [table.start_ns[i] for i in codes]
+    start, dur = table.start_ns, table.duration_ns
+    # Sort key (start, kernel before copy) as one int: 2 x start, + 1 for a copy. Stable: equal keys keep
+    # launch order. Launches mostly arrive in start order, which the sort checks in one pass.
+    if None in start:
+        codes = [i for i, st in enumerate(start) if st is not None]
+        keys = [start[i] << 1 for i in codes]
     else:
-        codes, starts = list(range(n)), list(table.start_ns)
-    durs = [table.duration_ns[i] for i in codes] if len(codes) != n else list(table.duration_ns)
-    keys = [st << 1 for st in starts]
-    for j, a in enumerate(acts):
-        codes.append(n + j)
-        starts.append(a.start_ns)
-        durs.append(a.duration_ns)
-        keys.append((a.start_ns << 1) | 1)
+        codes, keys = list(range(n)), [st << 1 for st in start]
+    keys, codes = _sorted_by(keys, codes)
+    keys, codes = _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts],
+                                                 [n + j for j in range(len(acts))]))
     if not codes:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
                if n else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why)
-    if any(a > b for a, b in zip(keys, keys[1:])):
-        perm = sorted(range(len(keys)), key=keys.__getitem__)
-        codes, starts, durs = [codes[k] for k in perm], [starts[k] for k in perm], [durs[k] for k in perm]
+    starts = [k >> 1 for k in keys]
+    durs = [dur[c] if c < n else acts[c - n].duration_ns for c in codes]
     end = starts[0] + durs[0]
     busy = durs[0]
     gaps: list[int | None] = [None]
@@ -167,7 +192,9 @@ def build_timeline(session: Session) -> Timeline:
             end = e
     launch_gaps = [g for g in gaps if g is not None and BACK_TO_BACK_GAP_NS < g < HOST_WAIT_GAP_NS]
     host_waits = [g for g in gaps if g is not None and g >= HOST_WAIT_GAP_NS]
-    gap_before = dict(zip(codes, gaps))
+    gap_before: list[int | None] = [None] * (n + len(acts))
+    for c, g in zip(codes, gaps):
+        gap_before[c] = g
     names = [s.kernel for s in table.shapes]
     shape = table.shape
     by_kernel: dict[str, list[int | None]] = {}
@@ -180,16 +207,15 @@ def build_timeline(session: Session) -> Timeline:
             else:
                 lst.append(g)
     order = codes
-    if session.regions:  # a region opens before its first kernel: (start, region first), stable
+    if session.regions:  # a region opens before its first GPU row of the same start: (start, region first)
         region_code = n + len(acts)
-        merged = [(st << 1) | 1 for st in starts]
-        order = list(codes)
-        for j, r in enumerate(session.regions):
+        rkeys = []
+        for r in session.regions:
             on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-            merged.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
-            order.append(region_code + j)
-        perm = sorted(range(len(merged)), key=merged.__getitem__)
-        order = [order[k] for k in perm]
+            rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
+        rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
+        # GPU rows get key 2 x start + 1 so a region of the same start goes first
+        _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
     totals = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(((LAUNCH_GAP, launch_gaps),
                                                                              (HOST_WAIT, host_waits))) if v)
     return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel)

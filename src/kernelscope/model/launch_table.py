@@ -156,7 +156,9 @@ class LaunchTable:
         values = {f(k): v for k, v in self.metric_values.items()}
         details = {i: LaunchDetails(f(d.counters), f(d.findings), f(d.block_records), f(d.scopes))
                    for i, d in self.details.items()}
-        return LaunchTable(shapes, self.shape, self.start_ns, self.duration_ns, self.correlation_id, values, details)
+        out = LaunchTable(shapes, self.shape, self.start_ns, self.duration_ns, self.correlation_id, values, details)
+        out._by_shape = self._by_shape  # the columns are shared, so is what was computed from them
+        return out
 
     # -- building -----------------------------------------------------------------------------------------------
     @classmethod

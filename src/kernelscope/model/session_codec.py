@@ -248,4 +248,6 @@ def decode_regions(doc: dict[str, Any], problems: list[str]) -> list[Region]:
                     bad[i] = str(Invalid(f"region_columns.{f}[{i}]", expected, v))
     for i in sorted(bad):
         problems.append(f"skipped regions[{i}] ({bad[i]})")
+    if not bad:
+        return list(map(Region, [names[k] for k in got["name"]], *(got[f] for f in _REGION_FIELDS)))
     return [Region(names[k], a, b, c, d) for i, (k, a, b, c, d) in enumerate(zip(*got.values())) if i not in bad]
