@@ -29,7 +29,7 @@ def repeated_session(source: Session, n: int, seed: int = 0) -> Session:
     rng = random.Random(seed)
     timed = sorted((x for x in source.launches if x.start_ns is not None), key=lambda x: x.start_ns or 0)
     if not timed:
-        raise SystemExit(f"the source session has no timed launches to repeat")
+        raise SystemExit("the source session has no timed launches to repeat")
     t0 = timed[0].start_ns or 0
     step_span = max((x.start_ns or 0) + x.duration_ns for x in timed) - t0
     gaps = [max(0, (b.start_ns or 0) - (a.start_ns or 0) - a.duration_ns) for a, b in zip(timed, timed[1:])] or [1000]

@@ -2,7 +2,6 @@
 position, bound and ranked recommendations, with every missing part named."""
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Sequence
 

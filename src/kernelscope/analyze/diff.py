@@ -10,12 +10,11 @@ and the change is reported as measured with that caveat. Sessions from different
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
 from kernelscope.analyze.analysis import DurationStats, SessionAnalysis, duration_stats
-from kernelscope.model import Launch, Metric, Session
+from kernelscope.model import Metric, Session
 
 NOISE_FORMULA = "|median B - median A| <= max(spread A, spread B)"
 FASTER, SLOWER, NOISE, SAME, ONLY_A, ONLY_B = "faster", "slower", "noise", "same", "only in A", "only in B"

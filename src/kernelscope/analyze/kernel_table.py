@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import statistics
-from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.analyze.arch import SMArch, UnknownArchError
@@ -192,7 +191,7 @@ def summarize(session: Session) -> SessionSummary:
             if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
                 waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
             if per_launch_config:
-                launches, first_i, cfg_durs = group, group[0], [dur[i] for i in group]
+                first_i, cfg_durs = group[0], [dur[i] for i in group]
                 dims = _group_dims_source([table.launch(i) for i in group])
             else:
                 first_i = min(first[sid] for sid in group)  # type: ignore[type-var]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
