@@ -2,7 +2,6 @@
 position, bound and ranked recommendations, with every missing part named."""
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,6 +18,7 @@ from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, summ
 from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES, VERDICT_MIN_GAIN_PCT
 from kernelscope.analyze.timeline import HOST_WAIT_GAP_NS, Timeline, build_timeline
 from kernelscope.model import Launch, Metric, Session
+from kernelscope.model.launch_table import LaunchTable
 
 PEAK_METRICS = (("SM (ncu)", "sm_throughput_pct"), ("memory (ncu)", "memory_throughput_pct"),
                 ("DRAM (ncu)", "dram_throughput_pct"), ("tensor pipe (ncu)", "tensor_pipe_pct"))
@@ -49,17 +49,47 @@ class DurationStats:
 
 
 def duration_stats(durations: Sequence[int], source: str) -> DurationStats:
-    xs = sorted(durations)
-    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0], xs[0], xs[0])
-    return DurationStats(len(xs), float(statistics.median(xs)), xs[0], xs[-1], q1, q3, source)
+    xs = sorted(durations)  # sorted once: statistics.median and quantiles would each sort a million again
+    q1, _, q3 = _quartiles_inclusive(xs) if len(xs) > 1 else (xs[0], xs[0], xs[0])
+    return DurationStats(len(xs), float(_median_sorted(xs)), xs[0], xs[-1], q1, q3, source)
+
+
+def _median_sorted(xs: Sequence[int]) -> float:
+    """statistics.median of already sorted data (the same formula)."""
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _quartiles_inclusive(xs: Sequence[int]) -> list[float]:
+    """statistics.quantiles(xs, n=4, method="inclusive") of already sorted data (the same formula)."""
+    m = len(xs) - 1
+    out = []
+    for i in range(1, 4):
+        j, delta = divmod(i * m, 4)
+        out.append((xs[j] * (4 - delta) + xs[j + 1] * delta) / 4)
+    return out
 
 
 def kernel_durations(session: Session, kernel: str) -> DurationStats:
-    traced = [x.duration_ns for x in session.launches if x.kernel == kernel and x.start_ns is not None]
+    traced, every = _durations_by_kernel(session.launch_table()).get(kernel, ([], []))
+    return _duration_stats_of(traced, every)
+
+
+def _duration_stats_of(traced: list[int], every: list[int]) -> DurationStats:
     if traced:
         return duration_stats(traced, "trace pass")
-    return duration_stats([x.duration_ns for x in session.launches if x.kernel == kernel],
-                          "counter pass (ncu replay, serialised)")
+    return duration_stats(every, "counter pass (ncu replay, serialised)")
+
+
+def _durations_by_kernel(table: LaunchTable) -> dict[str, tuple[list[int], list[int]]]:
+    """Per kernel: durations of the launches with a start time (trace pass), and of every launch."""
+    every, traced = table.durations_by_shape()
+    out: dict[str, tuple[list[int], list[int]]] = {}
+    for sid, s in enumerate(table.shapes):
+        t, e = out.setdefault(s.kernel, ([], []))
+        t += traced[sid]
+        e += every[sid]
+    return out
 
 
 @dataclass(frozen=True)
@@ -115,13 +145,13 @@ def _mean_declared(session: Session, region: str, attr: str) -> float | None:
 
 
 def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ceilings,
-            declared: dict[str, DeclaredTotals], arch, sm_count: int | None) -> KernelAnalysis:
+            declared: dict[str, DeclaredTotals], arch, sm_count: int | None,
+            durations: tuple[list[int], list[int]]) -> KernelAnalysis:
     profiled = counter_launches(session, k.name)
     x = profiled[0] if profiled else None
-    durs = kernel_durations(session, k.name)
+    durs = _duration_stats_of(*durations)
     gaps = [g for g in timeline.gaps_before(k.name) if g < HOST_WAIT_GAP_NS]
-    bound = classify(x, [y.duration_ns for y in session.launches if y.kernel == k.name and y.start_ns is not None],
-                     gaps)
+    bound = classify(x, durations[0], gaps)
     missing: list[tuple[str, str]] = []
     if x is None:
         missing.append(("counters (% of peak, counter-based bound, memory and stall rules)", NO_COUNTERS))
@@ -243,7 +273,9 @@ def analyze_session(session: Session, ceilings: Ceilings | None = None,
             arch = arch_for_device(session.device)
         except UnknownArchError:
             arch = None
-    kernels = tuple(_kernel(session, k, timeline, ceilings, declared, arch, summary.sm_count) for k in summary.kernels)
+    by_kernel = _durations_by_kernel(session.launch_table())
+    kernels = tuple(_kernel(session, k, timeline, ceilings, declared, arch, summary.sm_count, by_kernel[k.name])
+                    for k in summary.kernels)
     regions = []
     for d in declared.values():
         flops = (Metric(d.flops, "FLOP", "user", f"kernelscope.region({d.region!r}, flops=...)") if d.flops is not None

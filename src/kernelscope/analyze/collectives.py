@@ -127,7 +127,7 @@ def _bytes(x: Launch) -> tuple[int | None, str | None]:
 def collective_launches(session: Session) -> dict[tuple[str, int], list[Launch]]:
     """NCCL kernels by (process group, rank), in start order."""
     out: dict[tuple[str, int], list[Launch]] = defaultdict(list)
-    for x in session.launches:
+    for x in session.detailed_launches():  # NCCL kernels carry their collective as a launch detail
         if x.collective is not None and x.start_ns is not None:
             out[(x.collective.process_group or "?", x.rank or 0)].append(x)
     for v in out.values():

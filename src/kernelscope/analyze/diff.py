@@ -11,12 +11,12 @@ and the change is reported as measured with that caveat. Sessions from different
 from __future__ import annotations
 
 import re
-
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 
 from kernelscope.analyze.analysis import DurationStats, SessionAnalysis, duration_stats
-from kernelscope.model import Launch, Metric, Session
+from kernelscope.model import Metric, Session
 
 NOISE_FORMULA = "|median B - median A| <= max(spread A, spread B)"
 FASTER, SLOWER, NOISE, SAME, ONLY_A, ONLY_B = "faster", "slower", "noise", "same", "only in A", "only in B"
@@ -122,18 +122,37 @@ def _metric_change(label: str, a: Metric | None, b: Metric | None) -> CounterCha
     return CounterChange(label, a, b, change_pct(va, vb))
 
 
-def _groups(s: Session) -> dict[str, dict[tuple, list[Launch]]]:
-    out: dict[str, dict[tuple, list[Launch]]] = defaultdict(lambda: defaultdict(list))
-    for x in s.launches:
-        out[x.kernel][(x.grid, x.block)].append(x)
+Durations = tuple[list[int], list[int]]  # of the launches with a start time (trace pass), of every launch
+
+
+def _groups(s: Session) -> dict[str, dict[tuple, Durations]]:
+    """Kernel -> (grid, block) -> durations, in the order launches first ran; column-wise, per shape."""
+    t = s.launch_table()
+    every, traced = t.durations_by_shape()
+    firsts = sorted((f, sid) for sid in range(len(t.shapes)) if (f := t.first_launch(sid)) is not None)
+    out: dict[str, dict[tuple, Durations]] = {}
+    for _, sid in firsts:
+        sh = t.shapes[sid]
+        tr, ev = out.setdefault(sh.kernel, {}).setdefault((sh.grid, sh.block), ([], []))
+        tr += traced[sid]
+        ev += every[sid]
     return out
 
 
-def _stats(launches: list[Launch]) -> DurationStats:
-    traced = [x.duration_ns for x in launches if x.start_ns is not None]
+def _merged(groups: Iterable[Durations]) -> Durations:
+    tr: list[int] = []
+    ev: list[int] = []
+    for t, e in groups:
+        tr += t
+        ev += e
+    return tr, ev
+
+
+def _stats(durations: Durations) -> DurationStats:
+    traced, every = durations
     if traced:
         return duration_stats(traced, "trace pass")
-    return duration_stats([x.duration_ns for x in launches], "counter pass (ncu replay, serialised)")
+    return duration_stats(every, "counter pass (ncu replay, serialised)")
 
 
 def _config_text(cfg: tuple) -> str:
@@ -153,15 +172,15 @@ def diff_sessions(a: SessionAnalysis, b: SessionAnalysis, session_a: Session, se
         short = (ka or kb).kernel.short_name
         ca, cb = ga.get(name, {}), gb.get(name, {})
         if len(ca) <= 1 and len(cb) <= 1:
-            pairs = [(None, [x for v in ca.values() for x in v], [x for v in cb.values() for x in v])]
+            pairs = [(None, _merged(ca.values()), _merged(cb.values()))]
         else:
-            pairs = [(cfg, ca.get(cfg, []), cb.get(cfg, [])) for cfg in list(ca) + [c for c in cb if c not in ca]]
+            pairs = [(cfg, ca.get(cfg, ([], [])), cb.get(cfg, ([], []))) for cfg in list(ca) + [c for c in cb if c not in ca]]
         for cfg, la, lb in pairs:
-            sa, sb = (_stats(la) if la else None), (_stats(lb) if lb else None)
+            sa, sb = (_stats(la) if la[1] else None), (_stats(lb) if lb[1] else None)
             config = None if cfg is None else _config_text(cfg)
             if sa is None or sb is None:
                 out.append(KernelDiff(name, short, sa, sb, None, None, "", ONLY_A if sb is None else ONLY_B, False,
-                                      ka.bound.bound if ka and la else None, kb.bound.bound if kb and lb else None,
+                                      ka.bound.bound if ka and la[1] else None, kb.bound.bound if kb and lb[1] else None,
                                       (), (), config))
                 continue
             verdict, spread, basis, single = _verdict(sa, sb)
@@ -177,8 +196,8 @@ def diff_sessions(a: SessionAnalysis, b: SessionAnalysis, session_a: Session, se
             out.append(KernelDiff(name, short, sa, sb, change_pct(sa.median_ns, sb.median_ns), spread, basis, verdict,
                                   single, ka.bound.bound, kb.bound.bound, thr, counters, config))
     out.sort(key=lambda k: -((k.a or k.b).median_ns * (k.a or k.b).launches))
-    ta = sum(x.duration_ns for x in session_a.launches)
-    tb = sum(x.duration_ns for x in session_b.launches)
+    ta = sum(session_a.launch_table().duration_ns)
+    tb = sum(session_b.launch_table().duration_ns)
     return SessionDiff(tuple(out), device_note(session_a, session_b), ta, tb, change_pct(ta, tb))
 
 

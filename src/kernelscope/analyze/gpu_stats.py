@@ -197,7 +197,8 @@ def device_samples(session: Session, device_index: int | None = None) -> tuple[i
 
 
 def trace_end_ns(session: Session) -> int | None:
-    ends = [x.start_ns + x.duration_ns for x in session.launches if x.start_ns is not None]
+    t = session.launch_table()
+    ends = [s + d for s, d in zip(t.start_ns, t.duration_ns) if s is not None]
     ends += [a.start_ns + a.duration_ns for a in session.activities]
     ends += [r.cpu_start_ns + r.cpu_duration_ns for r in session.regions]
     return max(ends) if ends else None

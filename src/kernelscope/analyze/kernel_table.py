@@ -4,13 +4,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import statistics
-from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.analyze.arch import SMArch, UnknownArchError
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
 from kernelscope.model import Launch, Metric, Session
+from kernelscope.model.launch_table import LaunchShape, LaunchTable
 
 WAVES_FORMULA = "grid blocks / (active blocks per SM x SM count)"
 
@@ -103,6 +103,40 @@ def _group_dims_source(group: list[Launch]) -> tuple[str, str]:
     return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
 
 
+def _shape_config(s: LaunchShape) -> LaunchConfig:
+    regs, smem = s.value("registers_per_thread"), s.value("shared_memory_per_block_bytes")
+    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+def _launch_config_at(table: LaunchTable, i: int) -> LaunchConfig:
+    s = table.shapes[table.shape[i]]
+    regs, smem = table.value(i, "registers_per_thread"), table.value(i, "shared_memory_per_block_bytes")
+    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+
+
+def _shapes_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]:
+    """_group_dims_source of the launches of these shapes, in launch order: one answer per shape, except for
+    launches with counter results or without a start time (an ncu-only launch names ncu)."""
+    firsts: list[tuple[int, tuple[str, str]]] = []
+    for sid in group:
+        s = table.shapes[sid]
+        cupti = any(m.source == "cupti" for m in s.metrics.values()) or any(t[1] == "cupti" for t in s.varying.values())
+        plain = ("cupti: grid", "cupti: block") if cupti else ("source not recorded", "source not recorded")
+        special = [i for i in table.details if table.shape[i] == sid]
+        if special or None in table.start_ns:
+            special += [i for i, (x, st) in enumerate(zip(table.shape, table.start_ns)) if x == sid and st is None]
+        if not special:
+            firsts.append((table.first_launch(sid) or 0, plain))
+            continue
+        special_set = set(special)
+        first_plain = next((i for i, x in enumerate(table.shape) if x == sid and i not in special_set), None)
+        if first_plain is not None:
+            firsts.append((first_plain, plain))
+        firsts += [(i, dims_source(table.launch(i))) for i in sorted(special_set)]
+    sources = list(dict.fromkeys(src for _, src in sorted(firsts)))
+    return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
+
+
 def _occupancy(cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None) -> tuple[OccupancyResult | None, str | None]:
     if arch is None:
         return None, arch_reason
@@ -129,30 +163,49 @@ def summarize(session: Session) -> SessionSummary:
         v = session.device.value("sm_count")
         sm_count = v if isinstance(v, int) else None
 
-    by_name: dict[str, list[Launch]] = defaultdict(list)
-    for x in session.launches:
-        by_name[x.kernel].append(x)
-    total_all = sum(x.duration_ns for x in session.launches)
+    # Column-wise (model.LaunchTable): launches are grouped by shape in one pass; Launch objects are built only
+    # for each configuration's first launch and the few with counter results.
+    table = session.launch_table()
+    shapes = table.shapes
+    every, _ = table.durations_by_shape()
+    first = {sid: table.first_launch(sid) for sid in range(len(shapes))}
+    used = sorted((f, sid) for sid, f in first.items() if f is not None)  # shapes in the order they first ran
+    per_launch_config = any(n in s.varying for s in shapes for n in ("registers_per_thread",
+                                                                      "shared_memory_per_block_bytes"))
+    by_name: dict[str, dict[LaunchConfig, list[int]]] = {}  # kernel -> configuration -> launch indices or shapes
+    if per_launch_config:  # registers or shared memory that differ between launches of one shape: per launch
+        for i, sid in enumerate(table.shape):
+            by_name.setdefault(shapes[sid].kernel, {}).setdefault(_launch_config_at(table, i), []).append(i)
+    else:
+        for _, sid in used:
+            by_name.setdefault(shapes[sid].kernel, {}).setdefault(_shape_config(shapes[sid]), []).append(sid)
+    total_all = sum(table.duration_ns)
+    dur = table.duration_ns
     kernels = []
-    for name, launches in by_name.items():
-        durations = [x.duration_ns for x in launches]
-        groups: dict[LaunchConfig, list[Launch]] = defaultdict(list)
-        for x in launches:
-            groups[launch_config(x)].append(x)
+    for name, groups in by_name.items():
         configs = []
+        durations: list[int] = []
         for cfg, group in groups.items():
             occ, reason = _occupancy(cfg, arch, arch_reason)
             waves = None
             if occ is not None and sm_count and occ.active_blocks_per_sm > 0:
                 waves = cfg.blocks / (occ.active_blocks_per_sm * sm_count)
-            configs.append(ConfigSummary(cfg, len(group), sum(x.duration_ns for x in group), occ, reason, waves,
-                                         dict(group[0].metrics), *_group_dims_source(group)))
+            if per_launch_config:
+                first_i, cfg_durs = group[0], [dur[i] for i in group]
+                dims = _group_dims_source([table.launch(i) for i in group])
+            else:
+                first_i = min(first[sid] for sid in group)  # type: ignore[type-var]
+                cfg_durs = [d for sid in group for d in every[sid]]
+                dims = _shapes_dims_source(table, group)
+            durations += cfg_durs
+            configs.append(ConfigSummary(cfg, len(cfg_durs), sum(cfg_durs), occ, reason, waves,
+                                         dict(table.launch(first_i).metrics), *dims))
         configs.sort(key=lambda c: -c.total_ns)
-        regions = sorted({r for x in launches for r in x.regions})
+        regions = sorted({r for sid in table.shapes_of(name) for r in shapes[sid].regions})
         total = sum(durations)
         kernels.append(KernelSummary(
-            name=name, short_name=short_kernel_name(name), launches=len(launches), total_ns=total,
-            mean_ns=total / len(launches), median_ns=float(statistics.median(durations)),
+            name=name, short_name=short_kernel_name(name), launches=len(durations), total_ns=total,
+            mean_ns=total / len(durations), median_ns=float(statistics.median(durations)),
             min_ns=min(durations), max_ns=max(durations),
             share_of_kernel_time=(total / total_all) if total_all else 0.0,
             configs=tuple(configs), regions=tuple(regions),
@@ -160,7 +213,7 @@ def summarize(session: Session) -> SessionSummary:
     kernels.sort(key=lambda k: (-k.total_ns, k.name))
     labels = distinct_short_names(k.name for k in kernels)  # in time order: "#1" is the one with most time
     kernels = [dataclasses.replace(k, label=labels[k.name]) for k in kernels]
-    return SessionSummary(tuple(kernels), total_all, len(session.launches), sm_count)
+    return SessionSummary(tuple(kernels), total_all, len(table), sm_count)
 
 
 def select_kernels(summary: SessionSummary, pattern: str | None, top: int) -> tuple[KernelSummary, ...]:

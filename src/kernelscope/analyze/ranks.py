@@ -72,6 +72,21 @@ class RanksSummary:
     notes: tuple[str, ...]  # what the join left out or could not match (the session's `ranks` collector)
 
 
+def _spans_by_rank(session: Session) -> dict[int, tuple[list[Interval], list[Interval]]]:
+    """Per rank, the (start, end) of its communication kernels and of its other kernels, read from the launch
+    columns (a rank is part of a launch's shape; a collective is a launch detail)."""
+    table = session.launch_table()
+    collective = {i for i, d in table.details.items() if d.collective is not None}
+    rank_of_shape = [s.rank or 0 for s in table.shapes]
+    out: dict[int, tuple[list[Interval], list[Interval]]] = {}
+    for i, (sid, start, d) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)):
+        if start is None:
+            continue
+        comm, comp = out.setdefault(rank_of_shape[sid], ([], []))
+        (comm if i in collective else comp).append((start, start + d))
+    return out
+
+
 def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksSummary:
     infos = session.ranks or [RankInfo(rank=0, world_size=1)]
     waits: dict[int, int] = {}
@@ -80,16 +95,17 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         for t in row.ranks:
             waits[t.rank] = waits.get(t.rank, 0) + t.wait_ns
             counts[t.rank] = counts.get(t.rank, 0) + 1
+    spans = _spans_by_rank(session)
     out = []
     for info in infos:
-        mine = [x for x in session.launches if x.start_ns is not None and (x.rank or 0) == info.rank]
-        comm = union([(x.start_ns, x.start_ns + x.duration_ns) for x in mine if x.collective is not None])
-        comp = union([(x.start_ns, x.start_ns + x.duration_ns) for x in mine if x.collective is None])
+        comm_raw, comp_raw = spans.get(info.rank, ([], []))
+        comm, comp = union(comm_raw), union(comp_raw)
+        n_kernels = len(comm_raw) + len(comp_raw)
         busy = union(comm + comp)
         span = (busy[-1][1] - busy[0][0]) if busy else 0
         c = total(comm)
         ov = intersection(comp, comm)
-        out.append(RankTime(info=info, kernels=len(mine), span_ns=span, compute_ns=total(comp), communication_ns=c,
+        out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=total(comp), communication_ns=c,
                             idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
                             wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
     computes = [r.compute_ns for r in out]

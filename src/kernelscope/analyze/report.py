@@ -61,7 +61,7 @@ class Report:
 def kernel_report(session: Session, summary: SessionSummary, k: KernelSummary,
                   analysis: SessionAnalysis) -> KernelReport:
     profiled = tuple(counter_launches(session, k.name))
-    scoped = next((x for x in session.launches if x.kernel == k.name and x.scopes is not None), None)
+    scoped = next((x for x in session.detailed_launches(k.name) if x.scopes is not None), None)
     return KernelReport(k, analysis.kernel(k.name), sm_layout_data(session, k, summary.sm_count), profiled, scoped,
                         counter_views(profiled), None if scoped is None else scoped_view(scoped))
 

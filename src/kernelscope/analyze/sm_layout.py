@@ -244,9 +244,7 @@ def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | Non
 
 def instrumentation_overhead(session: Session, launch: Launch) -> Metric:
     """How much slower the instrumented launches of this kernel ran than its plain ones, in percent."""
-    same = [x for x in session.launches if (x.kernel, x.grid, x.block) == (launch.kernel, launch.grid, launch.block)]
-    instrumented = [x.duration_ns for x in same if x.block_records is not None]
-    plain = [x.duration_ns for x in same if x.block_records is None]
+    instrumented, plain = _same_config_durations(session, launch)
     name = f"instrumented vs plain duration ({len(instrumented)} vs {len(plain)} launches)"
     status = session.collectors.get(collector.INSTRUMENT)
     unattached = [] if status is None else status.details.get("unattached") or []
@@ -263,8 +261,7 @@ def instrumentation_overhead(session: Session, launch: Launch) -> Metric:
 
 def plain_duration_spread(session: Session, launch: Launch) -> Metric:
     """How much the plain launches of this kernel (same grid and block) vary among themselves, in percent."""
-    plain = [x.duration_ns for x in session.launches if x.block_records is None
-             and (x.kernel, x.grid, x.block) == (launch.kernel, launch.grid, launch.block)]
+    plain = _same_config_durations(session, launch)[1]
     name = f"plain launches' spread ({len(plain)} launches)"
     if len(plain) < 2:
         return Metric.missing(name, "fewer than two plain launches of this kernel with the same grid and block",
@@ -273,8 +270,20 @@ def plain_duration_spread(session: Session, launch: Launch) -> Metric:
                   formula=SPREAD_FORMULA)
 
 
+def _same_config_durations(session: Session, launch: Launch) -> tuple[list[int], list[int]]:
+    """Durations of the instrumented and of the plain launches with ``launch``'s kernel, grid and block."""
+    t = session.launch_table()
+    same = {i for i, s in enumerate(t.shapes) if (s.kernel, s.grid, s.block) == (launch.kernel, launch.grid, launch.block)}
+    instrumented, plain = [], []
+    for i, (sid, d) in enumerate(zip(t.shape, t.duration_ns)):
+        if sid in same:
+            det = t.details.get(i)
+            (instrumented if det is not None and det.block_records is not None else plain).append(d)
+    return instrumented, plain
+
+
 def instrumented_launches(session: Session, kernel: str) -> list[Launch]:
-    return [x for x in session.launches if x.kernel == kernel and x.block_records is not None]
+    return [x for x in session.detailed_launches(kernel) if x.block_records is not None]
 
 
 
@@ -312,7 +321,7 @@ def sm_layout_data(session: Session, k: KernelSummary, sm_count: int | None) -> 
         return SMLayoutData(len(recorded), m, theoretical, None, len(k.configs), None)
     c = k.configs[0]
     layout = computed_layout(c.config.blocks, c.occupancy, c.occupancy_missing_reason, sm_count)
-    scoped = [x for x in session.launches if x.kernel == k.name and x.scopes is not None
+    scoped = [x for x in session.detailed_launches(k.name) if x.scopes is not None
               and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
     proton = None
     if scoped:

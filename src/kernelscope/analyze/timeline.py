@@ -7,11 +7,15 @@ are classed by analyze.thresholds: back-to-back, launch overhead, host wait.
 """
 from __future__ import annotations
 
+import bisect
+import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
 
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.model import Launch, Metric, Session
+from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.names import short_kernel_name
 
 GAP_FORMULA = "start of this GPU activity - latest end of every earlier kernel or copy"
@@ -50,18 +54,73 @@ class GapTotals:
     largest_ns: int
 
 
+class TimelineRows(Sequence[TimelineRow]):
+    """The rows of a timeline, built when read: a run of a million launches is a million rows, and views
+    draw the first few (show --timeline N). ``order`` holds codes: launch i is i, activity j is n + j,
+    region r is n + activities + r."""
+
+    def __init__(self, session: Session, table: LaunchTable, order: list[int], gap_before: list[int | None]):
+        self._s, self._t, self._order, self._gap = session, table, order, gap_before  # gap_before: by code
+        self._n, self._na = len(table), len(session.activities)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return tuple(self._row(c) for c in self._order[k])
+        return self._row(self._order[k])
+
+    def __iter__(self) -> Iterator[TimelineRow]:
+        return (self._row(c) for c in self._order)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (TimelineRows, tuple)) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def _row(self, c: int) -> TimelineRow:
+        t, n = self._t, self._n
+        if c < n:
+            s = t.shapes[t.shape[c]]
+            gap = self._gap[c]
+            notes = _notes(t.launch(c)) if c in t.details else ()
+            return TimelineRow("kernel", s.kernel, short_kernel_name(s.kernel), t.start_ns[c] or 0,
+                               t.duration_ns[c], gap, gap_kind(gap), s.regions, notes)
+        if c < n + self._na:
+            a = self._s.activities[c - n]
+            gap = self._gap[c]
+            return TimelineRow(a.kind, a.name, a.name, a.start_ns, a.duration_ns, gap, gap_kind(gap), (), ())
+        r = self._s.regions[c - n - self._na]
+        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+        start = r.gpu_start_ns if on_gpu else r.cpu_start_ns
+        dur = r.gpu_duration_ns if on_gpu else r.cpu_duration_ns
+        return TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Timeline:
-    rows: tuple[TimelineRow, ...]
+    rows: Sequence[TimelineRow]
     span_ns: int | None  # first GPU start to last GPU end
     gpu_busy_ns: int | None  # union of kernel and copy intervals
     gaps: tuple[GapTotals, ...]  # launch gap and host wait (back-to-back is not idling)
     missing_reason: str | None  # why there is no timeline (e.g. counter-pass-only session)
+    # Per kernel, in row order: the gaps before its launches (None for the run's first): read without the rows.
+    gaps_by_kernel: dict[str, list[int | None]] | None = field(default=None, compare=False, repr=False)
 
     def gaps_before(self, kernel: str) -> list[int]:
         """GPU-idle gaps before each launch of ``kernel`` (first launch of the run excluded)."""
+        if self.gaps_by_kernel is not None:
+            return [g for g in self.gaps_by_kernel.get(kernel, ()) if g is not None]
         return [r.gap_before_ns for r in self.rows
                 if r.kind == "kernel" and r.name == kernel and r.gap_before_ns is not None]
+
+    def kernel_names(self) -> list[str]:
+        """The kernels on the timeline, in the order they first ran."""
+        if self.gaps_by_kernel is not None:
+            return list(self.gaps_by_kernel)
+        return list(dict.fromkeys(r.name for r in self.rows if r.kind == "kernel"))
 
 
 def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
@@ -71,38 +130,93 @@ def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
                  if key in x.metrics and not x.metrics[key].is_missing)
 
 
+def _sorted_by(keys: list[int], codes: list[int]) -> tuple[list[int], list[int]]:
+    """keys and codes in key order, ties in the given order (a stable sort; one pass when already sorted)."""
+    if all(a <= b for a, b in zip(keys, keys[1:])):
+        return keys, codes
+    perm = sorted(range(len(keys)), key=keys.__getitem__)
+    return [keys[k] for k in perm], [codes[k] for k in perm]
+
+
+def _merge(keys: list[int], codes: list[int], more_keys: list[int], more_codes: list[int]) -> tuple[list[int], list[int]]:
+    """Two key-sorted runs as one, ``more`` after equal keys of the first: a few slices, not a full sort (the
+    copies and regions are few or in order next to a million launches)."""
+    if not more_keys:
+        return keys, codes
+    out_k: list[int] = []
+    out_c: list[int] = []
+    lo = 0
+    for k, c in zip(more_keys, more_codes):
+        hi = bisect.bisect_right(keys, k, lo)
+        out_k += keys[lo:hi]
+        out_c += codes[lo:hi]
+        out_k.append(k)
+        out_c.append(c)
+        lo = hi
+    out_k += keys[lo:]
+    out_c += codes[lo:]
+    return out_k, out_c
+
+
 def build_timeline(session: Session) -> Timeline:
-    gpu: list[tuple[int, int, str, str, str, tuple[str, ...], tuple]] = []
-    for x in session.launches:
-        if x.start_ns is not None:
-            gpu.append((x.start_ns, x.duration_ns, "kernel", x.kernel, short_kernel_name(x.kernel),
-                        tuple(x.regions), _notes(x)))
-    for a in session.activities:
-        gpu.append((a.start_ns, a.duration_ns, a.kind, a.name, a.name, (), ()))
-    if not gpu:
+    # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
+    table = session.launch_table()
+    n, acts = len(table), session.activities
+    start, dur = table.start_ns, table.duration_ns
+    # Sort key (start, kernel before copy) as one int: 2 x start, + 1 for a copy. Stable: equal keys keep
+    # launch order. Launches mostly arrive in start order, which the sort checks in one pass.
+    if None in start:
+        codes = [i for i, st in enumerate(start) if st is not None]
+        keys = [start[i] << 1 for i in codes]
+    else:
+        codes, keys = list(range(n)), [st << 1 for st in start]
+    keys, codes = _sorted_by(keys, codes)
+    keys, codes = _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts],
+                                                 [n + j for j in range(len(acts))]))
+    if not codes:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if session.launches else "the session recorded no kernels or copies")
+               if n else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why)
-    gpu.sort(key=lambda e: (e[0], e[2] != "kernel"))
-    rows: list[TimelineRow] = []
-    end = None
-    busy = 0
-    gap_sums: dict[str, list[int]] = defaultdict(list)
-    for start, dur, kind, name, short, regions, notes in gpu:
-        gap = None if end is None else max(0, start - end)
-        kind_of_gap = gap_kind(gap)
-        if gap is not None and kind_of_gap != BACK_TO_BACK:
-            gap_sums[kind_of_gap].append(gap)
-        busy += dur if end is None else max(0, start + dur - max(start, end))
-        end = start + dur if end is None else max(end, start + dur)
-        rows.append(TimelineRow(kind, name, short, start, dur, gap, kind_of_gap, regions, notes))
-    first = gpu[0][0]
-    for r in session.regions:
-        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-        start = r.gpu_start_ns if on_gpu else r.cpu_start_ns
-        dur = r.gpu_duration_ns if on_gpu else r.cpu_duration_ns
-        rows.append(TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu))
-    rows.sort(key=lambda r: (r.start_ns, r.kind != "region"))  # a region opens before its first kernel
-    gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
-    return Timeline(tuple(rows), end - first, busy, gaps, None)
+    starts = [k >> 1 for k in keys]
+    durs = [dur[c] if c < n else acts[c - n].duration_ns for c in codes]
+    end = starts[0] + durs[0]
+    busy = durs[0]
+    gaps: list[int | None] = [None]
+    append = gaps.append
+    for st, d in zip(starts[1:], durs[1:]):  # the hot loop: plain ints, no objects
+        gap = st - end
+        append(gap if gap > 0 else 0)
+        e = st + d
+        if e > end:
+            busy += e - (st if st > end else end)
+            end = e
+    launch_gaps = [g for g in gaps if g is not None and BACK_TO_BACK_GAP_NS < g < HOST_WAIT_GAP_NS]
+    host_waits = [g for g in gaps if g is not None and g >= HOST_WAIT_GAP_NS]
+    gap_before: list[int | None] = [None] * (n + len(acts))
+    for c, g in zip(codes, gaps):
+        gap_before[c] = g
+    names = [s.kernel for s in table.shapes]
+    shape = table.shape
+    by_kernel: dict[str, list[int | None]] = {}
+    for c, g in zip(codes, gaps):
+        if c < n:
+            k = names[shape[c]]
+            lst = by_kernel.get(k)
+            if lst is None:
+                by_kernel[k] = [g]
+            else:
+                lst.append(g)
+    order = codes
+    if session.regions:  # a region opens before its first GPU row of the same start: (start, region first)
+        region_code = n + len(acts)
+        rkeys = []
+        for r in session.regions:
+            on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+            rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
+        rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
+        # GPU rows get key 2 x start + 1 so a region of the same start goes first
+        _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
+    totals = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(((LAUNCH_GAP, launch_gaps),
+                                                                             (HOST_WAIT, host_waits))) if v)
+    return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel)
 

@@ -83,13 +83,15 @@ def _by_kind(analysis: SessionAnalysis) -> tuple[TimeShare, ...]:
 
 
 def _by_region(session: Session, whole: int) -> tuple[TimeShare, ...]:
-    if not any(x.regions for x in session.launches):
+    table = session.launch_table()  # columns: one pass over durations, no Launch object per launch
+    if not any(s.regions for s in table.shapes):
         return ()
+    every, _ = table.durations_by_shape()
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for x in session.launches:  # innermost region, so nested regions are not counted twice
-        name = x.regions[-1] if x.regions else NO_REGION
-        totals[name][0] += x.duration_ns
-        totals[name][1] += 1
+    for s, durations in zip(table.shapes, every):  # innermost region, so nested regions are not counted twice
+        name = s.regions[-1] if s.regions else NO_REGION
+        totals[name][0] += sum(durations)
+        totals[name][1] += len(durations)
     rows = _shares({k: (v[0], v[1]) for k, v in totals.items()}, whole)
     if len(rows) <= TOP_KERNELS + 1:
         return rows

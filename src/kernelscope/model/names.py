@@ -1,6 +1,8 @@
 """Short, readable kernel names from demangled C++ signatures."""
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Iterable
 
@@ -17,6 +19,7 @@ def _strip_brackets(s: str, open_c: str, close_c: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=8192)  # pure, and asked once per launch by views of many launches
 def short_kernel_name(name: str) -> str:
     """``void at::native::(anonymous namespace)::foo_kernel<float, 4>(int)`` -> ``foo_kernel``."""
     s = name.strip()

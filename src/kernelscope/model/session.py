@@ -12,12 +12,17 @@ from typing import Any
 from kernelscope.model.device import Device
 from kernelscope.model.files import write_atomic
 from kernelscope.model.launch import Activity, Launch, Region
+from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.ranks import RankInfo
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
+from kernelscope.model.session_codec import (LAUNCH_KEYS, REGION_KEYS, decode_launches, decode_regions,
+                                             encode_launches, encode_regions)
 from kernelscope.model.session_schema import check_session
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # what save() writes: launches in columns (session_codec); to_dict() is the expanded form
+EXPANDED_SCHEMA_VERSION = 1  # launches as one object each: to_dict()/from_dict(), and files of kernelscope < 2
+READABLE_VERSIONS = (1, 2)
 FORMAT_NAME = "kernelscope-session"
 
 
@@ -65,6 +70,27 @@ class DeclaredWork:
                    bytes=d.get("bytes"), units={str(k): float(v) for k, v in (d.get("units") or {}).items()})
 
 
+class _Launches:
+    """``Session.launches``: a list of Launch objects, built on first use from the session's LaunchTable
+    when it was loaded from columns. Code that aggregates many launches reads ``launch_table()`` instead."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.list_attr, self.table_attr = f"_{name}_list", f"_{name}_table"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return ()  # the dataclass default (an empty sequence; __set__ makes it a list)
+        launches = obj.__dict__.get(self.list_attr)
+        if launches is None:
+            table = obj.__dict__.get(self.table_attr)
+            launches = [] if table is None else table.launches()
+            obj.__dict__[self.list_attr], obj.__dict__[self.table_attr] = launches, None  # the list is the truth now
+        return launches
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.list_attr], obj.__dict__[self.table_attr] = list(value), None
+
+
 @dataclass
 class Session:
     """One profiling session. ``run`` saves it; ``show``, tests and exports load it."""
@@ -76,7 +102,7 @@ class Session:
     outcome: str = "complete"  # complete | workload-failed | interrupted | collector-failed
     device: Device | None = None
     time_origin_ns: int = 0  # absolute time (ns) that launch start_ns values count from
-    launches: list[Launch] = field(default_factory=list)
+    launches: list[Launch] = _Launches()  # type: ignore[assignment]
     activities: list[Activity] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)  # live GPU state (NVML/GPM sampler)
@@ -88,11 +114,37 @@ class Session:
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
+    # -- launches in columns ---------------------------------------------------------------------------------
+    def launch_table(self) -> LaunchTable:
+        """The launches column-wise, in ``launches`` order. The table the session was loaded as, while no code
+        has asked for ``launches``; else built from the list (each call: the list may have changed)."""
+        table = self.__dict__.get("_launches_table")
+        return table if table is not None else LaunchTable.from_launches(self.launches)
+
+    def set_launch_table(self, table: LaunchTable) -> None:
+        """Hold the launches as columns; ``launches`` builds Launch objects from them when first asked."""
+        self.__dict__["_launches_list"], self.__dict__["_launches_table"] = None, table
+
+    def detailed_launches(self, kernel: str | None = None) -> list[Launch]:
+        """Launches (of ``kernel``) with counter results, findings, instrumentation or a collective (NCCL kernels),
+        in launch order: the few
+        that panels draw one by one, found without building a Launch for every other launch."""
+        table = self.__dict__.get("_launches_table")
+        if table is not None:
+            return [x for _, x in table.detailed(kernel)]
+        return [x for x in self.launches if (kernel is None or x.kernel == kernel) and (
+            x.counters or x.findings or x.block_records is not None or x.scopes is not None
+            or x.collective is not None)]
+
+    def launch_count(self) -> int:
+        table = self.__dict__.get("_launches_table")
+        return len(table) if table is not None else len(self.launches)
+
     # -- serialisation -------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def _header(self) -> dict[str, Any]:
         return {
             "format": FORMAT_NAME,
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": EXPANDED_SCHEMA_VERSION,
             "kernelscope_version": self.kernelscope_version,
             "created_utc": self.created_utc,
             "command": list(self.command),
@@ -105,16 +157,30 @@ class Session:
             "environment": self.environment,
             "regions": [r.to_dict() for r in self.regions],
             "activities": [a.to_dict() for a in self.activities],
-            "launches": [x.to_dict() for x in self.launches],
             "samples": [x.to_dict() for x in self.samples],
             **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """The expanded form (schema 1's layout): one object per launch."""
+        d = self._header()
+        d["launches"] = [x.to_dict() for x in self.launches]
+        return d
+
+    def to_file_dict(self) -> dict[str, Any]:
+        """What save() writes (schema 2): launches as shapes and columns (model/session_codec.py)."""
+        d = self._header()
+        d["schema_version"] = SCHEMA_VERSION
+        del d["regions"]
+        d.update(encode_regions(self.regions))
+        d.update(encode_launches(self.launch_table()))
+        return d
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Session":
+    def from_dict(cls, d: dict[str, Any], launch_table: LaunchTable | None = None) -> "Session":
         dev = d.get("device")
-        return cls(
+        s = cls(
             command=[str(c) for c in d.get("command", [])],
             created_utc=str(d.get("created_utc", "")),
             kernelscope_version=str(d.get("kernelscope_version", "")),
@@ -132,13 +198,17 @@ class Session:
             declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
             ranks=[RankInfo.from_dict(r) for r in d.get("ranks") or []],  # optional: one-process sessions have none
         )
+        if launch_table is not None:
+            s.set_launch_table(launch_table)
+        return s
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (temp file + rename), gzip-compressed when the name ends in .gz."""
         path = Path(path)
-        data = json.dumps(self.to_dict(), indent=1, sort_keys=False).encode()
+        # Compact separators: a million-entry column written one entry a line would be most of the file.
+        data = json.dumps(self.to_file_dict(), separators=(",", ":"), sort_keys=False).encode()
         if path.name.endswith(".gz"):
-            data = gzip.compress(data, mtime=0)
+            data = gzip.compress(data, compresslevel=6, mtime=0)
         return write_atomic(path, data)
 
     @classmethod
@@ -163,16 +233,29 @@ class Session:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise SessionFileError(f"{path} is JSON but not a kernelscope session file.")
         version = doc.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise SessionFileError(
-                f"{path} uses session schema version {version}, and this kernelscope reads version {SCHEMA_VERSION}."
+                f"{path} uses session schema version {version}, and this kernelscope reads versions "
+                f"{' and '.join(map(str, READABLE_VERSIONS))}."
             )
+        table = None
         try:
+            if version == 2:
+                columns = {k: doc.pop(k, None) for k in (*LAUNCH_KEYS, *REGION_KEYS)}
+                doc.pop("launches", None)
+                doc.pop("regions", None)
             doc, skipped = check_session(doc)
+            if version == 2:
+                columns = {k: v for k, v in columns.items() if v is not None}
+                doc["regions"] = []
+                regions = decode_regions(columns, skipped)
+                table = decode_launches(columns, skipped)
         except Invalid as e:
             raise SessionFileError(f"{path} is a damaged kernelscope session: {e}.") from None
         try:
-            session = cls.from_dict(doc)
+            session = cls.from_dict(doc, table)
+            if table is not None:
+                session.regions = regions
         except (KeyError, TypeError, ValueError, OverflowError) as e:  # the schema should have caught it
             raise SessionFileError(f"{path} is a damaged kernelscope session ({type(e).__name__}: {e}).") from None
         session.skipped_on_load = skipped

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.model import Launch, Session
+from kernelscope.model.launch_table import LaunchShape
 from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
 from kernelscope.render.text import visible
@@ -63,6 +64,16 @@ def _launch_event(i: int, x: Launch) -> dict[str, Any]:
     return {"ph": "X", "cat": "kernel", "name": short_kernel_name(x.kernel), "pid": PID_GPU,
             "tid": TID_UNKNOWN_STREAM if x.stream is None else x.stream, "ts": _us(x.start_ns or 0),
             "dur": _us(x.duration_ns), "args": args}
+
+
+_CONFIG_ARGS = ("registers_per_thread", "shared_memory_per_block_bytes")
+
+
+def _shape_event(sh: LaunchShape) -> tuple[Any, ...]:
+    """What every launch event of one shape shares, its text already made plain (as _plain_text would)."""
+    extra = {k: sh.value(k) for k in _CONFIG_ARGS if sh.value(k) is not None}
+    return (visible(short_kernel_name(sh.kernel)), TID_UNKNOWN_STREAM if sh.stream is None else sh.stream,
+            visible(sh.kernel), list(sh.grid), list(sh.block), list(sh.regions), extra)
 
 
 def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
@@ -125,20 +136,36 @@ def _one_process_trace(session: Session) -> ChromeTrace:
     ev, notes = out.events, out.notes
     gpu = "GPU" if session.device is None else f"GPU {session.device.index}: {session.device.name}"
     ev += [_meta("process_name", PID_GPU, gpu), _meta("process_sort_index", PID_GPU, str(PID_GPU))]
-    streams = {x.stream for x in session.launches if x.start_ns is not None} | {a.stream for a in session.activities}
+    table = session.launch_table()  # launches column-wise: one event dict per launch, no Launch objects
+    n = len(table)
+    timed_shapes = {sid for sid, st in zip(table.shape, table.start_ns) if st is not None} if None in table.start_ns \
+        else set(table.shape)
+    streams = {table.shapes[sid].stream for sid in timed_shapes} | {a.stream for a in session.activities}
     for s in sorted(streams, key=lambda v: (v is None, v or 0)):
         tid = TID_UNKNOWN_STREAM if s is None else s
         ev.append(_meta("thread_name", PID_GPU, "stream (not recorded)" if s is None else f"stream {s}", tid))
-    untimed = [i for i, x in enumerate(session.launches) if x.start_ns is None]
+    untimed = table.start_ns.count(None)
     if untimed:
-        notes.append(f"{len(untimed)} of {len(session.launches)} launches have no start time (seen only by the "
+        notes.append(f"{untimed} of {n} launches have no start time (seen only by the "
                      "counter pass, which serialises kernels) and were left out rather than placed at a made-up time")
-    for i, x in enumerate(session.launches):
-        if x.start_ns is not None:
-            ev.append(_launch_event(i, x))
-        if x.block_records is not None:
-            ev += _block_events(i, x, notes)
-        ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
+    shape_event = [_shape_event(sh) for sh in table.shapes]
+    varying = [any(k in sh.varying for k in _CONFIG_ARGS) for sh in table.shapes]
+    details = table.details
+    for i, (sid, start, dur, corr) in enumerate(zip(table.shape, table.start_ns, table.duration_ns,
+                                                    table.correlation_id)):
+        if i in details or varying[sid]:
+            x = table.launch(i)
+            if x.start_ns is not None:
+                ev.append(_plain_text(_launch_event(i, x)))
+            if x.block_records is not None:
+                ev += _block_events(i, x, notes)
+            ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
+            continue
+        if start is not None:
+            name, tid, kernel, grid, block, regions, extra = shape_event[sid]
+            ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": PID_GPU, "tid": tid, "ts": start / 1000.0,
+                       "dur": dur / 1000.0, "args": {"kernel": kernel, "launch_index": i, "grid": grid, "block": block,
+                                                      "correlation_id": corr, "regions": regions, **extra}})
     for a in session.activities:
         ev.append({"ph": "X", "cat": a.kind, "name": a.name, "pid": PID_GPU,
                    "tid": TID_UNKNOWN_STREAM if a.stream is None else a.stream, "ts": _us(a.start_ns),
@@ -154,7 +181,8 @@ def _one_process_trace(session: Session) -> ChromeTrace:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
     ev += _sample_events(session, notes)
-    out.events = [_plain_text(e) for e in split_partial_overlaps(ev, notes)]  # nested or disjoint, else a track
+    # nested or disjoint, else a track; launch events were made plain text per shape above
+    out.events = [e if e.get("cat") == "kernel" else _plain_text(e) for e in split_partial_overlaps(ev, notes)]
     return out
 
 
@@ -171,8 +199,9 @@ def _plain_text(e: dict) -> dict:
 
 def nothing_to_draw(path: str, session: Session) -> str:
     """Why a session gives a trace with no timed event (one sentence, for the export command's error)."""
-    if session.launches and all(x.start_ns is None for x in session.launches):
-        return (f"{path} has nothing to draw on a timeline: its {len(session.launches)} launch(es) came from Nsight "
+    table = session.launch_table()
+    if len(table) and all(x is None for x in table.start_ns):
+        return (f"{path} has nothing to draw on a timeline: its {len(table)} launch(es) came from Nsight "
                 "Compute, which serialises kernels, so they have no start times; run `kernelscope run` for a "
                 "timeline")
     return (f"{path} has nothing to draw on a timeline: no launch, copy, region or sample in it has a time on the "

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from rich.markup import escape
 
+from kernelscope.model import Region, Session
+
 # C0 controls except tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI on some terminals).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Unicode line and paragraph separators, bidi overrides and isolates: they reorder or break lines on screen.
@@ -55,6 +57,16 @@ def _copy(v: Any) -> Any:
         return tuple(_copy(x) for x in v)
     if isinstance(v, dict):
         return {(_copy(k) if isinstance(k, str) else k): _copy(x) for k, x in v.items()}
+    if isinstance(v, Session) and v.__dict__.get("_launches_table") is not None:
+        # Launches held as columns: copy their strings once per shape, not once per launch.
+        new = dataclasses.replace(v, **{f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v)
+                                        if f.init and f.name not in ("launches", "regions")}, launches=[], regions=[])
+        new.set_launch_table(v.launch_table().map_text(_copy))
+        names = {r.name: "" for r in v.regions}
+        names = {n: _copy(n) for n in names}  # regions repeat a few names: copy each name once
+        new.regions = [Region(names[r.name], r.cpu_start_ns, r.cpu_duration_ns, r.gpu_start_ns, r.gpu_duration_ns)
+                       for r in v.regions]
+        return new
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         changes = {f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
         new = dataclasses.replace(v, **changes)

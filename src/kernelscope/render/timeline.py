@@ -44,7 +44,7 @@ class TimelinePanel:
                          f"{duration(BACK_TO_BACK_GAP_NS)} of the previous one ending")
         cols = [Column("Start ms"), Column("Duration"), Column("Idle before"), Column("Kind", "left"),
                 Column("Name", "left", wrap=True, min_width=20), Column("Notes (counter pass)", "left", wrap=True)]
-        labels = distinct_short_names(r.name for r in tl.rows if r.kind == "kernel")
+        labels = distinct_short_names(tl.kernel_names())
         origin = next(r.start_ns for r in tl.rows if r.kind != "region")
         rows = []
         for r in tl.rows[: self.limit]:

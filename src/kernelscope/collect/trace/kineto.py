@@ -5,7 +5,7 @@ GPU without one. Kineto writes times in microseconds with nanosecond decimals.
 """
 from __future__ import annotations
 
-import bisect
+import functools
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -15,7 +15,9 @@ from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
 from kernelscope.model import Activity, Device, Launch, Metric, Region, attribute
 from kernelscope.model import session_schema as schema
+from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.schema import Invalid
+from kernelscope.model.session_codec import decode_launches, encode_launches
 
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
@@ -57,14 +59,29 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
         raise TraceFormatError(f"a malformed PyTorch profiler trace ({type(e).__name__}: {e})") from None
     skipped: Counter[str] = Counter(out.problems)
     out.problems = []
-    for kind, items, spec in (("kernel", out.launches, schema.launch), ("memcpy/memset", out.activities,
-                              schema.activity), ("annotation", out.regions, schema.region)):
+    if out.launches and not _launches_valid(out.launches):  # else every launch passed, checked column-wise
+        kept_launches = [x for x in out.launches if _valid(schema.launch, x.to_dict())]
+        skipped["kernel"] += len(out.launches) - len(kept_launches)
+        out.launches[:] = kept_launches
+    for kind, items, spec in (("memcpy/memset", out.activities, schema.activity),
+                              ("annotation", out.regions, schema.region)):
         kept = [x for x in items if _valid(spec, x.to_dict())]
         skipped[kind] += len(items) - len(kept)
         items[:] = kept
     out.devices = [d for d in out.devices if _valid(schema.device, d.to_dict())]
     out.problems = [f"{n:,} malformed {kind} event(s) left out" for kind, n in sorted(skipped.items()) if n]
     return out
+
+
+def _launches_valid(launches: list[Launch]) -> bool:
+    """Whether every launch passes the session schema, checked as the session file will be read (shapes and
+    columns, model/session_codec.py): the same checks as schema.launch per launch, at column speed."""
+    problems: list[str] = []
+    try:
+        decode_launches(encode_launches(LaunchTable.from_launches(launches)), problems)
+    except Invalid:
+        return False
+    return not problems
 
 
 def _valid(spec: Any, d: dict[str, Any]) -> bool:
@@ -97,16 +114,13 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
             bad.append("annotation")
     for spans in cpu_annotations.values():
         spans.sort()
-    starts = {k: [s[0] for s in v] for k, v in cpu_annotations.items()}
+    regions_of = _enclosing_regions(launch_site, cpu_annotations)
 
     def enclosing(corr: Any) -> list[str]:
-        site = launch_site.get(int(corr)) if corr is not None else None
-        if site is None:
+        try:
+            return list(regions_of.get(int(corr), ())) if corr is not None else []
+        except (TypeError, ValueError):
             return []
-        key, ts = (site[0], site[1]), site[2]
-        spans = cpu_annotations.get(key, [])
-        hi = bisect.bisect_right(starts.get(key, []), ts)
-        return [name for (s, end, name) in spans[:hi] if s <= ts <= end]
 
     _add_kernels_and_copies(events, origin_ns, enclosing, out, bad)
     out.launches.sort(key=lambda x: x.start_ns)
@@ -160,6 +174,30 @@ def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclos
             bad.append("kernel" if cat == "kernel" else "memcpy/memset")
 
 
+def _enclosing_regions(launch_site: dict[int, tuple[Any, Any, int]],
+                       cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]]) -> dict[int, tuple[str, ...]]:
+    """Correlation id -> names of the CPU regions open on the launching thread when the kernel was launched
+    (outermost first). One sweep per thread over launches and regions in time order: a run with a region per
+    step has as many regions as steps, and a scan of every region per launch would be quadratic."""
+    sites: dict[tuple[Any, Any], list[tuple[int, int]]] = defaultdict(list)
+    for corr, (pid, tid, ts) in launch_site.items():
+        if (pid, tid) in cpu_annotations:
+            sites[(pid, tid)].append((ts, corr))
+    out: dict[int, tuple[str, ...]] = {}
+    for key, launches in sites.items():
+        launches.sort()
+        spans = cpu_annotations[key]  # sorted by start
+        j, active = 0, []
+        for ts, corr in launches:
+            while j < len(spans) and spans[j][0] <= ts:
+                active.append(spans[j])
+                j += 1
+            active = [sp for sp in active if sp[1] >= ts]  # ended before this launch: never open again
+            if active:
+                out[corr] = tuple(name for _, _, name in active)
+    return out
+
+
 def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations: Any,
             gpu_annotation_by_ext: dict[Any, dict[str, Any]]) -> None:
     start, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
@@ -174,17 +212,29 @@ def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations
     ))
 
 
+@functools.lru_cache(maxsize=65536)
+def _field_metric(i: int, raw: Any) -> Metric:
+    """KINETO_KERNEL_FIELDS[i] with the trace's value (None: absent). Metrics are immutable, and a run repeats
+    the same few values a million times: each is built once."""
+    f = KINETO_KERNEL_FIELDS[i]
+    if raw is None:
+        return Metric.missing(f.raw_name, "not in this PyTorch profiler trace", f.source, f.unit)
+    return Metric(value=f.cast(raw), unit=f.unit, source=f.source, raw_name=f.raw_name, formula=f.formula)
+
+
+_MISSING_METRICS = {model_name: Metric.missing(raw_name, reason, "ncu" if "ncu" in reason else "cupti", unit)
+                    for model_name, raw_name, unit, reason in KINETO_MISSING_FIELDS}
+
+
 def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: list[str]) -> Launch:
     metrics: dict[str, Metric] = {}
-    for f in KINETO_KERNEL_FIELDS:
-        if f.raw_name in args and args[f.raw_name] is not None:
-            metrics[f.model_name] = Metric(
-                value=f.cast(args[f.raw_name]), unit=f.unit, source=f.source, raw_name=f.raw_name, formula=f.formula
-            )
-        else:
-            metrics[f.model_name] = Metric.missing(f.raw_name, "not in this PyTorch profiler trace", f.source, f.unit)
-    for model_name, raw_name, unit, reason in KINETO_MISSING_FIELDS:
-        metrics[model_name] = Metric.missing(raw_name, reason, "ncu" if "ncu" in reason else "cupti", unit)
+    for i, f in enumerate(KINETO_KERNEL_FIELDS):
+        raw = args.get(f.raw_name)
+        try:
+            metrics[f.model_name] = _field_metric(i, raw)
+        except TypeError:  # an unhashable value (a list): build it, uncached
+            metrics[f.model_name] = _field_metric.__wrapped__(i, raw)
+    metrics.update(_MISSING_METRICS)
     try:
         grid, block = args["grid"], args["block"]
     except KeyError:

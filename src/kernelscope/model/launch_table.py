@@ -1,0 +1,228 @@
+"""Launches stored column-wise: what a million launches need without a million Launch objects.
+
+A run repeats a few kernels in a few configurations many times. A `LaunchShape` holds what
+launches of one configuration share (kernel name, grid, block, stream, device, regions and every
+metric whose value is the same for all of them, with its provenance); the per-launch columns hold
+only what differs (shape, start, duration, correlation id, and the values of the metrics that vary,
+such as CUPTI's queued time). The few launches that carry more (counter results, NVIDIA's findings,
+instrumentation) keep those parts in `details`. `launch(i)` rebuilds the Launch exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from kernelscope.model.blocks import BlockRecords, PhaseScopes
+from kernelscope.model.finding import Finding
+from kernelscope.model.ranks import Collective
+from kernelscope.model.launch import Dim3, Launch
+from kernelscope.model.metric import Metric, MetricMap
+
+# What a varying metric keeps in its shape: everything but the value.
+Template = tuple[str, str, str, "str | None", "str | None"]  # unit, source, raw_name, missing_reason, formula
+
+
+def template(m: Metric) -> Template:
+    return (m.unit, m.source, m.raw_name, m.missing_reason, m.formula)
+
+
+@dataclass
+class LaunchShape:
+    """What every launch of one shape shares. ``metric_names`` keeps the collector's order."""
+
+    kernel: str
+    grid: Dim3
+    block: Dim3
+    stream: int | None
+    device_index: int | None
+    regions: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    metrics: MetricMap  # the same value for every launch of the shape
+    varying: dict[str, Template] = field(default_factory=dict)  # value per launch in LaunchTable.metric_values
+    rank: int | None = None  # the process that launched them (Session.ranks); None in a one-process session
+
+    def value(self, key: str) -> Any:
+        """A metric's value when it is the same for every launch of the shape (else None)."""
+        m = self.metrics.get(key)
+        return None if m is None else m.value
+
+
+@dataclass
+class LaunchDetails:
+    """The parts of one launch that few launches have: counter pass and instrumentation."""
+
+    counters: MetricMap = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    block_records: BlockRecords | None = None
+    scopes: PhaseScopes | None = None
+    collective: Collective | None = None  # an NCCL kernel: the collective it runs
+
+
+@dataclass
+class LaunchTable:
+    shapes: list[LaunchShape] = field(default_factory=list)
+    shape: list[int] = field(default_factory=list)  # per launch: index into shapes
+    start_ns: list[int | None] = field(default_factory=list)
+    duration_ns: list[int] = field(default_factory=list)
+    correlation_id: list[int | None] = field(default_factory=list)
+    metric_values: dict[str, list[Any]] = field(default_factory=dict)  # varying metrics; None where not varying
+    details: dict[int, LaunchDetails] = field(default_factory=dict)
+    _detailed: dict[int, Launch] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _by_shape: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.shape)
+
+    # -- per-launch reads, without building Launch objects --------------------------------------------------
+    def kernels(self) -> list[str]:
+        names = [s.kernel for s in self.shapes]
+        return [names[i] for i in self.shape]
+
+    def shapes_of(self, kernel: str) -> set[int]:
+        return {i for i, s in enumerate(self.shapes) if s.kernel == kernel}
+
+    def indices_of(self, kernel: str) -> list[int]:
+        ids = self.shapes_of(kernel)
+        return [i for i, s in enumerate(self.shape) if s in ids]
+
+    def durations_by_shape(self) -> tuple[list[list[int]], list[list[int]]]:
+        """Per shape, in launch order: the durations of every launch, and of those with a start time (the
+        trace pass's). One pass, kept: a table is not changed once built."""
+        if self._by_shape is None:
+            every: list[list[int]] = [[] for _ in self.shapes]
+            for sid, d in zip(self.shape, self.duration_ns):
+                every[sid].append(d)
+            if None not in self.start_ns:
+                traced = every
+            else:
+                traced = [[] for _ in self.shapes]
+                for sid, st, d in zip(self.shape, self.start_ns, self.duration_ns):
+                    if st is not None:
+                        traced[sid].append(d)
+            self._by_shape = (every, traced)
+        return self._by_shape
+
+    def first_launch(self, sid: int) -> int | None:
+        try:
+            return self.shape.index(sid)
+        except ValueError:
+            return None
+
+    def value(self, i: int, key: str) -> Any:
+        """Launch i's value of metric ``key`` (None when it has none), like Launch.value."""
+        s = self.shapes[self.shape[i]]
+        if key in s.varying:
+            return self.metric_values[key][i]
+        return s.value(key)
+
+    def has_details(self, i: int) -> bool:
+        return i in self.details
+
+    # -- Launch objects, for the few launches that need them ----------------------------------------------------
+    def launch(self, i: int) -> Launch:
+        s = self.shapes[self.shape[i]]
+        metrics: MetricMap = {}
+        for name in s.metric_names:
+            t = s.varying.get(name)
+            metrics[name] = s.metrics[name] if t is None else Metric(self.metric_values[name][i], *t)
+        d = self.details.get(i)
+        return Launch(
+            kernel=s.kernel, grid=s.grid, block=s.block, start_ns=self.start_ns[i], duration_ns=self.duration_ns[i],
+            stream=s.stream, device_index=s.device_index, correlation_id=self.correlation_id[i],
+            regions=list(s.regions), metrics=metrics,
+            counters=dict(d.counters) if d else {}, findings=list(d.findings) if d else [],
+            block_records=d.block_records if d else None, scopes=d.scopes if d else None,
+            rank=s.rank, collective=d.collective if d else None,
+        )
+
+    def launches(self) -> list[Launch]:
+        return [self.launch(i) for i in range(len(self))]
+
+    def where(self, keep: Callable[[int], bool]) -> list[Launch]:
+        return [self.launch(i) for i in range(len(self)) if keep(i)]
+
+    def detailed(self, kernel: str | None = None) -> Iterator[tuple[int, Launch]]:
+        """(index, Launch) of the launches with counter results or instrumentation, in launch order. Built
+        once and kept, so every caller sees the same objects (as with a list of launches)."""
+        for i in sorted(self.details):
+            if kernel is None or self.shapes[self.shape[i]].kernel == kernel:
+                x = self._detailed.get(i)
+                if x is None:
+                    x = self._detailed[i] = self.launch(i)
+                yield i, x
+
+    def map_text(self, f: Callable[[Any], Any]) -> "LaunchTable":
+        """A copy with ``f`` applied to every string-bearing part (names, regions, metrics, details): the
+        terminal's plain-text copy, done per shape rather than per launch."""
+        shapes = [LaunchShape(f(s.kernel), s.grid, s.block, s.stream, s.device_index, f(s.regions),
+                              f(s.metric_names), f(s.metrics), {f(k): f(v) for k, v in s.varying.items()}, s.rank)
+                  for s in self.shapes]
+        values = {f(k): v for k, v in self.metric_values.items()}
+        details = {i: LaunchDetails(f(d.counters), f(d.findings), f(d.block_records), f(d.scopes), f(d.collective))
+                   for i, d in self.details.items()}
+        out = LaunchTable(shapes, self.shape, self.start_ns, self.duration_ns, self.correlation_id, values, details)
+        out._by_shape = self._by_shape  # the columns are shared, so is what was computed from them
+        return out
+
+    # -- building -----------------------------------------------------------------------------------------------
+    @classmethod
+    def from_launches(cls, launches: Iterable[Launch]) -> "LaunchTable":
+        """The columns of ``launches``. Launches with equal configuration, stream, device, regions and metric
+        provenance share a shape; a metric whose value differs between them becomes a per-launch column."""
+        raw_ids: dict[Any, int] = {}
+        raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []
+        sig_by_dict: dict[int, tuple[tuple[str, Metric], ...]] = {}
+        keep_alive: list[MetricMap] = []  # ids stay unique while cached
+        t = cls()
+        raw_of_launch: list[int] = []
+        for i, x in enumerate(launches):
+            sig = sig_by_dict.get(id(x.metrics))
+            if sig is None:
+                sig = tuple(x.metrics.items())
+                sig_by_dict[id(x.metrics)] = sig
+                keep_alive.append(x.metrics)
+            base = (x.kernel, x.grid, x.block, x.stream, x.device_index, tuple(x.regions), x.rank)
+            key = (base, sig)
+            try:
+                r = raw_ids.get(key)
+            except TypeError:  # a metric value that is a list: compare by its text instead
+                key = (base, tuple((n, repr(m)) for n, m in sig))
+                r = raw_ids.get(key)
+            if r is None:
+                r = raw_ids[key] = len(raw)
+                raw.append((base, sig))
+            raw_of_launch.append(r)
+            t.start_ns.append(x.start_ns)
+            t.duration_ns.append(x.duration_ns)
+            t.correlation_id.append(x.correlation_id)
+            if x.counters or x.findings or x.block_records is not None or x.scopes is not None or x.collective:
+                t.details[i] = LaunchDetails(dict(x.counters), list(x.findings), x.block_records, x.scopes,
+                                             x.collective)
+        shape_of_raw, values_of_raw = t._merge_shapes(raw)
+        t.shape = [shape_of_raw[r] for r in raw_of_launch]
+        for name in {n for v in values_of_raw for n in v}:
+            t.metric_values[name] = [values_of_raw[r].get(name) for r in raw_of_launch]
+        return t
+
+    def _merge_shapes(self, raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]]
+                      ) -> tuple[list[int], list[dict[str, Any]]]:
+        """Raw shapes that differ only in metric values become one shape with those metrics varying."""
+        groups: dict[Any, list[int]] = {}
+        for r, (base, sig) in enumerate(raw):
+            groups.setdefault((base, tuple((n, template(m)) for n, m in sig)), []).append(r)
+        shape_of_raw = [0] * len(raw)
+        values_of_raw: list[dict[str, Any]] = [{} for _ in raw]
+        for (base, templates), members in groups.items():
+            first = dict(raw[members[0]][1])
+            varying = {n for r in members[1:] for n, m in raw[r][1] if m.value != first[n].value
+                       or type(m.value) is not type(first[n].value)}
+            kernel, grid, block, stream, device_index, regions, rank = base
+            self.shapes.append(LaunchShape(
+                kernel, grid, block, stream, device_index, regions, tuple(n for n, _ in templates),
+                {n: m for n, m in first.items() if n not in varying}, {n: t for n, t in templates if n in varying},
+                rank))
+            for r in members:
+                shape_of_raw[r] = len(self.shapes) - 1
+                if varying:
+                    values_of_raw[r] = {n: m.value for n, m in raw[r][1] if n in varying}
+        return shape_of_raw, values_of_raw
