@@ -11,7 +11,6 @@ and the change is reported as measured with that caveat. Sessions from different
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 

@@ -8,8 +8,6 @@ are classed by analyze.thresholds: back-to-back, launch overhead, host wait.
 from __future__ import annotations
 
 import bisect
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 

@@ -123,7 +123,7 @@ def _floats_ok(col: list[Any]) -> bool:
         return False
     vals = [v for v in col if v is not None] if _NONE in types else col
     return not vals or (min(vals) >= -INT64 and max(vals) <= INT64)  # NaN fails neither: checked below
-    
+
 
 def _a_list(v: Any, path: str) -> list[Any]:
     if not isinstance(v, list):
@@ -131,8 +131,8 @@ def _a_list(v: Any, path: str) -> list[Any]:
     return v
 
 
-def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
-    """The launches of a schema-2 document. Raises Invalid when the columns cannot be used at all."""
+def _decode_shapes(doc: dict[str, Any], problems: list[str]) -> list[LaunchShape | None]:
+    """The launch shapes; a damaged one is None (its launches are dropped) and named."""
     kernels = list_of(string)(doc.get("kernels", []), "kernels", problems)
     shapes: list[LaunchShape | None] = []
     for i, d in enumerate(_a_list(doc.get("launch_shapes", []), "launch_shapes")):
@@ -150,6 +150,13 @@ def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
         except Invalid as e:
             shapes.append(None)
             problems.append(f"skipped {path} and its launches ({e})")
+    return shapes
+
+
+def _decode_columns(doc: dict[str, Any], shapes: list[LaunchShape | None], problems: list[str]
+                    ) -> tuple[dict[str, list[Any]], dict[str, list[Any]], dict[int, str]]:
+    """The per-launch columns and the rows that cannot be used (index -> why). Raises Invalid when the columns
+    disagree on the number of launches."""
     cols = obj({})(doc.get("launch_columns", {}), "launch_columns", problems)
     names = ("shape", "start_ns", "duration_ns", "correlation_id")
     got = {n: _a_list(cols.get(n, []), f"launch_columns.{n}") for n in names}
@@ -181,6 +188,11 @@ def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
             s = shapes[got["shape"][i]] if i not in bad else None
             if s is not None and name in s.varying and v is None and not s.varying[name][3]:
                 bad[i] = f"launch_columns.metric_values.{name}[{i}]: expected a value or a missing_reason, found null"
+    return got, values, bad
+
+
+def _decode_details(doc: dict[str, Any], n: int, problems: list[str]) -> dict[int, LaunchDetails]:
+    """Counter results, findings, instrumentation and collectives of the few launches that have them."""
     details: dict[int, LaunchDetails] = {}
     for j, d in enumerate(_a_list(doc.get("launch_details", []), "launch_details")):
         path = f"launch_details[{j}]"
@@ -196,6 +208,16 @@ def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
             None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
             None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
             None if d.get("collective") is None else Collective.from_dict(d["collective"]))
+    return details
+
+
+def decode_launches(doc: dict[str, Any], problems: list[str]) -> LaunchTable:
+    """The launches of a schema-2 document. Raises Invalid when the columns cannot be used at all."""
+    shapes = _decode_shapes(doc, problems)
+    got, values, bad = _decode_columns(doc, shapes, problems)
+    n = len(got["shape"])
+    start, corr = got["start_ns"], got["correlation_id"]
+    details = _decode_details(doc, n, problems)
     table = LaunchTable([s for s in shapes if s is not None])  # type: ignore[misc]
     new_id = {}
     for old, s in enumerate(shapes):
