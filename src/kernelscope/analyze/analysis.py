@@ -9,6 +9,7 @@ from typing import Sequence
 from kernelscope.analyze.arch import UnknownArchError
 from kernelscope.analyze.bound import Bound, classify
 from kernelscope.analyze.counters import counter_launches
+from kernelscope.analyze.host_syncs import sync_waits_before
 from kernelscope.analyze.occupancy import arch_for_device
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
 from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoint, counter_flops, declared_totals,
@@ -119,7 +120,9 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     profiled = counter_launches(session, k.name)
     x = profiled[0] if profiled else None
     durs = kernel_durations(session, k.name)
-    gaps = [g for g in timeline.gaps_before(k.name) if g < HOST_WAIT_GAP_NS]
+    syncs = sync_waits_before(session, timeline, k.name)
+    # launch overhead: gaps under a host wait that no synchronize caused (after one, the GPU waited on the host)
+    gaps = [g for i, g in enumerate(timeline.gaps_before(k.name)) if g < HOST_WAIT_GAP_NS and not (syncs and syncs[i])]
     bound = classify(x, [y.duration_ns for y in session.launches if y.kernel == k.name and y.start_ns is not None],
                      gaps)
     missing: list[tuple[str, str]] = []
@@ -182,7 +185,8 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns)
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns,
+                      syncs)
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
                           tuple(missing), verdict(bound, x, dict(peaks), recs))

@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelscope.model.device import Device
 from kernelscope.model.files import write_atomic
+from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
@@ -83,6 +84,7 @@ class Session:
     artifacts: dict[str, str] = field(default_factory=dict)  # files kept beside the session, e.g. the ncu report
     environment: dict[str, Any] = field(default_factory=dict)
     declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
+    host_syncs: list[HostSync] = field(default_factory=list)  # runtime calls that blocked the host (trace pass)
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -106,6 +108,7 @@ class Session:
             "launches": [x.to_dict() for x in self.launches],
             "samples": [x.to_dict() for x in self.samples],
             **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
+            **({"host_syncs": [h.to_dict() for h in self.host_syncs]} if self.host_syncs else {}),
         }
 
     @classmethod
@@ -127,6 +130,7 @@ class Session:
             artifacts={str(k): str(v) for k, v in (d.get("artifacts") or {}).items()},
             environment=dict(d.get("environment") or {}),
             declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
+            host_syncs=[HostSync.from_dict(h) for h in d.get("host_syncs") or []],  # optional: older files have none
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
