@@ -59,11 +59,14 @@ NCU_SAME_CAUSE: dict[str, tuple[str, ...]] = {
 
 # kernelscope findings that are one cause seen twice: (absorbed, into, when). The absorbed one's
 # evidence is kept in the surviving finding's ``merged``.
-def _stall_is_occupancy(ctx: RuleContext) -> bool:
-    return ctx.bound.bound == OCCUPANCY  # warps wait because there are too few of them to hide it
+def _stall_is_occupancy(ctx: RuleContext, fired: dict[str, Finding]) -> bool:
+    """Warps wait because there are too few of them to hide it: the kernel is occupancy-limited, or the
+    occupancy rule found a change of the launch that fits more warps and estimated its gain."""
+    occ = fired.get("occupancy-limit")
+    return ctx.bound.bound == OCCUPANCY or (occ is not None and occ.speedup_pct is not None)
 
 
-KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx: True),
+KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx, fired: True),
                  ("dominant-stall", "occupancy-limit", _stall_is_occupancy))
 
 # Rules about the launch cycle itself, not about the kernel's execution: not scaled by its share.
@@ -184,7 +187,7 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     # one cause, one finding: kernelscope's own duplicates first
     into: dict[str, str] = {}
     for absorbed, target, when in KS_SAME_CAUSE:
-        if absorbed in fired and target in fired and when(ctx):
+        if absorbed in fired and target in fired and when(ctx, fired):
             into[absorbed] = target
     merged: dict[str, list[str]] = {}
     for absorbed, target in into.items():

@@ -29,17 +29,11 @@ _SASS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 SASS_FLOP_OPS = (("fadd", 1), ("fmul", 1), ("ffma", 2), ("hadd", 1), ("hmul", 1), ("hfma", 2),
                  ("dadd", 1), ("dmul", 1), ("dfma", 2))
 SASS_FLOPS_FORMULA = "sum over f/h/d precisions of (add + mul + 2 x fma) thread instructions (SASS counters)"
-# Tensor-path math ops (2 per multiply-add, counted on the tiles the kernel computes, padding included).
-# Per source precision: (its total, then its parts by destination precision); the counter pass asks for them
-# (collect/ncu/fields.TENSOR_OPS, the names the chip has).
-TENSOR_OPS_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
-     "sm__ops_path_tensor_src_fp16_dst_fp32.sum"),
-    ("sm__ops_path_tensor_src_bf16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum"),
-    ("sm__ops_path_tensor_src_tf32.sum", "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-    ("sm__ops_path_tensor_src_fp8.sum", "sm__ops_path_tensor_src_fp8_dst_fp16.sum",
-     "sm__ops_path_tensor_src_fp8_dst_fp32.sum"),
-    ("sm__ops_path_tensor_src_fp64.sum",),
+# Tensor-path math ops (2 per multiply-add, counted on the tiles the kernel computes, padding included), one
+# counter per source precision; the counter pass asks for them where the chip has them (collect/ncu/fields.TENSOR_OPS).
+TENSOR_OPS_COUNTERS: tuple[str, ...] = (
+    "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum", "sm__ops_path_tensor_src_fp64.sum",
 )
 TENSOR_FLOPS_FORMULA = "sum over source precisions of sm__ops_path_tensor_src_* (tensor-path math ops)"
 
@@ -72,17 +66,13 @@ class Ceilings:
 
 
 def tensor_flops(x: Launch) -> tuple[float, list[str]] | None:
-    """Tensor-path FLOPs of one counter-pass launch and the counters summed (per source precision its total
-    when collected, else its parts by destination); None when no tensor-path op counter was collected."""
-    total, used, seen = 0.0, [], False
-    for group in TENSOR_OPS_GROUPS:
-        ms = [(n, x.counters.get(n)) for n in group]
-        have = [(n, m) for n, m in ms if m is not None and not m.is_missing and isinstance(m.value, (int, float))]
-        seen = seen or bool(have)
-        pick = have[:1] if have and have[0][0] == group[0] else have  # the total, else every part there is
-        total += sum(float(m.value) for _, m in pick)
-        used += [n for n, m in pick if float(m.value) > 0]
-    return (total, used) if seen else None
+    """Tensor-path FLOPs of one counter-pass launch and the counters that counted some; None when no
+    tensor-path op counter was collected."""
+    have = [(n, m) for n in TENSOR_OPS_COUNTERS if (m := x.counters.get(n)) is not None and not m.is_missing
+            and isinstance(m.value, (int, float))]
+    if not have:
+        return None
+    return sum(float(m.value) for _, m in have), [n for n, m in have if float(m.value) > 0]
 
 
 def counter_flops(x: Launch) -> Metric:

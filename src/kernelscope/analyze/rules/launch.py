@@ -35,18 +35,18 @@ def launch_bound(ctx: RuleContext) -> Outcome:
 
 
 def _host_wait(gap_ns: int, sync_ns: int) -> int:
-    """The part of one gap the host caused: after a synchronize (however short the gap: the GPU ran dry) the
-    smaller of the gap and the host's blocked time; without one, a long gap whole; else 0."""
+    """The part of one gap the host caused: a gap after a synchronize (however short: the GPU ran dry and the
+    next launch had not been issued), or a long gap without one, whole; else 0. Whole is an upper bound of what
+    removing the synchronize gives back: a loop that then launches ahead may still leave launch overhead."""
     if sync_ns > 0:
-        return min(gap_ns, sync_ns) if gap_ns > th.BACK_TO_BACK_GAP_NS else 0
+        return gap_ns if gap_ns > th.BACK_TO_BACK_GAP_NS else 0
     return gap_ns if gap_ns >= th.HOST_WAIT_GAP_NS else 0
 
 
 @rule("host-gaps", "Host gaps: the GPU waits on the host between launches",
-      "mean over the kernel's launches of host wait before it / (median duration + idle gap before it) x 100: the "
-      "share of a launch cycle the GPU waits on the host. The wait after a synchronize is the smaller of the gap and "
-      "the host's time blocked in the call (what removing the call can give back); a gap of 50 µs or more without "
-      "one counts whole; other gaps count 0")
+      "mean over the kernel's launches of the host wait before it / (median duration + idle gap before it) x 100: "
+      "the share of a launch cycle the GPU waits on the host. A host wait is a gap after a synchronize call "
+      "(trace pass: CUDA runtime calls), however short, or a gap of 50 µs or more; other gaps count 0")
 def host_gaps(ctx: RuleContext) -> Outcome:
     gaps = ctx.gaps_before_ns
     if not gaps:

@@ -76,8 +76,10 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
     if head is None:
         return NotEvaluated(occupancy_limit.rule_id, f"theoretical occupancy is {occ.theoretical_occupancy_pct:.1f}%, "
                             f"but whether more warps would help needs the counters: {NO_COUNTERS}")
-    if 100.0 - head[0] >= th.SOL_BOUND_PCT:
-        return None  # a unit is near its ceiling: more warps would not make it faster
+    if head[0] <= 0.0:
+        return None  # a unit is at its ceiling: more warps would not make it faster
+    # short of that, the gain is capped by the headroom: a unit at 61% of peak with 8 warps per SM still
+    # has room (the suite's occupancy_regs pair: 61% -> 87% of the L1 peak with 64 warps, 29% faster)
     evidence: list[tuple[str, Any]] = [("theoretical occupancy % (kernelscope occupancy calculator)",
                                         occ.theoretical_occupancy_pct)]
     ncu = [(n, v) for n in NCU_LIMITS if (v := raw(ctx.launch, n)) is not None]

@@ -36,16 +36,14 @@ _COMMON_EXTRA = (
     "smsp__thread_inst_executed_per_inst_executed.ratio",
     "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",
 )
-# Math ops executed in the tensor path, per source precision (and per destination precision). ncu counts 2
-# per multiply-add, so they are FLOPs (analyze/roofline.TENSOR_OPS_GROUPS says how they are summed; checked
-# against a cuBLAS GEMM's 2*m*n*k in benchmarks/diagnosis/RESULTS.md). Per architecture, only the names the
-# chip has: `ncu --query-metrics --chip gh100` (ncu 2025.3.1) on the H100, 2026-11-23.
+# Math ops executed in the tensor path, one counter per source precision: ncu counts 2 per multiply-add, so
+# they are FLOPs (summed by analyze/roofline.counter_flops; checked against a cuBLAS GEMM's 2*m*n*k in
+# benchmarks/diagnosis/RESULTS.md). Only the names the chip has, from `ncu --query-metrics --chip gh100`
+# (ncu 2025.3.1) on the H100, 2026-11-23: gh100 has no per-destination fp16 or fp8 counters and no
+# bf16/tf32 totals, so each precision is its one counter here.
 TENSOR_OPS: dict[str, tuple[str, ...]] = {
-    "sm_90": ("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
-              "sm__ops_path_tensor_src_fp16_dst_fp32.sum", "sm__ops_path_tensor_src_bf16.sum",
-              "sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_tf32.sum",
+    "sm_90": ("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
               "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
-              "sm__ops_path_tensor_src_fp8_dst_fp16.sum", "sm__ops_path_tensor_src_fp8_dst_fp32.sum",
               "sm__ops_path_tensor_src_fp64.sum"),
 }
 
