@@ -147,7 +147,8 @@ def test_tensor_flops_from_counters_match_cublas_gemms_and_their_tile_padding(ce
     from kernelscope.analyze.roofline import counter_flops
 
     # 8192^3 fp16 and bf16: nvjet tiles 320 x 128, 8192 / 320 = 25.6 -> 26 tiles: +1.5625% of padding
-    for dtype, raw in (("fp16", "sm__ops_path_tensor_src_fp16.sum"), ("bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum")):
+    for dtype, raw in (("fp16", "sm__ops_path_tensor_src_fp16.sum"),
+                       ("bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum")):
         s = Session.load(DIAG / f"tensor_flops_{dtype}_8192.json.gz")
         (x,) = [y for y in s.launches if y.counters and "nvjet" in y.kernel]
         f = counter_flops(x)
@@ -315,3 +316,14 @@ def test_verdict_line_in_the_analysis_and_its_json(ceilings):
     assert kernel_analysis_json(k)["verdict"] == k.verdict
     add = _analysis("control_add", CONTROL, ceilings)
     assert add.verdict.startswith("memory-bound at ") and "little left to gain" in add.verdict
+
+
+def test_counter_pass_asks_for_the_tensor_counters_the_analysis_sums():
+    from kernelscope.analyze.roofline import TENSOR_OPS_COUNTERS
+    from kernelscope.collect.ncu.fields import EXTRA_METRICS, TENSOR_OPS
+
+    assert set(TENSOR_OPS["sm_90"]) == set(TENSOR_OPS_COUNTERS) <= set(EXTRA_METRICS["sm_90"])
+    # every one is a counter gh100 has (ncu --query-metrics --chip gh100 on the H100, 2026-11-23): ncu
+    # refuses the whole counter pass when asked for one it lacks
+    listed = (ROOT / "benchmarks/diagnosis/runs/2026-11-23-h100-h8/ops_path_gh100.txt").read_text().split()
+    assert {n.removesuffix(".sum") for n in TENSOR_OPS["sm_90"]} <= set(listed)

@@ -54,8 +54,7 @@ def padded_flops(name: str, m: int, n: int, k: int) -> dict[str, float] | None:
         return None
     tm, tn = int(t.group(1)), int(t.group(2))
     pad = lambda x, tile: math.ceil(x / tile) * tile  # noqa: E731
-    options = {f"{tm}x{tn}": 2.0 * pad(m, tm) * pad(n, tn) * k, f"{tm}x{tn} (on C^T)": 2.0 * pad(n, tm) * pad(m, tn) * k}
-    return options
+    return {f"{tm}x{tn}": 2.0 * pad(m, tm) * pad(n, tn) * k, f"{tm}x{tn} (on C^T)": 2.0 * pad(n, tm) * pad(m, tn) * k}
 
 
 def check(session_path: Path, m: int, n: int, k: int) -> dict:

@@ -140,7 +140,8 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     else:
         flops = cflops
         flop_rate = _rate("compute", None if cflops.is_missing else float(cflops.value), cdur, "FLOP/s",
-                          "SASS FLOPs / counter-pass duration", str(cflops.missing_reason))
+                          "counter FLOPs (SASS and tensor-path counters) / counter-pass duration",
+                          str(cflops.missing_reason))
     dram = x.metrics.get("dram_bytes") if x is not None else None
     if dram is not None and not dram.is_missing:
         nbytes = dram

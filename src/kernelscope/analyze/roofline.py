@@ -84,7 +84,8 @@ def counter_flops(x: Launch) -> Metric:
     if tensor is not None and tensor[0] > 0:
         sass = [x.counters.get(_SASS.format(op)) for op, _ in SASS_FLOP_OPS]
         if all(m is not None and not m.is_missing for m in sass[:3]):
-            extra = sum(float(m.value) * w for m, (_, w) in zip(sass, SASS_FLOP_OPS) if m is not None and not m.is_missing)
+            extra = sum(float(m.value) * w for m, (_, w) in zip(sass, SASS_FLOP_OPS)
+                        if m is not None and not m.is_missing)
             return Metric(tensor[0] + extra, "FLOP", "derived", ", ".join(tensor[1]) + " + SASS FLOP counters",
                           formula=TENSOR_FLOPS_FORMULA + " + " + SASS_FLOPS_FORMULA)
         return Metric(tensor[0], "FLOP", "derived", ", ".join(tensor[1]),
