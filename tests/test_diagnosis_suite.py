@@ -295,10 +295,12 @@ def test_planted_cuda_defects_in_ptxas_report() -> None:
     # local memory: the dynamically indexed array gets a stack frame; the fixed one lives in registers
     assert _kernel(rep, "rotated_dot", "ILb1E")["stack"] >= 4 * 32
     assert _kernel(rep, "rotated_dot", "ILb0E")["stack"] == 0
-    # registers: the per-thread table needs > 128 registers (at most 2 blocks of 128 threads per SM),
-    # the constant-bank version few
-    assert _kernel(rep, "reg_table_chain")["registers"] > 128
-    assert _kernel(rep, "const_table_chain")["registers"] <= 64
+    # registers: one body, two budgets. Free (defect): the cold path's table takes > 128 registers (at most
+    # 2 blocks of 128 threads per SM); __launch_bounds__(128, 16) (fixed): 32, the cold path spilled to the stack
+    free, capped = _kernel(rep, "reg_budget_chain", "ILi1E"), _kernel(rep, "reg_budget_chain", "ILi16E")
+    assert free["registers"] > 128 and free["stack"] == 0
+    assert capped["registers"] <= 32 and capped["stack"] > 0
+    assert free["smem"] == capped["smem"] == 4 * 192
     # bank conflicts: the padded tile is one float wider per row
     assert _kernel(rep, "transpose_tile", "ILi0E")["smem"] == 32 * 32 * 4
     assert _kernel(rep, "transpose_tile", "ILi1E")["smem"] == 32 * 33 * 4

@@ -287,17 +287,16 @@ def _occupancy_smem(spec, variant, device, p):
 
 @builder("occupancy_regs")
 def _occupancy_regs(spec, variant, device, p):
-    import ctypes
-
     from benchmarks.diagnosis.suite.cuda_build import call, constant
 
     n, reps, t = p["n"], p["reps"], constant("reg_table_len")
     x = torch.rand(n, device=device)
     table = 1 + 1e-3 * torch.randn(t, device=device)
-    host = (ctypes.c_float * t)(*table.cpu().tolist())
     y = torch.empty_like(x)
-    run = lambda: call("reg_chain", _ptr(x), _ptr(table), host, _ptr(y), n, reps, int(variant == DEFECT))  # noqa: E731
-    return Prepared(spec, variant, run, lambda: y, lambda: _chain_reference(x, table, reps), atol=1e-4, rtol=1e-4)
+    # defect: the kernel compiled with a free register budget (~200 per thread); fixed: 32 per thread
+    run = lambda: call("reg_chain", _ptr(x), _ptr(table), _ptr(y), n, reps, int(variant == DEFECT))  # noqa: E731
+    return Prepared(spec, variant, run, lambda: y, lambda: _chain_reference(x, table, reps), atol=1e-4, rtol=1e-4,
+                    info={"launch_bounds": "(128)" if variant == DEFECT else "(128, 16)"})
 
 
 # ---------------------------------------------------------------- controls (library kernels)

@@ -77,16 +77,12 @@ CASES: tuple[CaseSpec, ...] = (
              "the 1 KiB its table uses",
              full={"n": 1 << 20, "table": 256, "reps": 8, "defect_smem": 100 * 1024},
              tiny={"n": 256, "table": 256, "reps": 1, "defect_smem": 100 * 1024}),
-    CaseSpec("occupancy_regs", "occupancy limited by registers (a uniform table cached per thread)", CUDA,
+    CaseSpec("occupancy_regs", "occupancy limited by registers (a free register budget inflated by a cold path)", CUDA,
              (DEFECT, FIXED), ("occupancy-limit",),
-             "defect keeps a 192-entry table in registers of every thread; fixed reads it from the kernel's "
-             "parameter (constant) bank",
-             full={"n": 1 << 20, "reps": 10}, tiny={"n": 256, "reps": 1},
-             excluded=(("planted_is_top", "suite defect: the 'fixed' kernel measured 52% SLOWER than the defect on "
-                        "the H100 (2026-11-23), so the pair shows no gain to diagnose; to fix and re-measure on the "
-                        "next GPU run"),
-                       ("gain_within_15_points", "suite defect: fixed is 52% slower (see planted_is_top)"),
-                       ("planted_silent_when_fixed", "suite defect: fixed is 52% slower (see planted_is_top)"))),
+             "one kernel body (a chain over a table in shared memory, plus a never-taken path that holds the table "
+             "in 192 registers) compiled twice: defect with __launch_bounds__(128) (199 registers, 2 blocks/SM), "
+             "fixed with __launch_bounds__(128, 16) (32 registers, 16 blocks/SM; the cold path spills, unexecuted)",
+             full={"n": 1 << 20, "reps": 10}, tiny={"n": 256, "reps": 1}),
     CaseSpec("fma_matmul", "fp16 matmul on the FMA pipes instead of the tensor cores", TRITON, (DEFECT, FIXED),
              ("fma-instead-of-tensor",), "fma-instead-of-tensor: compute-bound, no MMA, operands re-read from "
              "cache; fixed uses tl.dot",

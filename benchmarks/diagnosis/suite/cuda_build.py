@@ -59,7 +59,7 @@ def load_library(arch: str) -> ctypes.CDLL:
     P, I, V = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
     F = ctypes.POINTER(ctypes.c_float)
     sigs = {"transpose": [P, P, I, I, V], "local_array": [P, P, P, I, I, I, V], "divergence": [P, P, I, I, I, V],
-            "smem_chain": [P, P, P, I, I, I, I, V], "reg_chain": [P, P, F, P, I, I, I, V],
+            "smem_chain": [P, P, P, I, I, I, I, V], "reg_chain": [P, P, P, I, I, I, V],
             "reg_table_len": [], "local_k": []}
     for name, args in sigs.items():
         fn = getattr(lib, name)

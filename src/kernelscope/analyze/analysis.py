@@ -8,6 +8,7 @@ from typing import Sequence
 from kernelscope.analyze.arch import UnknownArchError
 from kernelscope.analyze.bound import Bound, classify
 from kernelscope.analyze.counters import counter_launches
+from kernelscope.analyze.host_syncs import sync_waits_by_kernel
 from kernelscope.analyze.occupancy import arch_for_device
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
 from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoint, counter_flops, declared_totals,
@@ -146,11 +147,14 @@ def _mean_declared(session: Session, region: str, attr: str) -> float | None:
 
 def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ceilings,
             declared: dict[str, DeclaredTotals], arch, sm_count: int | None,
-            durations: tuple[list[int], list[int]]) -> KernelAnalysis:
+            durations: tuple[list[int], list[int]], sync_waits: dict[str, tuple[int, ...]] | None = None
+            ) -> KernelAnalysis:
     profiled = counter_launches(session, k.name)
     x = profiled[0] if profiled else None
     durs = _duration_stats_of(*durations)
-    gaps = [g for g in timeline.gaps_before(k.name) if g < HOST_WAIT_GAP_NS]
+    syncs = None if sync_waits is None else sync_waits.get(k.name, ())
+    # launch overhead: gaps under a host wait that no synchronize caused (after one, the GPU waited on the host)
+    gaps = [g for i, g in enumerate(timeline.gaps_before(k.name)) if g < HOST_WAIT_GAP_NS and not (syncs and syncs[i])]
     bound = classify(x, durations[0], gaps)
     missing: list[tuple[str, str]] = []
     if x is None:
@@ -167,7 +171,8 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     else:
         flops = cflops
         flop_rate = _rate("compute", None if cflops.is_missing else float(cflops.value), cdur, "FLOP/s",
-                          "SASS FLOPs / counter-pass duration", str(cflops.missing_reason))
+                          "counter FLOPs (SASS and tensor-path counters) / counter-pass duration",
+                          str(cflops.missing_reason))
     dram = x.metrics.get("dram_bytes") if x is not None else None
     if dram is not None and not dram.is_missing:
         nbytes = dram
@@ -212,7 +217,8 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns)
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns,
+                      syncs)
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
                           tuple(missing), verdict(bound, x, dict(peaks), recs))
@@ -274,8 +280,9 @@ def analyze_session(session: Session, ceilings: Ceilings | None = None,
         except UnknownArchError:
             arch = None
     by_kernel = _durations_by_kernel(session.launch_table())
-    kernels = tuple(_kernel(session, k, timeline, ceilings, declared, arch, summary.sm_count, by_kernel[k.name])
-                    for k in summary.kernels)
+    sync_waits = sync_waits_by_kernel(session, timeline)  # one pass for every kernel
+    kernels = tuple(_kernel(session, k, timeline, ceilings, declared, arch, summary.sm_count, by_kernel[k.name],
+                            sync_waits) for k in summary.kernels)
     regions = []
     for d in declared.values():
         flops = (Metric(d.flops, "FLOP", "user", f"kernelscope.region({d.region!r}, flops=...)") if d.flops is not None

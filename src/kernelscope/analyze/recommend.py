@@ -13,7 +13,9 @@ Estimated gain is the share of the kernel's time a fix could save:
   the unit the rule looks at, not of the kernel: kept and shown as such
   (``local_pct``), not ranked as a kernel gain;
 - a launch-bound kernel's in-kernel gains are scaled by its share of its
-  launch cycle (a faster kernel does not shorten the wait for the CPU).
+  launch cycle (a faster kernel does not shorten the wait for the CPU); so are
+  those of a kernel host-gaps finds waiting on the host (its GPU time's share of
+  its GPU time and the idle gaps before its launches).
 Order: kernel gain, largest first; then estimates that are not kernel gains;
 then findings without an estimate. Session gain = kernel gain x the kernel's share of all
 kernel time, which ranks findings across kernels.
@@ -34,6 +36,8 @@ NCU_CAPPED_BASIS = ("Nsight Compute's estimated speedup (global), capped at the 
 NCU_UNCONFIRMED_BASIS = ("Nsight Compute's estimate, not confirmed: kernelscope's {rules} looked at the same "
                          "evidence and found nothing worth a finding")
 LAUNCH_SHARE_BASIS = " x the kernel's share of its launch cycle (launch-bound: median duration / (duration + gap))"
+HOST_WAIT_SHARE_BASIS = (" x the kernel's share of its launch cycle (host waits: its GPU time / (GPU time + every idle "
+                         "gap before its launches))")
 SESSION_GAIN_FORMULA = "kernel gain % x the kernel's share of all kernel time"
 _RULE_BY_ID = {r.rule_id: r for r in RULES}
 
@@ -55,11 +59,14 @@ NCU_SAME_CAUSE: dict[str, tuple[str, ...]] = {
 
 # kernelscope findings that are one cause seen twice: (absorbed, into, when). The absorbed one's
 # evidence is kept in the surviving finding's ``merged``.
-def _stall_is_occupancy(ctx: RuleContext) -> bool:
-    return ctx.bound.bound == OCCUPANCY  # warps wait because there are too few of them to hide it
+def _stall_is_occupancy(ctx: RuleContext, fired: dict[str, Finding]) -> bool:
+    """Warps wait because there are too few of them to hide it: the kernel is occupancy-limited, or the
+    occupancy rule found a change of the launch that fits more warps and estimated its gain."""
+    occ = fired.get("occupancy-limit")
+    return ctx.bound.bound == OCCUPANCY or (occ is not None and occ.speedup_pct is not None)
 
 
-KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx: True),
+KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx, fired: True),
                  ("dominant-stall", "occupancy-limit", _stall_is_occupancy))
 
 # Rules about the launch cycle itself, not about the kernel's execution: not scaled by its share.
@@ -124,6 +131,18 @@ def launch_cycle_share(ctx: RuleContext) -> float | None:
     return dur / (dur + gap)
 
 
+def cycle_scale(ctx: RuleContext, fired: dict[str, Finding]) -> tuple[float, str] | None:
+    """What in-kernel gains are scaled by, and its basis: the launch-bound share, else, when host-gaps fired,
+    the kernel's GPU time / (its GPU time + the idle gaps before its launches); None otherwise."""
+    launch = launch_cycle_share(ctx)
+    if launch is not None:
+        return launch, LAUNCH_SHARE_BASIS
+    busy, gaps = ctx.kernel.total_ns, sum(ctx.gaps_before_ns)
+    if "host-gaps" in fired and busy + gaps > 0:
+        return busy / (busy + gaps), HOST_WAIT_SHARE_BASIS
+    return None
+
+
 def _same_stall(ncu: Finding, ours: Finding) -> bool:
     """ncu's CPIStall names one stall reason per finding ("Long Scoreboard Stalls"): it is the cause of
     dominant-stall only when it names the same reason; any other pairing is the same cause by the table."""
@@ -133,7 +152,8 @@ def _same_stall(ncu: Finding, ours: Finding) -> bool:
     return any(f"_stalled_{reason}_per_issue" in name for name, _ in ours.evidence)
 
 
-def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict, scale: float | None) -> Recommendation:
+def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict,
+                        scale: tuple[float, str] | None) -> Recommendation:
     """NVIDIA's finding that no kernelscope finding took in: unconfirmed, or capped at the headroom."""
     k = ctx.kernel
     local = f.speedup_type == "local"
@@ -149,7 +169,7 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict, scale: flo
     if head is not None and gain > head[0]:
         gain, basis = head[0], NCU_CAPPED_BASIS
     if scale is not None:
-        gain, basis = gain * scale, basis + LAUNCH_SHARE_BASIS
+        gain, basis = gain * scale[0], basis + scale[1]
     return Recommendation(k.name, k.label, f, gain, basis, gain * ctx.kernel.share_of_kernel_time,
                           vendor_pct=f.speedup_pct if gain != f.speedup_pct else None)
 
@@ -167,12 +187,12 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     # one cause, one finding: kernelscope's own duplicates first
     into: dict[str, str] = {}
     for absorbed, target, when in KS_SAME_CAUSE:
-        if absorbed in fired and target in fired and when(ctx):
+        if absorbed in fired and target in fired and when(ctx, fired):
             into[absorbed] = target
     merged: dict[str, list[str]] = {}
     for absorbed, target in into.items():
         merged.setdefault(target, []).append(absorbed)
-    scale = launch_cycle_share(ctx)
+    scale = cycle_scale(ctx, fired)
     share = ctx.kernel.share_of_kernel_time
     ncu_into: dict[str, list[Finding]] = {}
     recs: list[Recommendation] = []
@@ -188,7 +208,7 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
             continue
         gain, basis = f.speedup_pct, gain_basis(f)
         if gain is not None and scale is not None and rid not in TIMELINE_RULES:
-            gain, basis = gain * scale, basis + LAUNCH_SHARE_BASIS
+            gain, basis = gain * scale[0], basis + scale[1]
         ncu = tuple((n.rule_id, n.title, n.speedup_pct, n.speedup_type) for n in ncu_into.get(rid, ()))
         recs.append(Recommendation(ctx.kernel.name, ctx.kernel.label, f, gain, basis,
                                    None if gain is None else gain * share, ncu_estimates=ncu,

@@ -1,9 +1,10 @@
 """Roofline: arithmetic intensity and achieved rate per kernel and per declared region,
 against the device's measured ceilings.
 
-FLOPs come from the SASS FLOP counters when the report has them (not tensor
-work: an MMA instruction count does not say the MMA shape), or from work the
-user declared with kernelscope.region(name, flops=, bytes=). Bytes are DRAM
+FLOPs come from the SASS FLOP counters when the report has them, from the
+tensor-path math-op counters for tensor-core work (an MMA instruction count
+alone does not say the MMA shape), or from work the user declared with
+kernelscope.region(name, flops=, bytes=). Bytes are DRAM
 bytes from the counter pass, or declared. Ceilings come only from
 `kernelscope calibrate` (measured on this device); without them every roof is
 N/A with the reason, never a datasheet number.
@@ -28,6 +29,13 @@ _SASS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 SASS_FLOP_OPS = (("fadd", 1), ("fmul", 1), ("ffma", 2), ("hadd", 1), ("hmul", 1), ("hfma", 2),
                  ("dadd", 1), ("dmul", 1), ("dfma", 2))
 SASS_FLOPS_FORMULA = "sum over f/h/d precisions of (add + mul + 2 x fma) thread instructions (SASS counters)"
+# Tensor-path math ops (2 per multiply-add, counted on the tiles the kernel computes, padding included), one
+# counter per source precision; the counter pass asks for them where the chip has them (collect/ncu/fields.TENSOR_OPS).
+TENSOR_OPS_COUNTERS: tuple[str, ...] = (
+    "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum", "sm__ops_path_tensor_src_fp64.sum",
+)
+TENSOR_FLOPS_FORMULA = "sum over source precisions of sm__ops_path_tensor_src_* (tensor-path math ops)"
 
 
 @dataclass(frozen=True)
@@ -57,12 +65,33 @@ class Ceilings:
         return max(fits, key=lambda t: t[1]) if fits else None
 
 
+def tensor_flops(x: Launch) -> tuple[float, list[str]] | None:
+    """Tensor-path FLOPs of one counter-pass launch and the counters that counted some; None when no
+    tensor-path op counter was collected."""
+    have = [(n, m) for n in TENSOR_OPS_COUNTERS if (m := x.counters.get(n)) is not None and not m.is_missing
+            and isinstance(m.value, (int, float))]
+    if not have:
+        return None
+    return sum(float(m.value) for _, m in have), [n for n, m in have if float(m.value) > 0]
+
+
 def counter_flops(x: Launch) -> Metric:
-    """FLOPs of one counter-pass launch from the SASS counters, or missing with why."""
+    """FLOPs of one counter-pass launch from the SASS and tensor-path counters, or missing with why."""
     name = "sm__sass_flops (kernelscope)"
     mma = sum(float(m.value) for k, m in x.metrics.items()
               if k.startswith("mma_") and k.endswith("_instructions") and not m.is_missing)
-    if mma > 0:
+    tensor = tensor_flops(x) if mma > 0 else None
+    if tensor is not None and tensor[0] > 0:
+        sass = [x.counters.get(_SASS.format(op)) for op, _ in SASS_FLOP_OPS]
+        if all(m is not None and not m.is_missing for m in sass[:3]):
+            extra = sum(float(m.value) * w for m, (_, w) in zip(sass, SASS_FLOP_OPS)
+                        if m is not None and not m.is_missing)
+            return Metric(tensor[0] + extra, "FLOP", "derived", ", ".join(tensor[1]) + " + SASS FLOP counters",
+                          formula=TENSOR_FLOPS_FORMULA + " + " + SASS_FLOPS_FORMULA)
+        return Metric(tensor[0], "FLOP", "derived", ", ".join(tensor[1]),
+                      formula=TENSOR_FLOPS_FORMULA + " (tensor path only: the SASS FLOP counters of the FMA pipes "
+                      "were not collected)")
+    if mma > 0 and tensor is None:
         return Metric.missing(name, "tensor-core FLOPs cannot be counted from MMA instruction counts without the MMA "
                               "shape; declare them with kernelscope.region(name, flops=...)", "derived", "FLOP")
     parts = [(x.counters.get(_SASS.format(op)), weight) for op, weight in SASS_FLOP_OPS]

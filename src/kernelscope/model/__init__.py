@@ -3,6 +3,7 @@ recorded on an H100 loads and renders anywhere."""
 from kernelscope.model.blocks import BlockRecords, PhaseScopes, WarpScopes
 from kernelscope.model.device import Device, attribute
 from kernelscope.model.finding import Finding
+from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Dim3, Launch, Region
 from kernelscope.model.metric import SOURCES, Metric, MetricMap
 from kernelscope.model.ranks import Collective, RankInfo
@@ -11,7 +12,7 @@ from kernelscope.model.sample import DeviceReading, GpuProcess, Sample
 from kernelscope.model.session import SCHEMA_VERSION, CollectorStatus, Session, SessionFileError
 
 __all__ = [
-    "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3", "Finding", "GpuProcess", "Launch", "Metric", "MetricMap",
+    "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3", "Finding", "GpuProcess", "HostSync", "Launch", "Metric", "MetricMap",
     "Region", "Sample",
     "Figure", "PackedWord", "PackingExample", "Phase", "Walkthrough",
     "Collective", "RankInfo", "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute",

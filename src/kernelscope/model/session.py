@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelscope.model.device import Device
 from kernelscope.model.files import write_atomic
+from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.ranks import RankInfo
@@ -111,6 +112,7 @@ class Session:
     environment: dict[str, Any] = field(default_factory=dict)
     declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
     ranks: list[RankInfo] = field(default_factory=list)  # the processes of a multi-GPU job; empty: one process
+    host_syncs: list[HostSync] = field(default_factory=list)  # runtime calls that blocked the host (trace pass)
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -160,6 +162,7 @@ class Session:
             "samples": [x.to_dict() for x in self.samples],
             **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
+            **({"host_syncs": [h.to_dict() for h in self.host_syncs]} if self.host_syncs else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +200,7 @@ class Session:
             environment=dict(d.get("environment") or {}),
             declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
             ranks=[RankInfo.from_dict(r) for r in d.get("ranks") or []],  # optional: one-process sessions have none
+            host_syncs=[HostSync.from_dict(h) for h in d.get("host_syncs") or []],  # optional: older files have none
         )
         if launch_table is not None:
             s.set_launch_table(launch_table)

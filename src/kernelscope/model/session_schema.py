@@ -163,6 +163,11 @@ declared_work = obj({
     "bytes": F(optional(number(0))), "units": F(map_of(lambda k: number(0), drop=False)),
 })
 
+host_sync = obj({
+    "name": F(string, True), "kind": F(one_of("device", "stream", "event", "memcpy"), True),
+    "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
+})
+
 session = obj({
     "kernelscope_version": F(string), "created_utc": F(string), "command": F(list_of(string)),
     "exit_code": F(optional(_int)), "outcome": F(string), "device": F(fallback(optional(device), None)),
@@ -172,6 +177,7 @@ session = obj({
     "launches": F(list_of(launch, drop=True)), "samples": F(list_of(sample, drop=True)),
     "declared_work": F(list_of(declared_work, drop=True)),
     "ranks": F(list_of(rank_info)),  # a bad rank record makes the file unreadable: launches point at ranks
+    "host_syncs": F(list_of(host_sync, drop=True)),
 })
 
 

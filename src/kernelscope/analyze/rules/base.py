@@ -31,6 +31,9 @@ class RuleContext:
     ceilings: Ceilings
     gaps_before_ns: tuple[int, ...] = ()  # GPU-idle gaps before the kernel's launches (timeline, all kinds)
     median_duration_ns: float | None = None  # of the kernel's launches (trace pass, else counter pass)
+    # host time blocked in synchronize calls before each launch, aligned with gaps_before_ns (analyze/host_syncs.py);
+    # None: the session recorded no synchronize calls
+    sync_waits_ns: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -34,25 +34,51 @@ def launch_bound(ctx: RuleContext) -> Outcome:
     return finding(launch_bound, "Timeline", msg, gain, evidence)
 
 
+def _host_wait(gap_ns: int, sync_ns: int) -> int:
+    """The part of one gap the host caused: a gap after a synchronize (however short: the GPU ran dry and the
+    next launch had not been issued), or a long gap without one, whole; else 0. Whole is an upper bound of what
+    removing the synchronize gives back: a loop that then launches ahead may still leave launch overhead."""
+    if sync_ns > 0:
+        return gap_ns if gap_ns > th.BACK_TO_BACK_GAP_NS else 0
+    return gap_ns if gap_ns >= th.HOST_WAIT_GAP_NS else 0
+
+
 @rule("host-gaps", "Host gaps: the GPU waits on the host between launches",
-      "host-wait gaps before the kernel's launches / (its GPU time + every idle gap before its launches) x 100")
+      "mean over the kernel's launches of the host wait before it / (median duration + idle gap before it) x 100: "
+      "the share of a launch cycle the GPU waits on the host. A host wait is a gap after a synchronize call "
+      "(trace pass: CUDA runtime calls), however short, or a gap of 50 µs or more; other gaps count 0")
 def host_gaps(ctx: RuleContext) -> Outcome:
     gaps = ctx.gaps_before_ns
     if not gaps:
         return NotEvaluated(host_gaps.rule_id, "no timeline gaps before the kernel's launches (one launch, or no "
                             "trace pass)")
-    waits = [g for g in gaps if g >= th.HOST_WAIT_GAP_NS]
-    share_of_launches = len(waits) / len(gaps)
-    if share_of_launches < th.HOST_GAP_MIN_LAUNCH_SHARE or len(waits) < th.HOST_GAP_MIN_WAITS:
+    syncs = ctx.sync_waits_ns if ctx.sync_waits_ns is not None else (0,) * len(gaps)
+    waits = [_host_wait(g, s) for g, s in zip(gaps, syncs)]
+    n_waits = sum(1 for w in waits if w > 0)
+    after_sync = sum(1 for g, s in zip(gaps, syncs) if s > 0 and g > th.BACK_TO_BACK_GAP_NS)
+    if n_waits / len(gaps) < th.HOST_GAP_MIN_LAUNCH_SHARE or n_waits < th.HOST_GAP_MIN_WAITS:
         return None
-    busy = ctx.kernel.total_ns
-    gain = 100.0 * sum(waits) / (busy + sum(gaps))
+    dur = ctx.median_duration_ns
+    if dur is None:
+        return NotEvaluated(host_gaps.rule_id, "the kernel's launches have no recorded duration")
+    gain = 100.0 * sum(w / (dur + g) for w, g in zip(waits, gaps) if dur + g > 0) / len(gaps)
     evidence: list[tuple[str, Any]] = [
-        (f"gaps of {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or more before its launches (timeline)", len(waits)),
+        (f"gaps of {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or more, or after a synchronize, before its launches (timeline)",
+         n_waits),
         ("gaps before its launches (timeline)", len(gaps)), ("host-wait time (timeline, ns)", sum(waits)),
-        ("kernel GPU time (trace pass, ns)", busy), ("all idle gaps before its launches (timeline, ns)", sum(gaps))]
-    msg = (f"Before {len(waits)} of its {len(gaps)} launches the GPU sat idle {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs or "
-           f"more ({sum(waits) / 1e6:.2f} ms in all): the host stopped feeding it (a synchronize, .item(), .cpu() or "
-           "Python work between launches). Remove the synchronization from the loop, or move the host work off the "
-           "critical path (pinned memory and non_blocking copies, another stream).")
+        ("median duration (trace pass, ns)", dur), ("all idle gaps before its launches (timeline, ns)", sum(gaps))]
+    if ctx.sync_waits_ns is not None:
+        evidence += [("launches after a synchronize call (trace pass: CUDA runtime calls)", after_sync),
+                     ("host time blocked in those calls (trace pass, ns)",
+                      sum(s for g, s in zip(gaps, syncs) if s > 0 and g > th.BACK_TO_BACK_GAP_NS))]
+    if after_sync >= n_waits / 2:
+        msg = (f"Before {after_sync} of its {len(gaps)} launches the host had called a synchronize (the GPU ran "
+               f"dry, then waited for the next launch): {sum(waits) / 1e6:.2f} ms of host wait in all. Remove the "
+               "synchronization from the loop (.item(), .cpu(), torch.cuda.synchronize), or move what needs it off "
+               "the critical path (pinned memory and non_blocking copies, another stream).")
+    else:
+        msg = (f"Before {n_waits} of its {len(gaps)} launches the GPU sat idle {th.HOST_WAIT_GAP_NS / 1e3:.0f} µs "
+               f"or more ({sum(waits) / 1e6:.2f} ms in all): the host stopped feeding it (a synchronize, .item(), "
+               ".cpu() or Python work between launches). Remove the synchronization from the loop, or move the host "
+               "work off the critical path (pinned memory and non_blocking copies, another stream).")
     return finding(host_gaps, "Timeline", msg, gain, evidence)

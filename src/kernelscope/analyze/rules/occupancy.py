@@ -76,15 +76,20 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
     if head is None:
         return NotEvaluated(occupancy_limit.rule_id, f"theoretical occupancy is {occ.theoretical_occupancy_pct:.1f}%, "
                             f"but whether more warps would help needs the counters: {NO_COUNTERS}")
-    if 100.0 - head[0] >= th.SOL_BOUND_PCT:
-        return None  # a unit is near its ceiling: more warps would not make it faster
+    if head[0] <= 0.0:
+        return None  # a unit is at its ceiling: more warps would not make it faster
+    # short of that, the gain is capped by the headroom: a unit at 61% of peak with 8 warps per SM still
+    # has room (the suite's occupancy_regs pair: 61% -> 87% of the L1 peak with 64 warps, 29% faster)
+    matmul = is_matmul(ctx.launch)
+    if matmul and 100.0 - head[0] >= th.SOL_BOUND_PCT:
+        return None  # the design note below (no estimate) is for tensor-core kernels no unit bounds
     evidence: list[tuple[str, Any]] = [("theoretical occupancy % (kernelscope occupancy calculator)",
                                         occ.theoretical_occupancy_pct)]
     ncu = [(n, v) for n in NCU_LIMITS if (v := raw(ctx.launch, n)) is not None]
     evidence += ncu or [(f"blocks per SM allowed by {k} (kernelscope occupancy calculator)", v)
                         for k, v in occ.blocks_limit.items()]
     evidence += head[1]
-    if is_matmul(ctx.launch):
+    if matmul:
         # A tensor-core kernel is built around few resident blocks (warp-specialized or software-pipelined
         # tiles staged in shared memory, one or two CTAs per SM): it hides latency inside the block, and
         # more blocks would need smaller tiles. The calculator cannot say what that would gain.
@@ -100,8 +105,8 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
     steps, after = lift(ctx, occ)
     limiters = " and ".join(k.replace("_", " ") for k in occ.limiters)
     msg = (f"{occ.active_blocks_per_sm} blocks of {occ.warps_per_block} warps fit per SM ({occ.active_warps_per_sm} of "
-           f"{occ.max_warps_per_sm} warps, {occ.theoretical_occupancy_pct:.1f}%), limited by {limiters}, while no unit "
-           f"is near its peak (busiest {100 - head[0]:.1f}%).")
+           f"{occ.max_warps_per_sm} warps, {occ.theoretical_occupancy_pct:.1f}%), limited by {limiters}, with the "
+           f"busiest unit at {100 - head[0]:.1f}% of its peak.")
     gain = None
     if after is not None:
         msg += (f" With {' and '.join(steps)}, {after.active_blocks_per_sm} blocks fit "

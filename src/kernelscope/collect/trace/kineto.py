@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
-from kernelscope.model import Activity, Device, Launch, Metric, Region, attribute
+from kernelscope.collect.trace.host_syncs import host_syncs
+from kernelscope.model import Activity, Device, HostSync, Launch, Metric, Region, attribute
 from kernelscope.model import session_schema as schema
 from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.schema import Invalid
@@ -28,6 +29,7 @@ class ParsedTrace:
     activities: list[Activity] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
     devices: list[Device] = field(default_factory=list)
+    host_syncs: list[HostSync] = field(default_factory=list)  # calls that blocked the host (host_syncs.py)
     time_origin_ns: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # events left out as malformed, one line per kind
@@ -64,7 +66,8 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
         skipped["kernel"] += len(out.launches) - len(kept_launches)
         out.launches[:] = kept_launches
     for kind, items, spec in (("memcpy/memset", out.activities, schema.activity),
-                              ("annotation", out.regions, schema.region)):
+                              ("annotation", out.regions, schema.region),
+                              ("synchronize", out.host_syncs, schema.host_sync)):
         kept = [x for x in items if _valid(spec, x.to_dict())]
         skipped[kind] += len(items) - len(kept)
         items[:] = kept
@@ -130,6 +133,8 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
             out.devices.append(_device(p))
         except _MALFORMED:
             bad.append("device")
+    out.host_syncs, n_bad = host_syncs(events, origin_ns)
+    bad += ["synchronize"] * n_bad
     out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
     out.problems = bad
     return out

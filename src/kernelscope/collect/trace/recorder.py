@@ -91,6 +91,7 @@ class TraceRecorder:
                 os.unlink(path)
         s = self.session
         s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
+        s.host_syncs = parsed.host_syncs
         s.time_origin_ns = parsed.time_origin_ns
         sampler.place_on_session_clock(s)
         attach_pending(s)  # block records submitted by instrumented kernels (collect/instrument)
