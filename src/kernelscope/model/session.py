@@ -12,6 +12,7 @@ from typing import Any
 from kernelscope.model.device import Device
 from kernelscope.model.files import write_atomic
 from kernelscope.model.launch import Activity, Launch, Region
+from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
 from kernelscope.model.ranks import RankInfo
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
@@ -85,6 +86,9 @@ class Session:
     environment: dict[str, Any] = field(default_factory=dict)
     declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
     ranks: list[RankInfo] = field(default_factory=list)  # the processes of a multi-GPU job; empty: one process
+    marks: list[Mark] = field(default_factory=list)  # kernelscope.mark(name, **values)
+    memory: MemoryHistory | None = None  # run --memory: the caching allocator's history
+    steps: StepWindow | None = None  # run --steps FIRST-LAST: the window asked for and the steps that ran
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -109,6 +113,9 @@ class Session:
             "samples": [x.to_dict() for x in self.samples],
             **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
+            **({"marks": [m.to_dict() for m in self.marks]} if self.marks else {}),
+            **({"memory": self.memory.to_dict()} if self.memory is not None else {}),
+            **({"steps": self.steps.to_dict()} if self.steps is not None else {}),
         }
 
     @classmethod
@@ -131,6 +138,9 @@ class Session:
             environment=dict(d.get("environment") or {}),
             declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
             ranks=[RankInfo.from_dict(r) for r in d.get("ranks") or []],  # optional: one-process sessions have none
+            marks=[Mark.from_dict(m) for m in d.get("marks") or []],  # optional, like memory and steps
+            memory=None if d.get("memory") is None else MemoryHistory.from_dict(d["memory"]),
+            steps=None if d.get("steps") is None else StepWindow.from_dict(d["steps"]),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
