@@ -43,6 +43,19 @@ class TimelineRow:
 
 
 @dataclass(frozen=True)
+class MarkRow:
+    """kernelscope.mark(name, **values) at ``t_ns`` on the session clock, with the allocator's bytes then."""
+
+    name: str
+    t_ns: int
+    step: int | None
+    allocated_bytes: int | None
+    reserved_bytes: int | None
+    memory_missing_reason: str | None
+    values: tuple[tuple[str, str], ...]  # the user's values as text, in the order given
+
+
+@dataclass(frozen=True)
 class GapTotals:
     kind: str
     count: int
@@ -57,6 +70,7 @@ class Timeline:
     gpu_busy_ns: int | None  # union of kernel and copy intervals
     gaps: tuple[GapTotals, ...]  # launch gap and host wait (back-to-back is not idling)
     missing_reason: str | None  # why there is no timeline (e.g. counter-pass-only session)
+    marks: tuple[MarkRow, ...] = ()  # kernelscope.mark() points with a time on the session clock
 
     def gaps_before(self, kernel: str) -> list[int]:
         """GPU-idle gaps before each launch of ``kernel`` (first launch of the run excluded)."""
@@ -71,6 +85,18 @@ def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
                  if key in x.metrics and not x.metrics[key].is_missing)
 
 
+def _value_text(v: object) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def mark_rows(session: Session) -> tuple[MarkRow, ...]:
+    return tuple(MarkRow(m.name, m.t_ns, m.step, m.allocated_bytes, m.reserved_bytes, m.memory_missing_reason,
+                         tuple((k, _value_text(v)) for k, v in m.values.items()))
+                 for m in sorted(session.marks, key=lambda m: m.wall_time_ns) if m.t_ns is not None)
+
+
 def build_timeline(session: Session) -> Timeline:
     gpu: list[tuple[int, int, str, str, str, tuple[str, ...], tuple]] = []
     for x in session.launches:
@@ -82,7 +108,7 @@ def build_timeline(session: Session) -> Timeline:
     if not gpu:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
                if session.launches else "the session recorded no kernels or copies")
-        return Timeline((), None, None, (), why)
+        return Timeline((), None, None, (), why, mark_rows(session))
     gpu.sort(key=lambda e: (e[0], e[2] != "kernel"))
     rows: list[TimelineRow] = []
     end = None
@@ -104,5 +130,5 @@ def build_timeline(session: Session) -> Timeline:
         rows.append(TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu))
     rows.sort(key=lambda r: (r.start_ns, r.kind != "region"))  # a region opens before its first kernel
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
-    return Timeline(tuple(rows), end - first, busy, gaps, None)
+    return Timeline(tuple(rows), end - first, busy, gaps, None, mark_rows(session))
 

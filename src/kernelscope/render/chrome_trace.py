@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.model import Launch, Session
+from kernelscope.render.chrome_memory import memory_events
 from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
 from kernelscope.render.text import visible
@@ -154,6 +155,7 @@ def _one_process_trace(session: Session) -> ChromeTrace:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
     ev += _sample_events(session, notes)
+    ev += memory_events(session, notes)  # run --memory's allocator counters and kernelscope.mark() instants
     out.events = [_plain_text(e) for e in split_partial_overlaps(ev, notes)]  # nested or disjoint, else a track
     return out
 

@@ -100,6 +100,8 @@ class TraceRecorder:
     def stop(self) -> None:
         if self._steps is not None:
             self._steps.close()  # a run that ends inside the window: its memory snapshot is taken now
+        if self._memory is not None and self.step_window is None:
+            self._memory.take()  # no window: the history covers the whole run
         if self._prof is None:
             self._record_device(None)
         else:
