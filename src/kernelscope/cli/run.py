@@ -186,7 +186,7 @@ def main(argv: list[str]) -> int:
     if request is not None:
         counters_failed = _counters(result, o, request)
         exit_code = exit_code or counters_failed  # the workload's own failure code comes first
-    if not o["quiet"]:
+    if not o["quiet"] and not window_missed:  # a missed window said all there is in its one sentence
         s = result.session
         trace = s.collectors.get(collector.TRACE)
         what = f"{len(s.launches)} kernel launches" if s.launches else (

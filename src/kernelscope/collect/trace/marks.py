@@ -55,7 +55,7 @@ def allocator_bytes() -> tuple[int | None, int | None, str | None]:
     return int(torch.cuda.memory_allocated()), int(torch.cuda.memory_reserved()), None
 
 
-def mark(name: str, **values: Any) -> None:
+def mark(name: str, /, **values: Any) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError("kernelscope.mark needs a non-empty name")
     clean = {str(k): _value(k, v) for k, v in values.items()}

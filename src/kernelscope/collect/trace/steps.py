@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from typing import Any, Callable
 
 STEPS_ENV = "KERNELSCOPE_PROFILE_STEPS"  # "A-B" in the counter pass's environment
@@ -151,6 +152,8 @@ def windowed_profiler(torch: Any, activities: list[Any], window: tuple[int, int]
     kernelscope.step()), warming up during the step before FIRST so CUPTI's start-up cost falls outside."""
     first, last = window
     warmup = 1 if first >= 1 else 0
-    schedule = torch.profiler.schedule(skip_first=first - warmup, wait=0, warmup=warmup, active=last - first + 1,
-                                       repeat=1)
+    with warnings.catch_warnings():  # a window from step 0 has no step before it to warm up in; nothing to warn of
+        warnings.simplefilter("ignore", UserWarning)
+        schedule = torch.profiler.schedule(skip_first=first - warmup, wait=0, warmup=warmup,
+                                           active=last - first + 1, repeat=1)
     return torch.profiler.profile(activities=activities, schedule=schedule, on_trace_ready=on_trace_ready)
