@@ -14,6 +14,7 @@ from kernelscope.analyze.verdict import SessionVerdict, session_verdict
 from kernelscope.analyze.analysis import KernelAnalysis, SessionAnalysis, analyze_session
 from kernelscope.analyze.counters import CounterViews, counter_launches, counter_views
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
+from kernelscope.analyze.memory import MemoryReport, MemoryUnavailable, memory_report
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
 from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
 from kernelscope.analyze.ranks import RanksReport, ranks_report
@@ -50,6 +51,7 @@ class Report:
     kernel_regex: str | None = None  # the selection asked for (None: the top kernels by time)
     verdict: SessionVerdict | None = None  # the session's answer first: where the time goes, largest gains
     ranks: RanksReport | None = None  # per-rank time and collectives (one rank for a one-process session)
+    memory: MemoryReport | MemoryUnavailable | None = None  # run --memory (analyze.memory); None: not asked for
 
     def kernel(self, name: str) -> KernelReport:
         for k in self.kernels:
@@ -83,4 +85,4 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
-                  session_verdict(session, analysis), ranks_report(session))
+                  session_verdict(session, analysis), ranks_report(session), memory_report(session))

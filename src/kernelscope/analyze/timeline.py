@@ -45,6 +45,19 @@ class TimelineRow:
 
 
 @dataclass(frozen=True)
+class MarkRow:
+    """kernelscope.mark(name, **values) at ``t_ns`` on the session clock, with the allocator's bytes then."""
+
+    name: str
+    t_ns: int
+    step: int | None
+    allocated_bytes: int | None
+    reserved_bytes: int | None
+    memory_missing_reason: str | None
+    values: tuple[tuple[str, str], ...]  # the user's values as text, in the order given
+
+
+@dataclass(frozen=True)
 class GapTotals:
     kind: str
     count: int
@@ -106,6 +119,7 @@ class Timeline:
     missing_reason: str | None  # why there is no timeline (e.g. counter-pass-only session)
     # Per kernel, in row order: the gaps before its launches (None for the run's first): read without the rows.
     gaps_by_kernel: dict[str, list[int | None]] | None = field(default=None, compare=False, repr=False)
+    marks: tuple[MarkRow, ...] = ()  # kernelscope.mark() points with a time on the session clock
 
     def gaps_before(self, kernel: str) -> list[int]:
         """GPU-idle gaps before each launch of ``kernel`` (first launch of the run excluded)."""
@@ -126,6 +140,18 @@ def _notes(x: Launch) -> tuple[tuple[str, Metric], ...]:
         return ()
     return tuple((label, x.metrics[key]) for label, key in NOTE_METRICS
                  if key in x.metrics and not x.metrics[key].is_missing)
+
+
+def _value_text(v: object) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def mark_rows(session: Session) -> tuple[MarkRow, ...]:
+    return tuple(MarkRow(m.name, m.t_ns, m.step, m.allocated_bytes, m.reserved_bytes, m.memory_missing_reason,
+                         tuple((k, _value_text(v)) for k, v in m.values.items()))
+                 for m in sorted(session.marks, key=lambda m: m.wall_time_ns) if m.t_ns is not None)
 
 
 def _sorted_by(keys: list[int], codes: list[int]) -> tuple[list[int], list[int]]:
@@ -174,7 +200,7 @@ def build_timeline(session: Session) -> Timeline:
     if not codes:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
                if n else "the session recorded no kernels or copies")
-        return Timeline((), None, None, (), why)
+        return Timeline((), None, None, (), why, marks=mark_rows(session))
     starts = [k >> 1 for k in keys]
     durs = [dur[c] if c < n else acts[c - n].duration_ns for c in codes]
     end = starts[0] + durs[0]
@@ -216,5 +242,6 @@ def build_timeline(session: Session) -> Timeline:
         _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
     totals = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(((LAUNCH_GAP, launch_gaps),
                                                                              (HOST_WAIT, host_waits))) if v)
-    return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel)
+    return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel,
+                    mark_rows(session))
 

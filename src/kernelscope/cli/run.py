@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.cli.common import existing_files, fail, output_path
+from kernelscope.model import CollectorStatus
 from kernelscope.model import collectors as collector
 
 RAW_ARGS = True  # main() takes the raw argument list
@@ -29,6 +30,10 @@ options:
   -f, --force-overwrite   overwrite FILE (and its .ncu-rep) if it exists
   --keep-trace FILE       also keep the raw PyTorch profiler trace (Chrome JSON)
   --sample-interval MS    sample GPU state (NVML/GPM) every MS milliseconds (default 100; 0: off)
+  --steps FIRST-LAST      record only these steps (kernelscope.step() ends each; counted from 0); with
+                          --counters, ncu profiles only kernels launched in them (cudaProfilerStart/Stop)
+  --memory                record the PyTorch caching allocator's history: memory over time, the peak and
+                          what was live at it (needs torch with CUDA)
   -m MODULE               run a module, like python -m
   -q, --quiet             do not print the summary line after the run
 
@@ -46,8 +51,9 @@ counter pass (ncu):
 _VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module",
                "--sample-interval": "sample_interval", "--top": "top", "--kernel": "kernel", "--region": "region",
                "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
-               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout"}
-_FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters"}
+               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps"}
+_FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters",
+          "--memory": "memory"}
 
 
 def _parse_run(argv: list[str]) -> dict:
@@ -125,13 +131,22 @@ def _counter_request(o: dict):
             fail(f"--ncu-timeout takes a positive number of seconds, not {o['ncu_timeout']!r}")
     return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
                           launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
-                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout)
+                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
+                          steps=o["steps"])
 
 
 def main(argv: list[str]) -> int:
     from kernelscope.collect.trace.runner import RunError, is_python_command, run, run_without_trace
 
     o = _parse_run(argv)
+    if o["steps"] is not None:
+        from kernelscope.collect.trace.steps import StepRangeError, parse_steps
+
+        try:
+            first, last = parse_steps(o["steps"])
+        except StepRangeError as e:
+            fail(str(e))
+        o["steps"] = f"{first}-{last}"
     request = _counter_request(o)
     out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
@@ -149,18 +164,29 @@ def main(argv: list[str]) -> int:
         fail("--counters under torchrun is not supported yet: record the trace pass with kernelscope run -- torchrun "
              "..., and profile one rank with ncu yourself (excluding NCCL kernels, which deadlock under replay)")
     python_workload = python_workload or is_torchrun(o["command"])
+    if (o["steps"] or o["memory"]) and not python_workload:
+        fail(f"{'--steps' if o['steps'] else '--memory'} needs a Python workload: steps and the caching allocator are "
+             "seen from inside Python (kernelscope.step(), torch)")
     try:
         if request is not None and not python_workload:
             result = run_without_trace(o["command"], out)
         else:
-            result = run(o["command"], out, module=o["module"], keep_trace=o["keep_trace"])
+            result = run(o["command"], out, module=o["module"], keep_trace=o["keep_trace"], steps=o["steps"],
+                         memory=o["memory"])
     except RunError as e:
         fail(str(e))
     exit_code = result.exit_code
+    window_missed = _say_steps_and_memory(result.session, o)
+    if window_missed and request is not None:
+        result.session.collectors[collector.COUNTERS] = CollectorStatus(
+            "not-run", "the step window held no step of the run, so the workload was not re-run under ncu")
+        result.session.save(out)
+        request = None
+    exit_code = exit_code or (2 if window_missed else 0)
     if request is not None:
         counters_failed = _counters(result, o, request)
         exit_code = exit_code or counters_failed  # the workload's own failure code comes first
-    if not o["quiet"]:
+    if not o["quiet"] and not window_missed:  # a missed window said all there is in its one sentence
         s = result.session
         trace = s.collectors.get(collector.TRACE)
         what = f"{len(s.launches)} kernel launches" if s.launches else (
@@ -172,6 +198,19 @@ def main(argv: list[str]) -> int:
               f"View it with: kernelscope show {out}", file=sys.stderr)
         _note_clocks(s)
     return exit_code
+
+
+def _say_steps_and_memory(session, o: dict) -> bool:
+    """One sentence each when the window held no step or --memory could not record; True for the former."""
+    missed = False
+    steps = session.collectors.get(collector.STEPS)
+    if o["steps"] and steps is not None and steps.status == "not-run":
+        print(f"kernelscope: error: {steps.reason}.", file=sys.stderr)
+        missed = True
+    memory = session.collectors.get(collector.MEMORY)
+    if o["memory"] and memory is not None and memory.status == "not-run" and not missed:
+        print(f"kernelscope: {memory.reason}.", file=sys.stderr)
+    return missed
 
 
 def _note_clocks(session) -> None:

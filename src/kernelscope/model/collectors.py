@@ -13,5 +13,7 @@ DEVICE = "device"  # the device attributes read from the CUDA driver
 NVML = "nvml"  # the one-off NVML snapshot of the device (clocks, memory, bus)
 INSTRUMENT = "instrument"  # the in-kernel block recorder (%smid, %globaltimer)
 SCOPES = "scopes"  # Triton Proton's intra-kernel phase scopes
+MEMORY = "memory"  # run --memory: the PyTorch caching allocator's history (torch.cuda.memory._record_memory_history)
+STEPS = "steps"  # run --steps: the window of iterations (kernelscope.step()) the trace pass recorded
 
-ALL = (TRACE, COUNTERS, SAMPLER, DEVICE, NVML, INSTRUMENT, SCOPES)
+ALL = (TRACE, COUNTERS, SAMPLER, DEVICE, NVML, INSTRUMENT, SCOPES, MEMORY, STEPS)

@@ -14,6 +14,7 @@ from kernelscope.model.files import write_atomic
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.launch_table import LaunchTable
+from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
 from kernelscope.model.ranks import RankInfo
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import Invalid
@@ -113,6 +114,9 @@ class Session:
     declared_work: list[DeclaredWork] = field(default_factory=list)  # kernelscope.region(..., flops=, bytes=)
     ranks: list[RankInfo] = field(default_factory=list)  # the processes of a multi-GPU job; empty: one process
     host_syncs: list[HostSync] = field(default_factory=list)  # runtime calls that blocked the host (trace pass)
+    marks: list[Mark] = field(default_factory=list)  # kernelscope.mark(name, **values)
+    memory: MemoryHistory | None = None  # run --memory: the caching allocator's history
+    steps: StepWindow | None = None  # run --steps FIRST-LAST: the window asked for and the steps that ran
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -163,6 +167,9 @@ class Session:
             **({"declared_work": [w.to_dict() for w in self.declared_work]} if self.declared_work else {}),
             **({"ranks": [r.to_dict() for r in self.ranks]} if self.ranks else {}),
             **({"host_syncs": [h.to_dict() for h in self.host_syncs]} if self.host_syncs else {}),
+            **({"marks": [m.to_dict() for m in self.marks]} if self.marks else {}),
+            **({"memory": self.memory.to_dict()} if self.memory is not None else {}),
+            **({"steps": self.steps.to_dict()} if self.steps is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,6 +208,9 @@ class Session:
             declared_work=[DeclaredWork.from_dict(w) for w in d.get("declared_work") or []],  # optional: older files
             ranks=[RankInfo.from_dict(r) for r in d.get("ranks") or []],  # optional: one-process sessions have none
             host_syncs=[HostSync.from_dict(h) for h in d.get("host_syncs") or []],  # optional: older files have none
+            marks=[Mark.from_dict(m) for m in d.get("marks") or []],  # optional, like memory and steps
+            memory=None if d.get("memory") is None else MemoryHistory.from_dict(d["memory"]),
+            steps=None if d.get("steps") is None else StepWindow.from_dict(d["steps"]),
         )
         if launch_table is not None:
             s.set_launch_table(launch_table)

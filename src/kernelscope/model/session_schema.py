@@ -168,6 +168,39 @@ host_sync = obj({
     "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
 })
 
+_mark_value = either(_finite, string, boolean, list_of(_finite), expected="a number, a string, true/false or a list of numbers")
+
+mark = obj({  # model/memory.Mark
+    "name": F(string, True), "wall_time_ns": F(_int, True), "t_ns": F(optional(_int)), "step": F(optional(_count)),
+    "allocated_bytes": F(optional(_count)), "reserved_bytes": F(optional(_count)),
+    "memory_missing_reason": F(optional(string)), "values": F(map_of(lambda k: _mark_value, drop=False)),
+})
+
+
+def _memory_rule(d: dict[str, Any]) -> tuple[str, str] | None:
+    same = _same_lengths("t_ns", "action", "address", "size", "stack")(d)
+    if same is not None:
+        return same
+    if any(a >= len(d.get("actions") or []) for a in d.get("action") or []):
+        return "action", "indices into actions"
+    if any(k >= len(d.get("stacks") or []) for k in d.get("stack") or []):
+        return "stack", "indices into stacks, or -1"
+    return None
+
+
+memory_history = obj({  # model/memory.MemoryHistory
+    "device_index": F(_count, True), "actions": F(list_of(string), True), "t_ns": F(list_of(_int), True),
+    "action": F(list_of(_count), True), "address": F(list_of(_count), True), "size": F(list_of(_count), True),
+    "stack": F(list_of(number(-1, integer=True)), True), "stacks": F(list_of(list_of(string))),
+    "end_allocated_bytes": F(_count, True), "end_reserved_bytes": F(_count, True),
+    "max_entries": F(optional(_count)), "problems": F(list_of(string)),
+}, _memory_rule)
+
+step_window = obj({  # model/memory.StepWindow
+    "first": F(_count, True), "last": F(_count, True), "steps_run": F(_count),
+    "recorded_first": F(optional(_count)), "recorded_last": F(optional(_count)),
+}, lambda d: None if d["first"] <= d["last"] else ("last", "a step at or after first"))
+
 session = obj({
     "kernelscope_version": F(string), "created_utc": F(string), "command": F(list_of(string)),
     "exit_code": F(optional(_int)), "outcome": F(string), "device": F(fallback(optional(device), None)),
@@ -178,6 +211,9 @@ session = obj({
     "declared_work": F(list_of(declared_work, drop=True)),
     "ranks": F(list_of(rank_info)),  # a bad rank record makes the file unreadable: launches point at ranks
     "host_syncs": F(list_of(host_sync, drop=True)),
+    "marks": F(list_of(mark, drop=True)),
+    "memory": F(fallback(optional(memory_history), None)),  # a damaged history is left out, the rest still loads
+    "steps": F(optional(step_window)),
 })
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelscope.model import Launch, Session
 from kernelscope.model.launch_table import LaunchShape
+from kernelscope.render.chrome_memory import memory_events
 from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
 from kernelscope.render.text import visible
@@ -181,6 +182,7 @@ def _one_process_trace(session: Session) -> ChromeTrace:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
     ev += _sample_events(session, notes)
+    ev += memory_events(session, notes)  # run --memory's allocator counters and kernelscope.mark() instants
     # nested or disjoint, else a track; launch events were made plain text per shape above
     out.events = [e if e.get("cat") == "kernel" else _plain_text(e) for e in split_partial_overlaps(ev, notes)]
     return out

@@ -15,6 +15,7 @@ from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.kernel_table import KernelTable
+from kernelscope.render.memory_panel import MemoryPanel
 from kernelscope.render.ranks_panel import CollectivesPanel, RanksPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
 from kernelscope.render.verdict import VerdictPanel
@@ -59,6 +60,8 @@ class ShowView:
                 yield SummaryPanel(k.analysis)
         if self.with_analysis:
             yield SessionPanels(r.analysis, self.timeline_limit)
+        if r.memory is not None:  # run --memory: the caching allocator's history
+            yield MemoryPanel(r.memory)
         if r.gpu_stats is not None:
             yield GpuStatsPanel(r.session, r.gpu_stats)
         if r.ranks is not None and r.ranks.multi_rank:  # a multi-GPU session: the Ranks and Collectives panels

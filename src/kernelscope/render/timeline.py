@@ -7,16 +7,27 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
-from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP, Timeline
+from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP, MarkRow, Timeline
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
-from kernelscope.render.fmt import duration
+from kernelscope.render.fmt import duration, size_bytes
 
 _GAP_STYLE = {LAUNCH_GAP: "yellow", HOST_WAIT: "red"}
 
 
 def _offset(ns: int) -> str:
     return f"{ns / 1e6:,.3f}"
+
+
+def mark_text(m: MarkRow) -> str:
+    """A mark's step, allocator bytes (or why they are absent) and values, as one line of plain text."""
+    parts = [] if m.step is None else [f"step {m.step}"]
+    if m.allocated_bytes is not None:
+        parts.append(f"allocated {size_bytes(m.allocated_bytes)}, reserved {size_bytes(m.reserved_bytes)}")
+    else:
+        parts.append(f"memory N/A ({m.memory_missing_reason})")
+    parts += [f"{k}={v}" for k, v in m.values]
+    return " · ".join(parts)
 
 
 class TimelinePanel:
@@ -47,7 +58,13 @@ class TimelinePanel:
         labels = distinct_short_names(tl.kernel_names())
         origin = next(r.start_ns for r in tl.rows if r.kind != "region")
         rows = []
-        for r in tl.rows[: self.limit]:
+        shown = tl.rows[: self.limit]
+        marks = [m for m in tl.marks if not shown or len(shown) == len(tl.rows) or m.t_ns <= shown[-1].start_ns]
+        for r in shown:
+            while marks and marks[0].t_ns < r.start_ns:  # marks in time order among the rows
+                m = marks.pop(0)
+                rows.append((f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]",
+                             f"[magenta]◆ {m.name}[/]", mark_text(m)))
             if r.kind == "region":
                 where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
                 rows.append((f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
@@ -59,6 +76,9 @@ class TimelinePanel:
             notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
             rows.append((_offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
                          labels.get(r.name, r.short_name), notes))
+        for m in marks:
+            rows.append((f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]",
+                         mark_text(m)))
         # at 80 columns the notes go to a second table, of the launches that have them
         tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
         parts: list = [head, *tables]
@@ -67,5 +87,7 @@ class TimelinePanel:
         parts.append(f"[dim]Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back "
                      f"(not shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are "
                      "ncu's % of peak for the launches the counter pass measured (SM, memory, DRAM, tensor pipe, "
-                     "achieved occupancy).[/]")
+                     "achieved occupancy)" + ("; ◆ rows are kernelscope.mark() points (CPU time) with "
+                     "torch.cuda.memory_allocated()/memory_reserved() then and the values given" if tl.marks else "")
+                     + ".[/]")
         yield Panel(Group(*parts), title="8 · Timeline", title_align="left")

@@ -29,6 +29,7 @@ class CounterRequest:
     clock_control: str = "none"
     ncu: str | None = None
     timeout_s: float | None = None
+    steps: str | None = None  # "FIRST-LAST": only kernels launched in those steps (cudaProfilerStart/Stop)
 
 
 def report_path_for(session_path: Path) -> Path:
@@ -58,11 +59,19 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     opts = NcuOptions(kernel_regex=regex, region=req.region, launch_skip=req.launch_skip,
                       launch_count=req.launch_count, clock_control=req.clock_control, arch=arch,
                       timeout_s=req.timeout_s, ncu=req.ncu)
+    if req.steps:
+        from kernelscope.collect.trace.steps import STEPS_ENV, parse_steps
+
+        # kernelscope.step() in the re-run workload brackets the window with cudaProfilerStart/Stop; ncu waits
+        # for the start (a window from step 0 is profiled from the program's start instead).
+        opts.env[STEPS_ENV] = req.steps
+        opts.profile_from_start = parse_steps(req.steps)[0] == 0
     report = report_path_for(session_path)
     log = report.with_suffix(".ncu.log")
     details = {"sections": list(SECTIONS), "kernel_filter": regex, "chosen_by": chose, "region": req.region,
                "launch_skip": req.launch_skip, "launch_count_per_config": req.launch_count,
-               "clock_control": req.clock_control, "log": str(log)}
+               "clock_control": req.clock_control, "log": str(log),
+               **({"steps": req.steps, "capture": "cudaProfilerStart/Stop around the steps"} if req.steps else {})}
     t0 = time.perf_counter()
     try:
         result = run_ncu(command, report, opts, log_path=log, on_line=on_line)

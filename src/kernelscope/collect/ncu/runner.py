@@ -36,6 +36,8 @@ class NcuOptions:
     timeout_s: float | None = None
     ncu: str | None = None  # path to ncu; default: on PATH
     extra_args: list[str] = field(default_factory=list)
+    profile_from_start: bool = True  # False: only between cudaProfilerStart and cudaProfilerStop (run --steps)
+    env: dict[str, str] = field(default_factory=dict)  # added to the workload's environment
 
 
 def find_ncu(explicit: str | None = None) -> str:
@@ -63,6 +65,8 @@ def build_command(ncu: str, report: Path, command: list[str], opts: NcuOptions) 
         argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:{opts.kernel_regex}"]
     if opts.region:
         argv += ["--nvtx", "--nvtx-include", f"{opts.region}/"]
+    if not opts.profile_from_start:
+        argv += ["--profile-from-start", "off"]
     if opts.per_launch_config:
         argv += ["--filter-mode", "per-launch-config"]
     if opts.launch_skip:
@@ -100,7 +104,7 @@ def _run_ncu(ncu: str, command: list[str], rep: Path, temp_base: Path, temp_rep:
     argv = build_command(ncu, temp_base, command, opts)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", bufsize=1)
+                                errors="replace", bufsize=1, env={**os.environ, **opts.env} if opts.env else None)
     except OSError as e:
         raise NcuRunError(f"ncu could not start ({e.strerror})") from None
     timed_out = threading.Event()

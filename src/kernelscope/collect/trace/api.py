@@ -23,15 +23,17 @@ def new_session(command: list[str] | None = None) -> Session:
 
 @contextlib.contextmanager
 def profile(output: str | os.PathLike[str] | None = None, *, command: list[str] | None = None,
-            keep_trace: str | None = None) -> Iterator[Session]:
+            keep_trace: str | None = None, steps: tuple[int, int] | None = None,
+            memory: bool = False) -> Iterator[Session]:
     """Profile the block; the yielded Session is filled in when the block ends.
 
     If the block raises or is interrupted, the session is still completed (and
     saved when ``output`` is given) with its outcome recorded, then the
-    exception propagates.
+    exception propagates. ``steps=(first, last)`` records only those steps (kernelscope.step() ends one);
+    ``memory=True`` records the caching allocator's history (collect/memory).
     """
     session = new_session(command)
-    recorder = TraceRecorder(session, keep_trace=keep_trace)
+    recorder = TraceRecorder(session, keep_trace=keep_trace, step_window=steps, memory=memory)
     recorder.start()
     try:
         yield session

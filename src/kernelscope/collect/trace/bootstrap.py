@@ -46,13 +46,18 @@ def main() -> int:
     output = opts[opts.index("--output") + 1]
     command = json.loads(opts[opts.index("--command") + 1]) if "--command" in opts else workload
     keep_trace = opts[opts.index("--keep-trace") + 1] if "--keep-trace" in opts else None
+    window = None
+    if "--steps" in opts:
+        from kernelscope.collect.trace.steps import parse_steps
+
+        window = parse_steps(opts[opts.index("--steps") + 1])
     del sys.path[0]  # `-m` put the cwd first; _run_workload sets the path python itself would
 
     from kernelscope.collect.trace.api import profile
 
     code = 0
     try:
-        with profile(output, command=command, keep_trace=keep_trace):
+        with profile(output, command=command, keep_trace=keep_trace, steps=window, memory="--memory" in opts):
             _run_workload(workload)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

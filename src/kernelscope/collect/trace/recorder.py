@@ -11,15 +11,20 @@ from kernelscope.collect import driver
 
 from kernelscope.collect.nvml import snapshot as nvml
 
-from kernelscope.collect.trace import regions
+from kernelscope.collect.trace import marks, regions, steps
 
 from kernelscope.collect.nvml import sampler
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.sink import attach_pending
 from kernelscope.collect.trace.quiet import profiler_notices_silenced
 from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.memory.recorder import MemoryRecorder
 from kernelscope.model import CollectorStatus, Device, Session
+from kernelscope.model.memory import StepWindow
 from kernelscope.model import collectors as collector
+
+
+SAMPLE_MARGIN_NS = 250_000_000  # a --steps session keeps the GPU samples up to this long after the window's last event
 
 
 class TraceRecorder:
@@ -29,8 +34,14 @@ class TraceRecorder:
     ``session.collectors`` and the workload still runs.
     """
 
-    def __init__(self, session: Session, keep_trace: str | None = None, sample_interval_ms: float | None = None) -> None:
+    def __init__(self, session: Session, keep_trace: str | None = None, sample_interval_ms: float | None = None,
+                 step_window: tuple[int, int] | None = None, memory: bool = False) -> None:
         self.session = session
+        self.step_window = step_window  # (first, last): record only those steps (kernelscope.step() ends one)
+        self._steps: steps.StepCounter | None = None
+        self._marks: marks.MarkLog | None = None
+        self._memory = MemoryRecorder(session) if memory else None
+        self._window_trace: str | None = None  # the trace the windowed profiler exported when the window closed
         self.keep_trace = keep_trace
         self.sample_interval_ms = sample_interval_ms  # None: $KERNELSCOPE_SAMPLE_INTERVAL_MS or 100 ms; 0: off
         self._sampler: sampler.GpuSampler | None = None
@@ -39,6 +50,15 @@ class TraceRecorder:
         self._declared: regions.DeclaredWorkLog | None = None  # region(..., flops=, bytes=) entries while recording
 
     def start(self) -> None:
+        # Steps and marks are counted whatever else runs: a window outside the run still says which steps ran.
+        self._steps = steps.start_counter(self.step_window)
+        self._marks = marks.start_mark_log()
+        if self._memory is not None:
+            if self.step_window is None:
+                self._memory.start()
+            else:
+                self._steps.on_open.append(self._memory.start)
+                self._steps.on_close.append(self._memory.take)
         try:
             import torch
             from torch.profiler import ProfilerActivity, profile
@@ -50,18 +70,78 @@ class TraceRecorder:
         if not ok:
             self._not_run(f"{why}, so there are no kernels to trace")
             return
-        self._prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        if self.step_window is None:
+            self._prof = profile(activities=activities)
+        else:
+            self._prof = steps.windowed_profiler(torch, activities, self.step_window, self._trace_ready)
+            self._steps.on_step.append(self._profiler_step)
         with profiler_notices_silenced():  # torch's notes on how kernelscope uses the profiler, not on the workload
             self._prof.__enter__()
+        self._steps.begin()
         self._declared = regions.start_declared_work_log()
         # After the profiler starts, so samples begin with the trace (started before it, the first
         # traced event came 5.3 s after the first sample on the H100).
         self._sampler = sampler.start_for_session(self.session, self.sample_interval_ms)
 
+    def _profiler_step(self, ended: int) -> None:
+        assert self.step_window is not None
+        if ended == self.step_window[1] + 1:  # the window's last step ended: its kernels finish before the trace stops
+            self._torch.cuda.synchronize()
+        with profiler_notices_silenced():
+            self._prof.step()
+
+    def _trace_ready(self, prof: Any) -> None:
+        fd, path = tempfile.mkstemp(prefix="kernelscope-window-", suffix=".json")
+        os.close(fd)
+        prof.export_chrome_trace(path)
+        self._window_trace = path
+
     def stop(self) -> None:
+        if self._steps is not None:
+            self._steps.close()  # a run that ends inside the window: its memory snapshot is taken now
+        if self._memory is not None and self.step_window is None:
+            self._memory.take()  # no window: the history covers the whole run
         if self._prof is None:
             self._record_device(None)
+        else:
+            self._stop_trace()
+        self._finish_steps_marks_memory()
+
+    def _finish_steps_marks_memory(self) -> None:
+        s = self.session
+        if self._marks is not None:
+            s.marks = marks.stop_mark_log(self._marks)
+            for m in s.marks:
+                m.t_ns = m.wall_time_ns - s.time_origin_ns if s.time_origin_ns else None
+            self._marks = None
+        if self._memory is not None:
+            self._memory.finish()
+        c = self._steps
+        if c is None:
             return
+        steps.stop_counter(c)
+        self._steps = None
+        if self.step_window is None:
+            return
+        first, last = self.step_window
+        recorded = c.recorded()
+        s.steps = StepWindow(first, last, c.ended, *(recorded or (None, None)))
+        if recorded is None:
+            s.collectors[collector.STEPS] = CollectorStatus("not-run", steps.steps_ran_sentence(first, last, c.ended),
+                                                            {"steps_run": c.ended})
+            return
+        s.collectors[collector.STEPS] = CollectorStatus(
+            "ok" if recorded == self.step_window else "partial",
+            None if recorded == self.step_window else f"the run ended in step {recorded[1]}, inside the window",
+            {"steps_run": c.ended, "recorded": list(recorded)})
+        if s.samples and s.time_origin_ns:  # the window's samples only: a long job makes a small session
+            ends = [x.start_ns + x.duration_ns for x in s.launches if x.start_ns is not None]
+            ends += [r.cpu_start_ns + r.cpu_duration_ns for r in s.regions]
+            hi = max(ends, default=0) + SAMPLE_MARGIN_NS
+            s.samples = [x for x in s.samples if x.t_ns is not None and 0 <= x.t_ns <= hi]
+
+    def _stop_trace(self) -> None:
         status = CollectorStatus("ok")
         try:
             self._torch.cuda.synchronize()
@@ -73,10 +153,18 @@ class TraceRecorder:
             self.session.declared_work = regions.stop_declared_work_log(self._declared)
             self._declared = None
         sampler.finish_for_session(self._sampler, self.session)
+        if self.step_window is not None and self._window_trace is None:
+            why = steps.steps_ran_sentence(*self.step_window, self._steps.ended if self._steps else 0)
+            self.session.collectors[collector.TRACE] = CollectorStatus("not-run", why)
+            self._record_device(None)
+            return
         fd, path = tempfile.mkstemp(prefix="kernelscope-trace-", suffix=".json")
         os.close(fd)
         try:
-            self._prof.export_chrome_trace(path)
+            if self._window_trace is not None:
+                os.replace(self._window_trace, path)
+            else:
+                self._prof.export_chrome_trace(path)
             with open(path) as f:
                 doc = json.load(f)
             parsed = parse_trace(doc)

@@ -34,7 +34,8 @@ def is_python_command(arg0: str) -> bool:
     return arg0 == sys.executable or name.startswith("python") and not name.endswith((".py", ".sh"))
 
 
-def build_child_command(command: list[str], module: str | None, output: Path, keep_trace: str | None) -> list[str]:
+def build_child_command(command: list[str], module: str | None, output: Path, keep_trace: str | None,
+                        steps: str | None = None, memory: bool = False) -> list[str]:
     """The child's argv, after checking that the workload exists."""
     if module is not None:
         python, workload = sys.executable, ["-m", module, *command]
@@ -60,19 +61,26 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
     opts = ["--output", str(output), "--command", json.dumps(command if module is None else ["-m", module, *command])]
     if keep_trace:
         opts += ["--keep-trace", keep_trace]
+    if steps:
+        opts += ["--steps", steps]
+    if memory:
+        opts += ["--memory"]
     return [python, "-m", "kernelscope.collect.trace.bootstrap", *opts, "--", *workload]
 
 
-def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None) -> RunResult:
+def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None,
+        steps: str | None = None, memory: bool = False) -> RunResult:
     from kernelscope.collect.trace.torchrun import is_torchrun, run_torchrun
 
     if module is None and is_torchrun(command):  # a multi-GPU job: every rank records itself (torchrun.py)
+        if steps or memory:
+            raise RunError("--steps and --memory are not supported under torchrun yet: profile one process")
         if keep_trace:
             raise RunError("--keep-trace keeps one trace; under torchrun each rank has its own: record them with "
                            "torch.profiler and use kernelscope import instead")
         exit_code, session = run_torchrun(command, output)
         return RunResult(exit_code=exit_code, session=session, output=output)
-    child = build_child_command(command, module, output, keep_trace)
+    child = build_child_command(command, module, output, keep_trace, steps, memory)
     env = dict(os.environ)
     pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kernelscope.render.html.analysis import counter_sections, roofline_section, session_recommendations, summary_section
 from kernelscope.render.html.kernel import config_section, phases_section, sm_layout_section, warp_section
+from kernelscope.render.html.memory import memory_section
 from kernelscope.render.html.markup import CSS, Markup, el, kv, render, scoped_css
 from kernelscope.render.html.session import gpu_stats_section, header_section, kernel_table_section, timeline_section
 from kernelscope.render.html.verdict import verdict_section
@@ -42,6 +43,10 @@ def render_html(report) -> str:
                           id=anchor))
     a = report.analysis
     tail = [roofline_section(a), session_recommendations(a), timeline_section(a.timeline, report.summary)]
+    memory = getattr(report, "memory", None)
+    if memory is not None:  # run --memory
+        tail.append(memory_section(memory))
+        nav.append(el("a", "memory", href="#memory"))
     if report.gpu_stats is not None:
         tail.append(gpu_stats_section(s, report.gpu_stats))
     nav += [el("a", "timeline", href="#timeline")] + ([el("a", "GPU stats", href="#gpu-stats")]

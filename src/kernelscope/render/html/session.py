@@ -7,6 +7,7 @@ from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.render.fmt import dim3_compact, duration, size_bytes, truncate
+from kernelscope.render.timeline import mark_text
 from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
@@ -139,7 +140,12 @@ def timeline_section(tl, summary) -> Markup:
     origin = next((r.start_ns for r in tl.rows if r.kind != "region"), 0)
     labels = distinct_short_names(r.name for r in tl.rows[:TIMELINE_ROWS] if r.kind == "kernel")
     trows = []
-    for r in tl.rows[:TIMELINE_ROWS]:
+    shown = tl.rows[:TIMELINE_ROWS]
+    marks = [m for m in tl.marks if len(shown) == len(tl.rows) or m.t_ns <= shown[-1].start_ns]
+    for r in shown:
+        while marks and marks[0].t_ns < r.start_ns:  # kernelscope.mark() points in time order among the rows
+            m = marks.pop(0)
+            trows.append((f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m)))
         if r.kind == "region":
             trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region", f"▸ {r.name}",
                           "" if r.on_gpu else "(CPU span: no GPU work seen)"))
@@ -149,6 +155,7 @@ def timeline_section(tl, summary) -> Markup:
         notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
         trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
                       labels.get(r.name, r.short_name), notes))
+    trows += [(f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m)) for m in marks]
     more = f" (first {TIMELINE_ROWS} of {len(tl.rows):,})" if len(tl.rows) > TIMELINE_ROWS else ""
     body.append(el("details", el("summary", f"Rows in time order{more}"),
                    table(("Start ms", "Duration", "Idle before", "Kind", "Name", "Notes (counter pass)"), trows,

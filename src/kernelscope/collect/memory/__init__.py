@@ -1,0 +1,1 @@
+"""`run --memory`: the PyTorch caching allocator's history (torch.cuda.memory._record_memory_history)."""
