@@ -293,3 +293,25 @@ def test_run_under_torchrun_records_every_rank_on_the_cpu(tmp_path: Path) -> Non
     s = Session.load(out)
     assert [(x.rank, x.local_rank, x.world_size) for x in s.ranks] == [(0, 0, 2), (1, 1, 2)]
     assert s.collectors["ranks"].status == "ok"
+
+
+def test_diff_compares_two_ranks_of_one_session_like_two_sessions(capsys) -> None:
+    s = Session.load(RUN)
+    code, out, _ = ks("diff", str(RUN), "--ranks", "0", "1", "--json", capsys=capsys)
+    d = json.loads(out)
+    assert code == 0 and d["a"].endswith("rank 0") and d["b"].endswith("rank 1")
+    spin = next(k for k in d["kernels"] if k["short_name"] == "spin_kernel")  # the planted delay runs on rank 1 only
+    assert spin["verdict"] == "only in B"
+    total = {r: sum(x.duration_ns for x in s.launches if x.rank == r) for r in (0, 1)}
+    assert (d["total_a_ns"], d["total_b_ns"]) == (total[0], total[1])  # each side is that rank's kernels, no more
+    code, back, _ = ks("diff", str(RUN), "--ranks", "1", "0", "--json", capsys=capsys)
+    assert json.loads(back)["total_a_ns"] == total[1]
+    code, text, _ = ks("diff", str(RUN), "--ranks", "0", "1", "--width", "140", capsys=capsys)
+    assert code == 0 and "rank 0" in text and "spin_kernel" in text and "only in B" in text
+
+
+def test_diff_of_ranks_refuses_a_rank_that_is_not_there(capsys) -> None:
+    code, _, err = ks("diff", str(RUN), "--ranks", "0", "2", capsys=capsys)
+    assert code == 2 and "has no rank 2 (its ranks: 0, 1)" in err and "Traceback" not in err
+    code, _, err = ks("diff", str(RUN), capsys=capsys)
+    assert code == 2 and "--ranks" in err
