@@ -315,3 +315,28 @@ def test_diff_of_ranks_refuses_a_rank_that_is_not_there(capsys) -> None:
     assert code == 2 and "has no rank 2 (its ranks: 0, 1)" in err and "Traceback" not in err
     code, _, err = ks("diff", str(RUN), capsys=capsys)
     assert code == 2 and "--ranks" in err
+
+
+def test_the_timeline_marks_collective_waits_on_the_waiting_rank(capsys) -> None:
+    """"barrier: allreduce 3.03 ms GPU0 waits for GPU1" on rank 0's NCCL kernel, from the collectives' waits."""
+    from kernelscope.analyze.timeline import build_timeline
+
+    s = Session.load(RUN)
+    tl = build_timeline(s)
+    a = analyze_collectives(s)
+    waited = sorted((t.rank, t.start_ns, t.wait_ns) for row in a.rows for t in row.ranks
+                    if t.rank != row.straggler_rank and t.wait_ns >= 1_000)
+    marked = [r for r in tl.rows if r.barrier is not None]
+    assert sorted((r.rank, r.start_ns, r.barrier.wait_ns) for r in marked) == waited
+    assert all(r.barrier.rank == r.rank and "nccl" in r.name.lower() for r in marked)
+    planted = [b for b in tl.barriers if b.rank == 0 and b.straggler_rank == 1 and b.collective == "allreduce"]
+    assert len(planted) >= 4 and all(2.7e6 <= b.wait_ns <= 3.1e6 for b in planted if b.wait_ns > 1e6)
+    assert {r.rank for r in tl.rows} == {0, 1}
+    one = build_timeline(Session.load(ROOT / "tests" / "data" / "session_h100_mixed.json.gz"))
+    assert not one.barriers and all(r.rank is None for r in one.rows)  # a one-GPU session is as it was
+    code, text, _ = ks("show", str(RUN), "--width", "200", "--panels", "0", "--timeline", "5000", capsys=capsys)
+    timeline = text[text.index("Timeline"):text.index("Collectives (")]
+    assert code == 0 and "barrier: allreduce 3.035 ms GPU0 waits for GPU1" in timeline
+    code, out, _ = ks("show", str(RUN), "--json", "--timeline", "5000", capsys=capsys)
+    doc = json.loads(out)["timeline"]
+    assert len(doc["barriers"]) == len(waited) and {r["rank"] for r in doc["rows"]} == {0, 1}

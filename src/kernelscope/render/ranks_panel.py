@@ -15,10 +15,11 @@ from rich.text import Text
 
 from kernelscope.analyze.collectives import BUSBW_FORMULA, WAIT_FORMULA, WARMUP_RULE, CollectiveAnalysis, CollectiveRow
 from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksSummary
+from kernelscope.analyze.thresholds import BARRIER_MARK_MIN_NS
 from kernelscope.render.fmt import duration, size_bytes
 from kernelscope.render.text import visible
 
-WAIT_MARK_MIN_NS = 1_000  # waits under 1 µs are not marked as barriers (they are launch jitter, not a straggler)
+WAIT_MARK_MIN_NS = BARRIER_MARK_MIN_NS  # waits under it are launch jitter, not a straggler
 
 
 def _pct(part: int, whole: int) -> str:
