@@ -41,12 +41,15 @@ counter pass (ncu):
   --launch-count N        profile N launches of each launch configuration (default 1)
   --clock-control MODE    none (default: clocks as found) or base (ncu locks base clocks)
   --ncu PATH              the ncu executable (default: found on PATH)
-  --ncu-timeout S         stop ncu after S seconds"""
+  --ncu-timeout S         stop ncu after S seconds
+  --ranks LIST            under torchrun: the ranks ncu profiles, e.g. 0,1 (default: all); each chosen rank
+                          runs under its own ncu (FILE.rank<R>.ncu-rep); NCCL kernels are never profiled
+                          (they would deadlock under ncu's kernel replay)"""
 
 _VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module",
                "--sample-interval": "sample_interval", "--top": "top", "--kernel": "kernel", "--region": "region",
                "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
-               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout"}
+               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--ranks": "ranks"}
 _FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters"}
 
 
@@ -100,7 +103,8 @@ def _int_opt(opts: dict, key: str, default: int, lo: int = 0) -> int:
 def _counter_request(o: dict):
     from kernelscope.collect.ncu.counter_pass import CounterRequest
 
-    counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout")
+    counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout",
+                    "ranks")
     if not o["counters"]:
         used = [k for k in counter_opts if o[k] is not None]
         if used:
@@ -125,7 +129,21 @@ def _counter_request(o: dict):
             fail(f"--ncu-timeout takes a positive number of seconds, not {o['ncu_timeout']!r}")
     return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
                           launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
-                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout)
+                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
+                          ranks=_ranks_opt(o["ranks"]))
+
+
+def _ranks_opt(text: str | None) -> list[int] | None:
+    """--ranks 0,1 (or all): the ranks the counter pass profiles under torchrun."""
+    if text is None or text.strip() == "all":
+        return None
+    try:
+        ranks = [int(t) for t in text.split(",")]
+    except ValueError:
+        ranks = [-1]
+    if not ranks or min(ranks) < 0:
+        fail(f"--ranks takes ranks separated by commas (e.g. 0,1) or all, not {text!r}")
+    return sorted(set(ranks))
 
 
 def main(argv: list[str]) -> int:
@@ -136,19 +154,24 @@ def main(argv: list[str]) -> int:
     out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
     output_path(out, o["force"], inputs, "session file")
-    if request is not None:
+    from kernelscope.collect.trace.torchrun import is_torchrun
+
+    torchrun = is_torchrun(o["command"])
+    if request is not None and request.ranks is not None and not torchrun:
+        fail("--ranks chooses ranks of a torchrun job: give the torchrun command after '--'")
+    if request is not None and not torchrun:
         from kernelscope.collect.ncu.counter_pass import report_path_for
 
         output_path(report_path_for(out), o["force"], inputs, "Nsight Compute report")
+    elif request is not None:  # one report per rank, FILE.rank<R>.ncu-rep: the ranks are known only after the trace pass
+        from kernelscope.collect.ncu.rank_counters import rank_report_path
+
+        for old in sorted(rank_report_path(out, 0).parent.glob(rank_report_path(out, 0).name.replace(".rank0.", ".rank*."))):
+            output_path(old, o["force"], inputs, "Nsight Compute report")
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
-    from kernelscope.collect.trace.torchrun import is_torchrun
-
-    if request is not None and is_torchrun(o["command"]):
-        fail("--counters under torchrun is not supported yet: record the trace pass with kernelscope run -- torchrun "
-             "..., and profile one rank with ncu yourself (excluding NCCL kernels, which deadlock under replay)")
-    python_workload = python_workload or is_torchrun(o["command"])
+    python_workload = python_workload or torchrun
     try:
         if request is not None and not python_workload:
             result = run_without_trace(o["command"], out)
@@ -204,7 +227,14 @@ def _counters(result, o: dict, request) -> int:
         if line.startswith("==PROF== Profiling") and not o["quiet"]:
             print("  " + line.rstrip(), file=sys.stderr)
 
-    ok = run_counter_pass(s, command, result.output, request, on_line=progress)
+    from kernelscope.collect.trace.torchrun import is_torchrun
+
+    if is_torchrun(command):  # each chosen rank runs under its own ncu (its output passes through torchrun's)
+        from kernelscope.collect.ncu.rank_counters import run_rank_counter_pass
+
+        ok = run_rank_counter_pass(s, command, result.output, request)
+    else:
+        ok = run_counter_pass(s, command, result.output, request, on_line=progress)
     s.save(result.output)
     if not ok:
         print(f"kernelscope: error: counter pass failed: {s.collectors[collector.COUNTERS].reason}.", file=sys.stderr)

@@ -29,6 +29,7 @@ class CounterRequest:
     clock_control: str = "none"
     ncu: str | None = None
     timeout_s: float | None = None
+    ranks: list[int] | None = None  # under torchrun: the ranks ncu profiles (None: all); rank_counters.py
 
 
 def report_path_for(session_path: Path) -> Path:
