@@ -122,3 +122,19 @@ def test_ranks_option_is_checked(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, "-m", "kernelscope", "run", *opts, "-o", str(tmp_path / "s.json"), "--",
                             sys.executable, str(w)], env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and phrase in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_session_header_says_which_ranks_ncu_profiled_and_that_nccl_was_left_out(tmp_path: Path) -> None:
+    from kernelscope.cli import main as cli_main
+    from kernelscope.model import CollectorStatus
+
+    s = Session.load(RUN)
+    s.collectors["counters"] = CollectorStatus("ok", None, {"ranks_profiled": [1], "nccl": "x"})
+    s.save(tmp_path / "s.json")
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli_main(["show", str(tmp_path / "s.json"), "--width", "200", "--panels", "0"]) == 0
+    assert "ranks profiled: 1 · NCCL kernels never profiled" in buf.getvalue()
