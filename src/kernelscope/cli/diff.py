@@ -10,7 +10,7 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session
+from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session, non_negative
 
 EXIT_SLOWER = 1
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diff", help="compare two session files, or two ranks of one, kernel by kernel")
     p.add_argument("a", help="the baseline session (A)")
     p.add_argument("b", nargs="?", help="the session compared with it (B); with --ranks, default: A itself")
-    p.add_argument("--ranks", nargs=2, type=int, metavar=("RANK_A", "RANK_B"),
+    p.add_argument("--ranks", nargs=2, type=non_negative, metavar=("RANK_A", "RANK_B"),
                    help="compare rank RANK_A of A with rank RANK_B of B (of A when B is not given)")
     p.add_argument("--fail-if-slower", type=float, metavar="PCT",
                    help="exit 1 if a kernel's median time grew by more than PCT %% beyond the run-to-run spread")
