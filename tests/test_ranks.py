@@ -101,10 +101,29 @@ def test_recorded_run_under_torchrun_waits_within_10_percent_of_the_delay(capsys
     assert [r.rank for r in s.ranks] == [0, 1] and [r.local_rank for r in s.ranks] == [0, 1]
     assert all(r.host and r.pid for r in s.ranks)
     code, out, _ = ks("show", str(RUN), "--json", capsys=capsys)
-    pairs = planted_waits(s, json.loads(out))
+    doc = json.loads(out)
+    pairs = planted_waits(s, doc)
     assert len(pairs) >= 4
     for wait, delay in pairs:
         assert abs(wait - delay) <= 0.1 * delay
+
+
+def test_the_runs_straggler_leaves_out_warm_up_collectives(capsys) -> None:
+    """In the recorded run rank 0 is late once by 43.6 ms at the first all-reduce (its first step's start-up):
+    counted, it would be the run's straggler (46.8 ms caused vs 11.9 ms); the planted rank 1 is named instead."""
+    s = Session.load(RUN)
+    a = analyze_collectives(s)
+    first_allreduce = next(r for r in a.rows if r.name == "allreduce")
+    assert first_allreduce.straggler_rank == 0 and first_allreduce.spread_ns > 40e6  # still shown as it was
+    by_rank = {x.rank: x for x in a.stragglers}
+    assert a.run_straggler is not None and a.run_straggler.rank == 1
+    assert by_rank[0].warmup_wait_ns >= first_allreduce.spread_ns  # counted apart, not lost
+    assert by_rank[0].caused_wait_ns + by_rank[0].warmup_wait_ns > by_rank[1].caused_wait_ns  # the old rule's pick
+    code, out, _ = ks("show", str(RUN), "--json", capsys=capsys)
+    summary = json.loads(out)["ranks_summary"]
+    assert summary["straggler_rank"] == 1 and "warm-up" in summary["straggler_rule"]
+    code, text, _ = ks("show", str(RUN), "--width", "140", "--panels", "0", capsys=capsys)
+    assert "straggler of the run: rank 1" in text and "warm-up: rank 0" in text
 
 
 def test_show_json_lists_ranks_and_collectives_as_specified(job: Path, capsys) -> None:
@@ -274,3 +293,50 @@ def test_run_under_torchrun_records_every_rank_on_the_cpu(tmp_path: Path) -> Non
     s = Session.load(out)
     assert [(x.rank, x.local_rank, x.world_size) for x in s.ranks] == [(0, 0, 2), (1, 1, 2)]
     assert s.collectors["ranks"].status == "ok"
+
+
+def test_diff_compares_two_ranks_of_one_session_like_two_sessions(capsys) -> None:
+    s = Session.load(RUN)
+    code, out, _ = ks("diff", str(RUN), "--ranks", "0", "1", "--json", capsys=capsys)
+    d = json.loads(out)
+    assert code == 0 and d["a"].endswith("rank 0") and d["b"].endswith("rank 1")
+    spin = next(k for k in d["kernels"] if k["short_name"] == "spin_kernel")  # the planted delay runs on rank 1 only
+    assert spin["verdict"] == "only in B"
+    total = {r: sum(x.duration_ns for x in s.launches if x.rank == r) for r in (0, 1)}
+    assert (d["total_a_ns"], d["total_b_ns"]) == (total[0], total[1])  # each side is that rank's kernels, no more
+    code, back, _ = ks("diff", str(RUN), "--ranks", "1", "0", "--json", capsys=capsys)
+    assert json.loads(back)["total_a_ns"] == total[1]
+    code, text, _ = ks("diff", str(RUN), "--ranks", "0", "1", "--width", "140", capsys=capsys)
+    assert code == 0 and "rank 0" in text and "spin_kernel" in text and "only in B" in text
+
+
+def test_diff_of_ranks_refuses_a_rank_that_is_not_there(capsys) -> None:
+    code, _, err = ks("diff", str(RUN), "--ranks", "0", "2", capsys=capsys)
+    assert code == 2 and "has no rank 2 (its ranks: 0, 1)" in err and "Traceback" not in err
+    code, _, err = ks("diff", str(RUN), capsys=capsys)
+    assert code == 2 and "--ranks" in err
+
+
+def test_the_timeline_marks_collective_waits_on_the_waiting_rank(capsys) -> None:
+    """"barrier: allreduce 3.03 ms GPU0 waits for GPU1" on rank 0's NCCL kernel, from the collectives' waits."""
+    from kernelscope.analyze.timeline import build_timeline
+
+    s = Session.load(RUN)
+    tl = build_timeline(s)
+    a = analyze_collectives(s)
+    waited = sorted((t.rank, t.start_ns, t.wait_ns) for row in a.rows for t in row.ranks
+                    if t.rank != row.straggler_rank and t.wait_ns >= 1_000)
+    marked = [r for r in tl.rows if r.barrier is not None]
+    assert sorted((r.rank, r.start_ns, r.barrier.wait_ns) for r in marked) == waited
+    assert all(r.barrier.rank == r.rank and "nccl" in r.name.lower() for r in marked)
+    planted = [b for b in tl.barriers if b.rank == 0 and b.straggler_rank == 1 and b.collective == "allreduce"]
+    assert len(planted) >= 4 and all(2.7e6 <= b.wait_ns <= 3.1e6 for b in planted if b.wait_ns > 1e6)
+    assert {r.rank for r in tl.rows} == {0, 1}
+    one = build_timeline(Session.load(ROOT / "tests" / "data" / "session_h100_mixed.json.gz"))
+    assert not one.barriers and all(r.rank is None for r in one.rows)  # a one-GPU session is as it was
+    code, text, _ = ks("show", str(RUN), "--width", "200", "--panels", "0", "--timeline", "5000", capsys=capsys)
+    timeline = text[text.index("Timeline"):text.index("Collectives (")]
+    assert code == 0 and "barrier: allreduce 3.035 ms GPU0 waits for GPU1" in timeline
+    code, out, _ = ks("show", str(RUN), "--json", "--timeline", "5000", capsys=capsys)
+    doc = json.loads(out)["timeline"]
+    assert len(doc["barriers"]) == len(waited) and {r["rank"] for r in doc["rows"]} == {0, 1}

@@ -27,6 +27,11 @@ LAUNCH_BOUND_GAP_RATIO = 1.0
 
 # -- timeline gaps (analyze/timeline.py) -----------------------------------------------------
 
+# A rank's wait at a collective under this is not marked as a barrier on the timeline or in the Collectives
+# panel (launch jitter, not a straggler). In the recorded 2x H200 run (tests/data/ranks) the collectives with
+# no planted delay before them spread 0.07-1.8 µs (one all-gather 13.8 µs), the planted delay's 2.8-3.0 ms.
+BARRIER_MARK_MIN_NS = 1_000
+
 # Gaps up to this are the GPU switching between queued kernels, not idling: the H100
 # recordings show 0.9-1.4 µs between back-to-back kernels of one stream.
 BACK_TO_BACK_GAP_NS = 2_000

@@ -1,5 +1,8 @@
 """`kernelscope diff A.json B.json`: compare two sessions kernel by kernel (exit 1 with
---fail-if-slower when a kernel got slower by more than PCT % beyond the noise)."""
+--fail-if-slower when a kernel got slower by more than PCT % beyond the noise).
+
+`kernelscope diff s.json --ranks 0 1` compares two ranks of one multi-GPU session the same way (rank 0 is A,
+rank 1 is B); `diff a.json b.json --ranks 0 1` compares rank 0 of a.json with rank 1 of b.json."""
 from __future__ import annotations
 
 import argparse
@@ -7,15 +10,17 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session
+from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session, non_negative
 
 EXIT_SLOWER = 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="compare two session files kernel by kernel")
+    p = sub.add_parser("diff", help="compare two session files, or two ranks of one, kernel by kernel")
     p.add_argument("a", help="the baseline session (A)")
-    p.add_argument("b", help="the session compared with it (B)")
+    p.add_argument("b", nargs="?", help="the session compared with it (B); with --ranks, default: A itself")
+    p.add_argument("--ranks", nargs=2, type=non_negative, metavar=("RANK_A", "RANK_B"),
+                   help="compare rank RANK_A of A with rank RANK_B of B (of A when B is not given)")
     p.add_argument("--fail-if-slower", type=float, metavar="PCT",
                    help="exit 1 if a kernel's median time grew by more than PCT %% beyond the run-to-run spread")
     p.add_argument("--kernel", metavar="REGEX", help="only kernels whose full or short name matches REGEX")
@@ -32,7 +37,14 @@ def main(args: argparse.Namespace) -> int:
 
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
         fail("--fail-if-slower takes a non-negative percentage")
-    sa, sb = load_session(args.a), load_session(args.b)
+    if args.b is None and args.ranks is None:
+        fail("diff needs two sessions (diff A.json B.json) or two ranks of one (diff s.json --ranks 0 1)")
+    name_a, name_b = args.a, args.b or args.a
+    sa = load_session(args.a)
+    sb = sa if args.b is None else load_session(args.b)
+    if args.ranks is not None:
+        sa, sb = _rank(sa, args.a, args.ranks[0]), _rank(sb, name_b, args.ranks[1])
+        name_a, name_b = f"{name_a} rank {args.ranks[0]}", f"{name_b} rank {args.ranks[1]}"
     if not args.json:  # the terminal prints the sessions' strings: make them plain text first
         from kernelscope.render.text import display_copy
 
@@ -51,14 +63,24 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         from kernelscope.render.diff_json import diff_json
 
-        json.dump(diff_json(d, args.a, args.b, args.fail_if_slower), sys.stdout, indent=1)
+        json.dump(diff_json(d, name_a, name_b, args.fail_if_slower), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         from kernelscope.render.console import make_console
         from kernelscope.render.diff_view import DiffView
 
         console = make_console(width=args.width, color=False if args.no_color else None)
-        console.print(DiffView(d, args.a, args.b, args.fail_if_slower))
+        console.print(DiffView(d, name_a, name_b, args.fail_if_slower))
     if args.fail_if_slower is not None and d.slower_than(args.fail_if_slower):
         return EXIT_SLOWER
     return 0
+
+
+def _rank(session, path: str, rank: int):
+    """One rank of a session as a session of its own (a one-process session is rank 0)."""
+    from kernelscope.collect.ranks import split_ranks
+
+    parts = {p.info.rank: p.session for p in split_ranks(session, path)}
+    if rank not in parts:
+        fail(f"{path} has no rank {rank} (its ranks: {', '.join(map(str, sorted(parts)))})")
+    return parts[rank]

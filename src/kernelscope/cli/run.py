@@ -46,12 +46,15 @@ counter pass (ncu):
   --launch-count N        profile N launches of each launch configuration (default 1)
   --clock-control MODE    none (default: clocks as found) or base (ncu locks base clocks)
   --ncu PATH              the ncu executable (default: found on PATH)
-  --ncu-timeout S         stop ncu after S seconds"""
+  --ncu-timeout S         stop ncu after S seconds
+  --ranks LIST            under torchrun: the ranks ncu profiles, e.g. 0,1 (default: all); each chosen rank
+                          runs under its own ncu (FILE.rank<R>.ncu-rep); NCCL kernels are never profiled
+                          (they would deadlock under ncu's kernel replay)"""
 
 _VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module",
                "--sample-interval": "sample_interval", "--top": "top", "--kernel": "kernel", "--region": "region",
                "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
-               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps"}
+               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps", "--ranks": "ranks"}
 _FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters",
           "--memory": "memory"}
 
@@ -106,7 +109,8 @@ def _int_opt(opts: dict, key: str, default: int, lo: int = 0) -> int:
 def _counter_request(o: dict):
     from kernelscope.collect.ncu.counter_pass import CounterRequest
 
-    counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout")
+    counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout",
+                    "ranks")
     if not o["counters"]:
         used = [k for k in counter_opts if o[k] is not None]
         if used:
@@ -132,7 +136,20 @@ def _counter_request(o: dict):
     return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
                           launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
                           clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
-                          steps=o["steps"])
+                          steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+
+
+def _ranks_opt(text: str | None) -> list[int] | None:
+    """--ranks 0,1 (or all): the ranks the counter pass profiles under torchrun."""
+    if text is None or text.strip() == "all":
+        return None
+    try:
+        ranks = [int(t) for t in text.split(",")]
+    except ValueError:
+        ranks = [-1]
+    if not ranks or min(ranks) < 0:
+        fail(f"--ranks takes ranks separated by commas (e.g. 0,1) or all, not {text!r}")
+    return sorted(set(ranks))
 
 
 def main(argv: list[str]) -> int:
@@ -151,19 +168,15 @@ def main(argv: list[str]) -> int:
     out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
     output_path(out, o["force"], inputs, "session file")
-    if request is not None:
-        from kernelscope.collect.ncu.counter_pass import report_path_for
+    from kernelscope.collect.trace.torchrun import is_torchrun
 
-        output_path(report_path_for(out), o["force"], inputs, "Nsight Compute report")
+    torchrun = is_torchrun(o["command"])
+    if request is not None:
+        _check_reports(out, o["force"], inputs, request, torchrun)
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
-    from kernelscope.collect.trace.torchrun import is_torchrun
-
-    if request is not None and is_torchrun(o["command"]):
-        fail("--counters under torchrun is not supported yet: record the trace pass with kernelscope run -- torchrun "
-             "..., and profile one rank with ncu yourself (excluding NCCL kernels, which deadlock under replay)")
-    python_workload = python_workload or is_torchrun(o["command"])
+    python_workload = python_workload or torchrun
     if (o["steps"] or o["memory"]) and not python_workload:
         fail(f"{'--steps' if o['steps'] else '--memory'} needs a Python workload: steps and the caching allocator are "
              "seen from inside Python (kernelscope.step(), torch)")
@@ -198,6 +211,23 @@ def main(argv: list[str]) -> int:
               f"View it with: kernelscope show {out}", file=sys.stderr)
         _note_clocks(s)
     return exit_code
+
+
+def _check_reports(out: Path, force: bool, inputs: list[str], request, torchrun: bool) -> None:
+    """The Nsight Compute report(s) the counter pass will write: none may be clobbered without -f."""
+    if request.ranks is not None and not torchrun:
+        fail("--ranks chooses ranks of a torchrun job: give the torchrun command after '--'")
+    if not torchrun:
+        from kernelscope.collect.ncu.counter_pass import report_path_for
+
+        output_path(report_path_for(out), force, inputs, "Nsight Compute report")
+        return
+    # one report per rank, FILE.rank<R>.ncu-rep: the ranks are known only after the trace pass
+    from kernelscope.collect.ncu.rank_counters import rank_report_path
+
+    first = rank_report_path(out, 0)
+    for old in sorted(first.parent.glob(first.name.replace(".rank0.", ".rank*."))):
+        output_path(old, force, inputs, "Nsight Compute report")
 
 
 def _say_steps_and_memory(session, o: dict) -> bool:
@@ -243,7 +273,14 @@ def _counters(result, o: dict, request) -> int:
         if line.startswith("==PROF== Profiling") and not o["quiet"]:
             print("  " + line.rstrip(), file=sys.stderr)
 
-    ok = run_counter_pass(s, command, result.output, request, on_line=progress)
+    from kernelscope.collect.trace.torchrun import is_torchrun
+
+    if is_torchrun(command):  # each chosen rank runs under its own ncu (its output passes through torchrun's)
+        from kernelscope.collect.ncu.rank_counters import run_rank_counter_pass
+
+        ok = run_rank_counter_pass(s, command, result.output, request)
+    else:
+        ok = run_counter_pass(s, command, result.output, request, on_line=progress)
     s.save(result.output)
     if not ok:
         print(f"kernelscope: error: counter pass failed: {s.collectors[collector.COUNTERS].reason}.", file=sys.stderr)

@@ -68,5 +68,8 @@ class SessionHeader:
             text = f"[{style}]{st.status}[/]" if style else st.status
             if st.reason:
                 text += f": {st.reason}"
+            if name == collector.COUNTERS and "ranks_profiled" in st.details:  # under torchrun (rank_counters.py)
+                profiled = ", ".join(map(str, st.details["ranks_profiled"])) or "none"
+                text += f" · ranks profiled: {profiled} · NCCL kernels never profiled (they deadlock under replay)"
             t.add_row(f"  {name}", text)
         yield Panel(t, title="kernelscope session", title_align="left")

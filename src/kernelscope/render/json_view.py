@@ -80,9 +80,12 @@ def timeline_json(tl: Timeline, limit: int) -> dict[str, Any]:
     """The first ``limit`` rows of the run's timeline: the same rows the terminal's timeline draws."""
     rows = [{"kind": r.kind, "name": r.name, "start_ns": r.start_ns, "duration_ns": r.duration_ns,
              "gap_before_ns": r.gap_before_ns, "gap_kind": r.gap_kind, "regions": list(r.regions),
-             "on_gpu": r.on_gpu, "notes": {name: m.to_dict() for name, m in r.notes}} for r in tl.rows[:limit]]
+             "on_gpu": r.on_gpu, "notes": {name: m.to_dict() for name, m in r.notes},
+             **({} if r.rank is None else {"rank": r.rank}),  # several ranks only: one-rank JSON is as it was
+             **({} if r.barrier is None else {"barrier": vars(r.barrier)})} for r in tl.rows[:limit]]
     return {"span_ns": tl.span_ns, "gpu_busy_ns": tl.gpu_busy_ns, "missing_reason": tl.missing_reason,
-            "gaps": [vars(g) for g in tl.gaps], "rows_total": len(tl.rows), "rows": rows}
+            "gaps": [vars(g) for g in tl.gaps], "rows_total": len(tl.rows), "rows": rows,
+            **({"barriers": [vars(b) for b in tl.barriers]} if tl.barriers else {})}
 
 
 def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, Any]:

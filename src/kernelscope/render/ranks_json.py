@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analyze.collectives import ALGBW_FORMULA, BUSBW_FORMULA, WAIT_FORMULA, CollectiveRow
+from kernelscope.analyze.collectives import ALGBW_FORMULA, BUSBW_FORMULA, WAIT_FORMULA, WARMUP_RULE, CollectiveRow
 from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksReport
 
 
@@ -39,7 +39,13 @@ def ranks_json(report: RanksReport) -> dict[str, Any]:
             "compute_imbalance_pct": None if s.compute_imbalance_pct is None else round(s.compute_imbalance_pct, 3),
             "straggler_rank": None if run is None else run.rank,
             "straggler": None if run is None else {"rank": run.rank, "collectives": run.collectives,
-                                                   "caused_wait_ns": run.caused_wait_ns, "sentence": run.sentence},
+                                                   "caused_wait_ns": run.caused_wait_ns, "sentence": run.sentence,
+                                                   "warmup_collectives": run.warmup_collectives,
+                                                   "warmup_wait_ns": run.warmup_wait_ns},
+            "stragglers": [{"rank": x.rank, "collectives": x.collectives, "caused_wait_ns": x.caused_wait_ns,
+                            "warmup_collectives": x.warmup_collectives, "warmup_wait_ns": x.warmup_wait_ns}
+                           for x in c.stragglers],
+            "straggler_rule": WARMUP_RULE,
             "collectives_missing_reason": c.missing_reason,
             "notes": list(s.notes),
             "formulas": {"wait_ns": WAIT_FORMULA, "algbw_gb_s": ALGBW_FORMULA, "busbw_gb_s": BUSBW_FORMULA,

@@ -13,12 +13,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.collectives import BUSBW_FORMULA, WAIT_FORMULA, CollectiveAnalysis, CollectiveRow
+from kernelscope.analyze.collectives import BUSBW_FORMULA, WAIT_FORMULA, WARMUP_RULE, CollectiveAnalysis, CollectiveRow
 from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksSummary
+from kernelscope.analyze.thresholds import BARRIER_MARK_MIN_NS
 from kernelscope.render.fmt import duration, size_bytes
 from kernelscope.render.text import visible
 
-WAIT_MARK_MIN_NS = 1_000  # waits under 1 µs are not marked as barriers (they are launch jitter, not a straggler)
+WAIT_MARK_MIN_NS = BARRIER_MARK_MIN_NS  # waits under it are launch jitter, not a straggler
 
 
 def _pct(part: int, whole: int) -> str:
@@ -113,7 +114,14 @@ class CollectivesPanel:
                               f"{s.sentence}", style="bold"))
             for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
                 lines.append(Text(f"also last to arrive: rank {other.rank} at {other.collectives} collectives, others "
-                                  f"waited {duration(other.caused_wait_ns)} in all; worst: {other.sentence}"))
+                                  f"waited {duration(other.caused_wait_ns)} in all"
+                                  + (f"; worst: {other.sentence}" if other.worst is not None else "")))
+        late_at_warmup = [x for x in a.stragglers if x.warmup_wait_ns > 0]
+        for x in late_at_warmup:
+            lines.append(Text(f"warm-up: rank {x.rank} last at {x.warmup_collectives} warm-up collectives, others "
+                              f"waited {duration(x.warmup_wait_ns)} (left out of the run's straggler)", style="dim"))
+        if late_at_warmup:
+            lines.append(Text(f"warm-up = {WARMUP_RULE}", style="dim"))
         marks = [line for row in a.rows for line in barrier_lines(row)]
         for line in marks[: self.limit]:
             lines.append(Text(line))

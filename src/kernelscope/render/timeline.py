@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
+from rich.markup import escape
 from rich.table import Table
 
-from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
+from kernelscope.analyze.collectives import WAIT_FORMULA
+from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, BARRIER_MARK_MIN_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP, MarkRow, Timeline
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
@@ -43,8 +45,9 @@ class TimelinePanel:
         head.add_column(style="bold", no_wrap=True)
         head.add_column(overflow="fold")
         busy_pct = 100.0 * tl.gpu_busy_ns / tl.span_ns if tl.span_ns else 0.0
+        multi = any(r.rank is not None for r in tl.rows)  # several ranks: a Rank column, barriers in the notes
         head.add_row("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
-                     "kernels and copies")
+                     "kernels and copies" + (" of any rank (the Ranks panel has each rank's)" if multi else ""))
         for g in tl.gaps:
             what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else "host doing other work "
                     "(Python, synchronize, data preparation)")
@@ -55,6 +58,9 @@ class TimelinePanel:
                          f"{duration(BACK_TO_BACK_GAP_NS)} of the previous one ending")
         cols = [Column("Start ms"), Column("Duration"), Column("Idle before"), Column("Kind", "left"),
                 Column("Name", "left", wrap=True, min_width=20), Column("Notes (counter pass)", "left", wrap=True)]
+        if multi:
+            cols.insert(0, Column("Rank"))
+            cols[-1] = Column("Notes (barriers, counter pass)", "left", wrap=True)
         labels = distinct_short_names(tl.kernel_names())
         origin = next(r.start_ns for r in tl.rows if r.kind != "region")
         rows = []
@@ -67,18 +73,25 @@ class TimelinePanel:
                              f"[magenta]◆ {m.name}[/]", mark_text(m)))
             if r.kind == "region":
                 where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
-                rows.append((f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
-                             "[dim]region[/]", f"[dim]▸ {r.name}[/]", where))
+                rows.append(((str(r.rank),) if multi else ()) + (
+                    f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
+                    "[dim]region[/]", f"[dim]▸ {r.name}[/]", where))
                 continue
             gap = ""
             if r.gap_before_ns is not None and r.gap_kind in _GAP_STYLE:
                 gap = f"[{_GAP_STYLE[r.gap_kind]}]{duration(r.gap_before_ns)} {r.gap_kind}[/]"
             notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
-            rows.append((_offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
-                         labels.get(r.name, r.short_name), notes))
+            if r.barrier is not None:
+                b = r.barrier
+                said = f"barrier: {b.collective} {duration(b.wait_ns)} GPU{b.rank} waits for GPU{b.straggler_rank}"
+                notes = f"[magenta]{escape(said)}[/]" + (f" · {notes}" if notes else "")
+            rows.append(((str(r.rank),) if multi else ()) + (
+                _offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
+                labels.get(r.name, r.short_name), notes))
         for m in marks:
-            rows.append((f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]",
-                         mark_text(m)))
+            rows.append((("",) if multi else ()) + (
+                f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]",
+                mark_text(m)))
         # at 80 columns the notes go to a second table, of the launches that have them
         tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
         parts: list = [head, *tables]
@@ -90,4 +103,8 @@ class TimelinePanel:
                      "achieved occupancy)" + ("; ◆ rows are kernelscope.mark() points (CPU time) with "
                      "torch.cuda.memory_allocated()/memory_reserved() then and the values given" if tl.marks else "")
                      + ".[/]")
+        if multi:
+            parts.append(f"[dim]Several ranks: idle before is measured on the row's own rank; barrier = a rank "
+                         f"waiting inside a collective for the last to arrive (wait = {WAIT_FORMULA}; GPU<n> is rank "
+                         f"n; {len(tl.barriers)} marked, waits under {duration(BARRIER_MARK_MIN_NS)} are not).[/]")
         yield Panel(Group(*parts), title="8 · Timeline", title_align="left")

@@ -30,6 +30,7 @@ class CounterRequest:
     ncu: str | None = None
     timeout_s: float | None = None
     steps: str | None = None  # "FIRST-LAST": only kernels launched in those steps (cudaProfilerStart/Stop)
+    ranks: list[int] | None = None  # under torchrun: the ranks ncu profiles (None: all); rank_counters.py
 
 
 def report_path_for(session_path: Path) -> Path:

@@ -31,15 +31,21 @@ def is_torchrun(command: list[str]) -> bool:
                                                                        "torch.distributed.launch")
 
 
+def hook_env() -> dict[str, str]:
+    """The environment that puts rank_hook/ (and this kernelscope) first on the ranks' PYTHONPATH."""
+    env = dict(os.environ)
+    pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
 def run_torchrun(command: list[str], output: Path) -> tuple[int, Session]:
     if shutil.which(command[0]) is None and not os.path.isfile(command[0]):
         from kernelscope.collect.trace.errors import RunError
 
         raise RunError(f"cannot run {command[0]!r}: no such program")
     rank_dir = Path(tempfile.mkdtemp(prefix="kernelscope-ranks-"))
-    env = dict(os.environ)
-    pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env = hook_env()
     env[RANK_DIR_ENV] = str(rank_dir)
     env.pop("KERNELSCOPE_RANK_HOOKED", None)
     try:
