@@ -44,8 +44,12 @@ def test_torchrun_records_every_rank_and_names_the_straggler(tmp_path: Path) -> 
     from test_ranks import planted_waits
 
     pairs = planted_waits(s, doc)
-    assert len(pairs) >= 3  # the first step's may hide behind rank 0's own first-step start-up
-    for wait, delay in pairs:
+    print("rank 0's wait, planted delay (ns):", pairs)
+    # the first step is warm-up (as for the run's straggler): each rank's own first-step start-up moves its
+    # arrival too (measured on 2x H200, 2026-11-23: rank 0 waited 7.2 ms there for a 3.0 ms delay)
+    steady = pairs[1:]
+    assert len(steady) >= 3
+    for wait, delay in steady:
         assert abs(wait - delay) <= 0.1 * delay
     text = _ks("show", str(out), "--width", "140", "--panels", "0", cwd=tmp_path).stdout
     assert "GPU0 waits for GPU1" in text and "straggler of the run: rank 1" in text
