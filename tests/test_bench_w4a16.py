@@ -135,7 +135,9 @@ def test_sweep_records_failures_and_goes_on(tmp_path):
             if impl.startswith("w4a16") and not has_triton:  # torch without triton: the row says what is missing
                 assert r.status == "failed" and "needs triton" in r.error
                 continue
-            if impl.startswith("w4a16") and not interpreted:  # a GPU machine: the CPU kernel refuses, and the row says so
+            if (
+                impl.startswith("w4a16") and not interpreted
+            ):  # a GPU machine: the CPU kernel refuses, and the row says so
                 assert r.status == "failed" and "TRITON_INTERPRET=1" in r.error
                 continue
             assert r.status == "ok" and r.get("relative_error") < 1e-2, (impl, m, r.error)

@@ -51,14 +51,23 @@ def test_writing_commands_take_output_and_force(name):
         assert ("-o" in opts or "--output" in opts) and "-f" in opts, name
 
 
-@pytest.mark.parametrize("argv", [
-    ["show", SESSION, "--width", "0"], ["show", SESSION, "--width", "39"], ["show", SESSION, "--panels", "-1"],
-    ["show", SESSION, "--top", "-2"], ["diff", SESSION, SESSION, "--width", "10"],
-    ["occupancy", "--arch", "sm_90", "--block", "-128", "--regs", "32"], ["occupancy", "--arch", "sm_90",
-                                                                        "--block", "128", "--regs", "32", "--width", "5"],
-    ["calibrate", "--repeats", "0"], ["learn", "marlin", "--m", "-1"], ["top", "--iters", "0"],
-    ["run", "--counters", "--top", "-1", "--", "python", "x.py"], ["export", SESSION],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", SESSION, "--width", "0"],
+        ["show", SESSION, "--width", "39"],
+        ["show", SESSION, "--panels", "-1"],
+        ["show", SESSION, "--top", "-2"],
+        ["diff", SESSION, SESSION, "--width", "10"],
+        ["occupancy", "--arch", "sm_90", "--block", "-128", "--regs", "32"],
+        ["occupancy", "--arch", "sm_90", "--block", "128", "--regs", "32", "--width", "5"],
+        ["calibrate", "--repeats", "0"],
+        ["learn", "marlin", "--m", "-1"],
+        ["top", "--iters", "0"],
+        ["run", "--counters", "--top", "-1", "--", "python", "x.py"],
+        ["export", SESSION],
+    ],
+)
 def test_bad_values_are_refused_with_exit_2(argv):
     code, out, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err and "error" in err, (argv, err)

@@ -29,7 +29,11 @@ def test_each_counter_result_sits_on_a_trace_launch_of_the_same_configuration(na
     for x in profiled:
         c = x.counters
         assert (c["launch__grid_dim_x"].value, c["launch__grid_dim_y"].value, c["launch__grid_dim_z"].value) == x.grid
-        assert (c["launch__block_dim_x"].value, c["launch__block_dim_y"].value, c["launch__block_dim_z"].value) == x.block
+        assert (
+            c["launch__block_dim_x"].value,
+            c["launch__block_dim_y"].value,
+            c["launch__block_dim_z"].value,
+        ) == x.block
         assert x.start_ns is not None  # a trace launch, not one invented from the report
         # CUPTI's duration and ncu's gpu__time_duration measure the same kernel in two runs
         assert 0.5 < c["gpu__time_duration.sum"].value / x.duration_ns < 2.0, x.kernel

@@ -63,7 +63,9 @@ def _fake_torch(version: str, cuda: str | None, available: bool, activities=("CP
                                  cuda=types.SimpleNamespace(is_available=lambda: available), profiler=prof)
 
 
-@pytest.mark.parametrize("cuda,available,status", [("12.8", True, OK), ("12.8", False, LIMITED), (None, False, LIMITED)])
+@pytest.mark.parametrize(
+    "cuda,available,status", [("12.8", True, OK), ("12.8", False, LIMITED), (None, False, LIMITED)]
+)
 def test_torch_check_tells_a_cpu_build_from_a_cuda_one(monkeypatch, cuda, available, status):
     monkeypatch.setattr(doctor, "_module", lambda name: (_fake_torch("2.11.0", cuda, available), ""))
     c = doctor.probe_torch()
@@ -131,7 +133,10 @@ def test_nvml_and_gpm_checks_from_nvml_itself():
 
 def test_a_gpu_machine_renders_every_check_ok_and_no_fix(monkeypatch):
     """The GPU case, with the probes replaced: what the user sees when everything is there."""
-    found = {"probe_gpu": "NVIDIA H100 80GB HBM3, sm_90, CUDA driver API 13.0", "probe_torch": "torch 2.11.0 (CUDA 12.8)"}
+    found = {
+        "probe_gpu": "NVIDIA H100 80GB HBM3, sm_90, CUDA driver API 13.0",
+        "probe_torch": "torch 2.11.0 (CUDA 12.8)",
+    }
     for name in doctor.PROBES:
         label = name.removeprefix("probe_")
         monkeypatch.setattr(doctor, name, lambda label=label, name=name: Check(label, OK, found.get(name, "fine")))
@@ -139,9 +144,13 @@ def test_a_gpu_machine_renders_every_check_ok_and_no_fix(monkeypatch):
                                                            doctor.FIX_NCU, "the counter pass"))
     out = _text(doctor.run_checks())
     lines = [ln.rstrip() for ln in out.splitlines()]
-    assert lines[1].split()[:2] == ["ok", "gpu"] and lines[1].endswith("NVIDIA H100 80GB HBM3, sm_90, CUDA driver API 13.0")
-    assert any(ln.split()[:4] == ["missing", "Nsight", "Compute", "(ncu)"] and ln.endswith("needed for the counter pass")
-               for ln in lines)
+    assert lines[1].split()[:2] == ["ok", "gpu"] and lines[1].endswith(
+        "NVIDIA H100 80GB HBM3, sm_90, CUDA driver API 13.0"
+    )
+    assert any(
+        ln.split()[:4] == ["missing", "Nsight", "Compute", "(ncu)"] and ln.endswith("needed for the counter pass")
+        for ln in lines
+    )
     fix = lines[lines.index("To fix:") + 1]
     assert fix.startswith("Nsight Compute (ncu)") and "sudo apt-get install nsight-compute" in fix
     assert lines[-1].startswith(f"{len(doctor.PROBES) - 1} of {len(doctor.PROBES)} checks ok.")

@@ -139,7 +139,10 @@ def test_a_hand_made_report_with_ncu_default_sections(tmp_path):
                 assert float(k.metrics[raw].value) == pytest.approx(page[key], rel=1e-4, abs=0.006)
                 checked += 1
         fields = resolve_fields(k.metrics)
-        assert fields["stall_long_scoreboard"].is_missing and "WarpStateStats" in fields["stall_long_scoreboard"].missing_reason
+        assert (
+            fields["stall_long_scoreboard"].is_missing
+            and "WarpStateStats" in fields["stall_long_scoreboard"].missing_reason
+        )
         assert not fields["duration_ns"].is_missing
     assert checked >= 20
 

@@ -55,9 +55,15 @@ class MetricsGet:
 
 
 H100_READING = {
-    "util": SimpleNamespace(gpu=97, memory=41), "mem": SimpleNamespace(used=3 * 2**30, total=80 * 2**30, free=77 * 2**30),
-    "sm_clock": 1980, "mem_clock": 2619, "power_mw": 512_345, "temp": 48, "reasons": 0x4,
-    "pcie_tx_kb": 1000, "pcie_rx_kb": 2000,
+    "util": SimpleNamespace(gpu=97, memory=41),
+    "mem": SimpleNamespace(used=3 * 2**30, total=80 * 2**30, free=77 * 2**30),
+    "sm_clock": 1980,
+    "mem_clock": 2619,
+    "power_mw": 512_345,
+    "temp": 48,
+    "reasons": 0x4,
+    "pcie_tx_kb": 1000,
+    "pcie_rx_kb": 2000,
     "gpm": {2: 88.5, 3: 41.0, 5: 72.25, 10: 30.0, 20: 12.0, 21: 34.0},
 }
 
@@ -68,7 +74,11 @@ class FakeNvml:
     A field whose value is an exception class raises it, as NVML does for a field it refuses.
     """
 
-    NVMLError, NVMLError_NotSupported, NVMLError_DriverNotLoaded = NVMLError, NVMLError_NotSupported, NVMLError_DriverNotLoaded
+    NVMLError, NVMLError_NotSupported, NVMLError_DriverNotLoaded = (
+        NVMLError,
+        NVMLError_NotSupported,
+        NVMLError_DriverNotLoaded,
+    )
     NVML_SUCCESS, NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 2, 0
     NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES, NVML_GPM_METRICS_GET_VERSION = 0, 1, 1
     NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY, NVML_GPM_METRIC_ANY_TENSOR_UTIL = 2, 3, 5
@@ -314,7 +324,10 @@ def test_a_gpu_that_stops_answering_midway_keeps_the_samples_and_says_from_when(
     status = s.stop()
     assert status.status == "partial"
     n = len(s.samples)
-    assert f"NVML read nothing for device 0 in {n - 2} of {n} samples, from sample 3 on (NVML: GPU is lost)" in status.reason
+    assert (
+        f"NVML read nothing for device 0 in {n - 2} of {n} samples, from sample 3 on (NVML: GPU is lost)"
+        in status.reason
+    )
     assert s.samples[1].value("sm_clock_mhz") == 1980  # what was read before is kept
     assert s.samples[2].value("sm_clock_mhz") is None and s.samples[2].metrics["sm_clock_mhz"].missing_reason
 

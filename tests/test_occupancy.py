@@ -175,7 +175,9 @@ def test_new_architectures_compute_with_their_published_limits(arch, warps, bloc
     a = arch_for(arch)
     assert (a.max_warps_per_sm, a.max_blocks_per_sm, a.registers_per_sm, a.max_registers_per_thread) == (
         warps, blocks, 65536, 255)
-    assert a.max_shared_memory_per_sm_bytes == smem_sm * 1024 and a.max_shared_memory_per_block_bytes == smem_block * 1024
+    assert (
+        a.max_shared_memory_per_sm_bytes == smem_sm * 1024 and a.max_shared_memory_per_block_bytes == smem_block * 1024
+    )
     assert max(a.shared_memory_carveouts_kib) == carveout
     # A 1024-thread block (32 warps): one fits in 48 warps, two in 64.
     big = theoretical_occupancy(arch, 1024, 32)

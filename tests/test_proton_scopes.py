@@ -247,7 +247,9 @@ def test_stderr_tee_passes_output_through_and_keeps_protons_lines(capfd):
 
     from kernelscope.collect.instrument.proton_scopes import _StderrTee
     tee = _StderrTee()
-    os.write(2, b"ordinary line\nWarning (cta0, warp0): first 1 events are dropped due to insufficient buffer size (1/2)\n")
+    os.write(
+        2, b"ordinary line\nWarning (cta0, warp0): first 1 events are dropped due to insufficient buffer size (1/2)\n"
+    )
     lines = tee.close()
     assert lines == ["Warning (cta0, warp0): first 1 events are dropped due to insufficient buffer size (1/2)"]
     assert "ordinary line" in capfd.readouterr().err

@@ -49,7 +49,9 @@ def test_strided_copy_is_uncoalesced_with_4_of_32_bytes_per_sector_as_evidence(c
     assert ev["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == 16777216
     # gain = wasted sector bytes / memory traffic x memory throughput %, where the traffic is the larger of
     # L1/TEX bytes and L2 bytes less DRAM bytes; the recorded memory throughput is 61.40%
-    sectors = ev["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] + ev["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+    sectors = (
+        ev["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] + ev["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+    )
     traffic = max(ev["l1tex__t_bytes.sum"], ev["lts__t_bytes.sum"] - ev["dram__bytes.sum"])
     assert traffic >= sectors * 32
     assert r.gain_pct == pytest.approx(sectors * 28 / traffic * 61.403, abs=0.01)

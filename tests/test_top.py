@@ -128,7 +128,9 @@ def _cli(code: str) -> list[str]:
 
 
 def test_without_nvidia_ml_py_the_cli_says_so():
-    code = "import sys; sys.modules['pynvml'] = None; from kernelscope.cli import main; sys.exit(main(['top', '--once']))"
+    code = (
+        "import sys; sys.modules['pynvml'] = None; from kernelscope.cli import main; sys.exit(main(['top', '--once']))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert p.returncode != 0 and "nvidia-ml-py is not installed" in p.stderr and "Traceback" not in p.stderr

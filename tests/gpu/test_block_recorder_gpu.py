@@ -77,8 +77,10 @@ def test_cli_run_then_show_and_export(tmp_path):
     from kernelscope.model import Session
 
     s = Session.load(out)
-    assert "instrument" in s.collectors, ("the trace pass did not attach block records: collect/trace/recorder.py must call "
-                                          "kernelscope.collect.instrument.sink.attach_pending(session)")
+    assert "instrument" in s.collectors, (
+        "the trace pass did not attach block records: collect/trace/recorder.py must call "
+        "kernelscope.collect.instrument.sink.attach_pending(session)"
+    )
     show = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(out), "--kernel", "matmul_blocks_kernel",
                            "--width", "120", "--no-color"], capture_output=True, text=True, env=env)
     assert show.returncode == 0 and "Block → SM layout · matmul_blocks_kernel · measured" in show.stdout

@@ -257,7 +257,9 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
 
     from kernelscope.kernels.marlin.unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
-    lines = [ln.strip().rstrip(";") for ln in _UNPACK_PTX.splitlines() if ln.strip()[:3] in ("lop", "sub", "fma", "shr")]
+    lines = [
+        ln.strip().rstrip(";") for ln in _UNPACK_PTX.splitlines() if ln.strip()[:3] in ("lop", "sub", "fma", "shr")
+    ]
     regs = {m[0]: int(m[1], 16) for m in re.findall(r"mov\.b32 (\w+), (0x[0-9a-f]+)", _UNPACK_PTX)}
     lop = [[int(x, 16) for x in re.findall(r"0x[0-9a-f]+", ln)] for ln in lines if ln.startswith("lop3")]
     sub = [regs[ln.split(",")[-1].strip()] for ln in lines if ln.startswith("sub")]

@@ -263,7 +263,9 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
     if ranked and ranked[0].gain_pct >= VERDICT_MIN_GAIN_PCT:
         top = ranked[0]
         who = "" if top.source == "kernelscope" else " (NVIDIA's rule)"
-        return f"{head}; first fix: {top.finding.title or top.finding.rule_id}{who}, about {top.gain_pct:.0f}% of its time"
+        return (
+            f"{head}; first fix: {top.finding.title or top.finding.rule_id}{who}, about {top.gain_pct:.0f}% of its time"
+        )
     return f"{head}; no finding predicts {VERDICT_MIN_GAIN_PCT:.0f}% or more: little left to gain here"
 
 
@@ -289,9 +291,13 @@ def analyze_session(session: Session, ceilings: Ceilings | None = None,
                  else Metric.missing("FLOPs", "the region declared no flops", "user", "FLOP"))
         nbytes = (Metric(d.bytes, "byte", "user", f"kernelscope.region({d.region!r}, bytes=...)") if d.bytes is not None
                   else Metric.missing("bytes", "the region declared no bytes", "user", "byte"))
-        t = (Metric(d.gpu_ns, "ns", "cupti", "sum of the durations of the kernels inside the declared occurrences") if d.gpu_ns
-             else Metric.missing("region GPU time", "the trace has no GPU span for its declared occurrences", "cupti",
-                                 "ns"))
+        t = (
+            Metric(d.gpu_ns, "ns", "cupti", "sum of the durations of the kernels inside the declared occurrences")
+            if d.gpu_ns
+            else Metric.missing(
+                "region GPU time", "the trace has no GPU span for its declared occurrences", "cupti", "ns"
+            )
+        )
         regions.append(make_point(d.region, "region", flops, nbytes, t, True, ceilings))
     ranked = rank_session([k.recommendations for k in kernels])
     return SessionAnalysis(summary, kernels, timeline, ceilings, tuple(regions), declared, ranked)

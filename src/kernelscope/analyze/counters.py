@@ -94,7 +94,12 @@ class TransactionsView:
 
 def _access(x: Launch, kind: str) -> AccessRow:
     sectors, per_sector = _m(x, f"global_{kind}_sectors"), _m(x, f"global_{kind}_bytes_per_sector")
-    if not per_sector.is_missing and float(per_sector.value) == 0 and not sectors.is_missing and float(sectors.value) > 0:
+    if (
+        not per_sector.is_missing
+        and float(per_sector.value) == 0
+        and not sectors.is_missing
+        and float(sectors.value) > 0
+    ):
         # Sectors moved but no LDG/STG counted: asynchronous copies (cp.async / LDGSTS, TMA),
         # which ncu's SASS bytes-per-sector counter does not see. Not an efficiency of 0.
         why = ("the sectors were moved by asynchronous copies (cp.async/LDGSTS or TMA), which "

@@ -173,14 +173,31 @@ def diff_sessions(a: SessionAnalysis, b: SessionAnalysis, session_a: Session, se
         if len(ca) <= 1 and len(cb) <= 1:
             pairs = [(None, _merged(ca.values()), _merged(cb.values()))]
         else:
-            pairs = [(cfg, ca.get(cfg, ([], [])), cb.get(cfg, ([], []))) for cfg in list(ca) + [c for c in cb if c not in ca]]
+            pairs = [
+                (cfg, ca.get(cfg, ([], [])), cb.get(cfg, ([], []))) for cfg in list(ca) + [c for c in cb if c not in ca]
+            ]
         for cfg, la, lb in pairs:
             sa, sb = (_stats(la) if la[1] else None), (_stats(lb) if lb[1] else None)
             config = None if cfg is None else _config_text(cfg)
             if sa is None or sb is None:
-                out.append(KernelDiff(name, short, sa, sb, None, None, "", ONLY_A if sb is None else ONLY_B, False,
-                                      ka.bound.bound if ka and la[1] else None, kb.bound.bound if kb and lb[1] else None,
-                                      (), (), config))
+                out.append(
+                    KernelDiff(
+                        name,
+                        short,
+                        sa,
+                        sb,
+                        None,
+                        None,
+                        "",
+                        ONLY_A if sb is None else ONLY_B,
+                        False,
+                        ka.bound.bound if ka and la[1] else None,
+                        kb.bound.bound if kb and lb[1] else None,
+                        (),
+                        (),
+                        config,
+                    )
+                )
                 continue
             verdict, spread, basis, single = _verdict(sa, sb)
             thr: tuple[CounterChange, ...] = ()

@@ -170,7 +170,9 @@ def field_stats(samples: Sequence[Sample], key: str, limit_key: str | None) -> F
     )
 
 
-def kernels_in_windows(launches: Sequence[Launch], windows: Sequence[tuple[int, int]]) -> list[tuple[tuple[str, int], ...]]:
+def kernels_in_windows(
+    launches: Sequence[Launch], windows: Sequence[tuple[int, int]]
+) -> list[tuple[tuple[str, int], ...]]:
     """For each [start, end] window (session clock), the kernels that ran in it and for how long."""
     ordered = sorted(launches, key=lambda x: x.start_ns)
     starts = [x.start_ns for x in ordered]

@@ -75,7 +75,9 @@ class SessionSummary:
 def launch_config(x: Launch) -> LaunchConfig:
     """What groups launches into one configuration: grid, block, registers per thread, shared memory per block."""
     regs, smem = x.value("registers_per_thread"), x.value("shared_memory_per_block_bytes")
-    return LaunchConfig(x.grid, x.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+    return LaunchConfig(
+        x.grid, x.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None
+    )
 
 
 NCU_GRID = "ncu: launch__grid_dim_x/y/z"
@@ -105,13 +107,17 @@ def _group_dims_source(group: list[Launch]) -> tuple[str, str]:
 
 def _shape_config(s: LaunchShape) -> LaunchConfig:
     regs, smem = s.value("registers_per_thread"), s.value("shared_memory_per_block_bytes")
-    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+    return LaunchConfig(
+        s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None
+    )
 
 
 def _launch_config_at(table: LaunchTable, i: int) -> LaunchConfig:
     s = table.shapes[table.shape[i]]
     regs, smem = table.value(i, "registers_per_thread"), table.value(i, "shared_memory_per_block_bytes")
-    return LaunchConfig(s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None)
+    return LaunchConfig(
+        s.grid, s.block, regs if isinstance(regs, int) else None, smem if isinstance(smem, int) else None
+    )
 
 
 def _shapes_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]:
@@ -137,7 +143,9 @@ def _shapes_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]
     return " + ".join(g for g, _ in sources), " + ".join(b for _, b in sources)
 
 
-def _occupancy(cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None) -> tuple[OccupancyResult | None, str | None]:
+def _occupancy(
+    cfg: LaunchConfig, arch: SMArch | None, arch_reason: str | None
+) -> tuple[OccupancyResult | None, str | None]:
     if arch is None:
         return None, arch_reason
     if cfg.registers_per_thread is None or cfg.shared_memory_per_block_bytes is None:

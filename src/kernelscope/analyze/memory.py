@@ -19,7 +19,9 @@ from kernelscope.model import Session
 from kernelscope.model import collectors as collector
 
 ALLOCATED_FORMULA = "allocated before the first event + sum(alloc) - sum(free_requested), event by event"
-RESERVED_FORMULA = "reserved before the first event + sum(segment_alloc, segment_map) - sum(segment_free, segment_unmap)"
+RESERVED_FORMULA = (
+    "reserved before the first event + sum(segment_alloc, segment_map) - sum(segment_free, segment_unmap)"
+)
 BASELINE_FORMULA = "the snapshot's sum over segments - the events' net change"
 TOP_ALLOCATIONS = 10
 MAX_POINTS = 2000  # points kept for plots: beyond that, the largest value of each time bucket

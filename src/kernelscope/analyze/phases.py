@@ -173,8 +173,14 @@ def summarize_phases(s: PhaseScopes, launch: Launch | None = None) -> PhaseSumma
             fr = [covered(intersect(phase_intervals(ws, a), phase_intervals(ws, b))) / spans[blk]
                   for blk, ws in blocks.items() if spans[blk] > 0]
             if fr and max(fr) > 0:
-                overlaps.append(Overlap(s.names[a] if a < len(s.names) else f"scope {a}",
-                                        s.names[b] if b < len(s.names) else f"scope {b}", statistics.median(fr), len(fr)))
+                overlaps.append(
+                    Overlap(
+                        s.names[a] if a < len(s.names) else f"scope {a}",
+                        s.names[b] if b < len(s.names) else f"scope {b}",
+                        statistics.median(fr),
+                        len(fr),
+                    )
+                )
     overlaps.sort(key=lambda o: -o.fraction_median)
     nonzero = [v for v in spans.values() if v > 0]
     return PhaseSummary(s.time_unit, len(blocks), len(s.warps), tuple(stats), tuple(overlaps),

@@ -273,7 +273,9 @@ def plain_duration_spread(session: Session, launch: Launch) -> Metric:
 def _same_config_durations(session: Session, launch: Launch) -> tuple[list[int], list[int]]:
     """Durations of the instrumented and of the plain launches with ``launch``'s kernel, grid and block."""
     t = session.launch_table()
-    same = {i for i, s in enumerate(t.shapes) if (s.kernel, s.grid, s.block) == (launch.kernel, launch.grid, launch.block)}
+    same = {
+        i for i, s in enumerate(t.shapes) if (s.kernel, s.grid, s.block) == (launch.kernel, launch.grid, launch.block)
+    }
     instrumented, plain = [], []
     for i, (sid, d) in enumerate(zip(t.shape, t.duration_ns)):
         if sid in same:

@@ -183,7 +183,9 @@ def _sorted_by(keys: list[int], codes: list[int]) -> tuple[list[int], list[int]]
     return [keys[k] for k in perm], [codes[k] for k in perm]
 
 
-def _merge(keys: list[int], codes: list[int], more_keys: list[int], more_codes: list[int]) -> tuple[list[int], list[int]]:
+def _merge(
+    keys: list[int], codes: list[int], more_keys: list[int], more_codes: list[int]
+) -> tuple[list[int], list[int]]:
     """Two key-sorted runs as one, ``more`` after equal keys of the first: a few slices, not a full sort (the
     copies and regions are few or in order next to a million launches)."""
     if not more_keys:
@@ -315,7 +317,9 @@ def _build_timeline_ranks(session: Session) -> Timeline:
         busy += dur if end is None else max(0, start + dur - max(start, end))
         end = start + dur if end is None else max(end, start + dur)
         rank_end[rank] = start + dur if mine is None else max(mine, start + dur)
-        rows.append(TimelineRow(kind, name, short, start, dur, gap, kind_of_gap, regions, notes, rank=rank, barrier=mark))
+        rows.append(
+            TimelineRow(kind, name, short, start, dur, gap, kind_of_gap, regions, notes, rank=rank, barrier=mark)
+        )
     first = gpu[0][0]
     for r in session.regions:
         on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None

@@ -2,7 +2,8 @@
 
 Every field is a dict with a "value" (driver and NVML fields are Metric dicts
 with unit, source and raw name) or, when it could not be read, value None and
-the "missing_reason": a results file never claims a value nobody measured. NVML (clocks, temperature, throttle reasons) is read at
+the "missing_reason": a results file never claims a value nobody measured. NVML (clocks, temperature, throttle
+reasons) is read at
 the start and at the end of the run, so a file shows whether the GPU heated
 up or clocked down while it was measured.
 """

@@ -61,8 +61,15 @@ def _row(benchmark: str) -> Spec:
                 return hi, f"a time no smaller than {lo} ({d[lo]!r})"
         return None
 
-    row = obj({"impl": F(short_string(LABEL_CHARS), True), "params": F(obj(params), True), "status": F(one_of(*STATUSES), True),
-               "error": F(optional(string))}, rule)
+    row = obj(
+        {
+            "impl": F(short_string(LABEL_CHARS), True),
+            "params": F(obj(params), True),
+            "status": F(one_of(*STATUSES), True),
+            "error": F(optional(string)),
+        },
+        rule,
+    )
 
     def check(v: Any, path: str, problems: list[str]) -> Any:
         d = row(v, path, problems)

@@ -11,8 +11,12 @@ DEMO_KERNEL = "_w4a16_kernel"  # kernels.marlin.walkthrough.KERNEL_NAME; the pan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("demo", help="profile the built-in W4A16 Triton kernel (or show a bundled session without a GPU)")
-    d.add_argument("-o", "--output", default="kernelscope-demo.json", help="session file (default kernelscope-demo.json)")
+    d = sub.add_parser(
+        "demo", help="profile the built-in W4A16 Triton kernel (or show a bundled session without a GPU)"
+    )
+    d.add_argument(
+        "-o", "--output", default="kernelscope-demo.json", help="session file (default kernelscope-demo.json)"
+    )
     d.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the session file")
     add_view_args(d)
     d.set_defaults(func=main)

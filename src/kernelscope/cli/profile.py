@@ -24,8 +24,11 @@ WORKLOAD = "kernelscope.kernels.attention.workload"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("profile", help="profile one kernel configuration and show it (kernelscope profile attention --help)",
-                       description="Run one configuration of a shipped kernel under kernelscope and show the panels.")
+    p = sub.add_parser(
+        "profile",
+        help="profile one kernel configuration and show it (kernelscope profile attention --help)",
+        description="Run one configuration of a shipped kernel under kernelscope and show the panels.",
+    )
     p.set_defaults(func=lambda args: _no_target(p))
     targets = p.add_subparsers(dest="target", metavar="KERNEL")
     a = targets.add_parser("attention", help="one attention forward configuration",

@@ -127,8 +127,11 @@ def join_ranks(parts: list[RankPart], command: list[str] | None = None) -> Joine
     if bad:
         statuses = {t.status for _, t in bad}
         status = statuses.pop() if len(bad) == len(parts) and len(statuses) == 1 else "partial"
-        out.collectors["trace"] = CollectorStatus(status, "; ".join(
-            f"rank {r}: {t.reason or t.status}" for r, t in bad), out.collectors.get("trace", CollectorStatus("ok")).details)
+        out.collectors["trace"] = CollectorStatus(
+            status,
+            "; ".join(f"rank {r}: {t.reason or t.status}" for r, t in bad),
+            out.collectors.get("trace", CollectorStatus("ok")).details,
+        )
     out.collectors["ranks"] = CollectorStatus("partial" if notes else "ok", "; ".join(notes) or None,
                                               {"ranks": [p.info.rank for p in parts], "notes": list(notes)})
     return Joined(out, notes)

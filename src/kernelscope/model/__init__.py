@@ -12,8 +12,8 @@ from kernelscope.model.sample import DeviceReading, GpuProcess, Sample
 from kernelscope.model.session import SCHEMA_VERSION, CollectorStatus, Session, SessionFileError
 
 __all__ = [
-    "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3", "Finding", "GpuProcess", "HostSync", "Launch", "Metric", "MetricMap",
-    "Region", "Sample",
-    "Figure", "PackedWord", "PackingExample", "Phase", "Walkthrough",
-    "Collective", "RankInfo", "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute",
+    "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3",
+    "Finding", "GpuProcess", "HostSync", "Launch", "Metric", "MetricMap", "Region", "Sample", "Figure", "PackedWord",
+    "PackingExample", "Phase", "Walkthrough", "Collective", "RankInfo", "SCHEMA_VERSION", "SOURCES", "Session",
+    "SessionFileError", "attribute"
 ]

@@ -136,8 +136,12 @@ class Region:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Region":
-        return cls(**{k: d.get(k) for k in ("name", "cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns",
-                                            "rank")})
+        return cls(
+            **{
+                k: d.get(k)
+                for k in ("name", "cpu_start_ns", "cpu_duration_ns", "gpu_start_ns", "gpu_duration_ns", "rank")
+            }
+        )
 
 
 def _without_rank(d: dict[str, Any]) -> dict[str, Any]:

@@ -38,9 +38,26 @@ class RankInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RankInfo":
-        return cls(**{k: d.get(k) for k in ("rank", "world_size", "local_rank", "host", "device_index", "device_name",
-                                             "pid", "nccl_version", "backend", "source", "alignment_error_ns")},
-                   process_groups=list(d.get("process_groups") or []), clock_offset_ns=int(d.get("clock_offset_ns") or 0))
+        return cls(
+            **{
+                k: d.get(k)
+                for k in (
+                    "rank",
+                    "world_size",
+                    "local_rank",
+                    "host",
+                    "device_index",
+                    "device_name",
+                    "pid",
+                    "nccl_version",
+                    "backend",
+                    "source",
+                    "alignment_error_ns",
+                )
+            },
+            process_groups=list(d.get("process_groups") or []),
+            clock_offset_ns=int(d.get("clock_offset_ns") or 0),
+        )
 
 
 @dataclass

@@ -114,7 +114,9 @@ def _bad_rows(col: list[Any], ok: Any, name: str, expected: str, bad: dict[int, 
 
 
 def _metric_value_ok(v: Any) -> bool:
-    return v is None or (type(v) in (int, float) and abs(v) <= INT64 and v == v and v not in (float("inf"), float("-inf")))
+    return v is None or (
+        type(v) in (int, float) and abs(v) <= INT64 and v == v and v not in (float("inf"), float("-inf"))
+    )
 
 
 def _floats_ok(col: list[Any]) -> bool:
@@ -267,11 +269,14 @@ def decode_regions(doc: dict[str, Any], problems: list[str]) -> list[Region]:
         if len(col) != n:
             raise Invalid(f"region_columns.{f}", f"one entry per region ({n})", col)
     bad: dict[int, str] = {}
-    checks = {"name": (False, 0, len(names) - 1, f"an index into region_names (below {len(names)})"),
-              "cpu_start_ns": (False, -INT64, INT64, "an integer"), "cpu_duration_ns": (False, 0, INT64, "an integer >= 0"),
-              "gpu_start_ns": (True, -INT64, INT64, "an integer or null"),
-              "gpu_duration_ns": (True, 0, INT64, "an integer >= 0 or null"),
-              "rank": (True, 0, INT64, "an integer >= 0 or null")}
+    checks = {
+        "name": (False, 0, len(names) - 1, f"an index into region_names (below {len(names)})"),
+        "cpu_start_ns": (False, -INT64, INT64, "an integer"),
+        "cpu_duration_ns": (False, 0, INT64, "an integer >= 0"),
+        "gpu_start_ns": (True, -INT64, INT64, "an integer or null"),
+        "gpu_duration_ns": (True, 0, INT64, "an integer >= 0 or null"),
+        "rank": (True, 0, INT64, "an integer >= 0 or null"),
+    }
     checks = {f: c for f, c in checks.items() if f in got}
     for f, (nullable, lo, hi, expected) in checks.items():
         if not _ints_ok(got[f], nullable, lo, hi):

@@ -156,7 +156,13 @@ device = obj({
     "compute_capability": F(list_of(number(0, 99, integer=True)), True), "attributes": F(device_attributes),
 }, lambda d: None if len(d["compute_capability"]) == 2 else ("compute_capability", "[major, minor]"))
 
-collector = obj({"status": F(one_of("ok", "partial", "not-run", "failed"), True), "reason": F(optional(string)), "details": F(_json_object)})
+collector = obj(
+    {
+        "status": F(one_of("ok", "partial", "not-run", "failed"), True),
+        "reason": F(optional(string)),
+        "details": F(_json_object),
+    }
+)
 
 declared_work = obj({
     "region": F(string, True), "occurrence": F(_count, True), "flops": F(optional(number(0))),
@@ -168,7 +174,9 @@ host_sync = obj({
     "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
 })
 
-_mark_value = either(_finite, string, boolean, list_of(_finite), expected="a number, a string, true/false or a list of numbers")
+_mark_value = either(
+    _finite, string, boolean, list_of(_finite), expected="a number, a string, true/false or a list of numbers"
+)
 
 mark = obj({  # model/memory.Mark
     "name": F(string, True), "wall_time_ns": F(_int, True), "t_ns": F(optional(_int)), "step": F(optional(_count)),

@@ -30,11 +30,14 @@ class SessionRecommendationsPanel:
         from dataclasses import replace
 
         as_session = tuple(replace(r, gain_pct=r.session_gain_pct) for r in recs)  # the Gain column shows session gain
-        yield fitted_panel(RecommendationsTable(as_session, self.limit, show_kernel=True),
-                           "Recommendations across the session", options.max_width,
-                           subtitle=f"gain = {SESSION_GAIN_FORMULA}"
-                                    + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed" if left_out else ""),
-                           subtitle_align="left")
+        yield fitted_panel(
+            RecommendationsTable(as_session, self.limit, show_kernel=True),
+            "Recommendations across the session",
+            options.max_width,
+            subtitle=f"gain = {SESSION_GAIN_FORMULA}"
+            + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed" if left_out else ""),
+            subtitle_align="left",
+        )
 
 
 class SessionPanels:

@@ -16,7 +16,9 @@ def memory_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     h = session.memory
     if h is not None and len(h) and session.time_origin_ns:
-        out.append({"ph": "M", "name": "process_name", "pid": PID_MEMORY, "args": {"name": "memory (caching allocator)"}})
+        out.append(
+            {"ph": "M", "name": "process_name", "pid": PID_MEMORY, "args": {"name": "memory (caching allocator)"}}
+        )
         # the running sums start from the state before the first event (the snapshot's sums - the net change)
         a = h.end_allocated_bytes - sum(_ALLOC_DELTA.get(h.actions[c], 0) * s for c, s in zip(h.action, h.size))
         r = h.end_reserved_bytes - sum(_RESERVED_DELTA.get(h.actions[c], 0) * s for c, s in zip(h.action, h.size))
@@ -37,7 +39,11 @@ def memory_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
         out += [{"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "host (CPU)"}},
                 {"ph": "M", "name": "thread_name", "pid": 2, "tid": 2, "args": {"name": "marks"}}]
     for m in placed:
-        args: dict[str, Any] = {"step": m.step, "allocated_bytes": m.allocated_bytes, "reserved_bytes": m.reserved_bytes}
+        args: dict[str, Any] = {
+            "step": m.step,
+            "allocated_bytes": m.allocated_bytes,
+            "reserved_bytes": m.reserved_bytes,
+        }
         if m.memory_missing_reason:
             args["memory_missing_reason"] = m.memory_missing_reason
         args.update({f"value.{k}": v for k, v in m.values.items()})

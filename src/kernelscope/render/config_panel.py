@@ -88,7 +88,8 @@ class KernelConfigPanel:
         head = Text.assemble(
             (f"{k.launches} launch{'es' if k.launches != 1 else ''}", "bold"),
             f" · total {duration(k.total_ns)} · mean {duration(k.mean_ns)} "
-            f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · {100 * k.share_of_kernel_time:.1f}% of kernel time",
+            f"(min {duration(k.min_ns)}, max {duration(k.max_ns)}) · "
+            f"{100 * k.share_of_kernel_time:.1f}% of kernel time",
         )
         limit = 3 * max(40, options.max_width - 4)  # templated C++ names run to thousands of characters
         name = k.name if len(k.name) <= limit else \

@@ -85,7 +85,9 @@ class DiffView:
                          "compared per configuration, shown as \\[grid / block].[/]")
         if self.fail_pct is not None:
             slow = d.slower_than(self.fail_pct)
-            names = ", ".join(labels[k.name] for k in slow[:5]) + (f" and {len(slow) - 5} more" if len(slow) > 5 else "")
+            names = ", ".join(labels[k.name] for k in slow[:5]) + (
+                f" and {len(slow) - 5} more" if len(slow) > 5 else ""
+            )
             parts.append(f"[bold red]{len(slow)} kernel(s) slower by more than {self.fail_pct:g}% beyond the spread: "
                          f"{names}[/]" if slow else
                          f"No kernel is slower by more than {self.fail_pct:g}% beyond the spread.")

@@ -122,10 +122,15 @@ class GpuStatsPanel:
         st = self.session.collectors.get(collector.SAMPLER)
         d = st.details if st else {}
         if "read_ms_mean" in d:
-            out.append(Text(f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
-                            f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per reading "
-                            f"{d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the Python "
-                            f"GIL included); GPM: {d.get('gpm', 'N/A')}", style="dim"))
+            out.append(
+                Text(
+                    f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
+                    f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per reading "
+                    f"{d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the Python "
+                    f"GIL included); GPM: {d.get('gpm', 'N/A')}",
+                    style="dim",
+                )
+            )
         return out
 
     def _summary_table(self, wide: bool) -> tuple[Table, list[Text]]:
@@ -163,12 +168,21 @@ class GpuStatsPanel:
         elif s.field("sm_clock_mhz") is not None:
             out.append(Text("Clock event reasons: none reported"))
         if s.flagged_samples:
-            out.append(Text(f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled or "
-                            f"had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from those "
-                            "windows may be slow (marked ! below)", style="bold yellow"))
+            out.append(
+                Text(
+                    f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled or "
+                    f"had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from those "
+                    "windows may be slow (marked ! below)",
+                    style="bold yellow",
+                )
+            )
         elif s.busy_samples:
-            out.append(Text(f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in the "
-                            f"{s.busy_samples} samples taken while kernels ran"))
+            out.append(
+                Text(
+                    f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in the "
+                    f"{s.busy_samples} samples taken while kernels ran"
+                )
+            )
         return out
 
     def _strip(self, width: int) -> Table:
@@ -183,7 +197,9 @@ class GpuStatsPanel:
         if s.on_timeline:
             launches = [x for x in self.session.launches if x.device_index in (None, s.device_index)]
             busy = kernel_busy(launches, t0, t1, width)
-            t.add_row("kernels", sparkline([b if b > 0 else None for b in busy], 0, 1).replace("·", " "), "busy 0–100 %")
+            t.add_row(
+                "kernels", sparkline([b if b > 0 else None for b in busy], 0, 1).replace("·", " "), "busy 0–100 %"
+            )
         for key in STRIP_FIELDS:
             f = s.field(key)
             if f is None:
@@ -233,7 +249,9 @@ class GpuStatsPanel:
             t.add_row(Text(line, style=style), Text.from_markup(ks, style=style))
         out: list = [t]
         if len(picks) < n:
-            out.append(Text(f"{len(picks)} of {n} samples shown: flagged ones first, the rest evenly spaced", style="dim"))
+            out.append(
+                Text(f"{len(picks)} of {n} samples shown: flagged ones first, the rest evenly spaced", style="dim")
+            )
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

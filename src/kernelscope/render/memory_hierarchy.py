@@ -37,5 +37,7 @@ class MemoryHierarchyPanel:
             for what, m in (("throughput", lv.throughput_pct), ("bytes", lv.bytes), ("hit rate", lv.hit_rate_pct)):
                 if m is not None and m.is_missing:
                     parts.append(f"[dim]N/A {lv.name} {what}: {m.missing_reason}[/]")
-        parts.append("[dim]% of peak are ncu's own pct_of_peak_sustained metrics; bytes and hit rates are ncu counters.[/]")
+        parts.append(
+            "[dim]% of peak are ncu's own pct_of_peak_sustained metrics; bytes and hit rates are ncu counters.[/]"
+        )
         yield fitted_panel(parts, f"Memory hierarchy · {self.title}", options.max_width)

@@ -40,5 +40,10 @@ class NcuFindingsPanel:
         for f in shown:
             speed = f"{f.speedup_pct:.1f}% ({f.speedup_type})" if f.speedup_pct is not None else "—"
             t.add_row(speed, f.name or f.rule_id, plain(f.message, sentences=2))
-        yield fitted_panel(t, f"Nsight Compute rules · {self.title}", options.max_width,
-                           subtitle="NVIDIA's guided analysis as recorded in the report (full text: show --json)", subtitle_align="left")
+        yield fitted_panel(
+            t,
+            f"Nsight Compute rules · {self.title}",
+            options.max_width,
+            subtitle="NVIDIA's guided analysis as recorded in the report (full text: show --json)",
+            subtitle_align="left",
+        )

@@ -8,7 +8,12 @@ from rich.table import Table
 
 from kernelscope.analyze.occupancy import OccupancyResult
 
-_LABEL = {"warps": "warps per SM", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks per SM cap"}
+_LABEL = {
+    "warps": "warps per SM",
+    "registers": "registers",
+    "shared_memory": "shared memory",
+    "blocks": "blocks per SM cap",
+}
 
 
 class OccupancyView:
@@ -23,12 +28,15 @@ class OccupancyView:
         t.add_column("")
         for k, v in r.blocks_limit.items():
             t.add_row(_LABEL[k], str(v), "◀ limiter" if k in r.limiters else "")
-        head = (f"[bold]{r.theoretical_occupancy_pct:.1f}%[/] theoretical occupancy on {r.arch}: "
-                f"{r.active_blocks_per_sm} block(s) × {r.warps_per_block} warps = {r.active_warps_per_sm} of "
-                f"{r.max_warps_per_sm} warps per SM\n"
-                f"block {r.threads_per_block} threads · {r.registers_per_thread} registers/thread · "
-                f"{r.shared_memory_per_block_bytes:,} B shared memory (allocated {r.shared_memory_allocated_per_block_bytes:,} B "
-                f"of a {r.shared_memory_config_bytes:,} B carveout)")
+        head = (
+            f"[bold]{r.theoretical_occupancy_pct:.1f}%[/] theoretical occupancy on {r.arch}: "
+            f"{r.active_blocks_per_sm} block(s) × {r.warps_per_block} warps = {r.active_warps_per_sm} of "
+            f"{r.max_warps_per_sm} warps per SM\n"
+            f"block {r.threads_per_block} threads · {r.registers_per_thread} registers/thread · "
+            f"{r.shared_memory_per_block_bytes:,} B shared memory "
+            f"(allocated {r.shared_memory_allocated_per_block_bytes:,} B "
+            f"of a {r.shared_memory_config_bytes:,} B carveout)"
+        )
         from rich.console import Group
 
         parts = [head, t]

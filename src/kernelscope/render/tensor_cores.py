@@ -16,8 +16,12 @@ class TensorCoresPanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         v = self.view
         pct = v.tensor_pipe_pct
-        head = (f"Tensor pipe utilization  {bar(float(pct.value), 24)} {float(pct.value):.1f}% of peak "
-                f"[dim]({pct.raw_name})[/]" if not pct.is_missing else f"Tensor pipe utilization  N/A ({pct.missing_reason})")
+        head = (
+            f"Tensor pipe utilization  {bar(float(pct.value), 24)} {float(pct.value):.1f}% of peak "
+            f"[dim]({pct.raw_name})[/]"
+            if not pct.is_missing
+            else f"Tensor pipe utilization  N/A ({pct.missing_reason})"
+        )
         t = Table(box=None, padding=(0, 1))
         t.add_column("MMA kind")
         t.add_column("Instructions", justify="right", no_wrap=True)

@@ -117,7 +117,11 @@ class DevicePanel:
         t.add_column("GPU memory", justify="right", no_wrap=True)
         for p in sorted(self.r.processes, key=lambda p: -(_num(p.used_memory) or 0)):
             name = str(p.name.value) if not p.name.is_missing else f"N/A: {p.name.missing_reason}"
-            mem = size_bytes(_num(p.used_memory)) if not p.used_memory.is_missing else f"N/A: {p.used_memory.missing_reason}"
+            mem = (
+                size_bytes(_num(p.used_memory))
+                if not p.used_memory.is_missing
+                else f"N/A: {p.used_memory.missing_reason}"
+            )
             t.add_row(str(p.pid), name, mem)
         return t
 

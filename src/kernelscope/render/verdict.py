@@ -31,7 +31,9 @@ def gain_text(gain) -> str:
 
 
 def unranked_text(v: SessionVerdict) -> str:
-    return f"{v.unranked} more findings have no kernel-time estimate; the kernels' panels list them" if v.unranked else ""
+    return (
+        f"{v.unranked} more findings have no kernel-time estimate; the kernels' panels list them" if v.unranked else ""
+    )
 
 
 def no_gain_text(v: SessionVerdict) -> str:

@@ -57,9 +57,12 @@ def thread_divergence(ctx: RuleContext) -> Outcome:
     return finding(thread_divergence, "Warp state", msg, gain, evidence)
 
 
-@rule("fma-instead-of-tensor", "Matmul math on the FMA pipes instead of the tensor cores",
-      "(1 - measured fp32 FMA rate / slower measured matmul (tensor-core) rate) x 100, the time the math would lose on the tensor "
-      "pipe, for a compute-bound kernel (the kernel's time is its math)")
+@rule(
+    "fma-instead-of-tensor",
+    "Matmul math on the FMA pipes instead of the tensor cores",
+    "(1 - measured fp32 FMA rate / slower measured matmul (tensor-core) rate) x 100, the time the math would lose "
+    "on the tensor pipe, for a compute-bound kernel (the kernel's time is its math)",
+)
 def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:

@@ -93,7 +93,9 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
         session.exit_code = result.exit_code
     lost = ([f"ncu was killed by signal {-result.exit_code} before it finished"] if result.exit_code < 0 else [])
     lost += [parsed.partial_note] if parsed.partial_note else [f"the {len(parsed.kernels)} results it wrote were kept"]
-    if result.exit_code < 0 or parsed.partial_note:  # what ncu wrote before it died is kept, and the session says the rest is missing
+    if (
+        result.exit_code < 0 or parsed.partial_note
+    ):  # what ncu wrote before it died is kept, and the session says the rest is missing
         session.collectors[collector.COUNTERS] = CollectorStatus(
             "partial", "; ".join(lost), details)
         return False

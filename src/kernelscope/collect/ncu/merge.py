@@ -8,7 +8,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelscope.model.names import short_kernel_name
-from kernelscope.collect.ncu.fields import DERIVED_RATIOS, NCU_DEVICE_ATTRIBUTES, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.collect.ncu.fields import (
+    DERIVED_RATIOS,
+    NCU_DEVICE_ATTRIBUTES,
+    NCU_FIELDS,
+    STALL_METRIC,
+    STALL_REASONS,
+)
 from kernelscope.collect.ncu.report_reader import NcuKernelResult, NcuReport
 from kernelscope.model import CollectorStatus, Device, Launch, Metric, Session, attribute
 from kernelscope.model import collectors as collector
@@ -60,7 +66,10 @@ def launch_from_result(k: NcuKernelResult) -> Launch:
     duration = k.metrics.get("gpu__time_duration.sum")
     launch = Launch(kernel=k.name, grid=k.grid, block=k.block, start_ns=None,
                     duration_ns=int(duration.value) if duration is not None else 0)
-    smem_s, smem_d = k.metrics.get("launch__shared_mem_per_block_static"), k.metrics.get("launch__shared_mem_per_block_dynamic")
+    smem_s, smem_d = (
+        k.metrics.get("launch__shared_mem_per_block_static"),
+        k.metrics.get("launch__shared_mem_per_block_dynamic"),
+    )
     if smem_s is not None and smem_d is not None:
         launch.metrics["shared_memory_per_block_bytes"] = Metric(
             value=int(smem_s.value) + int(smem_d.value), unit="byte/block", source="derived",
@@ -132,7 +141,9 @@ def report_time_details(report: NcuReport) -> dict[str, object]:
     t = report.times
     out: dict[str, object] = {}
     if t is None or t.session_created_utc is None:
-        out["report_created_missing"] = (t.missing_reason if t is not None else None) or "the report was not read for it"
+        out["report_created_missing"] = (
+            t.missing_reason if t is not None else None
+        ) or "the report was not read for it"
     else:
         out["report_created_utc"] = t.session_created_utc
     if t is not None and t.result_created_utc:

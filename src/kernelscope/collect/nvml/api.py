@@ -152,8 +152,10 @@ def snapshot(nvml: Nvml, h: Any, gpm: "GpmReader | None" = None, static: dict[st
         out.update(gpm.read())
     if pcie and (gpm is None or gpm.reason is not None):
         # Without GPM, the legacy counter: NVML blocks ~20 ms per call to measure it.
-        for key, counter, raw in (("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES", "nvmlDeviceGetPcieThroughput(TX)"),
-                                  ("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES", "nvmlDeviceGetPcieThroughput(RX)")):
+        for key, counter, raw in (
+            ("pcie_tx_bytes_per_s", "NVML_PCIE_UTIL_TX_BYTES", "nvmlDeviceGetPcieThroughput(TX)"),
+            ("pcie_rx_bytes_per_s", "NVML_PCIE_UTIL_RX_BYTES", "nvmlDeviceGetPcieThroughput(RX)"),
+        ):
             out[key] = read(n, raw, "B/s", lambda c=counter: n.nvmlDeviceGetPcieThroughput(h, getattr(n, c)), 1024.0)
     return out
 

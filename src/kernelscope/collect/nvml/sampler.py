@@ -159,7 +159,9 @@ def visible_devices() -> list[tuple[int, str | None]]:
     return out
 
 
-def start_for_session(session: Session, interval_ms: float | None = None, nvml: Nvml | None = None) -> GpuSampler | None:
+def start_for_session(
+    session: Session, interval_ms: float | None = None, nvml: Nvml | None = None
+) -> GpuSampler | None:
     """Start sampling every CUDA-visible device; on failure record why and return None."""
     interval = interval_from_env() if interval_ms is None else interval_ms
     try:

@@ -10,7 +10,8 @@ from typing import Any
 
 from kernelscope.model import Collective, RankInfo
 
-# NCCL kernel names as NCCL 2.x writes them: ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_AllGather_RING_LL_Sum_int8_t
+# NCCL kernel names as NCCL 2.x writes them: ncclDevKernel_AllReduce_Sum_f32_RING_LL,
+# ncclKernel_AllGather_RING_LL_Sum_int8_t
 _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
 _SEQ_ARGS = ("Seq", "seq", "Sequence number", "sequence_number")  # torch versions name it differently
 
@@ -41,9 +42,15 @@ def nccl_collective(kernel_name: str, args: dict[str, Any]) -> Collective | None
     pg = args.get("Process Group Name")
     seq = next((_int(args[k]) for k in _SEQ_ARGS if k in args), None)
     dtype = args.get("dtype")
-    return Collective(name=name, process_group=None if pg is None else str(pg), in_nelems=_int(args.get("In msg nelems")),
-                      out_nelems=_int(args.get("Out msg nelems")), group_size=_int(args.get("Group size")) or None,
-                      dtype=None if dtype is None else str(dtype), seq=seq)
+    return Collective(
+        name=name,
+        process_group=None if pg is None else str(pg),
+        in_nelems=_int(args.get("In msg nelems")),
+        out_nelems=_int(args.get("Out msg nelems")),
+        group_size=_int(args.get("Group size")) or None,
+        dtype=None if dtype is None else str(dtype),
+        seq=seq,
+    )
 
 
 def rank_info(doc: dict[str, Any], source: str | None = None) -> RankInfo | None:

@@ -40,7 +40,9 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
     if module is not None:
         python, workload = sys.executable, ["-m", module, *command]
     elif not command:
-        raise RunError("nothing to run: give a command after '--' (e.g. kernelscope run -- python train.py) or -m MODULE")
+        raise RunError(
+            "nothing to run: give a command after '--' (e.g. kernelscope run -- python train.py) or -m MODULE"
+        )
     elif is_python_command(command[0]):
         python, workload = command[0], command[1:]
         if shutil.which(python) is None and not os.path.isfile(python):

@@ -35,7 +35,9 @@ def hook_env() -> dict[str, str]:
     """The environment that puts rank_hook/ (and this kernelscope) first on the ranks' PYTHONPATH."""
     env = dict(os.environ)
     pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(HOOK_DIR), pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     return env
 
 

@@ -318,7 +318,9 @@ def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, s
     out = torch.empty((b, h, s_q, d), dtype=q.dtype, device=q.device)
     bm = config.block_m if config else HOPPER_WS_CONFIGS[0].block_m
     bn = config.block_n if config else HOPPER_WS_CONFIGS[0].block_n
-    descs = [TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, d]) for t, rows in ((qf, bm), (kf, bn), (vf, bn))]
+    descs = [
+        TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, d]) for t, rows in ((qf, bm), (kf, bn), (vf, bn))
+    ]
     args = (*descs, out, h, s_q, s_k, scale, _bucket(s_k))
     flags = {"HEAD_DIM": d, "CAUSAL": bool(causal), "UPCAST": _interpreting() and q.dtype == torch.bfloat16,
              "KEY_ALIGN": _key_align(s_k), "WARP_SPEC": warp_spec and not _interpreting()}

@@ -105,7 +105,8 @@ def _load_phase(p: GemmPlan, b: _Bytes, compiled: dict | None) -> Phase:
           "first iteration")
     figs = [
         Figure("A tile per iteration", _d(a_tile, "byte", "A tile", "min(BLOCK_M, m) x BLOCK_K x 2 B (fp16)")),
-        Figure("Bk tile per iteration", _d(bk_tile, "byte", "Bk tile", "BLOCK_K / 8 x BLOCK_N x 4 B (int32, 8 weights)")),
+        Figure("Bk tile per iteration",
+               _d(bk_tile, "byte", "Bk tile", "BLOCK_K / 8 x BLOCK_N x 4 B (int32, 8 weights)")),
         Figure("scales per iteration", _d(s_tile, "byte", "scale row",
                                           "BLOCK_N x 2 B (fp16), one group per iteration" if s_tile else
                                           "0: one group, its scales are applied once at the end")),
@@ -271,7 +272,8 @@ def _measured_phase(session: Session, p: GemmPlan, b: _Bytes, launches: tuple[La
         Figure("device-to-device copy bandwidth", copy),
     ]
     if copy.is_missing:
-        figs.append(Figure("% of copy bandwidth", Metric.missing("% of copy", copy.missing_reason or "", "derived", "%")))
+        figs.append(Figure("% of copy bandwidth",
+                           Metric.missing("% of copy", copy.missing_reason or "", "derived", "%")))
     else:
         bw = b.total / (median * 1e-9)
         figs.append(Figure("% of copy bandwidth", _d(100 * bw / float(copy.value), "%", "% of copy",

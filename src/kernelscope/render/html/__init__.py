@@ -7,7 +7,12 @@ size does not grow with the number of launches beyond the timeline table's first
 """
 from __future__ import annotations
 
-from kernelscope.render.html.analysis import counter_sections, roofline_section, session_recommendations, summary_section
+from kernelscope.render.html.analysis import (
+    counter_sections,
+    roofline_section,
+    session_recommendations,
+    summary_section,
+)
 from kernelscope.render.html.kernel import config_section, phases_section, sm_layout_section, warp_section
 from kernelscope.render.html.memory import memory_section
 from kernelscope.render.html.markup import CSS, Markup, el, kv, render, scoped_css

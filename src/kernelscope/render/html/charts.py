@@ -92,7 +92,7 @@ def roofline(points: Sequence[tuple[str, float, float]], bandwidth: float | None
         parts.append(el("line", x1=f"{X(10 ** d):.1f}", x2=f"{X(10 ** d):.1f}", y1=top, y2=top + ph, stroke="#eef1f6"))
         parts.append(el("text", f"{10 ** d:g}", x=f"{X(10 ** d):.1f}", y=top + ph + 14, text_anchor="middle"))
     for d in range(y0, y1 + 1):
-        parts.append(el("line", x1=left, x2=left + pw, y1=f"{Y(10 ** d):.1f}", y2=f"{Y(10 ** d):.1f}", stroke="#eef1f6"))
+        parts.append(el("line", x1=left, x2=left + pw, y1=f"{Y(10**d):.1f}", y2=f"{Y(10**d):.1f}", stroke="#eef1f6"))
         parts.append(el("text", si(10 ** d, "FLOP/s"), x=left - 4, y=f"{Y(10 ** d) + 4:.1f}", text_anchor="end"))
     parts.append(el("text", "arithmetic intensity, FLOP/byte (log scale)", x=left + pw / 2, y=height - 6,
                     text_anchor="middle"))

@@ -68,14 +68,22 @@ def config_section(k) -> Markup:
                          f"block(s)/SM = {occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps",
                          f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else "")))
             rows.append(("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), ""))
-            rows.append(("  blocks/SM allowed by", " · ".join(f"{_LIMIT_LABEL[a]} {b}" for a, b in occ.blocks_limit.items()),
-                         f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
-                         f"{occ.shared_memory_config_bytes:,} B carveout"))
+            rows.append(
+                (
+                    "  blocks/SM allowed by",
+                    " · ".join(f"{_LIMIT_LABEL[a]} {b}" for a, b in occ.blocks_limit.items()),
+                    f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
+                    f"{occ.shared_memory_config_bytes:,} B carveout",
+                )
+            )
         rows.append(("Waves", f"{c.waves_per_sm:.2f}", f"derived: {CONFIG_WAVES_FORMULA}") if c.waves_per_sm is not None
                     else ("Waves", "N/A: needs theoretical occupancy and the SM count", ""))
         ach = m.get("achieved_occupancy_pct")
-        rows.append(("Achieved occupancy", f"{float(ach.value):.1f}%", _src(ach)) if ach is not None and not ach.is_missing
-                    else ("Achieved occupancy", _na(ach, "needs the counter pass (ncu)"), ""))
+        rows.append(
+            ("Achieved occupancy", f"{float(ach.value):.1f}%", _src(ach))
+            if ach is not None and not ach.is_missing
+            else ("Achieved occupancy", _na(ach, "needs the counter pass (ncu)"), "")
+        )
         caption = (f"Configuration {i + 1} of {len(k.configs)}: {c.launches} launches, {duration(c.total_ns)}"
                    if len(k.configs) > 1 else None)
         body.append(table(("", "Value", "Source"), rows, caption=caption, num_from=99))
@@ -252,8 +260,18 @@ def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
     for p in v.phases:
         share = "N/A" if p.share_of_block_median is None else Markup(
             pct_bar(100 * p.share_of_block_median) + f"{100 * p.share_of_block_median:.1f}%")
-        rows.append((f"{letters.get(p.name, '?')} {p.name}", f"{p.scopes:,}", f"{p.warps:,}", f"{p.per_warp_median:,.0f}",
-                     f"{p.per_warp_min:,}", f"{p.per_warp_max:,}", f"{p.first_start_median:,.0f}", share))
+        rows.append(
+            (
+                f"{letters.get(p.name, '?')} {p.name}",
+                f"{p.scopes:,}",
+                f"{p.warps:,}",
+                f"{p.per_warp_median:,.0f}",
+                f"{p.per_warp_min:,}",
+                f"{p.per_warp_max:,}",
+                f"{p.first_start_median:,.0f}",
+                share,
+            )
+        )
     body: list = [el("p", f"{v.blocks:,} blocks, {v.warps:,} warps recorded; median block span {span} (first to last "
                           "scope record of a block)"),
                   table(("phase", "scopes", "warps", f"per warp median ({u})", "min", "max", f"starts at ({u})",

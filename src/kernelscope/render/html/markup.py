@@ -77,9 +77,12 @@ h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:0 0 8px}h3{font-siz
 .panel{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:12px 0;
 overflow-x:auto}.kernel{border-left:4px solid var(--accent);padding-left:12px;margin:24px 0}
 table{border-collapse:collapse;margin:4px 0}caption{text-align:left;font-weight:600;padding:4px 0}
-.t th,.t td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-.t th{background:#eef1f6;white-space:nowrap;overflow-wrap:normal}.t td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.kv th{text-align:left;padding:2px 14px 2px 0;white-space:nowrap;vertical-align:top}.kv td{padding:2px 0;overflow-wrap:anywhere}
+.t th,.t td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top;
+  overflow-wrap:anywhere}
+.t th{background:#eef1f6;white-space:nowrap;overflow-wrap:normal}
+.t td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.kv th{text-align:left;padding:2px 14px 2px 0;white-space:nowrap;vertical-align:top}
+.kv td{padding:2px 0;overflow-wrap:anywhere}
 h2{overflow-wrap:anywhere}.st-ok{color:#2b8a3e}.st-partial{color:#b54708}.st-failed{color:#c92a2a}
 .name{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all;color:var(--dim)}
 .note{color:var(--dim);font-size:12px;margin:4px 0}.warn{color:var(--warn);font-weight:600}

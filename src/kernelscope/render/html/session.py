@@ -60,7 +60,9 @@ def header_section(s) -> Markup:
     else:
         rows.append(("Recorded", f"{s.created_utc or 'N/A'} · {outcome}"))
     for name, st in sorted(s.collectors.items()):
-        rows.append((f"  {name}", el("span", st.status, class_=f"st-{st.status}") + (f": {st.reason}" if st.reason else "")))
+        rows.append(
+            (f"  {name}", el("span", st.status, class_=f"st-{st.status}") + (f": {st.reason}" if st.reason else ""))
+        )
     return section("kernelscope session", kv(rows), id_="session")
 
 
@@ -203,10 +205,14 @@ def _gpu_notes(session, s) -> list:
     st = session.collectors.get("sampler")
     d = st.details if st else {}
     if "read_ms_mean" in d:
-        body.append(note(f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
-                         f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per "
-                         f"reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for "
-                         f"the Python GIL included); GPM: {d.get('gpm', 'N/A')}"))
+        body.append(
+            note(
+                f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
+                f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per "
+                f"reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for "
+                f"the Python GIL included); GPM: {d.get('gpm', 'N/A')}"
+            )
+        )
     if s.outside_trace:
         body.append(note(f"{s.outside_trace} more sample(s), taken before the trace began or after it ended, are kept "
                          "in the session but not summarised"))

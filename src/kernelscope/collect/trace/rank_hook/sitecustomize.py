@@ -5,7 +5,11 @@ a chosen rank runs its own command line under ncu instead (collect/ncu/rank_coun
 returns here; anywhere else it does nothing."""
 import os
 
-if os.environ.get("KERNELSCOPE_NCU_RANK_SPEC") and os.environ.get("RANK") and not os.environ.get("KERNELSCOPE_NCU_WRAPPED"):
+if (
+    os.environ.get("KERNELSCOPE_NCU_RANK_SPEC")
+    and os.environ.get("RANK")
+    and not os.environ.get("KERNELSCOPE_NCU_WRAPPED")
+):
     try:
         from kernelscope.collect.ncu.rank_counters import profile_this_rank
 
@@ -13,7 +17,10 @@ if os.environ.get("KERNELSCOPE_NCU_RANK_SPEC") and os.environ.get("RANK") and no
     except Exception as e:  # the rank runs unprofiled; the parent says that its counter pass left no result
         import sys
 
-        print(f"kernelscope: warning: rank {os.environ.get('RANK')}: the counter pass did not start ({e})", file=sys.stderr)
+        print(
+            f"kernelscope: warning: rank {os.environ.get('RANK')}: the counter pass did not start ({e})",
+            file=sys.stderr,
+        )
 
 if os.environ.get("KERNELSCOPE_RANK_DIR") and os.environ.get("RANK") and not os.environ.get("KERNELSCOPE_RANK_HOOKED"):
     try:
@@ -23,4 +30,6 @@ if os.environ.get("KERNELSCOPE_RANK_DIR") and os.environ.get("RANK") and not os.
     except Exception as e:  # never stop the workload: the parent says which rank left no trace
         import sys
 
-        print(f"kernelscope: warning: rank {os.environ.get('RANK')}: the trace pass did not start ({e})", file=sys.stderr)
+        print(
+            f"kernelscope: warning: rank {os.environ.get('RANK')}: the trace pass did not start ({e})", file=sys.stderr
+        )
