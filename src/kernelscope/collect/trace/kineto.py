@@ -248,7 +248,15 @@ class _KernelRows:
             order = sorted(range(n), key=self.start.__getitem__)
         pos = {row: k for k, row in enumerate(order)} if self.collective else {}
         details = {pos[row]: LaunchDetails(collective=c) for row, c in sorted(self.collective.items())}
-        return LaunchTable.from_columns(self.raw, [self.raw_of[k] for k in order], [self.start[k] for k in order],
+        raw, raw_of = self.raw, [self.raw_of[k] for k in order]
+        if not isinstance(order, range):  # shapes numbered by first launch in start order, as from_launches does
+            new_id: dict[int, int] = {}
+            for r in raw_of:
+                if r not in new_id:
+                    new_id[r] = len(new_id)
+            raw = [self.raw[old] for old in new_id]
+            raw_of = [new_id[r] for r in raw_of]
+        return LaunchTable.from_columns(raw, raw_of, [self.start[k] for k in order],
                                         [self.dur[k] for k in order], [self.corr[k] for k in order],
                                         dict(sorted(details.items())))
 
