@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     s.set_launch_table(parsed.table)  # as the recorder does: no Launch object per kernel
     s.save(out)
     t3 = time.perf_counter()
-    print(f"read {t1 - t0:.2f} s, parse {t2 - t1:.2f} s, save {t3 - t2:.2f} s: {len(parsed.launches)} launches",
+    print(f"read {t1 - t0:.2f} s, parse {t2 - t1:.2f} s, save {t3 - t2:.2f} s: {len(parsed.table)} launches",
           file=sys.stderr)
     return 0
 
