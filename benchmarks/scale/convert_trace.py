@@ -26,11 +26,12 @@ def main(argv: list[str]) -> int:
     parsed = parse_trace(doc)
     del doc
     t2 = time.perf_counter()
-    s = Session(command=["convert_trace"], launches=parsed.launches, activities=parsed.activities,
-                regions=parsed.regions, time_origin_ns=parsed.time_origin_ns)
+    s = Session(command=["convert_trace"], activities=parsed.activities, regions=parsed.regions,
+                time_origin_ns=parsed.time_origin_ns)
+    s.set_launch_table(parsed.table)  # as the recorder does: no Launch object per kernel
     s.save(out)
     t3 = time.perf_counter()
-    print(f"read {t1 - t0:.2f} s, parse {t2 - t1:.2f} s, save {t3 - t2:.2f} s: {len(parsed.launches)} launches",
+    print(f"read {t1 - t0:.2f} s, parse {t2 - t1:.2f} s, save {t3 - t2:.2f} s: {len(parsed.table)} launches",
           file=sys.stderr)
     return 0
 

@@ -87,6 +87,35 @@ def _spans_by_rank(session: Session) -> dict[int, tuple[list[Interval], list[Int
     return out
 
 
+def _one_rank_no_collectives(session: Session, infos: list[RankInfo]) -> tuple[int, int, int] | None:
+    """For a session of one rank whose launches run no collective: (union of its kernels' intervals, first start
+    to last end, timed kernels), in one pass over the columns (the same numbers as union/total of the
+    intervals); None for any other session."""
+    table = session.launch_table()
+    if len(infos) != 1 or any(d.collective is not None for d in table.details.values()) \
+            or {s.rank or 0 for s in table.shapes} - {infos[0].rank}:
+        return None
+    start, dur = table.start_ns, table.duration_ns
+    if None in start:
+        pairs = [(st, d) for st, d in zip(start, dur) if st is not None]
+        start, dur = [p[0] for p in pairs], [p[1] for p in pairs]
+    if not start:
+        return 0, 0, 0
+    if not all(a <= b for a, b in zip(start, start[1:])):
+        order = sorted(range(len(start)), key=start.__getitem__)
+        start, dur = [start[k] for k in order], [dur[k] for k in order]
+    first, end, busy = start[0], start[0], 0
+    for st, d in zip(start, dur):  # intervals by start: merged as union() merges them
+        e = st + d
+        if st > end:
+            busy += e - st
+            end = e
+        elif e > end:
+            busy += e - end
+            end = e
+    return busy, end - first, len(start)
+
+
 def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksSummary:
     infos = session.ranks or [RankInfo(rank=0, world_size=1)]
     waits: dict[int, int] = {}
@@ -95,9 +124,16 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         for t in row.ranks:
             waits[t.rank] = waits.get(t.rank, 0) + t.wait_ns
             counts[t.rank] = counts.get(t.rank, 0) + 1
-    spans = _spans_by_rank(session)
+    fast = _one_rank_no_collectives(session, infos)
+    spans = {} if fast is not None else _spans_by_rank(session)
     out = []
     for info in infos:
+        if fast is not None:  # the usual one-GPU session: compute is every kernel, no interval list needed
+            busy_ns, span, n_kernels = fast
+            out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=busy_ns, communication_ns=0,
+                                idle_ns=span - busy_ns, overlap_ns=0, overlap_pct=None,
+                                wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
+            continue
         comm_raw, comp_raw = spans.get(info.rank, ([], []))
         comm, comp = union(comm_raw), union(comp_raw)
         n_kernels = len(comm_raw) + len(comp_raw)

@@ -72,12 +72,19 @@ def _by_kernel(summary: SessionSummary) -> tuple[TimeShare, ...]:
     return tuple(top)
 
 
-def _by_kind(analysis: SessionAnalysis) -> tuple[TimeShare, ...]:
+def _by_kind(session: Session, analysis: SessionAnalysis) -> tuple[TimeShare, ...]:
+    """GPU time of each kind of timeline row (kernels, copies, sets), summed from the columns the rows are
+    made of: the timed launches (those with a start, the trace pass's) and the activities."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in analysis.timeline.rows:
-        if row.kind != "region" and row.on_gpu:
-            totals[row.kind][0] += row.duration_ns
-            totals[row.kind][1] += 1
+    if not len(analysis.timeline.rows):
+        return ()
+    _, traced = session.launch_table().durations_by_shape()
+    launches = sum(map(len, traced))
+    if launches:
+        totals["kernel"] = [sum(map(sum, traced)), launches]
+    for a in session.activities:
+        totals[a.kind][0] += a.duration_ns
+        totals[a.kind][1] += 1
     whole = sum(ns for ns, _ in totals.values())
     return _shares({k: (v[0], v[1]) for k, v in totals.items()}, whole)
 
@@ -135,5 +142,5 @@ def session_verdict(session: Session, analysis: SessionAnalysis) -> SessionVerdi
     summary = analysis.summary
     gains, unranked = _gains(analysis)
     return SessionVerdict(summary.total_kernel_ns, summary.launch_count, len(summary.kernels), _by_kernel(summary),
-                          _by_kind(analysis), analysis.timeline.missing_reason, _by_region(session, summary.total_kernel_ns), gains, unranked,
+                          _by_kind(session, analysis), analysis.timeline.missing_reason, _by_region(session, summary.total_kernel_ns), gains, unranked,
                           _not_measured(session, analysis))

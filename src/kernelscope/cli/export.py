@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from kernelscope.cli.common import fail, load_session, output_path, report
@@ -35,11 +34,11 @@ def main(args: argparse.Namespace) -> int:
     session = load_session(args.file)
     renderer = get_renderer(args.format)  # the trace shows the run, not a selection: no kernel panels asked for
     trace = renderer.trace(report(renderer.prepare(session), None, 0, None))
-    if not any(e["ph"] != "M" for e in trace.events):
+    timed = trace.timed_events()
+    if not timed:
         fail(nothing_to_draw(args.file, session))
-    write_atomic(out, json.dumps(trace.to_dict()).encode())
+    write_atomic(out, trace.write_json)  # streamed: launch events written from their columns
     for note in trace.notes:
         print(f"kernelscope: note: {note}.", file=sys.stderr)
-    timed = sum(1 for e in trace.events if e["ph"] != "M")
     print(f"wrote {out}: {timed:,} events (open in ui.perfetto.dev or chrome://tracing)")
     return 0

@@ -198,11 +198,25 @@ class LaunchTable:
             if x.counters or x.findings or x.block_records is not None or x.scopes is not None or x.collective:
                 t.details[i] = LaunchDetails(dict(x.counters), list(x.findings), x.block_records, x.scopes,
                                              x.collective)
-        shape_of_raw, values_of_raw = t._merge_shapes(raw)
-        t.shape = [shape_of_raw[r] for r in raw_of_launch]
-        for name in {n for v in values_of_raw for n in v}:
-            t.metric_values[name] = [values_of_raw[r].get(name) for r in raw_of_launch]
+        t._set_shapes(raw, raw_of_launch)
         return t
+
+    @classmethod
+    def from_columns(cls, raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]], raw_of_launch: list[int],
+                     start_ns: list[int | None], duration_ns: list[int], correlation_id: list[int | None],
+                     details: dict[int, LaunchDetails]) -> "LaunchTable":
+        """The table of launches given as columns: ``raw`` holds each distinct ((kernel, grid, block, stream,
+        device_index, regions, rank), metric items) and ``raw_of_launch`` the entry of each launch; the same
+        table as from_launches of those launches, without a Launch object per launch (a trace converter)."""
+        t = cls(start_ns=start_ns, duration_ns=duration_ns, correlation_id=correlation_id, details=details)
+        t._set_shapes(raw, raw_of_launch)
+        return t
+
+    def _set_shapes(self, raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]], raw_of_launch: list[int]) -> None:
+        shape_of_raw, values_of_raw = self._merge_shapes(raw)
+        self.shape = [shape_of_raw[r] for r in raw_of_launch]
+        for name in {n for v in values_of_raw for n in v}:
+            self.metric_values[name] = [values_of_raw[r].get(name) for r in raw_of_launch]
 
     def _merge_shapes(self, raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]]
                       ) -> tuple[list[int], list[dict[str, Any]]]:

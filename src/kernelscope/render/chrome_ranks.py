@@ -29,15 +29,23 @@ def rank_session(session: Session, rank: int) -> Session:
 
 
 def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], report: RanksReport | None,
-                        gpu_pid: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every rank's events from the one-GPU builder ``one_rank``, moved to the rank's own pids."""
-    events: list[dict[str, Any]] = []
+                        gpu_pid: int) -> tuple[list[Any], list[str]]:
+    """Every rank's events from the one-GPU builder ``one_rank``, moved to the rank's own pids (event dicts,
+    and runs of kernel events kept as columns, render/chrome_kernel_rows.py, whose process id moves)."""
+    events: list[Any] = []
     notes: list[str] = []
     for info in sorted(session.ranks, key=lambda r: r.rank):
         base = (info.rank + 1) * PIDS_PER_RANK
         trace = one_rank(rank_session(session, info.rank))
+        shifted: list[Any] = []
         notes += [f"rank {info.rank}: {n}" for n in trace.notes]
-        for e in trace.events:
+        for e in trace.parts:
+            if not isinstance(e, dict):
+                if all(e.cols is not c for c in shifted):  # the rank's runs share their columns: move once
+                    e.cols.pid += base
+                    shifted.append(e.cols)
+                events.append(e)
+                continue
             e = dict(e, pid=base + e["pid"])
             if e["ph"] == "M" and e["name"] == "process_name":
                 e["args"] = {"name": f"rank {info.rank} · {e['args']['name']}"}

@@ -12,12 +12,14 @@ note, never placed at a made-up time.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, Union
 
 from kernelscope.model import Launch, Session
 from kernelscope.model.launch_table import LaunchShape
 from kernelscope.render.chrome_memory import memory_events
+from kernelscope.render.chrome_kernel_rows import KernelColumns, KernelRows
 from kernelscope.render.chrome_scopes import scope_events
 from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
 from kernelscope.render.text import visible
@@ -30,16 +32,64 @@ TID_UNKNOWN_STREAM = 999_999
 SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot (an SM holds at most 32 blocks at once)
 
 
+Part = Union[dict[str, Any], KernelRows]  # one event, or a run of kernel launch events kept as columns
+DICTS_PER_CHUNK = 5000
+
+
 @dataclass
 class ChromeTrace:
-    events: list[dict[str, Any]] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)  # the events in order; launch events mostly as KernelRows
     notes: list[str] = field(default_factory=list)  # what was left out, and why
     time_origin_ns: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"traceEvents": self.events, "displayTimeUnit": "ns",
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every event as a dict (a million launches make a million dicts: writers use write_json)."""
+        out: list[dict[str, Any]] = []
+        for p in self.parts:
+            if isinstance(p, dict):
+                out.append(p)
+            else:
+                out += p.events()
+        return out
+
+    def timed_events(self) -> int:
+        """The number of events that are not metadata (``ph`` other than ``M``)."""
+        return sum(p.count() if isinstance(p, KernelRows) else p["ph"] != "M" for p in self.parts)
+
+    def _other(self) -> dict[str, Any]:
+        return {"displayTimeUnit": "ns",
                 "otherData": {"generator": "kernelscope", "time_origin_ns": self.time_origin_ns,
                               "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes)}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"traceEvents": self.events, **self._other()}
+
+    def write_json(self, f: BinaryIO) -> None:
+        """``json.dumps(self.to_dict())``, byte for byte, written to ``f`` in chunks: no event dict per launch
+        row and never the whole text in memory."""
+        first = True
+
+        def add(text: str) -> None:
+            nonlocal first
+            f.write(text.encode() if first else b", " + text.encode())
+            first = False
+
+        f.write(b'{"traceEvents": [')
+        batch: list[dict[str, Any]] = []
+        for p in self.parts:
+            if isinstance(p, dict):
+                batch.append(p)
+                if len(batch) < DICTS_PER_CHUNK:
+                    continue
+            if batch:
+                add(json.dumps(batch)[1:-1])  # a list's items are encoded as the items alone would be
+                batch = []
+            if isinstance(p, KernelRows):
+                p.write(add)
+        if batch:
+            add(json.dumps(batch)[1:-1])
+        f.write(b"], " + json.dumps(self._other())[1:].encode())
 
 
 def _us(ns: int) -> float:
@@ -126,15 +176,15 @@ def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
         from kernelscope.render.chrome_ranks import ranks_chrome_events
 
         out = ChromeTrace(time_origin_ns=session.time_origin_ns)
-        out.events, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
-        out.events = [_plain_text(e) for e in out.events]
+        out.parts, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
+        out.parts = [_plain_text(e) if isinstance(e, dict) else e for e in out.parts]  # rows: plain already
         return out
     return _one_process_trace(session)
 
 
 def _one_process_trace(session: Session) -> ChromeTrace:
     out = ChromeTrace(time_origin_ns=session.time_origin_ns)
-    ev, notes = out.events, out.notes
+    ev, notes = out.parts, out.notes
     gpu = "GPU" if session.device is None else f"GPU {session.device.index}: {session.device.name}"
     ev += [_meta("process_name", PID_GPU, gpu), _meta("process_sort_index", PID_GPU, str(PID_GPU))]
     table = session.launch_table()  # launches column-wise: one event dict per launch, no Launch objects
@@ -149,24 +199,25 @@ def _one_process_trace(session: Session) -> ChromeTrace:
     if untimed:
         notes.append(f"{untimed} of {n} launches have no start time (seen only by the "
                      "counter pass, which serialises kernels) and were left out rather than placed at a made-up time")
-    shape_event = [_shape_event(sh) for sh in table.shapes]
-    varying = [any(k in sh.varying for k in _CONFIG_ARGS) for sh in table.shapes]
-    details = table.details
-    for i, (sid, start, dur, corr) in enumerate(zip(table.shape, table.start_ns, table.duration_ns,
-                                                    table.correlation_id)):
-        if i in details or varying[sid]:
-            x = table.launch(i)
-            if x.start_ns is not None:
-                ev.append(_plain_text(_launch_event(i, x)))
-            if x.block_records is not None:
-                ev += _block_events(i, x, notes)
-            ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
-            continue
-        if start is not None:
-            name, tid, kernel, grid, block, regions, extra = shape_event[sid]
-            ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": PID_GPU, "tid": tid, "ts": start / 1000.0,
-                       "dur": dur / 1000.0, "args": {"kernel": kernel, "launch_index": i, "grid": grid, "block": block,
-                                                      "correlation_id": corr, "regions": regions, **extra}})
+    # Launches on the common path stay rows of the table (KernelRows, written from per-shape JSON text);
+    # those with counter results or instrumentation, or a varying configuration, are built as Launches.
+    cols = KernelColumns(table, [_shape_event(sh) for sh in table.shapes], PID_GPU)
+    varying = {sid for sid, sh in enumerate(table.shapes) if any(k in sh.varying for k in _CONFIG_ARGS)}
+    slow = sorted(set(table.details) | ({i for i, sid in enumerate(table.shape) if sid in varying}
+                                        if varying else set()))
+    first = 0
+    for i in [*slow, n]:
+        if first < i:
+            ev.append(KernelRows(cols, first, i))
+        first = i + 1
+        if i == n:
+            break
+        x = table.launch(i)
+        if x.start_ns is not None:
+            ev.append(_plain_text(_launch_event(i, x)))
+        if x.block_records is not None:
+            ev += _block_events(i, x, notes)
+        ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
     for a in session.activities:
         ev.append({"ph": "X", "cat": a.kind, "name": a.name, "pid": PID_GPU,
                    "tid": TID_UNKNOWN_STREAM if a.stream is None else a.stream, "ts": _us(a.start_ns),
@@ -184,7 +235,8 @@ def _one_process_trace(session: Session) -> ChromeTrace:
     ev += _sample_events(session, notes)
     ev += memory_events(session, notes)  # run --memory's allocator counters and kernelscope.mark() instants
     # nested or disjoint, else a track; launch events were made plain text per shape above
-    out.events = [e if e.get("cat") == "kernel" else _plain_text(e) for e in split_partial_overlaps(ev, notes)]
+    out.parts = [e if not isinstance(e, dict) or e.get("cat") == "kernel" else _plain_text(e)
+                 for e in split_partial_overlaps(ev, notes)]
     return out
 
 

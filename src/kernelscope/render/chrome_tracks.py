@@ -27,6 +27,8 @@ def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
     whose open spans have all ended by its start, or, with ``nest``, whose
     innermost open span contains it.
     """
+    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):  # one after another already (kernels on a stream)
+        return [0] * len(spans)
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
     open_ends: list[list[int]] = []  # per lane: the ends of the spans still open, innermost last
     lane_of = [0] * len(spans)
@@ -45,25 +47,34 @@ def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
     return lane_of
 
 
-def split_partial_overlaps(events: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+def split_partial_overlaps(events: list[Any], notes: list[str]) -> list[Any]:
     """Move ``X`` events that overlap others on their track only in part to extra tracks, with a note.
 
     Events stay in place where their track is already drawable (the usual case:
     kernels on a stream run one after another, regions nest); an extra track is
-    named after its track ("stream 7 · overlap 1").
+    named after its track ("stream 7 · overlap 1"). ``events`` are dicts, or runs of
+    kernel events kept as columns (render/chrome_kernel_rows.KernelRows), which say
+    their own spans and take their moves.
     """
-    tracks: dict[tuple[int, int], list[int]] = defaultdict(list)
+    spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    refs: dict[tuple[int, int], list[int]] = {}  # per track: event position (>= 0) or ~launch index of a row
+    rows: Any = None
     for i, e in enumerate(events):
-        if e["ph"] == "X":
-            tracks[(e["pid"], e["tid"])].append(i)
+        if not isinstance(e, dict):
+            e.add_spans(spans, refs)
+            rows = e.cols
+        elif e["ph"] == "X":
+            key = (e["pid"], e["tid"])
+            spans.setdefault(key, []).append(event_span_ns(e))
+            refs.setdefault(key, []).append(i)
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+             if isinstance(e, dict) and e["ph"] == "M" and e["name"] == "thread_name"}
     next_tid: dict[int, int] = defaultdict(int)
-    for pid, tid in list(tracks) + list(names):
+    for pid, tid in list(spans) + list(names):
         next_tid[pid] = max(next_tid[pid], (tid or 0) + 1)
     extra: list[dict[str, Any]] = []
-    for (pid, tid), idx in tracks.items():
-        lanes = assign_lanes([event_span_ns(events[i]) for i in idx], nest=True)
+    for (pid, tid), track in spans.items():
+        lanes = assign_lanes(track, nest=True)
         if max(lanes) == 0:
             continue
         base = names.get((pid, tid), f"track {tid}")
@@ -74,9 +85,12 @@ def split_partial_overlaps(events: list[dict[str, Any]], notes: list[str]) -> li
             extra.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane_tid[lane],
                           "args": {"name": f"{base} · overlap {lane}"}})
         moved = 0
-        for i, lane in zip(idx, lanes):
+        for i, lane in zip(refs[(pid, tid)], lanes):
             if lane:
-                events[i] = {**events[i], "tid": lane_tid[lane]}
+                if i >= 0:
+                    events[i] = {**events[i], "tid": lane_tid[lane]}
+                else:
+                    rows.moved[~i] = lane_tid[lane]
                 moved += 1
         notes.append(f"{moved} event(s) on track '{base}' overlap others there only in part and were drawn on "
                      f"{max(lanes)} extra track(s) named '{base} · overlap N'")

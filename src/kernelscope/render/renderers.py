@@ -8,6 +8,7 @@ kernel selection, short names and labels are then those of the plain strings, as
 """
 from __future__ import annotations
 
+import io
 import json
 from typing import Any, Protocol
 
@@ -95,7 +96,9 @@ class ChromeRenderer(_Raw):
         return session_to_chrome_trace(report.session, report.ranks)
 
     def render(self, report: Report) -> bytes:
-        return json.dumps(self.trace(report).to_dict()).encode()
+        buf = io.BytesIO()
+        self.trace(report).write_json(buf)
+        return buf.getvalue()
 
 
 class RooflinePngRenderer(_Raw):

@@ -16,7 +16,7 @@ from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_F
 from kernelscope.collect.trace.host_syncs import host_syncs
 from kernelscope.model import Activity, Device, HostSync, Launch, Metric, Region, attribute
 from kernelscope.model import session_schema as schema
-from kernelscope.model.launch_table import LaunchTable
+from kernelscope.model.launch_table import LaunchDetails, LaunchTable
 from kernelscope.model.schema import Invalid
 from kernelscope.model.session_codec import decode_launches, encode_launches
 
@@ -25,7 +25,7 @@ _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
 @dataclass
 class ParsedTrace:
-    launches: list[Launch] = field(default_factory=list)
+    table: LaunchTable = field(default_factory=LaunchTable)  # the kernel launches, column-wise, by start time
     activities: list[Activity] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
     devices: list[Device] = field(default_factory=list)
@@ -33,6 +33,14 @@ class ParsedTrace:
     time_origin_ns: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # events left out as malformed, one line per kind
+
+    @property
+    def launches(self) -> list[Launch]:
+        """The launches as objects, built from the table when first asked (a run's session keeps the table)."""
+        got = self.__dict__.get("_launches")
+        if got is None:
+            got = self.__dict__["_launches"] = self.table.launches()
+        return got
 
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
@@ -61,10 +69,11 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
         raise TraceFormatError(f"a malformed PyTorch profiler trace ({type(e).__name__}: {e})") from None
     skipped: Counter[str] = Counter(out.problems)
     out.problems = []
-    if out.launches and not _launches_valid(out.launches):  # else every launch passed, checked column-wise
-        kept_launches = [x for x in out.launches if _valid(schema.launch, x.to_dict())]
-        skipped["kernel"] += len(out.launches) - len(kept_launches)
-        out.launches[:] = kept_launches
+    if len(out.table) and not _launches_valid(out.table):  # else every launch passed, checked column-wise
+        every = out.table.launches()
+        kept_launches = [x for x in every if _valid(schema.launch, x.to_dict())]
+        skipped["kernel"] += len(every) - len(kept_launches)
+        out.table = LaunchTable.from_launches(kept_launches)
     for kind, items, spec in (("memcpy/memset", out.activities, schema.activity),
                               ("annotation", out.regions, schema.region),
                               ("synchronize", out.host_syncs, schema.host_sync)):
@@ -76,12 +85,12 @@ def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
     return out
 
 
-def _launches_valid(launches: list[Launch]) -> bool:
+def _launches_valid(table: LaunchTable) -> bool:
     """Whether every launch passes the session schema, checked as the session file will be read (shapes and
     columns, model/session_codec.py): the same checks as schema.launch per launch, at column speed."""
     problems: list[str] = []
     try:
-        decode_launches(encode_launches(LaunchTable.from_launches(launches)), problems)
+        decode_launches(encode_launches(table), problems)
     except Invalid:
         return False
     return not problems
@@ -126,7 +135,6 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
             return []
 
     _add_kernels_and_copies(events, origin_ns, enclosing, out, bad)
-    out.launches.sort(key=lambda x: x.start_ns)
     out.devices = []
     for p in doc.get("deviceProperties") or []:
         try:
@@ -163,13 +171,15 @@ def _launch_sites_and_gpu_annotations(
 
 def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclosing: Callable[[Any], list[str]],
                             out: ParsedTrace, bad: list[str]) -> None:
-    """Kernel launches and memcpy/memset activities into ``out``; what cannot be read is named in ``bad``."""
+    """Kernel launches (as columns, in start order) and memcpy/memset activities into ``out``; what cannot be
+    read is named in ``bad``."""
+    rows = _KernelRows()
     for e in events:
         cat = e.get("cat")
         try:
             args = e.get("args") or {}
             if cat == "kernel":
-                out.launches.append(_launch(e, args, origin_ns, enclosing(args.get("correlation"))))
+                rows.add(e, args, origin_ns, enclosing)
             elif cat in ("gpu_memcpy", "gpu_memset"):
                 out.activities.append(Activity(
                     kind=cat[4:], name=str(e.get("name")), start_ns=_ns(e["ts"]) - origin_ns,
@@ -177,6 +187,78 @@ def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclos
                 ))
         except _MALFORMED:
             bad.append("kernel" if cat == "kernel" else "memcpy/memset")
+    out.table = rows.table()
+
+
+class _KernelRows:
+    """Kernel events as launch columns: what launches of one configuration share (name, grid, block, stream,
+    device, regions, the metrics of the same arg values) is built once and looked up by the event's raw values,
+    so a million kernels make no million Launch objects."""
+
+    def __init__(self) -> None:
+        self.raw_ids: dict[Any, int] = {}
+        self.raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []
+        self.raw_of: list[int] = []
+        self.start: list[int] = []
+        self.dur: list[int] = []
+        self.corr: list[Any] = []
+        self.collective: dict[int, Any] = {}  # row -> the NCCL collective it runs
+        self.metrics: dict[Any, tuple[tuple[str, Metric], ...]] = {}  # by the event's raw field values
+
+    def add(self, e: dict[str, Any], args: dict[str, Any], origin_ns: int, enclosing: Callable[[Any], list[str]]
+            ) -> None:
+        """One kernel event; raises as Launch building would (a malformed value: _MALFORMED), in the same order,
+        before anything is kept."""
+        corr = args.get("correlation")
+        regions = tuple(enclosing(corr))
+        values = tuple(args.get(f.raw_name) for f in KINETO_KERNEL_FIELDS)
+        try:
+            hash(values)
+            vkey: Any = values
+        except TypeError:  # an unhashable value (a list): compared by its text
+            vkey = repr(values)
+        metrics = self.metrics.get(vkey)
+        if metrics is None:
+            metrics = self.metrics[vkey] = tuple(_metrics(args).items())
+        try:
+            grid, block = args["grid"], args["block"]
+        except KeyError:
+            raise TraceFormatError(f"kernel event {e.get('name')!r} has no grid/block") from None
+        name = str(e.get("name"))
+        base = (name, (int(grid[0]), int(grid[1]), int(grid[2])), (int(block[0]), int(block[1]), int(block[2])),
+                args.get("stream"), args.get("device"), regions, None)
+        start, dur = _ns(e["ts"]) - origin_ns, _ns(e.get("dur", 0))
+        collective = nccl_collective(name, args)
+        key = (base, vkey)
+        r = self.raw_ids.get(key)
+        if r is None:
+            r = self.raw_ids[key] = len(self.raw)
+            self.raw.append((base, metrics))
+        if collective is not None:
+            self.collective[len(self.raw_of)] = collective
+        self.raw_of.append(r)
+        self.start.append(start)
+        self.dur.append(dur)
+        self.corr.append(corr)
+
+    def table(self) -> LaunchTable:
+        n = len(self.start)
+        order: Any = range(n)
+        if not all(a <= b for a, b in zip(self.start, self.start[1:])):  # by start, ties in trace order
+            order = sorted(range(n), key=self.start.__getitem__)
+        pos = {row: k for k, row in enumerate(order)} if self.collective else {}
+        details = {pos[row]: LaunchDetails(collective=c) for row, c in sorted(self.collective.items())}
+        raw, raw_of = self.raw, [self.raw_of[k] for k in order]
+        if not isinstance(order, range):  # shapes numbered by first launch in start order, as from_launches does
+            new_id: dict[int, int] = {}
+            for r in raw_of:
+                if r not in new_id:
+                    new_id[r] = len(new_id)
+            raw = [self.raw[old] for old in new_id]
+            raw_of = [new_id[r] for r in raw_of]
+        return LaunchTable.from_columns(raw, raw_of, [self.start[k] for k in order],
+                                        [self.dur[k] for k in order], [self.corr[k] for k in order],
+                                        dict(sorted(details.items())))
 
 
 def _enclosing_regions(launch_site: dict[int, tuple[Any, Any, int]],
@@ -231,7 +313,8 @@ _MISSING_METRICS = {model_name: Metric.missing(raw_name, reason, "ncu" if "ncu" 
                     for model_name, raw_name, unit, reason in KINETO_MISSING_FIELDS}
 
 
-def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: list[str]) -> Launch:
+def _metrics(args: dict[str, Any]) -> dict[str, Metric]:
+    """A kernel event's metrics: every Kineto field (missing ones with the reason), then what Kineto never has."""
     metrics: dict[str, Metric] = {}
     for i, f in enumerate(KINETO_KERNEL_FIELDS):
         raw = args.get(f.raw_name)
@@ -240,23 +323,7 @@ def _launch(e: dict[str, Any], args: dict[str, Any], origin_ns: int, regions: li
         except TypeError:  # an unhashable value (a list): build it, uncached
             metrics[f.model_name] = _field_metric.__wrapped__(i, raw)
     metrics.update(_MISSING_METRICS)
-    try:
-        grid, block = args["grid"], args["block"]
-    except KeyError:
-        raise TraceFormatError(f"kernel event {e.get('name')!r} has no grid/block") from None
-    return Launch(
-        kernel=str(e.get("name")),
-        grid=(int(grid[0]), int(grid[1]), int(grid[2])),
-        block=(int(block[0]), int(block[1]), int(block[2])),
-        start_ns=_ns(e["ts"]) - origin_ns,
-        duration_ns=_ns(e.get("dur", 0)),
-        stream=args.get("stream"),
-        device_index=args.get("device"),
-        correlation_id=args.get("correlation"),
-        regions=regions,
-        metrics=metrics,
-        collective=nccl_collective(str(e.get("name")), args),  # NCCL kernels: the collective they run
-    )
+    return metrics
 
 
 def _device(p: dict[str, Any]) -> Device:

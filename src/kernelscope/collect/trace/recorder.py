@@ -178,20 +178,24 @@ class TraceRecorder:
             else:
                 os.unlink(path)
         s = self.session
-        s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
+        s.set_launch_table(parsed.table)  # launches stay columns: a long run holds a million of them
+        s.activities, s.regions = parsed.activities, parsed.regions
         s.host_syncs = parsed.host_syncs
         s.time_origin_ns = parsed.time_origin_ns
         sampler.place_on_session_clock(s)
         attach_pending(s)  # block records submitted by instrumented kernels (collect/instrument)
         scope_sink.attach_pending(s)  # phase scopes recorded with Proton (collect/instrument/proton_scopes)
         s.environment.update({"torch": self._torch.__version__, **parsed.info})
-        status.details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)"}
-        if not parsed.launches:
+        status.details = {"kernel_launches": len(parsed.table), "collector": "torch.profiler (Kineto/CUPTI)"}
+        if not len(parsed.table):
             status = CollectorStatus("ok", "the workload launched no CUDA kernels while profiled", status.details)
         if parsed.problems:  # the trace held events it could not use: say so, never pass them off as complete
             status = CollectorStatus("partial", "; ".join(parsed.problems), status.details)
         s.collectors[collector.TRACE] = status
-        devices = Counter(x.device_index for x in parsed.launches if x.device_index is not None)
+        devices: Counter[int] = Counter()
+        for sid, launches in enumerate(parsed.table.durations_by_shape()[0]):  # per shape, not per launch
+            if parsed.table.shapes[sid].device_index is not None:
+                devices[parsed.table.shapes[sid].device_index] += len(launches)
         index = devices.most_common(1)[0][0] if devices else self._torch.cuda.current_device()
         fallback = next((d for d in parsed.devices if d.index == index), None)
         self._record_device(index, fallback)

@@ -1,0 +1,134 @@
+"""The column paths that keep a million launches fast give what the per-object paths give: the streamed
+Chrome trace is byte for byte json.dumps of its events, the Kineto parser's table is the table of its
+launches, a one-rank session's busy time and the verdict's split by kind equal the interval/row sums."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections import defaultdict
+
+import pytest
+
+from conftest import DATA
+from kernelscope.analyze.analysis import analyze_session
+from kernelscope.analyze.collectives import analyze_collectives
+from kernelscope.analyze.ranks import _spans_by_rank, summarize_ranks, total, union
+from kernelscope.analyze.roofline import Ceilings
+from kernelscope.analyze.verdict import session_verdict
+from kernelscope.collect.trace.kineto import parse_trace
+from kernelscope.model import Session
+from kernelscope.model.launch_table import LaunchTable
+from kernelscope.render.chrome_kernel_rows import KernelRows
+from kernelscope.render.chrome_trace import session_to_chrome_trace
+
+SESSIONS = sorted(p.name for p in DATA.glob("session_*.json.gz"))
+
+
+def written(trace) -> bytes:
+    buf = io.BytesIO()
+    trace.write_json(buf)
+    return buf.getvalue()
+
+
+def overlapping_session() -> Session:
+    """The mixed fixture with launch 1 moved to overlap launch 0 in part, and launch 5 given a counter result:
+    rows moved to an overlap track, and runs of rows on both sides of a launch built as a Launch."""
+    s = Session.load(DATA / "session_h100_mixed.json.gz")
+    a, b = s.launches[0], s.launches[1]
+    b.start_ns, b.duration_ns = a.start_ns + a.duration_ns // 2, a.duration_ns
+    s.launches[5].counters = dict(s.launches[5].metrics)
+    return s
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_streamed_trace_is_json_dumps_of_its_events(name):
+    trace = session_to_chrome_trace(Session.load(DATA / name))
+    assert written(trace) == json.dumps(trace.to_dict()).encode()
+
+
+def test_streamed_trace_with_moved_rows_and_split_runs():
+    trace = session_to_chrome_trace(overlapping_session())
+    runs = [p for p in trace.parts if isinstance(p, KernelRows)]
+    assert len(runs) >= 2 and runs[0].cols.moved  # rows kept as columns, one of them moved
+    assert any("overlap" in n for n in trace.notes)
+    assert written(trace) == json.dumps(trace.to_dict()).encode()
+    tid = {e["args"]["launch_index"]: e["tid"] for e in trace.events if e.get("cat") == "kernel"}
+    assert tid[1] != tid[0] and tid[1] == runs[0].cols.moved[1]  # the moved row is written on its new track
+    assert trace.timed_events() == sum(1 for e in trace.events if e["ph"] != "M")
+
+
+def test_streamed_trace_of_two_ranks(tmp_path):
+    from kernelscope.cli import main as cli_main
+
+    out = tmp_path / "job.json"
+    ranks = DATA / "ranks"
+    assert cli_main(["import", str(ranks / "job2_rank0.pt.trace.json.gz"), str(ranks / "job2_rank1.pt.trace.json.gz"),
+                     "-o", str(out)]) == 0
+    s = Session.load(out)
+    trace = session_to_chrome_trace(s)
+    pids = {e["pid"] for e in trace.events if e.get("cat") == "kernel"}
+    assert pids == {1001, 2001}  # each rank's launch rows moved to its own process
+    assert written(trace) == json.dumps(trace.to_dict()).encode()
+
+
+def _trace_doc() -> dict:
+    return json.loads(gzip.decompress((DATA / "trace_h100_mixed.json.gz").read_bytes()))
+
+
+def test_parsed_table_is_the_table_of_its_launches():
+    doc = _trace_doc()
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) > 10
+    kernels[3]["ts"], kernels[7]["ts"] = kernels[7]["ts"], kernels[3]["ts"]  # out of start order in the file
+    parsed = parse_trace(doc)
+    t = parsed.table
+    assert len(t) == len(kernels) and t.start_ns == sorted(t.start_ns)
+    again = LaunchTable.from_launches(t.launches())
+    assert (again.shapes, again.shape, again.start_ns, again.duration_ns, again.correlation_id, again.metric_values) \
+        == (t.shapes, t.shape, t.start_ns, t.duration_ns, t.correlation_id, t.metric_values)
+    assert len(t.shapes) < len(t)  # launches of one configuration share a shape
+    assert [x.kernel for x in parsed.launches] == t.kernels()
+
+
+def test_a_malformed_kernel_event_is_left_out_and_counted():
+    doc = _trace_doc()
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[2]["args"]["grid"] = ["x", 1, 1]
+    parsed = parse_trace(doc)
+    assert len(parsed.table) == len(kernels) - 1
+    assert parsed.problems == ["1 malformed kernel event(s) left out"]
+
+
+def _interval_busy(session: Session) -> tuple[int, int, int]:
+    comm, comp = _spans_by_rank(session).get(0, ([], []))
+    busy = union(comm + comp)
+    return total(busy), (busy[-1][1] - busy[0][0]) if busy else 0, len(comm) + len(comp)
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_one_rank_busy_time_from_columns_equals_the_interval_union(name):
+    s = Session.load(DATA / name)
+    r = summarize_ranks(s, analyze_collectives(s)).ranks[0]
+    busy, span, kernels = _interval_busy(s)
+    assert (r.compute_ns, r.span_ns, r.kernels, r.idle_ns) == (busy, span, kernels, span - busy)
+
+
+def test_one_rank_busy_time_with_overlaps():
+    s = overlapping_session()
+    r = summarize_ranks(s, analyze_collectives(s)).ranks[0]
+    busy, span, _ = _interval_busy(s)
+    assert (r.compute_ns, r.span_ns) == (busy, span) and busy < sum(x.duration_ns for x in s.launches)
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_verdict_split_by_kind_equals_the_timeline_rows(name):
+    s = Session.load(DATA / name)
+    a = analyze_session(s, Ceilings.none())
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in a.timeline.rows:
+        if row.kind != "region" and row.on_gpu:
+            totals[row.kind][0] += row.duration_ns
+            totals[row.kind][1] += 1
+    got = {t.name: [t.total_ns, t.count] for t in session_verdict(s, a).by_kind}
+    assert got == dict(totals)
