@@ -141,6 +141,15 @@ def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasu
 def session_verdict(session: Session, analysis: SessionAnalysis) -> SessionVerdict:
     summary = analysis.summary
     gains, unranked = _gains(analysis)
-    return SessionVerdict(summary.total_kernel_ns, summary.launch_count, len(summary.kernels), _by_kernel(summary),
-                          _by_kind(session, analysis), analysis.timeline.missing_reason, _by_region(session, summary.total_kernel_ns), gains, unranked,
-                          _not_measured(session, analysis))
+    return SessionVerdict(
+        summary.total_kernel_ns,
+        summary.launch_count,
+        len(summary.kernels),
+        _by_kernel(summary),
+        _by_kind(session, analysis),
+        analysis.timeline.missing_reason,
+        _by_region(session, summary.total_kernel_ns),
+        gains,
+        unranked,
+        _not_measured(session, analysis),
+    )

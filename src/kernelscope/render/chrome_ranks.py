@@ -10,7 +10,9 @@ from typing import Any, Callable
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.model import Session
 
-PIDS_PER_RANK = 1000  # a rank's tracks: pid = (rank + 1) * 1000 + the single-GPU pid (1 GPU, 2 host, 3 samples, 100+ blocks)
+PIDS_PER_RANK = (
+    1000  # a rank's tracks: pid = (rank + 1) * 1000 + the single-GPU pid (1 GPU, 2 host, 3 samples, 100+ blocks)
+)
 TID_WAITS = 1_000_001
 
 

@@ -261,8 +261,9 @@ class _KernelRows:
                                         dict(sorted(details.items())))
 
 
-def _enclosing_regions(launch_site: dict[int, tuple[Any, Any, int]],
-                       cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]]) -> dict[int, tuple[str, ...]]:
+def _enclosing_regions(
+    launch_site: dict[int, tuple[Any, Any, int]], cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]]
+) -> dict[int, tuple[str, ...]]:
     """Correlation id -> names of the CPU regions open on the launching thread when the kernel was launched
     (outermost first). One sweep per thread over launches and regions in time order: a run with a region per
     step has as many regions as steps, and a scan of every region per launch would be quadratic."""

@@ -169,7 +169,9 @@ class TraceRecorder:
                 doc = json.load(f)
             parsed = parse_trace(doc)
         except (OSError, ValueError, TraceFormatError) as e:
-            self.session.collectors[collector.TRACE] = CollectorStatus("failed", f"the PyTorch profiler trace could not be read: {e}")
+            self.session.collectors[collector.TRACE] = CollectorStatus(
+                "failed", f"the PyTorch profiler trace could not be read: {e}"
+            )
             self._record_device(None)
             return
         finally:
@@ -204,7 +206,9 @@ class TraceRecorder:
 
     def _not_run(self, reason: str) -> None:
         self.session.collectors[collector.TRACE] = CollectorStatus("not-run", reason)
-        self.session.collectors[collector.SAMPLER] = CollectorStatus("not-run", f"no trace pass to sample alongside: {reason}")
+        self.session.collectors[collector.SAMPLER] = CollectorStatus(
+            "not-run", f"no trace pass to sample alongside: {reason}"
+        )
 
     def _record_device(self, index: int | None, fallback: Device | None = None) -> None:
         s = self.session
@@ -213,7 +217,9 @@ class TraceRecorder:
             if index is None and driver.device_count() == 0:
                 raise driver.DriverUnavailable("the CUDA driver reports no devices")
             s.device = driver.query_device(ordinal)
-            s.collectors[collector.DEVICE] = CollectorStatus("ok", details={"source": "CUDA driver (cuDeviceGetAttribute)"})
+            s.collectors[collector.DEVICE] = CollectorStatus(
+                "ok", details={"source": "CUDA driver (cuDeviceGetAttribute)"}
+            )
         except driver.DriverUnavailable as e:
             s.device = fallback
             how = "; using the device properties in the profiler trace" if fallback else ""
