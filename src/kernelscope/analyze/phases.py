@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 
+from kernelscope.analyze.intervals import Interval, intersect, total, union
 from kernelscope.model import Launch, PhaseScopes, WarpScopes
 
 PER_WARP_FORMULA = "per warp: sum of (end - start) over that phase's scopes; then median / min / max over warps"
@@ -20,34 +21,8 @@ OVERLAP_FORMULA = ("per block: time some warp is in A while some warp is in B / 
                    "(nested scopes count as overlapping)")
 SHARE_FORMULA = "median over blocks of (time some warp is in the phase / block span)"
 
-Interval = tuple[int, int]
-
-
-def merge(intervals: list[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
 def covered(intervals: list[Interval]) -> int:
-    return sum(e - s for s, e in merge(intervals))
-
-
-def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    a, b, out, i, j = merge(a), merge(b), [], 0, 0
-    while i < len(a) and j < len(b):
-        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if s < e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
+    return total(union(intervals))
 
 
 @dataclass(frozen=True)
@@ -104,7 +79,7 @@ def phase_intervals(ws: list[WarpScopes], scope: int) -> list[Interval]:
 
 
 def warp_idle(w: WarpScopes) -> WarpIdle:
-    m = merge(list(zip(w.start_ns, w.end_ns)))
+    m = union(list(zip(w.start_ns, w.end_ns)))
     if not m:
         return WarpIdle(w.block_id, w.warp, 0, 0, 0, ())
     gaps = tuple((a[1], b[0]) for a, b in pairwise(m))

@@ -15,41 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
+from kernelscope.analyze.intervals import Interval, intersect, total, union
 from kernelscope.model import RankInfo, Session
 
 OVERLAP_FORMULA = "|compute ∩ communication| / communication * 100"
 IMBALANCE_FORMULA = "(max compute - mean compute) / mean compute * 100"
-
-Interval = tuple[int, int]
-
-
-def union(intervals: list[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def total(intervals: list[Interval]) -> int:
-    return sum(e - s for s, e in intervals)
-
-
-def intersection(a: list[Interval], b: list[Interval]) -> int:
-    """Length of the intersection of two unions (each sorted and disjoint)."""
-    i = j = 0
-    n = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        n += max(0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return n
-
 
 @dataclass(frozen=True)
 class RankTime:
@@ -140,7 +110,7 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         busy = union(comm + comp)
         span = (busy[-1][1] - busy[0][0]) if busy else 0
         c = total(comm)
-        ov = intersection(comp, comm)
+        ov = total(intersect(comp, comm))
         out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=total(comp), communication_ns=c,
                             idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
                             wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
