@@ -23,6 +23,27 @@ def rate_cell(m: Metric, with_reason: bool = True) -> str:
     return si(float(m.value), m.unit)
 
 
+def duration_text(k: KernelAnalysis) -> str:
+    """The Duration line: median over the launches and their spread, with where the times came from."""
+    d = k.durations
+    spread = ("one launch: no spread" if d.spread_ns is None else
+              f"min {duration(d.min_ns)}, max {duration(d.max_ns)}, IQR {duration(d.q3_ns - d.q1_ns)}")
+    launches = f"{d.launches} launch{'es' if d.launches > 1 else ''}"
+    return f"median {duration(d.median_ns)} over {launches} ({spread}; {d.source})"
+
+
+def throughput_parts(k: KernelAnalysis, formula: str = "({})") -> list[str]:
+    """Each throughput as "label value (formula)", or N/A with its reason unless the missing list says it."""
+    known = {why for _, why in k.missing}
+    out = []
+    for label, m in k.throughput:
+        if m.is_missing:
+            out.append(f"{label} N/A" + ("" if m.missing_reason in known else f" ({m.missing_reason})"))
+        else:
+            out.append(f"{label} {rate_cell(m)}" + (" " + formula.format(m.formula) if m.formula else ""))
+    return out
+
+
 def bound_text(b: Bound) -> str:
     head = b.bound if not b.limiter or b.bound == UNKNOWN else f"{b.bound} ({b.limiter})"
     text = f"[bold]{head}[/]: {b.reason}" + (f" [dim](basis: {b.basis})[/]" if b.basis else "")
@@ -109,19 +130,9 @@ class SummaryPanel:
         g.add_column(overflow="fold")
         if k.verdict:
             g.add_row("Verdict", f"[bold]{k.verdict}[/]")  # the view's copy is already plain text
-        d = k.durations
-        spread = ("one launch: no spread" if d.spread_ns is None else
-                  f"min {duration(d.min_ns)}, max {duration(d.max_ns)}, IQR {duration(d.q3_ns - d.q1_ns)}")
-        launches = f"{d.launches} launch{'es' if d.launches > 1 else ''}"
-        g.add_row("Duration", f"median {duration(d.median_ns)} over {launches} ({spread}; {d.source})")
-        known = {why for _, why in k.missing}
-        thr = []
-        for label, m in k.throughput:
-            if m.is_missing:
-                thr.append(f"{label} N/A" + ("" if m.missing_reason in known else f" ({m.missing_reason})"))
-            else:
-                thr.append(f"{label} {rate_cell(m)}" + (f" [dim]({m.formula})[/]" if m.formula else ""))
-        g.add_row("Throughput", " · ".join(thr))
+        g.add_row("Duration", duration_text(k))
+        g.add_row("Throughput", " · ".join(throughput_parts(k, "[dim]({})[/]")))
+        known = {why for _, why in k.missing}  # reasons the missing list already gives
         ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
         if all(m.is_missing for _, m in ncu):
             peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"

@@ -9,8 +9,9 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
-from kernelscope.render.analysis_panel import evidence_text, gain_cell, rate_cell, si
-from kernelscope.render.fmt import duration as _d, metric_cell, short_cell
+from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, rate_cell, si,
+                                               throughput_parts)
+from kernelscope.render.fmt import metric_cell, short_cell
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.ncu_findings import plain
@@ -131,19 +132,9 @@ def summary_section(k) -> Markup:
     rows: list = []
     if k.verdict:
         rows.append(("Verdict", el("b", k.verdict)))
-    d = k.durations
-    spread = ("one launch: no spread" if d.spread_ns is None else
-              f"min {_d(d.min_ns)}, max {_d(d.max_ns)}, IQR {_d(d.q3_ns - d.q1_ns)}")
-    rows.append(("Duration", f"median {_d(d.median_ns)} over {d.launches} launch{'es' if d.launches > 1 else ''} "
-                             f"({spread}; {d.source})"))
-    known = {why for _, why in k.missing}
-    thr = []
-    for label, m in k.throughput:
-        if m.is_missing:
-            thr.append(f"{label} N/A" + ("" if m.missing_reason in known else f" ({m.missing_reason})"))
-        else:
-            thr.append(f"{label} {rate_cell(m)}" + (f" ({m.formula})" if m.formula else ""))
-    rows.append(("Throughput", " · ".join(thr)))
+    rows.append(("Duration", duration_text(k)))
+    rows.append(("Throughput", " · ".join(throughput_parts(k))))
+    known = {why for _, why in k.missing}  # reasons the missing list already gives
     ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
     if all(m.is_missing for _, m in ncu):
         peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"
