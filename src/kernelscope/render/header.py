@@ -12,64 +12,77 @@ from kernelscope.model import collectors as collector
 _STATUS_STYLE = {"ok": "green", "partial": "yellow", "not-run": "dim", "failed": "red"}
 
 
+def header_rows(s: Session) -> list[tuple[str, str]]:
+    """(label, text) of the header above the collectors: device, clocks, command, when recorded or captured."""
+    rows: list[tuple[str, str]] = []
+    d = s.device
+    if d is None:
+        rows.append(("Device", "N/A (no CUDA device was recorded)"))
+    else:
+        parts = [f"{d.name} ({d.arch})"]
+        for key, fmt in (("sm_count", "{} SMs"), ("total_memory_bytes", None), ("l2_cache_bytes", None)):
+            v = d.value(key)
+            if v is None:
+                continue
+            if fmt:
+                parts.append(fmt.format(v))
+            else:
+                parts.append(f"{size_bytes(v)} {'memory' if key == 'total_memory_bytes' else 'L2'}")
+        rows.append(("Device", " · ".join(parts)))
+        clocks = []
+        sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
+        sm_now = d.value("sm_clock_mhz")
+        if sm_max and sm_now is not None:
+            clocks.append(f"SM {sm_now} / {sm_max} MHz max")
+        elif sm_max:
+            clocks.append(f"SM clock max {sm_max} MHz")
+        drv = d.value("driver_version")
+        if drv:
+            clocks.append(f"driver {drv}")
+        if clocks:
+            rows.append(("", " · ".join(clocks)))
+    rows.append(("Command", " ".join(s.command) or "(Python API)"))
+    outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
+    counters = s.collectors.get(collector.COUNTERS)
+    details = counters.details if counters is not None else {}
+    if details.get("imported"):
+        # Built from a report alone: created_utc is when it was imported; ncu captured it earlier.
+        captured = details.get("report_created_utc")
+        text = captured if captured else f"N/A: {details.get('report_created_missing') or 'not recorded'}"
+        span = details.get("results_created_utc")
+        if isinstance(span, list) and len(span) == 2:  # ISO times: keep hh:mm:ss
+            first, last = (str(x)[11:19] for x in span)
+            text += f" · kernel results {first}" + ("" if first == last else f" to {last}")
+        rows.append(("Captured (ncu report)", text))
+        rows.append(("Imported", f"{s.created_utc or 'N/A'} · {outcome}"))
+    else:
+        rows.append(("Recorded", f"{s.created_utc or 'N/A'} · {outcome}"))
+    return rows
+
+
+def collector_rows(s: Session) -> list[tuple[str, str, str]]:
+    """(collector, status, what follows it): each renderer styles the status its own way."""
+    out = []
+    for name, st in sorted(s.collectors.items()):
+        text = f": {st.reason}" if st.reason else ""
+        if name == collector.COUNTERS and "ranks_profiled" in st.details:  # under torchrun (rank_counters.py)
+            profiled = ", ".join(map(str, st.details["ranks_profiled"])) or "none"
+            text += f" · ranks profiled: {profiled} · NCCL kernels never profiled (they deadlock under replay)"
+        out.append((name, st.status, text))
+    return out
+
+
 class SessionHeader:
     def __init__(self, session: Session) -> None:
         self.session = session
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        s = self.session
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold", no_wrap=True)
         t.add_column(overflow="fold")
-        d = s.device
-        if d is None:
-            t.add_row("Device", "N/A (no CUDA device was recorded)")
-        else:
-            parts = [f"{d.name} ({d.arch})"]
-            for key, fmt in (("sm_count", "{} SMs"), ("total_memory_bytes", None), ("l2_cache_bytes", None)):
-                v = d.value(key)
-                if v is None:
-                    continue
-                if fmt:
-                    parts.append(fmt.format(v))
-                else:
-                    parts.append(f"{size_bytes(v)} {'memory' if key == 'total_memory_bytes' else 'L2'}")
-            t.add_row("Device", " · ".join(parts))
-            clocks = []
-            sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
-            sm_now = d.value("sm_clock_mhz")
-            if sm_max and sm_now is not None:
-                clocks.append(f"SM {sm_now} / {sm_max} MHz max")
-            elif sm_max:
-                clocks.append(f"SM clock max {sm_max} MHz")
-            drv = d.value("driver_version")
-            if drv:
-                clocks.append(f"driver {drv}")
-            if clocks:
-                t.add_row("", " · ".join(clocks))
-        t.add_row("Command", " ".join(s.command) or "(Python API)")
-        outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
-        counters = s.collectors.get(collector.COUNTERS)
-        details = counters.details if counters is not None else {}
-        if details.get("imported"):
-            # Built from a report alone: created_utc is when it was imported; ncu captured it earlier.
-            captured = details.get("report_created_utc")
-            text = captured if captured else f"N/A: {details.get('report_created_missing') or 'not recorded'}"
-            span = details.get("results_created_utc")
-            if isinstance(span, list) and len(span) == 2:  # ISO times: keep hh:mm:ss
-                first, last = (str(x)[11:19] for x in span)
-                text += f" · kernel results {first}" + ("" if first == last else f" to {last}")
-            t.add_row("Captured (ncu report)", text)
-            t.add_row("Imported", f"{s.created_utc or 'N/A'} · {outcome}")
-        else:
-            t.add_row("Recorded", f"{s.created_utc or 'N/A'} · {outcome}")
-        for name, st in sorted(s.collectors.items()):
-            style = _STATUS_STYLE.get(st.status, "")
-            text = f"[{style}]{st.status}[/]" if style else st.status
-            if st.reason:
-                text += f": {st.reason}"
-            if name == collector.COUNTERS and "ranks_profiled" in st.details:  # under torchrun (rank_counters.py)
-                profiled = ", ".join(map(str, st.details["ranks_profiled"])) or "none"
-                text += f" · ranks profiled: {profiled} · NCCL kernels never profiled (they deadlock under replay)"
-            t.add_row(f"  {name}", text)
+        for label, text in header_rows(self.session):
+            t.add_row(label, text)
+        for name, status, text in collector_rows(self.session):
+            style = _STATUS_STYLE.get(status, "")
+            t.add_row(f"  {name}", (f"[{style}]{status}[/]" if style else status) + text)
         yield Panel(t, title="kernelscope session", title_align="left")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
-from kernelscope.render.fmt import dim3_compact, duration, size_bytes, truncate
+from kernelscope.render.fmt import dim3_compact, duration, truncate
 from kernelscope.render.timeline import mark_text
+from kernelscope.render.header import collector_rows, header_rows
 from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
@@ -20,49 +21,10 @@ KERNEL_TABLE_ROWS = 500  # every kernel is a row up to here (the terminal shows 
 
 
 def header_section(s) -> Markup:
-    """What SessionHeader prints."""
-    rows: list = []
-    d = s.device
-    if d is None:
-        rows.append(("Device", "N/A (no CUDA device was recorded)"))
-    else:
-        parts = [f"{d.name} ({d.arch})"]
-        if (v := d.value("sm_count")) is not None:
-            parts.append(f"{v} SMs")
-        for key, what in (("total_memory_bytes", "memory"), ("l2_cache_bytes", "L2")):
-            if (v := d.value(key)) is not None:
-                parts.append(f"{size_bytes(v)} {what}")
-        rows.append(("Device", " · ".join(parts)))
-        clocks = []
-        sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
-        sm_now = d.value("sm_clock_mhz")
-        if sm_max and sm_now is not None:
-            clocks.append(f"SM {sm_now} / {sm_max} MHz max")
-        elif sm_max:
-            clocks.append(f"SM clock max {sm_max} MHz")
-        if drv := d.value("driver_version"):
-            clocks.append(f"driver {drv}")
-        if clocks:
-            rows.append(("", " · ".join(clocks)))
-    rows.append(("Command", " ".join(s.command) or "(Python API)"))
-    outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
-    counters = s.collectors.get("counters")
-    details = counters.details if counters is not None else {}
-    if details.get("imported"):
-        captured = details.get("report_created_utc")
-        text = captured if captured else f"N/A: {details.get('report_created_missing') or 'not recorded'}"
-        span = details.get("results_created_utc")
-        if isinstance(span, list) and len(span) == 2:
-            first, last = (str(x)[11:19] for x in span)
-            text += f" · kernel results {first}" + ("" if first == last else f" to {last}")
-        rows.append(("Captured (ncu report)", text))
-        rows.append(("Imported", f"{s.created_utc or 'N/A'} · {outcome}"))
-    else:
-        rows.append(("Recorded", f"{s.created_utc or 'N/A'} · {outcome}"))
-    for name, st in sorted(s.collectors.items()):
-        rows.append(
-            (f"  {name}", el("span", st.status, class_=f"st-{st.status}") + (f": {st.reason}" if st.reason else ""))
-        )
+    """What SessionHeader prints (the same rows: render/header.py)."""
+    rows: list = list(header_rows(s))
+    for name, status, text in collector_rows(s):
+        rows.append((f"  {name}", el("span", status, class_=f"st-{status}") + text))
     return section("kernelscope session", kv(rows), id_="session")
 
 
