@@ -32,6 +32,7 @@ def test_every_block_recorded_once_within_the_launch(tmp_path):
     from kernelscope.model import Session
     from kernelscope.render.chrome_trace import session_to_chrome_trace
     from kernelscope.render.show import make_console
+    from kernelscope.analyze.sm_layout import sm_layout_data
     from kernelscope.render.sm_layout import SMLayoutPanel
 
     ex = _example()
@@ -61,7 +62,8 @@ def test_every_block_recorded_once_within_the_launch(tmp_path):
     summary = summarize(back)
     k = select_kernels(summary, ex.KERNEL, 1)[0]
     buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(SMLayoutPanel(back, k, summary.sm_count))
+    make_console(width=120, file=buf, color=False).print(
+        SMLayoutPanel(sm_layout_data(back, k, summary.sm_count), k.label))
     assert "measured" in buf.getvalue() and "✗" not in buf.getvalue()
     trace = session_to_chrome_trace(back)
     assert sum(1 for e in trace.events if e.get("cat") == "block") == 4 * 32 * 32

@@ -47,6 +47,6 @@ def test_learn_marlin_records_a_launch_and_walks_through_it(tmp_path):
 def test_demo_profiles_the_w4a16_kernel_end_to_end(tmp_path):
     r = ks("demo", "-f", "-o", str(tmp_path / "demo.json"), "--width", "120", "--no-color")
     assert r.returncode == 0, r.stderr
-    assert "relative error vs fp32 reference" in r.stdout
+    assert "relative error vs the fp32 reference" in r.stderr  # one line on stderr, before the panels
     assert "Kernel configuration · _w4a16_kernel" in r.stdout and "regions: w4a16_gemm" in r.stdout
     assert "Data packing · Marlin INT4 (real weights)" in r.stdout

@@ -18,8 +18,10 @@ torch is imported on use; the arithmetic helpers run anywhere.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Callable, Sequence
 
+from kernelscope.collect.trace.quiet import PROFILER_WARNINGS
 from kernelscope.collect.timing import L2Flush, Timing, summarize
 
 GRAPH_FORMULA = "graph_ms = (CUDA-event time of one graph replay) / calls_per_graph"
@@ -105,14 +107,17 @@ def time_cupti_kernels(fn: Callable[[], Any], *, calls: int = 10, flush_l2: bool
     fn()
     torch.cuda.synchronize()
     names = [f"kernelscope.call.{i}" for i in range(calls)]
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for name in names:
-            if flush is not None:
-                flush()
-            torch.cuda.synchronize()
-            with record_function(name):
-                fn()
+    with warnings.catch_warnings():  # torch's notice about its own profiler cycles is not the user's business
+        for message, module in PROFILER_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning, module=module)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for name in names:
+                if flush is not None:
+                    flush()
                 torch.cuda.synchronize()
+                with record_function(name):
+                    fn()
+                    torch.cuda.synchronize()
     ranges, kernels = [], []
     for ev in prof.events():
         if ev.name in names and ev.device_type.name == "CPU":
