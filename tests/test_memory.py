@@ -129,3 +129,32 @@ def test_chrome_export_has_a_memory_counter_track_and_mark_instants(session):
     assert max(e["args"]["allocated"] for e in counters) == memory_report(session).peak_allocated_bytes
     instants = [e for e in ev if e.get("ph") == "i"]
     assert [e["args"]["step"] for e in instants] == [50, 51, 52]
+
+
+def test_show_json_carries_the_memory_panels_numbers(tmp_path):
+    """show --json's `memory` holds what the panel draws (peak, live allocations with stacks, region peaks), and
+    sessions recorded without --memory keep their JSON as it was (no `memory` key)."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import DATA, ROOT
+    from kernelscope.analyze.memory import memory_report
+    from kernelscope.model import Session
+
+    path = DATA / "memory" / "steps50-52_memory.json.gz"
+    env = {"PYTHONPATH": str(ROOT / "src")}
+
+    def run(p):
+        return json.loads(subprocess.run([sys.executable, "-m", "kernelscope", "show", str(p), "--json"],
+                                         capture_output=True, text=True, env=env, check=True).stdout)
+
+    doc = run(path)
+    m = memory_report(Session.load(path))
+    j = doc["memory"]
+    assert j["peak_allocated_bytes"] == m.peak_allocated_bytes > 0
+    assert j["peak_reserved_bytes"] == m.peak_reserved_bytes >= m.peak_allocated_bytes
+    assert [a["size_bytes"] for a in j["top_at_peak"]] == [a.size_bytes for a in m.top_at_peak]
+    assert all(isinstance(a["stack"], list) for a in j["top_at_peak"])
+    assert len(j["points"]) == len(m.points) and j["points_columns"] == ["t_ns", "allocated_bytes", "reserved_bytes"]
+    assert "memory" not in run(DATA / "session_h100_mixed.json.gz")

@@ -79,6 +79,10 @@ class JsonRenderer(_Raw):
         doc = show_json(report, self.timeline_limit)
         if report.ranks is not None:  # ranks, collectives (analyze/collectives; one rank for a one-process session)
             doc.update(ranks_json(report.ranks))
+        if report.memory is not None:  # run --memory: allocated / reserved over time, the peak and what was live
+            from kernelscope.render.memory_json import memory_json
+
+            doc["memory"] = memory_json(report.memory)
         return doc
 
     def render(self, report: Report) -> str:
