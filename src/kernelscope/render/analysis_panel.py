@@ -44,6 +44,30 @@ def throughput_parts(k: KernelAnalysis, formula: str = "({})") -> list[str]:
     return out
 
 
+def pct_of_peak_text(k: KernelAnalysis, known: set, note: str = "({})", sep: str = "; ") -> str:
+    """ncu's own % of peak, then the % of the measured ceilings (after ``sep``), or N/A."""
+    ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
+    if all(m.is_missing for _, m in ncu):
+        peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"
+    else:
+        peaks = " · ".join(f"{label.replace(' (ncu)', '')} {rate_cell(m, False)}" for label, m in ncu)
+        peaks += " " + note.format("ncu's own % of peak")
+    measured = [(label, m) for label, m in k.pct_of_peak if "(ncu)" not in label]
+    if all(m.is_missing for _, m in measured):
+        return peaks + " · measured ceilings N/A"
+    return peaks + sep + " · ".join(f"{label} {rate_cell(m, False)}" for label, m in measured)
+
+
+def roofline_text(k: KernelAnalysis, known: set) -> str:
+    """Intensity, FLOP rate and % of the roof on its side, or N/A (with the reason unless listed already)."""
+    p = k.roofline
+    if p.intensity.is_missing:
+        return "N/A" + ("" if p.intensity.missing_reason in known else f" ({p.intensity.missing_reason})")
+    roof = f"{float(p.intensity.value):.3g} FLOP/byte · {rate_cell(p.flop_rate, False)}"
+    return roof + (f" · {float(p.pct_of_roof.value):.0f}% of the {p.side} roof" if not p.pct_of_roof.is_missing
+                   else " · roof N/A")
+
+
 def bound_text(b: Bound) -> str:
     head = b.bound if not b.limiter or b.bound == UNKNOWN else f"{b.bound} ({b.limiter})"
     text = f"[bold]{head}[/]: {b.reason}" + (f" [dim](basis: {b.basis})[/]" if b.basis else "")
@@ -133,26 +157,8 @@ class SummaryPanel:
         g.add_row("Duration", duration_text(k))
         g.add_row("Throughput", " · ".join(throughput_parts(k, "[dim]({})[/]")))
         known = {why for _, why in k.missing}  # reasons the missing list already gives
-        ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
-        if all(m.is_missing for _, m in ncu):
-            peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"
-        else:
-            peaks = " · ".join(f"{label.replace(' (ncu)', '')} {rate_cell(m, False)}" for label, m in ncu)
-            peaks += " [dim](ncu's own % of peak)[/]"
-        measured = [(label, m) for label, m in k.pct_of_peak if "(ncu)" not in label]
-        if all(m.is_missing for _, m in measured):
-            peaks += " · measured ceilings N/A"
-        else:
-            peaks += "\n" + " · ".join(f"{label} {rate_cell(m, False)}" for label, m in measured)
-        g.add_row("% of peak", peaks)
-        p = k.roofline
-        if p.intensity.is_missing:
-            roof = "N/A" + ("" if p.intensity.missing_reason in known else f" ({p.intensity.missing_reason})")
-        else:
-            roof = f"{float(p.intensity.value):.3g} FLOP/byte · {rate_cell(p.flop_rate, False)}"
-            roof += (f" · {float(p.pct_of_roof.value):.0f}% of the {p.side} roof" if not p.pct_of_roof.is_missing
-                     else " · roof N/A")
-        g.add_row("Roofline", roof)
+        g.add_row("% of peak", pct_of_peak_text(k, known, "[dim]({})[/]", "\n"))
+        g.add_row("Roofline", roofline_text(k, known))
         g.add_row("Bottleneck", bound_text(k.bound))
         recs = k.recommendations
         parts: list = [g]

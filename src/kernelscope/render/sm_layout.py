@@ -105,19 +105,8 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
     step = "N/A" if m.timer_step_ns is None else duration(m.timer_step_ns)
     t.add_row("Time span", f"records {span}; trace pass {duration(m.launch_duration_ns)} (timer step {step})")
     if m.span_ns:
-        sm_total = (len(m.sms) + (m.idle_sm_count or 0)) * m.span_ns
-        t.add_row("SM idle time", f"{duration(m.idle_ns)} of {duration(sm_total)} SM-time "
-                  f"({100.0 * m.idle_ns / sm_total:.1f}%); after each SM's last block {duration(m.tail_idle_ns)}")
-    o, noise = m.overhead, m.overhead_noise
-    if o.is_missing:
-        over = f"N/A: {o.missing_reason}"
-    else:
-        over = f"{o.value:+.1f}% kernel time, {o.raw_name}, durations measured by the trace pass (CUPTI)"
-        if not noise.is_missing:
-            within = abs(o.value) <= noise.value  # type: ignore[operator]
-            over += (f"; the plain launches alone spread {noise.value:.1f}%: "
-                     + ("within that, so no slowdown is measured" if within else "more than that spread"))
-    t.add_row("Overhead", over)
+        t.add_row("SM idle time", sm_idle_text(m))
+    t.add_row("Overhead", overhead_text(m))
     parts: list = [t]
     checks = Table.grid(padding=(0, 1))  # a grid, so that a long detail wraps under its own text
     checks.add_column(no_wrap=True)
@@ -141,6 +130,26 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
     parts.append(Text(MEASURED_NOTE + OVERHEAD_FORMULA + "; spread = " + SPREAD_FORMULA, style="dim"))
     return parts
 
+
+
+def sm_idle_text(m) -> str:
+    """Idle SM-time over the measured span (SMs with blocks and SMs without), and after each SM's last block."""
+    sm_total = (len(m.sms) + (m.idle_sm_count or 0)) * m.span_ns
+    return (f"{duration(m.idle_ns)} of {duration(sm_total)} SM-time ({100.0 * m.idle_ns / sm_total:.1f}%); "
+            f"after each SM's last block {duration(m.tail_idle_ns)}")
+
+
+def overhead_text(m) -> str:
+    """The instrumentation's cost in kernel time, against the spread of the plain launches."""
+    o, noise = m.overhead, m.overhead_noise
+    if o.is_missing:
+        return f"N/A: {o.missing_reason}"
+    over = f"{o.value:+.1f}% kernel time, {o.raw_name}, durations measured by the trace pass (CUPTI)"
+    if not noise.is_missing:
+        within = abs(o.value) <= noise.value  # type: ignore[operator]
+        over += (f"; the plain launches alone spread {noise.value:.1f}%: "
+                 + ("within that, so no slowdown is measured" if within else "more than that spread"))
+    return over
 
 class SMLayoutPanel:
     """Draws ``analyze.sm_layout.SMLayoutData`` (computed by analyze.report.build_report)."""

@@ -9,8 +9,8 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
-from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, rate_cell, si,
-                                               throughput_parts)
+from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
+                                               roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, short_cell
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
@@ -135,24 +135,8 @@ def summary_section(k) -> Markup:
     rows.append(("Duration", duration_text(k)))
     rows.append(("Throughput", " · ".join(throughput_parts(k))))
     known = {why for _, why in k.missing}  # reasons the missing list already gives
-    ncu = [(label, m) for label, m in k.pct_of_peak if "(ncu)" in label]
-    if all(m.is_missing for _, m in ncu):
-        peaks = "N/A (no counters)" if ncu and ncu[0][1].missing_reason in known else "N/A"
-    else:
-        peaks = " · ".join(f"{label.replace(' (ncu)', '')} {rate_cell(m, False)}" for label, m in ncu)
-        peaks += " (ncu's own % of peak)"
-    measured = [(label, m) for label, m in k.pct_of_peak if "(ncu)" not in label]
-    peaks += (" · measured ceilings N/A" if all(m.is_missing for _, m in measured) else
-              "; " + " · ".join(f"{label} {rate_cell(m, False)}" for label, m in measured))
-    rows.append(("% of peak", peaks))
-    p = k.roofline
-    if p.intensity.is_missing:
-        roof = "N/A" + ("" if p.intensity.missing_reason in known else f" ({p.intensity.missing_reason})")
-    else:
-        roof = f"{float(p.intensity.value):.3g} FLOP/byte · {rate_cell(p.flop_rate, False)}"
-        roof += (f" · {float(p.pct_of_roof.value):.0f}% of the {p.side} roof" if not p.pct_of_roof.is_missing
-                 else " · roof N/A")
-    rows.append(("Roofline", roof))
+    rows.append(("% of peak", pct_of_peak_text(k, known)))
+    rows.append(("Roofline", roofline_text(k, known)))
     rows.append(("Bottleneck", _bound(k.bound)))
     body: list = [kv(rows)]
     recs = k.recommendations

@@ -14,7 +14,7 @@ from kernelscope.render.config_panel import _LIMIT_LABEL
 from kernelscope.render.fmt import count, dim3, duration, size_bytes
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.sm_layout import MEASURED_NOTE, _strip
+from kernelscope.render.sm_layout import MEASURED_NOTE, _strip, overhead_text, sm_idle_text
 from kernelscope.render.warp_execution import choose_block, phase_letters, warp_strip
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
@@ -149,19 +149,8 @@ def _measured(m: MeasuredLayout, theoretical: int | None, max_strips: int = 16) 
     step = "N/A" if m.timer_step_ns is None else duration(m.timer_step_ns)
     rows.append(("Time span", f"records {span}; trace pass {duration(m.launch_duration_ns)} (timer step {step})"))
     if m.span_ns:
-        total = (len(m.sms) + (m.idle_sm_count or 0)) * m.span_ns
-        rows.append(("SM idle time", f"{duration(m.idle_ns)} of {duration(total)} SM-time "
-                     f"({100.0 * m.idle_ns / total:.1f}%); after each SM's last block {duration(m.tail_idle_ns)}"))
-    o, noise = m.overhead, m.overhead_noise
-    if o.is_missing:
-        over = f"N/A: {o.missing_reason}"
-    else:
-        over = f"{o.value:+.1f}% kernel time, {o.raw_name}, durations measured by the trace pass (CUPTI)"
-        if not noise.is_missing:
-            within = abs(o.value) <= noise.value  # type: ignore[operator]
-            over += (f"; the plain launches alone spread {noise.value:.1f}%: "
-                     + ("within that, so no slowdown is measured" if within else "more than that spread"))
-    rows.append(("Overhead", over))
+        rows.append(("SM idle time", sm_idle_text(m)))
+    rows.append(("Overhead", overhead_text(m)))
     out: list = [kv(rows)]
     out += [el("p", f"{'✓' if c.ok else '✗'} {c.name}: {c.detail}", class_=None if c.ok else "warn") for c in m.checks]
     out += [el("p", f"✗ buffer: {p}", class_="warn") for p in m.problems]
