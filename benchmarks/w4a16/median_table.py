@@ -34,7 +34,8 @@ def load(paths: list[str], timing: str) -> tuple[dict, list[dict]]:
             if r.get("launch"):
                 lc = r["launch"]
                 launches[(key, r["impl"])].add(f"{lc['block_m']}x{lc['block_n']} split {lc['split_k']}"
-                                               f"{' st' + str(lc['num_stages']) if lc.get('num_stages') != 3 else ''}")
+                                               f"{' st' + str(lc['num_stages']) if lc.get('num_stages') != 3 else ''}"
+                                               f"{' r' + str(lc['maxnreg']) if lc.get('maxnreg') else ''}")
     return {"cells": cells, "floors": floors, "launches": launches}, docs
 
 

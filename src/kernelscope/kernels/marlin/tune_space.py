@@ -19,6 +19,14 @@ from .configs import rule_launch
 PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
 MAX_SPLIT_K = 16
 MIN_ITERS = 4  # 128-row k blocks per program below which each program's start and epilogue dominate
+# Registers capped at 80 (6 programs of 128 threads per SM instead of 4 at the 127 the compiler takes) for
+# 16-token grids just past one wave of 4 per SM: 4-4.5 % faster at 6656x17920 and 3584x18944 m = 1 on the
+# H100, slower where the grid fits 4 per SM (graph-time sweep, benchmarks/w4a16/NOTES.md v13).
+CAPPED_REGISTERS = 80
+CAPPED_PROGRAMS_PER_SM = 6
+# m > 16: 64x64 tiles with the largest split whose grid stays within this many programs per SM were the
+# fastest launch (or within 2 %) at 10 of 12 points of the same sweep.
+WIDE_PROGRAMS_PER_SM = 2.5
 
 
 def token_tile(m: int) -> int:
@@ -32,6 +40,19 @@ def wave_score(programs: int, slots: int, iters: int) -> float:
     waves = math.ceil(programs / slots)
     fill = programs / (waves * slots)
     return fill * min(1.0, iters / MIN_ITERS) / (1 + 0.1 * (waves - 1))
+
+
+def wide_launch(m: int, k: int, n: int, sm_count: int, tma: bool) -> dict[str, Any]:
+    """m > 16: 64x64 tiles, k split as far as the grid stays within WIDE_PROGRAMS_PER_SM programs per SM."""
+    tiles = math.ceil(m / 64) * (n // 64)
+    split = 1
+    for s in range(2, MAX_SPLIT_K + 1):
+        if k % (s * 128) == 0 and tiles * s <= WIDE_PROGRAMS_PER_SM * sm_count:
+            split = s
+    launch = dict(block_m=64, block_n=64, block_k=128, split_k=split, num_warps=4, num_stages=3, swap_ab=True)
+    if tma:
+        launch["tma"] = True
+    return launch
 
 
 def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: list[dict[str, Any]] = (),
@@ -55,9 +76,13 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
             if tma:
                 launch["tma"] = True
             scored.append((wave_score(programs, slots, iters), -split, launch))
+            if bm == 16 and slots < programs <= sm_count * CAPPED_PROGRAMS_PER_SM:
+                capped = dict(launch, maxnreg=CAPPED_REGISTERS)
+                scored.append((wave_score(programs, sm_count * CAPPED_PROGRAMS_PER_SM, iters), -split, capped))
     scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
     out: list[dict[str, Any]] = []
-    for launch in [rule_launch(m, k, tma), *(s[2] for s in scored)]:
+    first = [rule_launch(m, k, tma)] + ([wide_launch(m, k, n, sm_count, tma)] if m > 16 and n % 64 == 0 else [])
+    for launch in [*first, *(s[2] for s in scored)]:
         if launch not in out:
             out.append(launch)
     head = out[: max(1, limit - len(warm_start))]

@@ -1,0 +1,52 @@
+"""The W4A16 tuner's candidate order (kernels/marlin/tune_space.py) against the H100 graph-time sweep.
+
+The expected launches are the fastest ones measured on the H100 (benchmarks/w4a16/NOTES.md v13, 132 SMs):
+the tuner has time for 2-3 candidates on first use, so the measured winners must come early.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kernelscope.kernels.marlin.configs import rule_launch
+from kernelscope.kernels.marlin.tune_space import (CAPPED_REGISTERS, candidates, wide_launch)
+
+SMS = 132
+
+
+@pytest.mark.parametrize("m, k, n, split", [
+    (128, 5120, 5120, 2),  # 2 row tiles x 80 column tiles x 2 = 320 programs; cuBLAS 1.12x slower there
+    (128, 4096, 4096, 2),
+    (64, 4096, 4096, 4),
+    (64, 13824, 5120, 4),
+    (128, 3584, 18944, 1),  # 592 programs even unsplit: no split
+])
+def test_wide_launch_is_the_measured_winner(m, k, n, split):
+    launch = wide_launch(m, k, n, SMS, tma=True)
+    assert (launch["block_m"], launch["block_n"], launch["split_k"], launch["tma"]) == (64, 64, split, True)
+    assert candidates(m, k, n, SMS, True)[1] == launch  # right after the rule
+
+
+def test_wide_launch_split_divides_k():
+    for k in (2048, 3584, 5120, 6656, 13824):
+        launch = wide_launch(128, k, 4096, SMS, tma=False)
+        assert k % (launch["split_k"] * 128) == 0 and "tma" not in launch
+
+
+def test_capped_registers_only_for_grids_past_one_wave():
+    # 6656x17920 m = 1: 140 column tiles x 4 = 560 programs > 4 x 132: the capped launch (fastest measured) is offered
+    got = candidates(1, 6656, 17920, SMS, True)
+    capped = [c for c in got if c.get("maxnreg") == CAPPED_REGISTERS]
+    assert any((c["block_n"], c["split_k"]) == (128, 4) for c in capped)
+    assert got.index(capped[0]) <= 2
+    # 5120x13824 m = 1: 108 x 4 = 432 programs fit 4 per SM: that launch is not offered capped
+    got = candidates(1, 5120, 13824, SMS, True)
+    assert not any(c.get("maxnreg") and (c["block_n"], c["split_k"]) == (128, 4) for c in got)
+    assert got[0] == rule_launch(1, 5120, True)
+
+
+@pytest.mark.parametrize("m", [1, 16, 64, 128])
+def test_candidates_unique_and_within_limit(m):
+    got = candidates(m, 5120, 5120, SMS, True, limit=10)
+    assert len(got) <= 10 and len({tuple(sorted(c.items())) for c in got}) == len(got)
+    for c in got:
+        assert 5120 % (c["split_k"] * c["block_k"]) == 0 and 5120 % c["block_n"] == 0
