@@ -283,3 +283,16 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
     for p in range(8):
         expected = ((words >> (4 * p)) & 0xF).astype(np.float32) - 8
         assert np.array_equal(out[p].astype(np.float32), expected), f"nibble {p}"
+
+
+def test_skip_split_sum_leaves_c_unwritten_and_counters_zero() -> None:
+    """The measurement-only switch (benchmarks/w4a16 NOTES v13) skips exactly the split-k sum: C keeps its
+    poison, the per-tile counters are never touched, and the next normal call is still right."""
+    a, B, s = _problem(1, 512, 256, 128, seed=11)
+    Bk, sk = to_kernel_layout(B, s, 128)
+    counters = torch.zeros(64, dtype=torch.int32, device=a.device)
+    out = torch.full((1, 256), float("nan"), dtype=torch.float16, device=a.device)
+    w4a16_matmul(a, Bk, sk, 128, out=out, split_k=2, block_n=64, workspace=counters, _skip_split_sum=True)
+    assert bool(torch.isnan(out).all()) and int(counters.abs().sum()) == 0
+    c = _run(a, B, s, 128, split_k=2, block_n=64, workspace=counters)
+    assert _rel_err(c, reference_matmul(a, B, s, 128)) < TOL

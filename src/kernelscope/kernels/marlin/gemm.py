@@ -138,6 +138,7 @@ def _w4a16_kernel(
     RAGGED_M: tl.constexpr,
     TMA: tl.constexpr,
     RECORD: tl.constexpr,
+    SKIP_SUM: tl.constexpr = False,
 ):
     """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
 
@@ -219,12 +220,13 @@ def _w4a16_kernel(
     if PER_CHANNEL:
         acc = acc * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M)
+    _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M,
+                 SKIP_SUM)
     block_record(records_ptr, t_start, RECORD)
 
 
 def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_k, SPLIT_K: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RAGGED_M: tl.constexpr):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RAGGED_M: tl.constexpr, SKIP_SUM: tl.constexpr = False):
     """Store a fp32 (BLOCK_M, BLOCK_N) tile of C as fp16, or with SPLIT_K > 1 add it to the others.
 
     With SPLIT_K > 1 every program stores its fp32 partial tile, then counts itself in on
@@ -242,6 +244,8 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
         # at m = 256, measured on the H100: benchmarks/w4a16/NOTES.md)
         part_mask = mask_m[:, None] if RAGGED_M else None
         tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=part_mask)
+        if SKIP_SUM:  # measurement only: what the sum below costs (w4a16_matmul's _skip_split_sum)
+            return
         tl.debug_barrier()  # every thread's partial is stored before the counter says so
         arrived = tl.atomic_add(count_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:

@@ -117,6 +117,7 @@ def w4a16_matmul(
     prefetch: int = 0,
     maxnreg: int | None = None,
     tma: bool = False,
+    _skip_split_sum: bool = False,
     workspace: torch.Tensor | None = None,
     recorder: Any = None,
 ) -> torch.Tensor:
@@ -139,6 +140,8 @@ def w4a16_matmul(
     ``recorder``: a ``collect.instrument.recorder.BlockRecorder`` sized for this
     launch's grid, ``(ceil(m / block_m) * ceil(n / block_n), split_k, 1)``: every
     program writes the SM it ran on and its start and end time (GPU only).
+    ``_skip_split_sum``: measurement only, the result is WRONG: the split-k partials are stored but never
+    added (benchmarks/w4a16/sweep_graph.py times what the in-launch sum costs, NOTES.md v13).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     :func:`configs.choose_launch` picks these for a device and shape.
@@ -195,7 +198,7 @@ def w4a16_matmul(
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m, SWAP_AB=bool(swap_ab),
         DEQUANT_ASM=bool(a.device.type == "cuda" if dequant_asm is None else dequant_asm),
         PREFETCH=int(prefetch), RAGGED_M=m % block_m != 0, TMA=bool(tma),
-        RECORD=record,
+        RECORD=record, SKIP_SUM=bool(_skip_split_sum),
         num_warps=num_warps, num_stages=num_stages, **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return out
