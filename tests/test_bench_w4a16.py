@@ -82,8 +82,12 @@ def test_launch_choice_tuned_table_and_rule():
 
     h100 = "NVIDIA H100 80GB HBM3"
     table = tuned_tables()[h100]
-    assert {(r["k"], r["n"], r["m"]) for r in table["configs"]} == {
-        (k, n, m) for k, n in DEFAULT_SHAPES for m in DEFAULT_MS}
+    points = {(r["k"], r["n"], r["m"]) for r in table["configs"]}
+    assert points >= {(k, n, m) for k, n in DEFAULT_SHAPES for m in DEFAULT_MS}
+    # a row beyond the default points comes from a later measurement that says how it was timed
+    assert all(r.get("timing") for r in table["configs"] if (r["k"], r["n"]) in DEFAULT_SHAPES
+               and r["m"] not in DEFAULT_MS)
+    assert choose_launch(128, 4096, 4096, 128, h100).source.endswith("at m=128")
     for r in table["configs"]:
         got = choose_launch(r["m"], r["k"], r["n"], 128, h100)
         assert got.launch == r["launch"] and got.source.startswith(f"tuned on {h100}") and f"m={r['m']}" in got.source

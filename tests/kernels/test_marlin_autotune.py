@@ -152,3 +152,23 @@ def test_tune_cli_bad_input_and_no_gpu(args, phrase):
             pytest.skip("a GPU is here")
         phrase = "PyTorch sees no CUDA GPU here"
     assert phrase in err
+
+
+def test_deadline_keeps_a_margin_for_a_slower_compile(weights):
+    # every candidate takes 1 s: after two (2 s elapsed) a third could end at 3 s exactly, but the next compile may be
+    # slower than the slowest so far, so the tuner stops at two and ends inside the 3 s
+    *_, words, sk = weights
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def matmul(*args, **kwargs):
+        from kernelscope.kernels.marlin import w4a16_matmul
+
+        now[0] += 0.5  # called twice per candidate: the check and the (fake) timing
+        return w4a16_matmul(*args, **kwargs)
+
+    got = tune_shape(1, K, N, 128, words, sk, sm_count=8, tma=False, deadline_s=3.0, limit=5,
+                     timer=ordered_timer([1.0] * 5), clock=clock, matmul=matmul)
+    assert got.deadline_hit and len(got.tried) == 2 and got.seconds <= 3.0
