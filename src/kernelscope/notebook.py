@@ -1,7 +1,7 @@
 """`kernelscope.load("s.json")`: a saved session for notebooks. In Jupyter it shows the report's summary
-(session, kernel table, each kernel's verdict); `.kernels_df()`, `.launches_df()`, `.counters_df()` and
-`.collectives_df()` are pandas DataFrames (pandas: `pip install 'kernelscope[pandas]'`); `.report` is the
-analyze.report.Report every renderer draws, and `.html()` the full self-contained page."""
+(session, kernel table, each kernel's verdict); `.kernels_df()`, `.launches_df()`, `.counters_df()`,
+`.collectives_df()` and `.memory_df()` are pandas DataFrames (pandas: `pip install 'kernelscope[pandas]'`);
+`.report` is the analyze.report.Report every renderer draws, and `.html()` the full self-contained page."""
 from __future__ import annotations
 
 import os
@@ -58,7 +58,17 @@ class LoadedSession:
     def collectives_df(self):
         from kernelscope.render.frames import collectives_df
 
-        return collectives_df(self.session)
+        return collectives_df(self.session, self.report.ranks)
+
+    def memory_df(self):
+        """The caching allocator's events of `run --memory`, with the bytes allocated and reserved after each."""
+        from kernelscope.analyze.memory import allocator_series
+        from kernelscope.render.frames import memory_df
+
+        h = self.session.memory
+        if h is None:
+            return memory_df(None, None, "the session has no allocator history (record it with run --memory)")
+        return memory_df(h, allocator_series(h))
 
 
 def load(path: str | os.PathLike[str], kernel: str | None = None, top: int = 3) -> LoadedSession:

@@ -16,6 +16,7 @@ import bisect
 from dataclasses import dataclass
 
 from kernelscope.model import Session
+from kernelscope.model.memory import MemoryHistory
 from kernelscope.model import collectors as collector
 
 ALLOCATED_FORMULA = "allocated before the first event + sum(alloc) - sum(free_requested), event by event"
@@ -88,16 +89,9 @@ def memory_report(session: Session, top: int = TOP_ALLOCATIONS) -> MemoryReport 
         return None if status is None else MemoryUnavailable(status.reason or "the allocator history was not recorded")
     if not len(h):
         return MemoryUnavailable("the allocator recorded no event in the window (nothing was allocated or freed)")
-    names = h.actions
-    alloc_net = sum(_ALLOC_DELTA.get(names[a], 0) * s for a, s in zip(h.action, h.size))
-    reserved_net = sum(_RESERVED_DELTA.get(names[a], 0) * s for a, s in zip(h.action, h.size))
-    problems = list(h.problems)
-    base_alloc, base_reserved = h.end_allocated_bytes - alloc_net, h.end_reserved_bytes - reserved_net
-    if base_alloc < 0 or base_reserved < 0:
-        problems.append("the events do not add up to the snapshot's state (the history lost events): allocated "
-                        "before the first event is taken as 0")
-        base_alloc, base_reserved = max(base_alloc, 0), max(base_reserved, 0)
-    allocated, reserved = _series(h, base_alloc, base_reserved)
+    series = allocator_series(h)
+    allocated, reserved, base_alloc = series.allocated_bytes, series.reserved_bytes, series.baseline_allocated_bytes
+    base_reserved, problems = series.baseline_reserved_bytes, list(series.problems)
     peak_i = max(range(len(allocated)), key=allocated.__getitem__)
     peak_r = max(range(len(reserved)), key=reserved.__getitem__)
     live, untraced = _live_at(h, peak_i, base_alloc)
@@ -111,6 +105,34 @@ def memory_report(session: Session, top: int = TOP_ALLOCATIONS) -> MemoryReport 
         live_at_peak=len(live), live_at_peak_bytes=sum(a.size_bytes for a in live.values()),
         untraced_at_peak_bytes=untraced, top_at_peak=tuple(top_live[:top]),
         region_peaks=_region_peaks(session, h.t_ns, allocated, base_alloc), problems=tuple(problems))
+
+
+@dataclass(frozen=True)
+class AllocatorSeries:
+    """Bytes allocated and reserved just after each event of a history, and the state before its first."""
+
+    allocated_bytes: list[int]
+    reserved_bytes: list[int]
+    baseline_allocated_bytes: int
+    baseline_reserved_bytes: int
+    problems: tuple[str, ...]
+
+
+def allocator_series(h: MemoryHistory) -> AllocatorSeries:
+    """The allocator's state after every event: the snapshot's end state minus the events' net change gives the
+    state before the first event; then allocated bytes move by each alloc / free_requested, reserved bytes by
+    each segment_alloc, segment_map / segment_free, segment_unmap (_ALLOC_DELTA, _RESERVED_DELTA)."""
+    names = h.actions
+    alloc_net = sum(_ALLOC_DELTA.get(names[a], 0) * s for a, s in zip(h.action, h.size))
+    reserved_net = sum(_RESERVED_DELTA.get(names[a], 0) * s for a, s in zip(h.action, h.size))
+    problems = list(h.problems)
+    base_alloc, base_reserved = h.end_allocated_bytes - alloc_net, h.end_reserved_bytes - reserved_net
+    if base_alloc < 0 or base_reserved < 0:
+        problems.append("the events do not add up to the snapshot's state (the history lost events): allocated "
+                        "before the first event is taken as 0")
+        base_alloc, base_reserved = max(base_alloc, 0), max(base_reserved, 0)
+    allocated, reserved = _series(h, base_alloc, base_reserved)
+    return AllocatorSeries(allocated, reserved, base_alloc, base_reserved, tuple(problems))
 
 
 def _series(h, base_alloc: int, base_reserved: int) -> tuple[list[int], list[int]]:

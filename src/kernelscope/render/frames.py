@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 PANDAS_MISSING = "DataFrames need pandas, which this Python does not have: pip install 'kernelscope[pandas]'"
-# Until sessions hold ranks and collectives (issue of ranks/collectives): the columns a collective row will have.
-COLLECTIVE_COLUMNS = ("rank", "host", "device_index", "collective", "kernel", "start_ns", "duration_ns", "bytes",
-                      "group")
+COLLECTIVE_COLUMNS = ("process_group", "index", "collective", "operation", "rank", "host", "device_index", "kernel",
+                      "start_ns", "end_ns", "duration_ns", "wait_ns", "last_to_arrive", "spread_ns", "bytes",
+                      "algbw_gb_s", "busbw_gb_s")
+MEMORY_COLUMNS = ("event", "t_ns", "action", "address", "size_bytes", "allocated_bytes", "reserved_bytes", "frame",
+                  "stack")
 
 
 def _pd():
@@ -103,7 +105,47 @@ def counters_df(session):
     return _frame(rows, ["launch", "kernel", "occurrence"] + sorted(names), names, missing)
 
 
-def collectives_df(session):
-    """Collectives per rank. Sessions do not record ranks or collectives yet: empty, with the columns a row
-    will have, so notebook code can be written against it now."""
-    return _frame([], list(COLLECTIVE_COLUMNS), {"start_ns": "ns", "duration_ns": "ns", "bytes": "byte"}, {})
+def collectives_df(session, ranks_report):
+    """One row per collective and rank (analyze.ranks.RanksReport: collectives matched across ranks): when the rank
+    arrived (its NCCL kernel's start), ended and waited for the last one; the message bytes and nccl-tests'
+    bandwidths of the collective, repeated on each of its ranks' rows."""
+    info = {r.rank: r for r in session.ranks}
+    rows, missing = [], {}
+    c = ranks_report.collectives if ranks_report is not None else None
+    if c is None or c.missing_reason:
+        missing["collective"] = c.missing_reason if c is not None else "the report has no ranks"
+    for row in (c.rows if c is not None else ()):
+        if row.bytes_missing_reason:
+            missing.setdefault("bytes", row.bytes_missing_reason)
+        if row.bandwidth_missing_reason:
+            missing.setdefault("busbw_gb_s", row.bandwidth_missing_reason)
+        for t in row.ranks:
+            r = info.get(t.rank)
+            rows.append({"process_group": row.process_group, "index": row.index, "collective": row.name,
+                         "operation": row.operation, "rank": t.rank, "host": r.host if r else None,
+                         "device_index": r.device_index if r else None, "kernel": t.kernel, "start_ns": t.start_ns,
+                         "end_ns": t.end_ns, "duration_ns": t.end_ns - t.start_ns, "wait_ns": t.wait_ns,
+                         "last_to_arrive": t.rank == row.straggler_rank, "spread_ns": row.spread_ns,
+                         "bytes": row.bytes, "algbw_gb_s": row.algbw_gb_s, "busbw_gb_s": row.busbw_gb_s})
+    units = {"start_ns": "ns", "end_ns": "ns", "duration_ns": "ns", "wait_ns": "ns", "spread_ns": "ns",
+             "bytes": "byte", "algbw_gb_s": "GB/s", "busbw_gb_s": "GB/s"}
+    return _frame(rows, list(COLLECTIVE_COLUMNS), units, missing)
+
+
+def memory_df(history, series, reason: str | None = None):
+    """One row per caching-allocator event of ``run --memory`` (model.memory.MemoryHistory), with the bytes
+    allocated and reserved just after it (analyze.memory.AllocatorSeries) and its innermost Python frame.
+    ``history`` None: an empty frame, ``reason`` in attrs["missing"]."""
+    rows = []
+    if history is not None:
+        for i, (t, code, addr, size, sid) in enumerate(zip(history.t_ns, history.action, history.address,
+                                                            history.size, history.stack)):
+            frames = tuple(history.stacks[sid]) if sid >= 0 else ()
+            rows.append({"event": i, "t_ns": t, "action": history.actions[code], "address": addr, "size_bytes": size,
+                         "allocated_bytes": series.allocated_bytes[i], "reserved_bytes": series.reserved_bytes[i],
+                         "frame": frames[0] if frames else None, "stack": frames})
+    missing = {"memory": reason} if reason else {}
+    if series is not None and series.problems:
+        missing["allocated_bytes"] = "; ".join(series.problems)
+    return _frame(rows, list(MEMORY_COLUMNS), {"t_ns": "ns", "size_bytes": "byte", "allocated_bytes": "byte",
+                                               "reserved_bytes": "byte"}, missing)
