@@ -110,6 +110,18 @@ def test_walkthrough_data_equals_independent_arithmetic(bundled):
     assert w.figure("time per phase").is_missing
 
 
+def test_copy_bandwidth_without_a_recorded_copy_says_why(bundled):
+    import copy
+
+    from kernelscope.kernels.marlin.walkthrough import copy_bandwidth
+
+    s = copy.copy(bundled)
+    s.activities = [a for a in bundled.activities if not (a.kind == "memcpy" and "DtoD" in a.name)]
+    m = copy_bandwidth(s)
+    assert m.is_missing and "no device-to-device copy" in m.missing_reason and "calibrate" not in m.missing_reason
+    assert not copy_bandwidth(bundled).is_missing  # the bundled session recorded its copies
+
+
 @pytest.mark.parametrize("args,phrase", [
     (["learn", "nonsense"], "no walkthrough for 'nonsense'"),
     (["learn", "marlin", "--session", "no_such_session.json"], "no such session file"),
