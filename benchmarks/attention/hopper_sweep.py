@@ -34,12 +34,23 @@ VARIANTS = {
     "ws64s2": FlashConfig(128, 64, 4, 2, True),
     "ws64s3": FlashConfig(128, 64, 4, 3, True),
     "ws128s2": FlashConfig(128, 128, 4, 2, True),
-    "auto": None,  # what flash_attention does by default (the autotuner over the default path's list)
+    "auto": None,  # what flash_attention does by default (on sm_90 at these shapes: the Gluon kernel)
+    # Gluon kernel (kernels/attention/gluon_hopper.py): FlashAttention-3's in-warpgroup order, 8 warps
+    "gluon64": ("gluon", (128, 64, 8, 2)),
+    "gluon64s3": ("gluon", (128, 64, 8, 3)),
+    "gluon128": ("gluon", (128, 128, 8, 2)),
+    "gluon128w4": ("gluon", (128, 64, 4, 2)),
+    "gluonm64": ("gluon", (64, 64, 4, 2)),
+    "gluonm64s3": ("gluon", (64, 64, 4, 3)),
 }
 
 
 def _variant(name: str):
     cfg = VARIANTS[name]
+    if isinstance(cfg, tuple) and cfg[0] == "gluon":
+        from kernelscope.kernels.attention.gluon_hopper import GluonConfig, gluon_attention
+
+        return partial(gluon_attention, config=GluonConfig(*cfg[1]))
     if isinstance(cfg, tuple):
         import math
 
@@ -100,9 +111,9 @@ def main() -> int:
                 row = {"dtype": dt, "causal": causal, "seq": s, "batch": b, "heads": h, "head_dim": d,
                        "graph_ms_per_round": ms, "graph_ms_median": med, "tflops": tf, "max_abs_err": errs}
                 if "auto" in fns:
-                    from kernelscope.kernels.attention.flash import tuned_config
-                    row["auto_config"] = str(tuned_config(d, causal, s, warp_specialize=True) or
-                                             tuned_config(d, causal, s))
+                    from kernelscope.kernels.attention.flash import _gluon_runs, tuned_config
+                    from kernelscope.kernels.attention.gluon_hopper import GluonConfig
+                    row["auto_config"] = str(GluonConfig() if _gluon_runs(q, k, v) else tuned_config(d, causal, s))
                 rows.append(row)
                 Path(a.out, "hopper_sweep.json").write_text(json.dumps(rows, indent=1))
                 print(f"{dt} {'causal' if causal else 'full  '} S={s:5d} " + " | ".join(

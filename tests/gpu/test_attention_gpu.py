@@ -128,9 +128,37 @@ def test_bench_then_plot(tmp_path):
 
 
 def test_profile_attention_shows_the_flash_kernel(tmp_path):
+    import torch
+
     out = tmp_path / "s.json"
-    r = _ks("profile", "attention", "--impl", "flash", "--seq-len", "512", "--head-dim", "64", "--iters", "3",
+    r = _ks("profile", "attention", "--impl", "flash", "--seq-len", "500", "--head-dim", "64", "--iters", "3",
             "-o", str(out), "--width", "120", "--no-color")
     assert r.returncode == 0, r.stderr
     assert "_attn_fwd" in r.stdout and out.exists()
-    assert "chosen by the autotuner" in r.stderr
+    assert "chosen by the autotuner" in r.stderr  # a ragged length: flash.py's kernel, autotuned
+    if torch.cuda.get_device_capability()[0] == 9:
+        out2 = tmp_path / "s2.json"
+        r = _ks("profile", "attention", "--impl", "flash", "--seq-len", "512", "--head-dim", "64", "--iters", "3",
+                "-o", str(out2), "--width", "120", "--no-color")
+        assert r.returncode == 0, r.stderr
+        assert "_attn_fwd_gluon" in r.stdout and "Gluon kernel" in r.stderr
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("seq", [128, 384])
+def test_gluon_kernel_matches_reference(seq, head_dim, causal, dtype_name):
+    """The default path on sm_90 (kernels/attention/gluon_hopper.py), at lengths of one and three query blocks."""
+    import torch
+
+    from kernelscope.kernels.attention.flash import _gluon_runs
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon kernel is for sm_90")
+    seed = secrets.randbelow(2**31)
+    q, k, v = _qkv(2, 3, seq, seq, head_dim, getattr(torch, dtype_name), seed)
+    assert _gluon_runs(q, k, v)
+    _check(q, k, v, causal, seed, autotune=True)  # config None: the Gluon kernel
+    q2, k2, v2 = _qkv(1, 2, 1000, 1000, head_dim, getattr(torch, dtype_name), seed)
+    assert not _gluon_runs(q2, k2, v2)  # a ragged length goes to flash.py's kernel

@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--causal", action="store_true", help="causal mask")
     a.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
     a.add_argument("--iters", type=positive, default=10, help="profiled calls after the first (default 10)")
-    a.add_argument("--config", metavar="BM,BN,WARPS,STAGES", help="pin the flash config instead of autotuning")
+    a.add_argument("--config", metavar="BM,BN,WARPS,STAGES|gluon",
+                   help="pin the flash config instead of autotuning, or 'gluon' for the Gluon kernel (sm_90)")
     a.add_argument("--counters", action="store_true", help="also run the counter pass (Nsight Compute)")
     a.add_argument("-o", "--output", metavar="FILE", help="session file (default kernelscope-attention-...json)")
     a.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite FILE if it exists")
@@ -131,8 +132,12 @@ def main_attention(args: argparse.Namespace) -> int:
     workload = _workload_args(args)
     if args.impl == "flash":
         config = args.config or _tune(workload)
-        print(f"kernelscope: flash config {config} (BLOCK_M, BLOCK_N, warps, stages)"
-              f"{'' if args.config else ', chosen by the autotuner'}.", file=sys.stderr)
+        if config == "gluon":
+            print("kernelscope: flash runs the Gluon kernel (kernels/attention/gluon_hopper.py), the default on "
+                  "sm_90 for these inputs.", file=sys.stderr)
+        else:
+            print(f"kernelscope: flash config {config} (BLOCK_M, BLOCK_N, warps, stages)"
+                  f"{'' if args.config else ', chosen by the autotuner'}.", file=sys.stderr)
         workload += ["--config", config]
     from kernelscope.collect.trace.runner import RunError, run
 

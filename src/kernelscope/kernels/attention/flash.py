@@ -343,16 +343,34 @@ def _use_warp_specialized(q: torch.Tensor) -> bool:
     return False
 
 
+def _gluon_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the default path is the Gluon kernel (gluon_hopper.py: sm_90, seq_q == seq_k a multiple of 128,
+    head dim 64 or 128): 0.84-0.93x cuDNN there on the H100 against 0.70-0.89x for this file's kernel in the
+    same run (benchmarks/attention/RESULTS.md, issue 17)."""
+    if not q.is_cuda:
+        return False
+    try:
+        from .gluon_hopper import supported
+    except ImportError:  # a Triton without Gluon (before 3.4): this file's kernel
+        return False
+    return supported(q, k, v) is None
+
+
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     sm_scale: float | None = None, config: FlashConfig | None = None) -> torch.Tensor:
     """Attention forward, ``(batch, heads, seq_q, head_dim)`` out, in q's dtype.
 
     ``sm_scale`` defaults to ``1 / sqrt(head_dim)``. ``config`` pins a launch
-    configuration (``config.warp_specialize`` picks the experimental warp-specialised
-    kernel); by default the autotuner picks one of HOPPER_CONFIGS (and the
-    interpreter uses INTERPRETER_CONFIG).
+    configuration of this file's kernel (``config.warp_specialize`` picks the experimental
+    warp-specialised one). By default, inputs the Gluon kernel takes on an sm_90 GPU go to it
+    (``_gluon_runs``); the rest to this file's kernel, whose autotuner picks one of HOPPER_CONFIGS
+    (the interpreter uses INTERPRETER_CONFIG).
     """
     check_inputs(q, k, v, sm_scale)
+    if config is None and not _interpreting() and _gluon_runs(q, k, v):
+        from .gluon_hopper import gluon_attention
+
+        return gluon_attention(q, k, v, causal, sm_scale)
     if config.warp_specialize if config is not None else (not _interpreting() and _use_warp_specialized(q)):
         scale = (1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)) * LOG2_E
         return _flash_ws(q, k, v, causal, scale, config)

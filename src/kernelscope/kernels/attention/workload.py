@@ -32,8 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="fp16", choices=tuple(DTYPES))
     p.add_argument("--iters", type=int, default=10, help="timed calls inside the region")
-    p.add_argument("--config", metavar="BM,BN,WARPS,STAGES[,ws]",
-                   help="pin the flash kernel's launch config (ws: the warp-specialised kernel)")
+    p.add_argument("--config", metavar="BM,BN,WARPS,STAGES[,ws] | gluon",
+                   help="pin the flash kernel's launch config (ws: the warp-specialised kernel), or 'gluon': the "
+                        "Gluon kernel, the default on sm_90 where it applies")
     p.add_argument("--print-config", action="store_true", help="autotune flash, print the config as JSON, exit")
     p.add_argument("--device", default="cuda")
     p.add_argument("--seed", type=int, default=0)
@@ -41,6 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _fn(args: argparse.Namespace):
+    if args.impl == "flash" and args.config == "gluon":
+        from kernelscope.kernels.attention.gluon_hopper import gluon_attention
+
+        return gluon_attention
     if args.impl == "flash" and args.config:
         from kernelscope.kernels.attention.flash import FlashConfig, flash_attention
 
@@ -60,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         from kernelscope.kernels.attention.flash import tuned_config
 
+        from kernelscope.kernels.attention.flash import _gluon_runs
+
+        if args.impl == "flash" and _gluon_runs(q, k, v):  # the default path ran the Gluon kernel: no tuning
+            print(json.dumps({"config": "gluon"}))
+            return 0
         cfg = None
         if args.impl == "flash":  # the warp-specialised tuner ran if this GPU takes that kernel
             cfg = (tuned_config(args.head_dim, args.causal, args.seq_len, warp_specialize=True)
