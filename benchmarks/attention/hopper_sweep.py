@@ -42,11 +42,19 @@ VARIANTS = {
     "gluon128w4": ("gluon", (128, 64, 4, 2)),
     "gluonm64": ("gluon", (64, 64, 4, 2)),
     "gluonm64s3": ("gluon", (64, 64, 4, 3)),
+    # the warp-specialised Gluon kernel: a TMA producer warp, two consumer warpgroups of 64 rows (block_n, stages)
+    "gluonws128": ("gluon-ws", (128, 2)),
+    "gluonws64": ("gluon-ws", (64, 2)),
+    "gluonws64s3": ("gluon-ws", (64, 3)),
 }
 
 
 def _variant(name: str):
     cfg = VARIANTS[name]
+    if isinstance(cfg, tuple) and cfg[0] == "gluon-ws":
+        from kernelscope.kernels.attention.gluon_hopper import gluon_attention_ws
+
+        return partial(gluon_attention_ws, block_n=cfg[1][0], stages=cfg[1][1])
     if isinstance(cfg, tuple) and cfg[0] == "gluon":
         from kernelscope.kernels.attention.gluon_hopper import GluonConfig, gluon_attention
 
@@ -112,8 +120,8 @@ def main() -> int:
                        "graph_ms_per_round": ms, "graph_ms_median": med, "tflops": tf, "max_abs_err": errs}
                 if "auto" in fns:
                     from kernelscope.kernels.attention.flash import _gluon_runs, tuned_config
-                    from kernelscope.kernels.attention.gluon_hopper import GluonConfig
-                    row["auto_config"] = str(GluonConfig() if _gluon_runs(q, k, v) else tuned_config(d, causal, s))
+                    from kernelscope.kernels.attention.gluon_hopper import hopper_kernel
+                    row["auto_config"] = hopper_kernel(q) if _gluon_runs(q, k, v) else str(tuned_config(d, causal, s))
                 rows.append(row)
                 Path(a.out, "hopper_sweep.json").write_text(json.dumps(rows, indent=1))
                 print(f"{dt} {'causal' if causal else 'full  '} S={s:5d} " + " | ".join(

@@ -78,3 +78,45 @@ def test_supported_says_why_not_in_one_sentence():
     q = torch.zeros(1, 2, 128, 128, dtype=torch.float16)
     assert "sm_90" in supported(q, q, q)
     assert not _gluon_runs(q, q, q)  # CPU tensors: flash.py's kernel (or the interpreter)
+
+
+WS_COMPILE = r"""
+import os, subprocess, sys, tempfile
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from kernelscope.kernels.attention import gluon_hopper as g
+d, bn, causal = 128, 128, sys.argv[1] == "1"
+ql = gl.NVMMASharedLayout.get_default_for([64, d], gl.float16)
+kl = gl.NVMMASharedLayout.get_default_for([bn, d], gl.float16)
+sig = {"q_desc": f"tensordesc<fp16[64, {d}],{ql!r}>", "k_desc": f"tensordesc<fp16[{bn}, {d}],{kl!r}>",
+       "v_desc": f"tensordesc<fp16[{bn}, {d}],{kl!r}>", "o_desc": f"tensordesc<fp16[64, {d}],{ql!r}>",
+       "seq": "i32", "qk_scale": "fp32"}
+consts = {"HEAD_DIM": d, "BLOCK_M": 128, "BLOCK_N": bn, "CAUSAL": causal, "STAGES": 2, "CONSUMER_REGS": 240,
+          "num_warps": 4}
+sig.update({k: "constexpr" for k in consts})
+k = triton.compile(GluonASTSource(fn=g._attn_fwd_gluon_ws, signature=sig, constexprs=consts),
+                   target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": 168})
+print("WARPS", k.metadata.num_warps)
+nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+    f.write(k.asm["cubin"]); f.flush()
+    print(subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout)
+"""
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_warp_specialised_kernel_has_its_partitions(causal):
+    """Two consumer warpgroups and a producer warp (12 warps once rounded to warpgroups), registers moved between
+    them with setmaxnreg, nothing spilled."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    r = subprocess.run([sys.executable, "-c", WS_COMPILE, "1" if causal else "0"], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    sass = r.stdout.splitlines()
+    assert "WARPS 12" in sass[0]
+    assert any("USETMAXREG.TRY_ALLOC" in line for line in sass) and any("USETMAXREG.DEALLOC" in line for line in sass)
+    assert sum("HGMMA" in line for line in sass) > 0
+    assert not any(op in line for line in sass for op in ("STL", "LDL"))

@@ -133,8 +133,8 @@ def main_attention(args: argparse.Namespace) -> int:
     if args.impl == "flash":
         config = args.config or _tune(workload)
         if config == "gluon":
-            print("kernelscope: flash runs the Gluon kernel (kernels/attention/gluon_hopper.py), the default on "
-                  "sm_90 for these inputs.", file=sys.stderr)
+            print("kernelscope: flash runs the Gluon kernel (kernels/attention/gluon_hopper.py; warp-specialised at "
+                  "head dim 128), the default on sm_90 for these inputs.", file=sys.stderr)
         else:
             print(f"kernelscope: flash config {config} (BLOCK_M, BLOCK_N, warps, stages)"
                   f"{'' if args.config else ', chosen by the autotuner'}.", file=sys.stderr)

@@ -194,3 +194,171 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
                           BLOCK_N=config.block_n, CAUSAL=bool(causal), STAGES=config.stages,
                           num_warps=config.num_warps)
     return out.view(b, h, seq, d)
+
+
+# ---- warp-specialised kernel (FlashAttention-3's partitions), the default at head dim 128: a 1-warp TMA producer
+# and two consumer warpgroups of 64 query rows each, sharing K and V through mbarrier-guarded stages (ready: the
+# producer's TMA arrived; empty: both consumers are done with it). The consumers wait on their own MMAs only, so
+# while one waits the other's softmax runs: 0.98-1.12x cuDNN on the H100 (benchmarks/attention/NOTES.md v9).
+
+@gluon.jit
+def _ws_consumer(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: gl.constexpr,
+                 BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+    q_desc, k_desc, v_desc, o_desc = descs
+    q_bar, k_ready, k_empty, v_ready, v_empty = bars
+    q_smem, k_smem, v_smem, o_smem = bufs
+    ROWS: gl.constexpr = q_smem.type.shape[1]
+    dtype: gl.constexpr = q_desc.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    my_start = q_start + half * ROWS
+    q = q_smem.index(half)
+
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
+
+    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(k_ready.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)
+    mbarrier.arrive(k_empty.index(0), count=1)
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, my_start, 0, s_layout, CAUSAL, ROWS, BLOCK_N)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)
+    for j in range(1, n):
+        stage = j % STAGES
+        prev = (j - 1) % STAGES
+        mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(q, k_smem.index(stage).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+        o_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
+        mbarrier.arrive(k_empty.index(stage), count=1)
+        p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, my_start, j * BLOCK_N, s_layout, CAUSAL,
+                                            ROWS, BLOCK_N)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, ))
+        mbarrier.arrive(v_empty.index(prev), count=1)
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+    last = (n - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((n - 1) // STAGES) & 1)
+    acc = warpgroup_mma(p_op, v_smem.index(last), acc)
+    mbarrier.arrive(v_empty.index(last), count=1)
+    out = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
+    o = o_smem.index(half)
+    o.store(out.to(dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [row0 + my_start, 0], o)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _ws_loader(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: gl.constexpr,
+               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+    q_desc, k_desc, v_desc, o_desc = descs
+    q_bar, k_ready, k_empty, v_ready, v_empty = bars
+    q_smem, k_smem, v_smem, o_smem = bufs
+    ROWS: gl.constexpr = q_smem.type.shape[1]
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [row0 + q_start, 0], q_bar, q_smem.index(0))
+    tma.async_copy_global_to_shared(q_desc, [row0 + q_start + ROWS, 0], q_bar, q_smem.index(1))
+    for i in range(n):
+        stage = i % STAGES
+        phase = (i // STAGES) & 1
+        mbarrier.wait(k_empty.index(stage), phase ^ 1)  # a fresh barrier passes phase 1 at once
+        mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row0 + i * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
+        mbarrier.wait(v_empty.index(stage), phase ^ 1)
+        mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [row0 + i * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+
+
+@gluon.jit
+def _attn_fwd_gluon_ws(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                       BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                       CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    ROWS: gl.constexpr = BLOCK_M // 2
+    n_m = seq // BLOCK_M
+    pid = gl.program_id(0)
+    if CAUSAL:
+        start_m = n_m - 1 - pid
+    else:
+        start_m = pid
+    row0 = gl.program_id(1) * seq
+    q_start = start_m * BLOCK_M
+    if CAUSAL:
+        n = (q_start + BLOCK_M) // BLOCK_N
+    else:
+        n = seq // BLOCK_N
+    dtype: gl.constexpr = q_desc.dtype
+    q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
+    o_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], o_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)  # both consumers
+        mbarrier.init(v_empty.index(i), count=2)
+    descs = (q_desc, k_desc, v_desc, o_desc)
+    bars = (q_bar, k_ready, k_empty, v_ready, v_empty)
+    bufs = (q_smem, k_smem, v_smem, o_smem)
+    gl.warp_specialize([
+        (_ws_consumer, (descs, bars, bufs, row0, q_start, n, qk_scale, 0, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
+        (_ws_consumer, (descs, bars, bufs, row0, q_start, n, qk_scale, 1, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
+        (_ws_loader, (descs, bars, bufs, row0, q_start, n, qk_scale, 1, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, 24])
+
+
+def gluon_attention_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                       sm_scale: float | None = None, block_n: int = 128, stages: int = 2,
+                       consumer_regs: int = 240) -> torch.Tensor:
+    """The warp-specialised kernel (see the comment above ``_ws_consumer``); 128 query rows per program."""
+    config = GluonConfig(128, block_n, 4, stages)
+    why = supported(q, k, v, config)
+    if why:
+        raise ValueError(f"gluon_attention_ws: {why}.")
+    b, h, seq, d = q.shape
+    scale = (d ** -0.5 if sm_scale is None else sm_scale) * LOG2_E
+    q2, k2, v2 = (t.contiguous().view(b * h * seq, d) for t in (q, k, v))
+    out = torch.empty_like(q2)
+    gdt = _GL_DTYPES[q.dtype]
+    q_layout = gl.NVMMASharedLayout.get_default_for([64, d], gdt)
+    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    q_desc = TensorDescriptor.from_tensor(q2, [64, d], q_layout)
+    k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
+    v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
+    o_desc = TensorDescriptor.from_tensor(out, [64, d], q_layout)
+    _attn_fwd_gluon_ws[(seq // 128, b * h)](q_desc, k_desc, v_desc, o_desc, seq, scale, HEAD_DIM=d, BLOCK_M=128,
+                                            BLOCK_N=block_n, CAUSAL=bool(causal), STAGES=stages,
+                                            CONSUMER_REGS=consumer_regs, num_warps=4,
+                                            maxnreg=65536 // 384 // 8 * 8)  # 12 warps; setmaxnreg moves the rest
+    return out.view(b, h, seq, d)
+
+
+WS_HEAD_DIMS = (128,)  # the warp-specialised kernel's measured head dims; 64 takes gluon_attention
+
+
+def hopper_kernel(q: torch.Tensor) -> str:
+    """Which Gluon kernel ``hopper_attention`` runs for q: 'gluon-ws' or 'gluon'."""
+    return "gluon-ws" if q.shape[-1] in WS_HEAD_DIMS else "gluon"
+
+
+def hopper_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                     sm_scale: float | None = None) -> torch.Tensor:
+    """flash_attention's default on sm_90 where ``supported``: the warp-specialised kernel at head dim 128, the
+    single-warpgroup one at 64."""
+    if hopper_kernel(q) == "gluon-ws":
+        return gluon_attention_ws(q, k, v, causal, sm_scale)
+    return gluon_attention(q, k, v, causal, sm_scale)
+

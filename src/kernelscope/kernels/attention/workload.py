@@ -43,9 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _fn(args: argparse.Namespace):
     if args.impl == "flash" and args.config == "gluon":
-        from kernelscope.kernels.attention.gluon_hopper import gluon_attention
+        from kernelscope.kernels.attention.gluon_hopper import hopper_attention
 
-        return gluon_attention
+        return hopper_attention
     if args.impl == "flash" and args.config:
         from kernelscope.kernels.attention.flash import FlashConfig, flash_attention
 
