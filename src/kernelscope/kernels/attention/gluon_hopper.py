@@ -72,6 +72,63 @@ def _load_kv(desc, bars, smem, index, row0, n, STAGES: gl.constexpr, BLOCK_N: gl
 
 
 @gluon.jit
+def _release(free_bars, ready_bars, desc, smem, stage, reload_index, row0, n, STAGES: gl.constexpr,
+             BLOCK_N: gl.constexpr, WS: gl.constexpr):
+    """A stage's MMA is done: tell the producer (warp-specialised), or reload the stage with block reload_index."""
+    if WS:
+        mbarrier.arrive(free_bars.index(stage), count=1)
+    else:
+        _load_kv(desc, ready_bars, smem, reload_index, row0, n, STAGES, BLOCK_N)
+
+
+@gluon.jit
+def _key_loop(q, q_bar, k_smem, v_smem, k_ready, v_ready, k_free, v_free, k_desc, v_desc, row0, n, q_start, qk_scale,
+              s_layout: gl.constexpr, o_layout: gl.constexpr, ROWS: gl.constexpr, HEAD_DIM: gl.constexpr,
+              BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WS: gl.constexpr):
+    """FlashAttention-3's loop for ROWS query rows over n key blocks: returns (O unnormalised, row sums).
+    Per block j: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}; wait for S_j (the PV MMA may run on); softmax;
+    wait for the PV MMA; rescale O. A stage is released (_release) once the MMA that read it is done."""
+    dtype: gl.constexpr = k_desc.dtype
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
+
+    # block 0: scores and softmax, nothing to overlap yet
+    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(k_ready.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)
+    _release(k_free, k_ready, k_desc, k_smem, 0, STAGES, row0, n, STAGES, BLOCK_N, WS)
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, q_start, 0, s_layout, CAUSAL, ROWS, BLOCK_N)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+    for j in range(1, n):
+        stage = j % STAGES
+        prev = (j - 1) % STAGES
+        mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
+        s_tok = warpgroup_mma(q, k_smem.index(stage).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+        o_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))  # S_j done; the PV MMA may still run
+        _release(k_free, k_ready, k_desc, k_smem, stage, j + STAGES, row0, n, STAGES, BLOCK_N, WS)
+        p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, q_start, j * BLOCK_N, s_layout, CAUSAL,
+                                            ROWS, BLOCK_N)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, ))
+        _release(v_free, v_ready, v_desc, v_smem, prev, j - 1 + STAGES, row0, n, STAGES, BLOCK_N, WS)
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+    last = (n - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((n - 1) // STAGES) & 1)
+    acc = warpgroup_mma(p_op, v_smem.index(last), acc)
+    if WS:
+        mbarrier.arrive(v_free.index(last), count=1)
+    return acc, l_i
+
+
+@gluon.jit
 def _attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                     BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
     n_m = seq // BLOCK_M
@@ -92,7 +149,6 @@ def _attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                        instr_shape=[16, HEAD_DIM, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
@@ -112,38 +168,8 @@ def _attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.
         _load_kv(k_desc, k_bars, k_smem, i, row0, n, STAGES, BLOCK_N)
         _load_kv(v_desc, v_bars, v_smem, i, row0, n, STAGES, BLOCK_N)
 
-    s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
-
-    # block 0: scores and softmax, nothing to overlap yet
-    mbarrier.wait(q_bar, 0)
-    mbarrier.wait(k_bars.index(0), 0)
-    s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)
-    _load_kv(k_desc, k_bars, k_smem, STAGES, row0, n, STAGES, BLOCK_N)  # K_0's stage is free again
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, q_start, 0, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)
-
-    for j in range(1, n):
-        stage = j % STAGES
-        prev = (j - 1) % STAGES
-        mbarrier.wait(k_bars.index(stage), (j // STAGES) & 1)
-        s_tok = warpgroup_mma(q_smem, k_smem.index(stage).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(v_bars.index(prev), ((j - 1) // STAGES) & 1)
-        o_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
-        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))  # S_j done; the PV MMA may still run
-        _load_kv(k_desc, k_bars, k_smem, j + STAGES, row0, n, STAGES, BLOCK_N)
-        p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, q_start, j * BLOCK_N, s_layout, CAUSAL,
-                                            BLOCK_M, BLOCK_N)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, ))
-        _load_kv(v_desc, v_bars, v_smem, j - 1 + STAGES, row0, n, STAGES, BLOCK_N)
-        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
-
-    last = (n - 1) % STAGES
-    mbarrier.wait(v_bars.index(last), ((n - 1) // STAGES) & 1)
-    acc = warpgroup_mma(p_op, v_smem.index(last), acc)
+    acc, l_i = _key_loop(q_smem, q_bar, k_smem, v_smem, k_bars, v_bars, k_bars, v_bars, k_desc, v_desc, row0, n,
+                         q_start, qk_scale, s_layout, o_layout, BLOCK_M, HEAD_DIM, BLOCK_N, CAUSAL, STAGES, False)
 
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(STAGES):
@@ -213,41 +239,12 @@ def _ws_consumer(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: 
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HEAD_DIM, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     my_start = q_start + half * ROWS
     q = q_smem.index(half)
 
-    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
-    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
-    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
-
-    mbarrier.wait(q_bar, 0)
-    mbarrier.wait(k_ready.index(0), 0)
-    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)
-    mbarrier.arrive(k_empty.index(0), count=1)
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, my_start, 0, s_layout, CAUSAL, ROWS, BLOCK_N)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)
-    for j in range(1, n):
-        stage = j % STAGES
-        prev = (j - 1) % STAGES
-        mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
-        s_tok = warpgroup_mma(q, k_smem.index(stage).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
-        o_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
-        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
-        mbarrier.arrive(k_empty.index(stage), count=1)
-        p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, qk_scale, my_start, j * BLOCK_N, s_layout, CAUSAL,
-                                            ROWS, BLOCK_N)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, ))
-        mbarrier.arrive(v_empty.index(prev), count=1)
-        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
-    last = (n - 1) % STAGES
-    mbarrier.wait(v_ready.index(last), ((n - 1) // STAGES) & 1)
-    acc = warpgroup_mma(p_op, v_smem.index(last), acc)
-    mbarrier.arrive(v_empty.index(last), count=1)
+    acc, l_i = _key_loop(q, q_bar, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, k_desc, v_desc, row0, n,
+                         my_start, qk_scale, s_layout, o_layout, ROWS, HEAD_DIM, BLOCK_N, CAUSAL, STAGES, True)
     out = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
     o = o_smem.index(half)
     o.store(out.to(dtype))
