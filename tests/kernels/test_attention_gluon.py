@@ -120,3 +120,18 @@ def test_warp_specialised_kernel_has_its_partitions(causal):
     assert any("USETMAXREG.TRY_ALLOC" in line for line in sass) and any("USETMAXREG.DEALLOC" in line for line in sass)
     assert sum("HGMMA" in line for line in sass) > 0
     assert not any(op in line for line in sass for op in ("STL", "LDL"))
+
+
+def test_operands_are_row_views_with_the_kernels_blocks():
+    import math
+
+    from kernelscope.kernels.attention.gluon_hopper import LOG2_E, _operands
+
+    q = torch.randn(2, 3, 256, 64, dtype=torch.bfloat16).transpose(1, 2).contiguous().transpose(1, 2)  # strided
+    k, v = torch.randn(2, 3, 256, 64, dtype=torch.bfloat16), torch.randn(2, 3, 256, 64, dtype=torch.bfloat16)
+    out, (qd, kd, vd, od), scale = _operands(q, k, v, None, 64, 128)
+    assert out.shape == (2 * 3 * 256, 64) and out.data_ptr() not in (q.data_ptr(), k.data_ptr(), v.data_ptr())
+    assert [qd.block_shape, kd.block_shape, vd.block_shape, od.block_shape] == [[64, 64], [128, 64], [128, 64],
+                                                                                [64, 64]]
+    assert torch.equal(qd.base, q.reshape(-1, 64)) and kd.base.data_ptr() == k.data_ptr()  # k was contiguous: a view
+    assert scale == pytest.approx(LOG2_E / math.sqrt(64)) and _operands(q, k, v, 0.5, 64, 128)[2] == 0.5 * LOG2_E

@@ -198,6 +198,22 @@ def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: GluonCo
     return None
 
 
+def _operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float | None, q_rows: int,
+              block_n: int) -> tuple[torch.Tensor, tuple[TensorDescriptor, ...], float]:
+    """(out as (b·h·seq, d) rows, TMA descriptors of q, k, v, out over those rows, qk scale with log2(e))."""
+    b, h, seq, d = q.shape
+    q2, k2, v2 = (t.contiguous().view(b * h * seq, d) for t in (q, k, v))
+    out = torch.empty_like(q2)
+    gdt = _GL_DTYPES[q.dtype]
+    q_layout = gl.NVMMASharedLayout.get_default_for([q_rows, d], gdt)
+    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    descs = (TensorDescriptor.from_tensor(q2, [q_rows, d], q_layout),
+             TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout),
+             TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout),
+             TensorDescriptor.from_tensor(out, [q_rows, d], q_layout))
+    return out, descs, (d ** -0.5 if sm_scale is None else sm_scale) * LOG2_E
+
+
 def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     sm_scale: float | None = None, config: GluonConfig = GluonConfig()) -> torch.Tensor:
     """``softmax(q k^T * sm_scale) v`` for (batch, heads, seq, head_dim) inputs on a Hopper GPU (see ``supported``)."""
@@ -205,16 +221,7 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     if why:
         raise ValueError(f"gluon_attention: {why}.")
     b, h, seq, d = q.shape
-    scale = (d ** -0.5 if sm_scale is None else sm_scale) * LOG2_E
-    q2, k2, v2 = (t.contiguous().view(b * h * seq, d) for t in (q, k, v))
-    out = torch.empty_like(q2)
-    gdt = _GL_DTYPES[q.dtype]
-    q_layout = gl.NVMMASharedLayout.get_default_for([config.block_m, d], gdt)
-    kv_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, d], gdt)
-    q_desc = TensorDescriptor.from_tensor(q2, [config.block_m, d], q_layout)
-    k_desc = TensorDescriptor.from_tensor(k2, [config.block_n, d], kv_layout)
-    v_desc = TensorDescriptor.from_tensor(v2, [config.block_n, d], kv_layout)
-    o_desc = TensorDescriptor.from_tensor(out, [config.block_m, d], q_layout)
+    out, (q_desc, k_desc, v_desc, o_desc), scale = _operands(q, k, v, sm_scale, config.block_m, config.block_n)
     grid = (triton.cdiv(seq, config.block_m), b * h)
     _attn_fwd_gluon[grid](q_desc, k_desc, v_desc, o_desc, seq, scale, HEAD_DIM=d, BLOCK_M=config.block_m,
                           BLOCK_N=config.block_n, CAUSAL=bool(causal), STAGES=config.stages,
@@ -326,16 +333,7 @@ def gluon_attention_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal
     if why:
         raise ValueError(f"gluon_attention_ws: {why}.")
     b, h, seq, d = q.shape
-    scale = (d ** -0.5 if sm_scale is None else sm_scale) * LOG2_E
-    q2, k2, v2 = (t.contiguous().view(b * h * seq, d) for t in (q, k, v))
-    out = torch.empty_like(q2)
-    gdt = _GL_DTYPES[q.dtype]
-    q_layout = gl.NVMMASharedLayout.get_default_for([64, d], gdt)
-    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    q_desc = TensorDescriptor.from_tensor(q2, [64, d], q_layout)
-    k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
-    v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
-    o_desc = TensorDescriptor.from_tensor(out, [64, d], q_layout)
+    out, (q_desc, k_desc, v_desc, o_desc), scale = _operands(q, k, v, sm_scale, 64, block_n)  # 64 rows a consumer
     _attn_fwd_gluon_ws[(seq // 128, b * h)](q_desc, k_desc, v_desc, o_desc, seq, scale, HEAD_DIM=d, BLOCK_M=128,
                                             BLOCK_N=block_n, CAUSAL=bool(causal), STAGES=stages,
                                             CONSUMER_REGS=consumer_regs, num_warps=4,
