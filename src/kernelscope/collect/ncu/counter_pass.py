@@ -33,6 +33,16 @@ class CounterRequest:
     ranks: list[int] | None = None  # under torchrun: the ranks ncu profiles (None: all); rank_counters.py
 
 
+def device_arch(session: Session) -> str | None:
+    """The session's GPU architecture (ncu's --arch wants it), else device 0's from the driver, else None."""
+    if session.device and session.device.arch:
+        return session.device.arch
+    try:
+        return driver.query_device(0).arch
+    except driver.DriverUnavailable:
+        return None
+
+
 def report_path_for(session_path: Path) -> Path:
     name = session_path.name
     for suffix in (".json.gz", ".json"):
@@ -51,12 +61,7 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     if regex is None and session.launches:
         regex = top_kernel_regex(session, req.top)
         chose = f"top {req.top} kernels by trace-pass time"
-    arch = session.device.arch if session.device else None
-    if arch is None:
-        try:
-            arch = driver.query_device(0).arch
-        except driver.DriverUnavailable:
-            arch = None
+    arch = device_arch(session)
     opts = NcuOptions(kernel_regex=regex, region=req.region, launch_skip=req.launch_skip,
                       launch_count=req.launch_count, clock_control=req.clock_control, arch=arch,
                       timeout_s=req.timeout_s, ncu=req.ncu)

@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kernelscope.collect.ncu.counter_pass import CounterRequest, report_path_for
+from kernelscope.collect.ncu.counter_pass import CounterRequest, device_arch, report_path_for
 from kernelscope.collect.ncu.fields import SECTIONS
 from kernelscope.model import CollectorStatus, Launch, Session
 from kernelscope.model import collectors as collector
@@ -124,7 +124,6 @@ def profile_this_rank() -> None:
 def run_rank_counter_pass(session: Session, command: list[str], session_path: Path, req: CounterRequest) -> bool:
     """Re-run the torchrun job with the chosen ranks under ncu and merge each rank's results into its launches.
     True when every chosen rank was profiled."""
-    from kernelscope.collect import driver
     from kernelscope.collect.ncu.runner import NcuRunError, find_ncu
     from kernelscope.collect.trace.torchrun import hook_env
 
@@ -146,12 +145,7 @@ def run_rank_counter_pass(session: Session, command: list[str], session_path: Pa
     except NcuRunError as e:
         session.collectors[collector.COUNTERS] = CollectorStatus("failed", str(e), details)
         return False
-    arch = session.device.arch if session.device else None
-    if arch is None:
-        try:
-            arch = driver.query_device(0).arch
-        except driver.DriverUnavailable:
-            arch = None
+    arch = device_arch(session)
     work = Path(session_path).parent
     spec: dict[str, Any] = {"ranks": {}}
     for r in chosen:
