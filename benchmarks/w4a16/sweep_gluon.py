@@ -1,0 +1,197 @@
+"""Check and time the Gluon W4A16 decode kernel (kernels/marlin/gluon_hopper.py) against the Triton kernel.
+
+    PYTHONPATH=src python3 benchmarks/w4a16/sweep_gluon.py --shapes 5120x13824,4096x4096 --m 1 --out gluon.json
+
+First every launch of a small check grid is compared with the fp32 reference (m = 1..16, groups of 128 and one
+group per column, splits 1-4, both tile widths). Then, per (k, n, m), every Gluon launch of the space is checked
+and timed as the benchmark times a cold point (CUDA-graph time per call over enough weight copies to read > 2x L2,
+L2 flushed between replays), next to the Triton kernel's launch for the shape (``autotune.launch_for``, tuned on
+first use), cuBLAS fp16 and tinygemm in the same run. Kernels are compiled first in a pool of processes.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
+
+
+def space(extra: dict | None = None) -> list[dict]:
+    out = []
+    for pipeline, split, stages, regs in itertools.product((True, False), SPLITS, (4, 6), (96, 80)):
+        out.append(dict(block_n=64, split_k=split, stages=stages, maxnreg=regs, pipeline=pipeline))
+    return [{**launch, **(extra or {})} for launch in out]
+
+
+def fits(launch: dict, k: int, n: int) -> bool:
+    return k % (launch["split_k"] * 128) == 0 and n % launch["block_n"] == 0
+
+
+def _compile_one(args: tuple[int, dict]) -> str:
+    m, launch = args
+    import torch
+
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    k, n = launch["split_k"] * 256, 256
+    try:
+        a = torch.randn((m, k), device="cuda").half()
+        bg = torch.randint(-2**31, 2**31 - 1, (k // 128 * n, 16), dtype=torch.int32, device="cuda")
+        scales = torch.rand((k // 128, n), device="cuda").half()
+        gluon_w4a16(a, bg, scales, 128, n, **launch)
+        torch.cuda.synchronize()
+        return "ok"
+    except Exception as e:  # out of shared memory, etc.: recorded, not fatal
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def check_grid() -> list[dict]:
+    """Every launch of a small grid against the fp32 reference; returns the rows (with relative errors)."""
+    import torch
+
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+    from kernelscope.kernels.marlin.gluon_hopper import from_gluon_layout, gluon_w4a16, to_gluon_layout
+
+    rows = []
+    for (k, n), gs in itertools.product([(512, 256), (2048, 768), (4096, 4096)], (128, -1)):
+        wt = make_weights(k, n, gs, "cuda", 1)
+        bk, sk = to_kernel_layout(wt.B, wt.s, gs)
+        bg = to_gluon_layout(bk)
+        assert torch.equal(from_gluon_layout(bg, n), bk)
+        for m, pipeline, split, stages in itertools.product((1, 3, 8, 13, 16), (True, False), (1, 2, 4), (4, )):
+            if k % (128 * split):
+                continue
+            bn = 64
+            a = torch.randn((m, k), device="cuda").half()
+            ref = reference_matmul(a, wt.B, wt.s, gs)
+            row = dict(k=k, n=n, groupsize=gs, m=m, block_n=bn, split_k=split, stages=stages, pipeline=pipeline)
+            try:
+                for _ in range(2):  # twice: the split-k counters must be left at zero
+                    got = gluon_w4a16(a, bg, sk, gs, n, block_n=bn, split_k=split, stages=stages,
+                                      pipeline=pipeline).float()
+                torch.cuda.synchronize()
+                row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
+            except Exception as e:
+                row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            rows.append(row)
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--shapes", required=True)
+    p.add_argument("--m", default="1")
+    p.add_argument("--out", required=True)
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    p.add_argument("--replays", type=int, default=10)
+    p.add_argument("--no-check", action="store_true")
+    args = p.parse_args()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    ms = [int(x) for x in args.m.split(",")]
+    jobs = {}
+    for m in ms:
+        for launch in space():
+            if any(fits(launch, k, n) for k, n in shapes):
+                key = dict(launch, m=8 if m <= 8 else 16)
+                jobs[json.dumps(key, sort_keys=True)] = (key.pop("m"), launch)
+    ctx = mp.get_context("spawn")
+    t0 = time.time()
+    with ctx.Pool(args.workers) as pool:
+        res = pool.map(_compile_one, list(jobs.values()), chunksize=1)
+    compiled = {json.dumps(dict(j[1], m=j[0]), sort_keys=True): r for j, r in zip(jobs.values(), res)}
+    print(f"precompiled {len(jobs)} launches in {time.time() - t0:.1f} s; "
+          f"{sum(r != 'ok' for r in res)} failed: {sorted(set(r for r in res if r != 'ok'))[:3]}", flush=True)
+
+    import torch
+
+    from kernelscope.bench.graph_timing import copies_for_cold_l2, time_cuda_graph
+    from kernelscope.bench.w4a16 import W4A16Case
+    from kernelscope.bench.w4a16_impls import build_cublas, build_tinygemm, make_weights
+    from kernelscope.collect.timing import time_cuda
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout, w4a16_matmul
+    from kernelscope.kernels.marlin.autotune import launch_for
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
+
+    props = torch.cuda.get_device_properties(0)
+    doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "torch": torch.__version__, "rows": []}
+    if not args.no_check:
+        checks = check_grid()
+        bad = [r for r in checks if not r.get("relative_error", 1.0) < 1e-2]
+        doc["checks"] = checks
+        print(f"check grid: {len(checks)} launches, {len(bad)} wrong or failed", flush=True)
+        for r in bad[:12]:
+            print("   ", r, flush=True)
+    l2 = props.L2_cache_size
+    src = torch.empty(4 * l2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = time_cuda(lambda: dst.copy_(src), warmup=5, repeats=30, flush_l2=False).median_ms
+    bw = 2 * src.numel() / (copy_ms * 1e-3)
+    doc["copy_bandwidth_bytes_per_s"] = bw
+    print(f"{props.name}: copy {bw / 1e12:.2f} TB/s", flush=True)
+    for k, n in shapes:
+        wt = make_weights(k, n, 128, "cuda", 0)
+        bk, sk = to_kernel_layout(wt.B, wt.s, 128)
+        copies = copies_for_cold_l2(k * n // 2, l2)
+        bks = [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies - 1)]
+        bgs = [(to_gluon_layout(b), s) for b, s in bks]
+        base = {"cublas": [build_cublas(wt) for _ in range(copies)],
+                "tinygemm": [build_tinygemm(wt) for _ in range(copies)]}
+        for m in ms:
+            floor_us = W4A16Case(m, k, n, 128).bytes_moved / bw * 1e6
+            a = torch.randn((m, k), device="cuda").half()
+            ref = reference_matmul(a, wt.B, wt.s, 128)
+            point = {"k": k, "n": n, "m": m, "floor_us": floor_us}
+            for name, fns in base.items():
+                point[f"{name}_us"] = time_cuda_graph([lambda f=f: f(a) for f in fns],
+                                                      replays=args.replays).median_ms * 1e3
+            triton_launch = launch_for(m, k, n, 128, bk, sk).launch
+            point["triton_launch"] = triton_launch
+            point["triton_us"] = time_cuda_graph(
+                [lambda b=b, s=s: w4a16_matmul(a, b, s, 128, **triton_launch) for b, s in bks],
+                replays=args.replays).median_ms * 1e3
+            tried = []
+            for launch in space():
+                if not fits(launch, k, n):
+                    continue
+                row = {"launch": launch}
+                status = compiled.get(json.dumps(dict(launch, m=8 if m <= 8 else 16), sort_keys=True), "ok")
+                if status != "ok":
+                    row["status"] = status
+                    tried.append(row)
+                    continue
+                try:
+                    got = gluon_w4a16(a, bgs[0][0], sk, 128, n, **launch).float()
+                    err = ((got - ref).norm() / ref.norm()).item()
+                    if not err < 1e-2:
+                        row.update(status="wrong", relative_error=err)
+                    else:
+                        t = time_cuda_graph([lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **launch) for b, s in bgs],
+                                            replays=args.replays)
+                        row.update(status="ok", us=t.median_ms * 1e3)
+                except Exception as e:
+                    row["status"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                tried.append(row)
+            point["tried"] = tried
+            doc["rows"].append(point)
+            with open(args.out, "w") as f:
+                json.dump(doc, f)
+            ok = sorted((r for r in tried if r.get("status") == "ok"), key=lambda r: r["us"])
+            print(f"{k}x{n} m={m}: floor {floor_us:.1f} us; cuBLAS {point['cublas_us']:.1f}, tinygemm "
+                  f"{point['tinygemm_us']:.1f}, triton {point['triton_us']:.1f} ({100 * floor_us / point['triton_us']:.0f}%)"
+                  f"; {len(ok)} gluon timed, {sum(r.get('status') == 'wrong' for r in tried)} wrong", flush=True)
+            for r in ok[:4]:
+                print(f"   {r['us']:7.2f} us {100 * floor_us / r['us']:5.1f}% floor  {r['launch']}", flush=True)
+        del bks, bgs, base
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
