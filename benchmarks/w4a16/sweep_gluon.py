@@ -7,6 +7,9 @@ group per column, splits 1-4, both tile widths). Then, per (k, n, m), every Gluo
 and timed as the benchmark times a cold point (CUDA-graph time per call over enough weight copies to read > 2x L2,
 L2 flushed between replays), next to the Triton kernel's launch for the shape (``autotune.launch_for``, tuned on
 first use), cuBLAS fp16 and tinygemm in the same run. Kernels are compiled first in a pool of processes.
+
+The run of 2026-11-23 (RESULTS.md) timed an earlier space: 64- and 128-column programs (the 128-column kernel had
+two consumer warpgroups; it was slower at every point and was removed), per-block loop only, maxnreg None or 96/112.
 """
 from __future__ import annotations
 
@@ -23,13 +26,13 @@ SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
 
 def space(extra: dict | None = None) -> list[dict]:
     out = []
-    for pipeline, split, stages, regs in itertools.product((True, False), SPLITS, (4, 6), (96, 80)):
-        out.append(dict(block_n=64, split_k=split, stages=stages, maxnreg=regs, pipeline=pipeline))
+    for pipeline, split, stages, regs in itertools.product((False, True), SPLITS, (4, 6), (96, 80)):
+        out.append(dict(split_k=split, stages=stages, maxnreg=regs, pipeline=pipeline))
     return [{**launch, **(extra or {})} for launch in out]
 
 
 def fits(launch: dict, k: int, n: int) -> bool:
-    return k % (launch["split_k"] * 128) == 0 and n % launch["block_n"] == 0
+    return k % (launch["split_k"] * 128) == 0 and n % 64 == 0
 
 
 def _compile_one(args: tuple[int, dict]) -> str:
@@ -64,17 +67,15 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, pipeline, split, stages in itertools.product((1, 3, 8, 13, 16), (True, False), (1, 2, 4), (4, )):
+        for m, pipeline, split in itertools.product((1, 3, 8, 13, 16), (False, True), (1, 2, 4)):
             if k % (128 * split):
                 continue
-            bn = 64
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
-            row = dict(k=k, n=n, groupsize=gs, m=m, block_n=bn, split_k=split, stages=stages, pipeline=pipeline)
+            row = dict(k=k, n=n, groupsize=gs, m=m, split_k=split, pipeline=pipeline)
             try:
                 for _ in range(2):  # twice: the split-k counters must be left at zero
-                    got = gluon_w4a16(a, bg, sk, gs, n, block_n=bn, split_k=split, stages=stages,
-                                      pipeline=pipeline).float()
+                    got = gluon_w4a16(a, bg, sk, gs, n, split_k=split, pipeline=pipeline).float()
                 torch.cuda.synchronize()
                 row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
             except Exception as e:

@@ -1,0 +1,97 @@
+"""The Gluon W4A16 kernel (kernels/marlin/gluon_hopper.py) without a GPU: it compiles for sm_90 at the launches the
+sweep timed and with the chained-MMA loop, and the SASS shows what the kernel is built for: no local memory, each
+thread's words of a block in 16-byte shared-memory loads, and in the chained loop MMAs left running across the
+next block's unpack (waits that leave one group in flight) with no serialisation reported by ptxas.
+Correctness against the reference is tests/gpu/test_w4a16_gluon_gpu.py's (there is no Gluon interpreter)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton.experimental.gluon")
+
+COMPILE = r"""
+import os, subprocess, sys, tempfile
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from kernelscope.kernels.marlin import gluon_hopper as g
+bm, stages, split, per_channel, pipeline, regs = (int(x) for x in sys.argv[1:7])
+bn = g.BLOCK_N.value
+wl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
+sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
+sig = {"w_desc": f"tensordesc<i32[{bn}, 16],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
+       "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
+       "count_ptr": "*i32", "M": "i32", "N": "i32", "n_blocks": "i32"}
+consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "SPLIT_K": split, "STAGES": stages, "BLOCK_M": bm,
+          "PIPELINE": bool(pipeline), "num_warps": 4}
+sig.update({k: "constexpr" for k in consts})
+k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
+                   target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
+bin_dir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+with tempfile.TemporaryDirectory() as d:
+    ptx, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+    open(ptx, "w").write(k.asm["ptx"])
+    info = subprocess.run([os.path.join(bin_dir, "ptxas"), "-arch=sm_90a", "-v", ptx, "-o", cubin],
+                          capture_output=True, text=True, check=True)
+    print(info.stdout + info.stderr)
+    open(cubin, "wb").write(k.asm["cubin"])
+    print(subprocess.run([os.path.join(bin_dir, "nvdisasm"), "-c", cubin], capture_output=True, text=True,
+                         check=True).stdout)
+"""
+
+# (BLOCK_M, stages, split_k, one scale per column, chained loop, registers at launch): the sweep's launch shapes
+VARIANTS = {"m1-split1": (8, 4, 1, 0, 0, 96), "m16-split4-per-column": (16, 4, 4, 1, 0, 96),
+            "chained-m1-split2": (8, 4, 2, 0, 1, 96), "chained-m16-per-column-r80": (16, 6, 4, 1, 1, 80),
+            "chained-m1-r80": (8, 4, 3, 0, 1, 80)}
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
+def compiled(request):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    r = subprocess.run([sys.executable, "-c", COMPILE, *map(str, VARIANTS[request.param])], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return request.param, r.stdout.splitlines()
+
+
+def test_no_local_memory_and_no_serialised_mma(compiled):
+    _, out = compiled
+    assert any("0 bytes spill stores, 0 bytes spill loads" in line for line in out)
+    assert not any("serialized" in line for line in out), [line for line in out if "serialized" in line]
+    assert not any(op in line for line in out for op in ("STL", "LDL"))
+
+
+def test_words_come_in_16_byte_loads(compiled):
+    """Each thread's four words of a block are one LDS.128 (the layout of to_gluon_layout); no shuffles unpack."""
+    _, out = compiled
+    assert sum("LDS.128" in line for line in out) >= 2
+    assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
+
+
+def test_chained_loop_leaves_one_mma_running(compiled):
+    name, out = compiled
+    waits = [line for line in out if "WARPGROUP.DEPBAR" in line]
+    if name.startswith("chained"):
+        assert any("gsb0, 0x1" in w for w in waits), waits
+    else:
+        assert waits and all("gsb0, 0x0" in w for w in waits), waits
+
+
+def test_supported_says_why_not_in_one_sentence():
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, supported
+
+    a = torch.zeros(1, 256, dtype=torch.float16)
+    assert "sm_90" in supported(a, 256)
+    with pytest.raises(ValueError, match="^gluon_w4a16: the Gluon W4A16 kernel is written for sm_90"):
+        gluon_w4a16(a, torch.zeros((2 * 256, 16), dtype=torch.int32), torch.zeros((2, 256), dtype=torch.float16),
+                    128, 256)
