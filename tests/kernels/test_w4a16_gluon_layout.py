@@ -45,3 +45,27 @@ def test_bad_shapes_say_why():
         to_gluon_layout(torch.zeros((8, 4), dtype=torch.int32))
     with pytest.raises(ValueError, match="multiple of n=3"):
         from_gluon_layout(torch.zeros((8, 16), dtype=torch.int32), 3)
+
+
+def test_launch_rule_picks_the_sweeps_fastest_split():
+    """tune_space.gluon_launch against the recorded H100 sweep (132 SMs, m = 1, the rule's 4 stages and 96 registers):
+    the fastest split at 5 of its 6 shapes, within 10 % of the fastest at the sixth."""
+    import gzip
+    import json
+
+    from conftest import ROOT
+    from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+    doc = json.load(gzip.open(ROOT / "benchmarks/w4a16/runs/issue17_session4/gluon_sweep_m1.json.gz"))
+    exact = 0
+    for row in doc["rows"]:
+        by_split: dict[int, float] = {}
+        for t in row["tried"]:
+            launch = t["launch"]
+            if t.get("status") == "ok" and (launch["block_n"], launch["maxnreg"], launch["stages"]) == (64, 96, 4):
+                by_split[launch["split_k"]] = min(by_split.get(launch["split_k"], 1e9), t["us"])
+        split = gluon_launch(row["k"], row["n"], 132)["split_k"]
+        best = min(by_split, key=by_split.get)
+        exact += split == best
+        assert by_split[split] <= 1.1 * by_split[best], (row["k"], row["n"], split, by_split)
+    assert exact >= 5

@@ -63,6 +63,38 @@ class W4A16Call:
         return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, **self.launch_info(a.shape[0])["launch"])
 
 
+class W4A16GluonCall:
+    """The Gluon decode kernel (kernels/marlin/gluon_hopper.py: sm_90, m <= 16) on its own weight layout, with the
+    launch of :func:`tune_space.gluon_launch`; elsewhere the call raises and the row says why."""
+
+    def __init__(self, wt: Weights) -> None:
+        from kernelscope.kernels.marlin import to_kernel_layout
+        from kernelscope.kernels.marlin.layout_gluon import to_gluon_layout
+
+        self.wt = wt
+        bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
+        self.bg = to_gluon_layout(bk)
+
+    def launch_info(self, m: int) -> dict[str, Any]:
+        import torch
+
+        from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+        if self.bg.device.type != "cuda":
+            return {"launch": {}, "launch_source": "none: the Gluon kernel runs on a GPU only"}
+        sms = torch.cuda.get_device_properties(self.bg.device).multi_processor_count
+        return {"launch": gluon_launch(self.wt.k, self.wt.n, sms), "launch_source": "rule (tune_space.gluon_launch)"}
+
+    def __call__(self, a: Any) -> Any:
+        from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, supported
+
+        why = supported(a, self.wt.n)
+        if why:
+            raise ValueError(f"w4a16-gluon: {why}.")
+        launch = self.launch_info(a.shape[0])["launch"]
+        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, **launch)
+
+
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
     return W4A16Call(wt)
 
@@ -116,4 +148,4 @@ def build_tinygemm(wt: Weights, inner_k_tiles: int = 8) -> Callable[[Any], Any]:
 
 
 IMPLEMENTATIONS: dict[str, Builder] = {"w4a16": build_w4a16, "cublas": build_cublas, "tinygemm": build_tinygemm,
-                                        "w4a16-untuned": build_w4a16_untuned}
+                                        "w4a16-untuned": build_w4a16_untuned, "w4a16-gluon": W4A16GluonCall}

@@ -90,3 +90,22 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
         if launch not in head and k % (launch.get("split_k", 1) * launch.get("block_k", 128)) == 0:
             head.append(dict(launch))
     return head[:limit]
+
+
+# The Gluon decode kernel (gluon_hopper.py): 64-column programs, four per SM at 96 registers a thread. In its H100
+# sweep (benchmarks/w4a16/runs/issue17_session4, m = 1) the fastest split at 5 of 6 shapes was the largest that
+# divides the k blocks and keeps the grid within this many programs per SM (the sixth within 6 %).
+GLUON_PROGRAMS_PER_SM = 2
+GLUON_BLOCK_N = 64
+
+
+def gluon_launch(k: int, n: int, sm_count: int) -> dict[str, Any]:
+    """The Gluon kernel's launch for a (k, n) layer: split-k as far as the grid stays within
+    GLUON_PROGRAMS_PER_SM programs per SM, four stages, 96 registers a thread, the per-block loop."""
+    tiles = n // GLUON_BLOCK_N
+    blocks = k // 128
+    split = 1
+    for s in range(2, MAX_SPLIT_K + 1):
+        if blocks % s == 0 and tiles * s <= GLUON_PROGRAMS_PER_SM * sm_count:
+            split = s
+    return dict(split_k=split, stages=4, maxnreg=96, pipeline=False)
