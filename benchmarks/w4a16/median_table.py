@@ -32,11 +32,17 @@ def load(paths: list[str], timing: str) -> tuple[dict, list[dict]]:
             cells[key][r["impl"]].append(r[timing])
             floors[key].append(r["floor_ms"])
             if r.get("launch"):
-                lc = r["launch"]
-                launches[(key, r["impl"])].add(f"{lc['block_m']}x{lc['block_n']} split {lc['split_k']}"
-                                               f"{' st' + str(lc['num_stages']) if lc.get('num_stages') != 3 else ''}"
-                                               f"{' r' + str(lc['maxnreg']) if lc.get('maxnreg') else ''}")
+                launches[(key, r["impl"])].add(launch_text(r["launch"]))
     return {"cells": cells, "floors": floors, "launches": launches}, docs
+
+
+def launch_text(lc: dict) -> str:
+    """A Triton launch (BLOCK_M x BLOCK_N split, stages, registers) or a Gluon one (split, registers, loop)."""
+    regs = f" r{lc['maxnreg']}" if lc.get("maxnreg") else ""
+    if "block_m" not in lc:  # the Gluon kernel (tune_space.gluon_launch)
+        return f"gluon 64 split {lc['split_k']}{regs}{' chained' if lc.get('pipeline') else ''}"
+    stages = f" st{lc['num_stages']}" if lc.get("num_stages") != 3 else ""
+    return f"{lc['block_m']}x{lc['block_n']} split {lc['split_k']}{stages}{regs}"
 
 
 def targets(k: int, n: int, m: int, pct: float, vs_cublas: float | None, vs_tiny: float | None) -> str:
@@ -58,23 +64,35 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--timing", default="graph_median_ms")
+    ap.add_argument("--kernels", default="w4a16,w4a16-untuned",
+                    help="kernelscope implementations to tabulate (e.g. w4a16,w4a16-gluon); targets are checked on "
+                         "the first")
     args = ap.parse_args()
+    kernels = args.kernels.split(",")
     data, docs = load(args.files, args.timing)
-    print(f"{len(docs)} runs; timing {args.timing}; median over runs\n")
-    print("| k x n | MiB | m | w4a16 us | % floor | untuned us | % floor | cuBLAS us | tinygemm us | vs cuBLAS | "
-          "vs tinygemm | untuned vs cuBLAS | launch (tuned) | targets |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    print(f"{len(docs)} runs; timing {args.timing}; median over runs; targets on {kernels[0]}\n")
+    head = "".join(f" {i} us | % floor | vs cuBLAS | vs tinygemm | {i} launch |" for i in kernels)
+    print(f"| k x n | MiB | m | cuBLAS us | tinygemm us |{head} targets |")
+    print("|---|---:|---:|---:|---:|" + "---:|---:|---:|---:|---|" * len(kernels) + "---|")
+    f = lambda x: f"{x * 1e3:.1f}" if x else "-"  # noqa: E731
     for (k, n, m), by in sorted(data["cells"].items(), key=lambda kv: (-kv[0][0] * kv[0][1], kv[0])):
         med = {impl: statistics.median(v) for impl, v in by.items()}
         floor = statistics.median(data["floors"][(k, n, m)])
-        w, u, c, t = (med.get(i) for i in ("w4a16", "w4a16-untuned", "cublas", "tinygemm"))
-        vc = c / w if c and w else None
-        vt = t / w if t and w else None
-        launch = "; ".join(sorted(data["launches"].get(((k, n, m), "w4a16"), ())))
-        f = lambda x: f"{x * 1e3:.1f}" if x else "-"  # noqa: E731
-        print(f"| {k}x{n} | {k * n / 2 / MIB:.1f} | {m} | {f(w)} | {100 * floor / w:.0f}% | {f(u)} | "
-              f"{100 * floor / u:.0f}% | {f(c)} | {f(t)} | {vc:.2f}x | {vt:.2f}x | {c / u:.2f}x | {launch} | "
-              f"{targets(k, n, m, 100 * floor / w, vc, vt)} |")
+        c, t = med.get("cublas"), med.get("tinygemm")
+        cells, verdict = [], "-"
+        for j, impl in enumerate(kernels):
+            w = med.get(impl)
+            if w is None:
+                cells.append(" - | - | - | - | - |")
+                continue
+            vc = c / w if c else None
+            vt = t / w if t else None
+            launch = "; ".join(sorted(data["launches"].get(((k, n, m), impl), ())))
+            cells.append(f" {f(w)} | {100 * floor / w:.0f}% | {f'{vc:.2f}x' if vc else '-'} | "
+                         f"{f'{vt:.2f}x' if vt else '-'} | {launch} |")
+            if j == 0:
+                verdict = targets(k, n, m, 100 * floor / w, vc, vt)
+        print(f"| {k}x{n} | {k * n / 2 / MIB:.1f} | {m} | {f(c)} | {f(t)} |{''.join(cells)} {verdict} |")
 
 
 if __name__ == "__main__":

@@ -24,11 +24,11 @@ import time
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
 
 
-def space(extra: dict | None = None) -> list[dict]:
-    out = []
-    for pipeline, split, stages, regs in itertools.product((False, True), SPLITS, (4, 6), (96, 80)):
-        out.append(dict(split_k=split, stages=stages, maxnreg=regs, pipeline=pipeline))
-    return [{**launch, **(extra or {})} for launch in out]
+def space(layouts: tuple[str, ...] = ("bg", "bk"), pipelines: tuple[bool, ...] = (False, True),
+          stages: tuple[int, ...] = (4, ), regs: tuple[int, ...] = (96, 80)) -> list[dict]:
+    """Launches of the Gluon kernel: weight layout, consumer loop, split-k, stages, registers a thread at launch."""
+    return [dict(layout=layout, split_k=split, stages=st, maxnreg=r, pipeline=pipeline)
+            for layout, pipeline, split, st, r in itertools.product(layouts, pipelines, SPLITS, stages, regs)]
 
 
 def fits(launch: dict, k: int, n: int) -> bool:
@@ -44,9 +44,11 @@ def _compile_one(args: tuple[int, dict]) -> str:
     k, n = launch["split_k"] * 256, 256
     try:
         a = torch.randn((m, k), device="cuda").half()
-        bg = torch.randint(-2**31, 2**31 - 1, (k // 128 * n, 16), dtype=torch.int32, device="cuda")
+        kw = {key: v for key, v in launch.items() if key != "layout"}
+        shape = (k // 128 * n, 16) if launch["layout"] == "bg" else (k // 8, n)
+        words = torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device="cuda")
         scales = torch.rand((k // 128, n), device="cuda").half()
-        gluon_w4a16(a, bg, scales, 128, n, **launch)
+        gluon_w4a16(a, words, scales, 128, n, **kw)
         torch.cuda.synchronize()
         return "ok"
     except Exception as e:  # out of shared memory, etc.: recorded, not fatal
@@ -67,15 +69,16 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, pipeline, split in itertools.product((1, 3, 8, 13, 16), (False, True), (1, 2, 4)):
+        for m, pipeline, split, layout in itertools.product((1, 3, 8, 13, 16), (False, True), (1, 2, 4), ("bg", "bk")):
             if k % (128 * split):
                 continue
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
-            row = dict(k=k, n=n, groupsize=gs, m=m, split_k=split, pipeline=pipeline)
+            row = dict(k=k, n=n, groupsize=gs, m=m, split_k=split, pipeline=pipeline, layout=layout)
             try:
                 for _ in range(2):  # twice: the split-k counters must be left at zero
-                    got = gluon_w4a16(a, bg, sk, gs, n, split_k=split, pipeline=pipeline).float()
+                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, split_k=split,
+                                      pipeline=pipeline).float()
                 torch.cuda.synchronize()
                 row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
             except Exception as e:
@@ -92,12 +95,18 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--replays", type=int, default=10)
     p.add_argument("--no-check", action="store_true")
+    p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
+    p.add_argument("--pipelines", default="0,1", help="consumer loops: 0 per block, 1 chained MMAs")
+    p.add_argument("--stages", default="4")
+    p.add_argument("--regs", default="96,80", help="registers a thread at launch")
     args = p.parse_args()
+    launches = space(tuple(args.layouts.split(",")), tuple(bool(int(x)) for x in args.pipelines.split(",")),
+                     tuple(int(x) for x in args.stages.split(",")), tuple(int(x) for x in args.regs.split(",")))
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms = [int(x) for x in args.m.split(",")]
     jobs = {}
     for m in ms:
-        for launch in space():
+        for launch in launches:
             if any(fits(launch, k, n) for k, n in shapes):
                 key = dict(launch, m=8 if m <= 8 else 16)
                 jobs[json.dumps(key, sort_keys=True)] = (key.pop("m"), launch)
@@ -158,7 +167,7 @@ def main() -> int:
                 [lambda b=b, s=s: w4a16_matmul(a, b, s, 128, **triton_launch) for b, s in bks],
                 replays=args.replays).median_ms * 1e3
             tried = []
-            for launch in space():
+            for launch in launches:
                 if not fits(launch, k, n):
                     continue
                 row = {"launch": launch}
@@ -167,13 +176,15 @@ def main() -> int:
                     row["status"] = status
                     tried.append(row)
                     continue
+                kw = {key: v for key, v in launch.items() if key != "layout"}
+                words = bgs if launch["layout"] == "bg" else bks
                 try:
-                    got = gluon_w4a16(a, bgs[0][0], sk, 128, n, **launch).float()
+                    got = gluon_w4a16(a, words[0][0], sk, 128, n, **kw).float()
                     err = ((got - ref).norm() / ref.norm()).item()
                     if not err < 1e-2:
                         row.update(status="wrong", relative_error=err)
                     else:
-                        t = time_cuda_graph([lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **launch) for b, s in bgs],
+                        t = time_cuda_graph([lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **kw) for b, s in words],
                                             replays=args.replays)
                         row.update(status="ok", us=t.median_ms * 1e3)
                 except Exception as e:

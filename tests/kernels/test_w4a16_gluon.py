@@ -23,12 +23,12 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, split, per_channel, pipeline, regs = (int(x) for x in sys.argv[1:7])
+bm, stages, split, per_channel, pipeline, regs, kn = (int(x) for x in sys.argv[1:8])
 bn = g.BLOCK_N.value
-wl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
 sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
-sig = {"w_desc": f"tensordesc<i32[{bn}, 16],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
+sig = {"w_desc": f"tensordesc<i32[16, {bn}],{wl!r}>" if kn else f"tensordesc<i32[{bn}, 16],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "n_blocks": "i32"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "SPLIT_K": split, "STAGES": stages, "BLOCK_M": bm,
@@ -48,10 +48,12 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, split_k, one scale per column, chained loop, registers at launch): the sweep's launch shapes
-VARIANTS = {"m1-split1": (8, 4, 1, 0, 0, 96), "m16-split4-per-column": (16, 4, 4, 1, 0, 96),
-            "chained-m1-split2": (8, 4, 2, 0, 1, 96), "chained-m16-per-column-r80": (16, 6, 4, 1, 1, 80),
-            "chained-m1-r80": (8, 4, 3, 0, 1, 80)}
+# (BLOCK_M, stages, split_k, one scale per column, chained loop, registers at launch, Bk's weights): the sweep's
+# launch shapes and the variants written after it
+VARIANTS = {"m1-split1": (8, 4, 1, 0, 0, 96, 0), "m16-split4-per-column": (16, 4, 4, 1, 0, 96, 0),
+            "chained-m1-split2": (8, 4, 2, 0, 1, 96, 0), "chained-m16-per-column-r80": (16, 6, 4, 1, 1, 80, 0),
+            "chained-m1-r80": (8, 4, 3, 0, 1, 80, 0), "bk-m1-split1": (8, 4, 1, 0, 0, 96, 1),
+            "bk-chained-m16-r80": (16, 6, 4, 1, 1, 80, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -72,16 +74,21 @@ def test_no_local_memory_and_no_serialised_mma(compiled):
 
 
 def test_words_come_in_16_byte_loads(compiled):
-    """Each thread's four words of a block are one LDS.128 (the layout of to_gluon_layout); no shuffles unpack."""
-    _, out = compiled
-    assert sum("LDS.128" in line for line in out) >= 2
+    """Each thread's four words of a block are one LDS.128 in Bg (to_gluon_layout), word by word in Bk's (word,
+    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack."""
+    name, out = compiled
+    if name.startswith("bk"):
+        assert not any("LDS.128" in line for line in out)
+        assert sum("UTMALDG.2D" in line for line in out) == 4  # two halves each: the words, the activations
+    else:
+        assert sum("LDS.128" in line for line in out) >= 2
     assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
 
 
 def test_chained_loop_leaves_one_mma_running(compiled):
     name, out = compiled
     waits = [line for line in out if "WARPGROUP.DEPBAR" in line]
-    if name.startswith("chained"):
+    if "chained" in name:
         assert any("gsb0, 0x1" in w for w in waits), waits
     else:
         assert waits and all("gsb0, 0x0" in w for w in waits), waits

@@ -7,20 +7,22 @@ Here a program is warp-specialised, as the attention kernel is:
 
 * a producer warp copies each block's weights, activations and scales into a stage of shared memory with TMA,
   STAGES blocks ahead of the consumer, guarded by ready / empty mbarriers;
-* a consumer warpgroup of 64 output columns moves a block's words from shared memory to registers (16-byte loads,
-  no bank conflicts), unpacks them (the PTX of :mod:`unpack_ptx`) into the warpgroup MMA's register operand as
+* a consumer warpgroup of 64 output columns moves a block's words from shared memory to registers, unpacks them (the PTX of :mod:`unpack_ptx`) into the warpgroup MMA's register operand as
   they are (no shuffle, no trip through shared memory) and multiplies.
 
-With 4 programs of 5 warps per SM (96 registers a thread at launch) the producers keep enough bytes in flight with
-1-4 k splits where the Triton kernel takes 4-12 (H100, benchmarks/w4a16/RESULTS.md).
+In the H100 sweep (m = 1, four programs of 5 warps per SM at 96 registers a thread) its fastest launches used 1-4
+k splits where the Triton kernel's tuner picks 4-12; it was faster than the Triton kernel at 3 of 6 layer shapes and
+slower at 2 (benchmarks/w4a16/RESULTS.md).
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
 MMA's 64-row side and the m <= 16 tokens (padded to BLOCK_M = 8 or 16 by TMA's zero fill) its N side.
 
 Weights: ``Bg``, the kernel layout ``Bk`` of :mod:`gemm` regrouped by :func:`to_gluon_layout` so that one block of
 128 k for 64 columns is one contiguous 4 KiB TMA box and each thread's four words of a block are one 16-byte
-shared-memory load: row ``b * n + c`` of the int32 ``(k // 128 * n, 16)`` matrix holds block b of column c, word
-``4 q + v`` being Bk's word ``16 b + q + 4 v`` (the words whose pairs lane q of an MMA row group holds).
+shared-memory load (:mod:`layout_gluon`); this is the layout the H100 sweep timed. The kernel also reads ``Bk``
+itself, the Triton kernel's weights (so one copy of a model's weights would serve both kernels): (16, 64) tiles in
+128-byte-swizzled shared memory, read word by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way
+unswizzled); compiled, not yet timed.
 
 Two consumer loops: the default (``pipeline=False``) waits for each block's MMA before the next block is unpacked
 and adds the block's sum times its scales in fp32, as the Triton kernel does; this is the loop that was checked
@@ -55,16 +57,20 @@ _UNPACK: gl.constexpr = gl.constexpr(UNPACK_PTX)
 
 
 @gluon.jit
-def _unpack(words, w_layout: gl.constexpr):
-    """(64, 16) words [column, 4 q + v] -> (64, 128) fp16 q - 8 [column, k] in the MMA's register-operand layout.
+def _unpack(words, w_layout: gl.constexpr, KN: gl.constexpr):
+    """(64, 16) words of a block [column, word] -> (64, 128) fp16 q - 8 [column, k] in the MMA's register-operand
+    layout. The words come in Bg's order (word 4 q + v) or, with KN, in Bk's (word j = q + 4 v).
 
-    Word j = q + 4 v of a block holds, for slice i, the pair k = 32 i + 2 j + (0, 1) as one f16x2 register after
-    the PTX; the joins and reshapes below only name registers (k = 32 i + 8 v + 2 q + h)."""
+    Word j of a block holds, for slice i, the pair k = 32 i + 2 j + (0, 1) as one f16x2 register after the PTX;
+    the joins, reshapes and permute below only name registers (k = 32 i + 8 v + 2 q + h)."""
     t0, t1, t2, t3 = gl.inline_asm_elementwise(_UNPACK, "=r,=r,=r,=r,r", [words], dtype=(gl.int32, ) * 4,
                                                is_pure=True, pack=1)
-    x = gl.join(gl.join(t0, t1), gl.join(t2, t3))  # [c, 4 q + v, i % 2, i // 2]
-    x = gl.reshape(x, [64, 4, 4, 2, 2])  # [c, q, v, i0, i1]
-    x = gl.permute(x, [0, 4, 3, 2, 1])  # [c, i1, i0, v, q]
+    x = gl.join(gl.join(t0, t1), gl.join(t2, t3))  # [c, word, i % 2, i // 2]
+    x = gl.reshape(x, [64, 4, 4, 2, 2])
+    if KN:
+        x = gl.permute(x, [0, 4, 3, 1, 2])  # [c, v, q, i0, i1] -> [c, i1, i0, v, q]
+    else:
+        x = gl.permute(x, [0, 4, 3, 2, 1])  # [c, q, v, i0, i1] -> [c, i1, i0, v, q]
     pairs = gl.reshape(x, [64, 64])  # [c, 16 i + 4 v + q]: pair p holds k = 2 p, 2 p + 1
     lo = pairs.to(gl.int16).to(gl.float16, bitcast=True)
     hi = (pairs >> 16).to(gl.int16).to(gl.float16, bitcast=True)
@@ -73,10 +79,13 @@ def _unpack(words, w_layout: gl.constexpr):
 
 
 @gluon.jit
-def _words(w_smem, ready, b, STAGES: gl.constexpr, words_layout: gl.constexpr):
-    """Block b's words, once its TMA copy has landed."""
+def _words(w_smem, ready, b, STAGES: gl.constexpr, words_layout: gl.constexpr, KN: gl.constexpr):
+    """Block b's words as (column, word), once its TMA copy has landed (Bk's (word, column) tile transposed)."""
     mbarrier.wait(ready.index(b % STAGES), (b // STAGES) & 1)
-    return w_smem.index(b % STAGES).load(words_layout)
+    words = w_smem.index(b % STAGES).load(words_layout)
+    if KN:
+        words = gl.permute(words, [1, 0])
+    return words
 
 
 @gluon.jit
@@ -106,10 +115,10 @@ def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.co
 
 @gluon.jit
 def _unpack_scaled(w_smem, s_smem, ready, b, STAGES: gl.constexpr, words_layout: gl.constexpr,
-                   w_layout: gl.constexpr, PER_CHANNEL: gl.constexpr):
+                   w_layout: gl.constexpr, PER_CHANNEL: gl.constexpr, KN: gl.constexpr):
     """Block b's weights as fp16 (q - 8) * scale (q - 8 alone with one scale per column, applied at the end), in
     the MMA's register-operand layout."""
-    w = _unpack(_words(w_smem, ready, b, STAGES, words_layout), w_layout)
+    w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
     if not PER_CHANNEL:
         w = w * gl.expand_dims(s_smem.index(b % STAGES).load(gl.SliceLayout(1, w_layout)), 1)
     return w
@@ -127,7 +136,8 @@ def _chain(acc, w, a_smem, empty, b, STAGES: gl.constexpr):
 
 @gluon.jit
 def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-              SPLIT_K: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, PIPELINE: gl.constexpr):
+              SPLIT_K: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, PIPELINE: gl.constexpr,
+              KN: gl.constexpr):
     """One warpgroup: the program's 64 columns over its n_blocks blocks of k, then the store (or split-k sum)."""
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
@@ -135,27 +145,34 @@ def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.co
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BLOCK_M, 16])
     w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    # (column, word 4 q + v): lanes 0-1 pick the word group q, lanes 2-4 the column within a row group of 8,
-    # registers the four words v (one 16-byte load) and the column + 8, warps the 16-column slabs: the columns and
-    # k pairs each thread holds in the MMA's register operand, so the unpack moves no data between threads.
-    words_layout: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
-        warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[BLOCK_N, _WORDS])
+    # Each thread loads the words whose pairs it holds in the MMA's register operand, so the unpack moves no data
+    # between threads: lanes 0-1 pick the word group q, lanes 2-4 the column within a row group of 8, registers
+    # the four words v and the column + 8, warps the 16-column slabs. In Bg, a thread's four words are one 16-byte
+    # load; Bk's (word, column) tile is read word by word from 128-byte-swizzled shared memory (2-way bank
+    # conflicts, gl.bank_conflicts; 4-way unswizzled).
+    if KN:
+        words_layout: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[4, 0], [8, 0], [0, 8]], lane_bases=[[1, 0], [2, 0], [0, 1], [0, 2], [0, 4]],
+            warp_bases=[[0, 16], [0, 32]], block_bases=[], shape=[_WORDS, BLOCK_N])
+    else:
+        words_layout: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
+            warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[BLOCK_N, _WORDS])
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
 
     acc = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
     if PIPELINE:
         # Two register sets (w_a, w_b: two blocks a trip) so that no unpack writes the operand of the MMA in
         # flight (with one set the compiler reuses its registers, and ptxas then serialises every MMA).
-        w = _unpack_scaled(w_smem, s_smem, ready, 0, STAGES, words_layout, w_layout, PER_CHANNEL)
+        w = _unpack_scaled(w_smem, s_smem, ready, 0, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
         acc = _chain(acc, w, a_smem, empty, 0, STAGES)
         for i in range(1, n_blocks - 1, 2):
-            w_a = _unpack_scaled(w_smem, s_smem, ready, i, STAGES, words_layout, w_layout, PER_CHANNEL)
+            w_a = _unpack_scaled(w_smem, s_smem, ready, i, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
             acc = _chain(acc, w_a, a_smem, empty, i, STAGES)
-            w_b = _unpack_scaled(w_smem, s_smem, ready, i + 1, STAGES, words_layout, w_layout, PER_CHANNEL)
+            w_b = _unpack_scaled(w_smem, s_smem, ready, i + 1, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
             acc = _chain(acc, w_b, a_smem, empty, i + 1, STAGES)
         if n_blocks % 2 == 0:
-            w_a = _unpack_scaled(w_smem, s_smem, ready, n_blocks - 1, STAGES, words_layout, w_layout, PER_CHANNEL)
+            w_a = _unpack_scaled(w_smem, s_smem, ready, n_blocks - 1, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
             acc = _chain(acc, w_a, a_smem, empty, n_blocks - 1, STAGES)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         mbarrier.arrive(empty.index((n_blocks - 1) % STAGES), count=1)
@@ -163,7 +180,7 @@ def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.co
         # ptxas places an MMA's wait before the unpack of a next block written between the MMA and the wait, so
         # here each block is simply unpacked, multiplied and waited for; the other programs on the SM fill the wait.
         for b in range(n_blocks):
-            w = _unpack(_words(w_smem, ready, b, STAGES, words_layout), w_layout)
+            w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
             tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
             acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
 
@@ -193,7 +210,7 @@ def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.co
 
 @gluon.jit
 def _producer(bufs, bars, descs, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-              STAGES: gl.constexpr):
+              STAGES: gl.constexpr, KN: gl.constexpr):
     """One warp: TMA copies of each block's words, activations and (per group) scales, STAGES blocks ahead."""
     w_desc, a_desc, s_desc = descs
     ready, empty = bars
@@ -209,8 +226,12 @@ def _producer(bufs, bars, descs, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.cons
         else:
             mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
         kb = first + b
-        tma.async_copy_global_to_shared(w_desc, [kb * N + pid_n * BLOCK_N, 0], ready.index(stage),
-                                        w_smem.index(stage))
+        if KN:
+            tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, pid_n * BLOCK_N], ready.index(stage),
+                                            w_smem.index(stage))
+        else:
+            tma.async_copy_global_to_shared(w_desc, [kb * N + pid_n * BLOCK_N, 0], ready.index(stage),
+                                            w_smem.index(stage))
         tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
         if not PER_CHANNEL:
             tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + pid_n * BLOCK_N],
@@ -223,7 +244,10 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
                  BLOCK_M: gl.constexpr, PIPELINE: gl.constexpr, num_warps: gl.constexpr):
     pid_n = gl.program_id(0)
     pid_k = gl.program_id(1)
-    w_smem = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _WORDS], w_desc.layout)
+    KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
+    W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
+    W_COLS: gl.constexpr = w_desc.block_type.shape[1]
+    w_smem = gl.allocate_shared_memory(gl.int32, [STAGES, W_ROWS, W_COLS], w_desc.layout)
     a_smem = gl.allocate_shared_memory(gl.float16, [STAGES, BLOCK_M, PACK_K], a_desc.layout)
     s_smem = gl.allocate_shared_memory(gl.float16, [STAGES, BLOCK_N], s_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -235,9 +259,9 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     bars = (ready, empty)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), M, N, n_blocks, pid_n, pid_k, PER_CHANNEL,
-                     GROUP_BLOCKS, SPLIT_K, STAGES, BLOCK_M, PIPELINE)),
+                     GROUP_BLOCKS, SPLIT_K, STAGES, BLOCK_M, PIPELINE, KN)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), N, n_blocks, pid_n, pid_k, PER_CHANNEL, GROUP_BLOCKS,
-                     STAGES)),
+                     STAGES, KN)),
     ], [1], [PRODUCER_REGS])
 
 
@@ -263,13 +287,15 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return buf
 
 
-def gluon_w4a16(a: torch.Tensor, Bg: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *, split_k: int = 1,
+def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *, split_k: int = 1,
                 stages: int = 4, maxnreg: int | None = 96, pipeline: bool = False,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-    """fp16 ``a (m, k) @ dequant(Bg, s)`` -> (m, n), with ``Bg`` from :func:`to_gluon_layout` and ``s`` from
-    :func:`gemm.to_kernel_layout`. ``split_k`` programs share a column tile's k; ``maxnreg`` caps each thread's
-    registers at launch (96: four programs per SM; None: the compiler's choice); ``pipeline``: the chained-MMA
-    consumer loop (module docstring: not yet run on a GPU)."""
+    """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` (the layout
+    the H100 sweep timed) or ``Bk`` of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights, read as
+    128-byte-swizzled (16, 64) tiles; not yet timed); ``s`` from :func:`gemm.to_kernel_layout`. ``split_k``
+    programs share a column tile's k; ``maxnreg`` caps each thread's registers at launch (96: four programs per
+    SM; None: the compiler's choice); ``pipeline``: the chained-MMA consumer loop (module docstring: not yet run
+    on a GPU)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -277,9 +303,12 @@ def gluon_w4a16(a: torch.Tensor, Bg: torch.Tensor, s: torch.Tensor, groupsize: i
     pack_k, block_n = PACK_K.value, BLOCK_N.value
     if split_k < 1 or k % (pack_k * split_k):
         raise ValueError(f"gluon_w4a16: k={k} must be a multiple of 128 * split_k = {128 * split_k}.")
-    if Bg.dtype != torch.int32 or tuple(Bg.shape) != (k // pack_k * n, WORDS) or Bg.device != a.device:
-        raise ValueError(f"gluon_w4a16: Bg must be the int32 ({k // pack_k * n}, {WORDS}) tensor of "
-                         f"to_gluon_layout on {a.device}, got {Bg.dtype} {tuple(Bg.shape)} on {Bg.device}.")
+    kn = tuple(words.shape) == (k // 8, n)
+    if words.dtype != torch.int32 or words.device != a.device or not (kn or tuple(words.shape) == (k // pack_k * n,
+                                                                                                    WORDS)):
+        raise ValueError(f"gluon_w4a16: words must be int32 on {a.device}, of shape {(k // 8, n)} (to_kernel_layout) "
+                         f"or {(k // pack_k * n, WORDS)} (to_gluon_layout), got {words.dtype} {tuple(words.shape)} "
+                         f"on {words.device}.")
     rows = group_rows(k, groupsize)
     if s.dtype != torch.float16 or tuple(s.shape) != (k // rows, n) or not s.is_contiguous():
         raise ValueError(f"gluon_w4a16: s must be a contiguous float16 tensor of shape {(k // rows, n)}.")
@@ -288,12 +317,13 @@ def gluon_w4a16(a: torch.Tensor, Bg: torch.Tensor, s: torch.Tensor, groupsize: i
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
     per_channel = rows == k
-    w_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
-    a_layout = gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16)
-    s_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
-    w_desc = TensorDescriptor.from_tensor(Bg, [block_n, WORDS], w_layout)
-    a_desc = TensorDescriptor.from_tensor(a, [block_m, pack_k], a_layout)
-    s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], s_layout)
+    if kn:
+        w_desc = TensorDescriptor.from_tensor(words, [WORDS, block_n], gl.NVMMASharedLayout(128, 32, rank=2))
+    else:
+        w_desc = TensorDescriptor.from_tensor(words, [block_n, WORDS], gl.NVMMASharedLayout(0, 32, rank=2))
+    a_desc = TensorDescriptor.from_tensor(a, [block_m, pack_k],
+                                          gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
+    s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
     tiles = n // block_n
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_n * block_m, dtype=torch.float32, device=a.device)
