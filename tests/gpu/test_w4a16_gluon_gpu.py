@@ -1,7 +1,8 @@
 """The Gluon W4A16 kernel against the fp32 reference on a Hopper GPU (pytest -m gpu on the GPU machine).
 
-Both weight layouts (Bg, Bk), both consumer loops (per block, and chained MMAs), 1-16 tokens, groups of 128 and one group per column, with and
-without split-k; every launch runs twice, so a split-k launch must leave its counters at zero."""
+Both weight layouts (Bg, Bk), both consumer loops (per block, and chained MMAs), 1 and 13 tokens, groups of 128 and
+one group per column, with and without split-k; every launch runs twice, so a split-k launch must leave its
+counters at zero."""
 from __future__ import annotations
 
 import itertools

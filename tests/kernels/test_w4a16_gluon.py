@@ -28,7 +28,8 @@ bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
 sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
-sig = {"w_desc": f"tensordesc<i32[16, {bn}],{wl!r}>" if kn else f"tensordesc<i32[{bn}, 16],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
+w_block = f"16, {bn}" if kn else f"{bn}, 16"
+sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "n_blocks": "i32"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "SPLIT_K": split, "STAGES": stages, "BLOCK_M": bm,

@@ -7,8 +7,9 @@ Here a program is warp-specialised, as the attention kernel is:
 
 * a producer warp copies each block's weights, activations and scales into a stage of shared memory with TMA,
   STAGES blocks ahead of the consumer, guarded by ready / empty mbarriers;
-* a consumer warpgroup of 64 output columns moves a block's words from shared memory to registers, unpacks them (the PTX of :mod:`unpack_ptx`) into the warpgroup MMA's register operand as
-  they are (no shuffle, no trip through shared memory) and multiplies.
+* a consumer warpgroup of 64 output columns moves a block's words from shared memory to registers, unpacks them
+  (the PTX of :mod:`unpack_ptx`) into the warpgroup MMA's register operand as they are (no shuffle, no trip
+  through shared memory) and multiplies.
 
 In the H100 sweep (m = 1, four programs of 5 warps per SM at 96 registers a thread) its fastest launches used 1-4
 k splits where the Triton kernel's tuner picks 4-12; it was faster than the Triton kernel at 3 of 6 layer shapes and
