@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing as mp
-import os
 import sys
 import time
+
+from sweep_graph import check_and_time, common_args, copy_bandwidth, precompile  # this folder's sweep
 
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
 
@@ -89,11 +89,7 @@ def check_grid() -> list[dict]:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--shapes", required=True)
-    p.add_argument("--m", default="1")
-    p.add_argument("--out", required=True)
-    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
-    p.add_argument("--replays", type=int, default=10)
+    common_args(p)
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
     p.add_argument("--pipelines", default="0,1", help="consumer loops: 0 per block, 1 chained MMAs")
@@ -110,20 +106,17 @@ def main() -> int:
             if any(fits(launch, k, n) for k, n in shapes):
                 key = dict(launch, m=8 if m <= 8 else 16)
                 jobs[json.dumps(key, sort_keys=True)] = (key.pop("m"), launch)
-    ctx = mp.get_context("spawn")
-    t0 = time.time()
-    with ctx.Pool(args.workers) as pool:
-        res = pool.map(_compile_one, list(jobs.values()), chunksize=1)
-    compiled = {json.dumps(dict(j[1], m=j[0]), sort_keys=True): r for j, r in zip(jobs.values(), res)}
-    print(f"precompiled {len(jobs)} launches in {time.time() - t0:.1f} s; "
-          f"{sum(r != 'ok' for r in res)} failed: {sorted(set(r for r in res if r != 'ok'))[:3]}", flush=True)
+    status = precompile(list(jobs.values()), args.workers, _compile_one)
+    compiled = {json.dumps(dict(launch, m=m), sort_keys=True): status[json.dumps([m, launch], sort_keys=True)]
+                for m, launch in jobs.values()}
+    failed = sorted({r for r in compiled.values() if r != "ok"})
+    print(f"{len(failed)} kinds of compile failure: {failed[:3]}", flush=True)
 
     import torch
 
     from kernelscope.bench.graph_timing import copies_for_cold_l2, time_cuda_graph
     from kernelscope.bench.w4a16 import W4A16Case
     from kernelscope.bench.w4a16_impls import build_cublas, build_tinygemm, make_weights
-    from kernelscope.collect.timing import time_cuda
     from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout, w4a16_matmul
     from kernelscope.kernels.marlin.autotune import launch_for
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
@@ -139,10 +132,7 @@ def main() -> int:
         for r in bad[:12]:
             print("   ", r, flush=True)
     l2 = props.L2_cache_size
-    src = torch.empty(4 * l2, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    copy_ms = time_cuda(lambda: dst.copy_(src), warmup=5, repeats=30, flush_l2=False).median_ms
-    bw = 2 * src.numel() / (copy_ms * 1e-3)
+    bw = copy_bandwidth()
     doc["copy_bandwidth_bytes_per_s"] = bw
     print(f"{props.name}: copy {bw / 1e12:.2f} TB/s", flush=True)
     for k, n in shapes:
@@ -178,26 +168,19 @@ def main() -> int:
                     continue
                 kw = {key: v for key, v in launch.items() if key != "layout"}
                 words = bgs if launch["layout"] == "bg" else bks
-                try:
-                    got = gluon_w4a16(a, words[0][0], sk, 128, n, **kw).float()
-                    err = ((got - ref).norm() / ref.norm()).item()
-                    if not err < 1e-2:
-                        row.update(status="wrong", relative_error=err)
-                    else:
-                        t = time_cuda_graph([lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **kw) for b, s in words],
-                                            replays=args.replays)
-                        row.update(status="ok", us=t.median_ms * 1e3)
-                except Exception as e:
-                    row["status"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                row.update(check_and_time(lambda: gluon_w4a16(a, words[0][0], sk, 128, n, **kw), ref,
+                                          [lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **kw) for b, s in words],
+                                          args.replays))
                 tried.append(row)
             point["tried"] = tried
             doc["rows"].append(point)
             with open(args.out, "w") as f:
                 json.dump(doc, f)
             ok = sorted((r for r in tried if r.get("status") == "ok"), key=lambda r: r["us"])
+            tri = point["triton_us"]
             print(f"{k}x{n} m={m}: floor {floor_us:.1f} us; cuBLAS {point['cublas_us']:.1f}, tinygemm "
-                  f"{point['tinygemm_us']:.1f}, triton {point['triton_us']:.1f} ({100 * floor_us / point['triton_us']:.0f}%)"
-                  f"; {len(ok)} gluon timed, {sum(r.get('status') == 'wrong' for r in tried)} wrong", flush=True)
+                  f"{point['tinygemm_us']:.1f}, triton {tri:.1f} ({100 * floor_us / tri:.0f}%); {len(ok)} gluon "
+                  f"timed, {sum(r.get('status') == 'wrong' for r in tried)} wrong", flush=True)
             for r in ok[:4]:
                 print(f"   {r['us']:7.2f} us {100 * floor_us / r['us']:5.1f}% floor  {r['launch']}", flush=True)
         del bks, bgs, base

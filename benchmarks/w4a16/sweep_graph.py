@@ -67,22 +67,55 @@ def _compile_one(args: tuple[int, dict]) -> str:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-def precompile(jobs: list[tuple[int, dict]], workers: int) -> dict[str, str]:
+def precompile(jobs: list, workers: int, compile_one=None) -> dict[str, str]:
+    """Run ``compile_one`` (default: this sweep's) over ``jobs`` in a pool of spawned processes; job -> status."""
     ctx = mp.get_context("spawn")
     t0 = time.time()
     with ctx.Pool(workers) as pool:
-        res = pool.map(_compile_one, jobs, chunksize=1)
+        res = pool.map(compile_one or _compile_one, jobs, chunksize=1)
     print(f"precompiled {len(jobs)} launches in {time.time() - t0:.1f} s", flush=True)
     return {json.dumps(j, sort_keys=True): r for j, r in zip(jobs, res)}
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
+def copy_bandwidth() -> float:
+    """Device-to-device copy bandwidth in bytes/s over 4x L2 (the bytes floor's rate, as the benchmark measures)."""
+    import torch
+
+    from kernelscope.collect.timing import time_cuda
+
+    src = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = time_cuda(lambda: dst.copy_(src), warmup=5, repeats=30, flush_l2=False).median_ms
+    return 2 * src.numel() / (copy_ms * 1e-3)
+
+
+def check_and_time(call, ref, variants: list, replays: int, check: bool = True) -> dict:
+    """One launch: ``call()`` against the fp32 reference, then ``variants`` (the same launch on each weight copy)
+    timed by graph time per call; the row's status, error or time."""
+    from kernelscope.bench.graph_timing import time_cuda_graph
+
+    try:
+        got = call().float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        if check and not err < 1e-2:
+            return {"status": "wrong", "relative_error": err}
+        return {"status": "ok", "us": time_cuda_graph(variants, replays=replays).median_ms * 1e3}
+    except Exception as e:
+        return {"status": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+
+
+def common_args(p: argparse.ArgumentParser) -> None:
+    """The arguments every sweep takes."""
     p.add_argument("--shapes", required=True)
     p.add_argument("--m", default="1")
     p.add_argument("--out", required=True)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--replays", type=int, default=10)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    common_args(p)
     p.add_argument("--extra", default="{}", help="JSON keyword arguments added to every launch, e.g. "
                    '\'{"maxnreg": 80}\'; \'{"_skip_split_sum": true}\' times the launch without its split-k sum '
                    '(results wrong by design, not checked)')
@@ -104,15 +137,11 @@ def main() -> int:
     from kernelscope.bench.graph_timing import copies_for_cold_l2, time_cuda_graph
     from kernelscope.bench.w4a16 import W4A16Case
     from kernelscope.bench.w4a16_impls import build_cublas, build_tinygemm, make_weights
-    from kernelscope.collect.timing import time_cuda
     from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout, w4a16_matmul
 
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
-    src = torch.empty(4 * l2, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    copy_ms = time_cuda(lambda: dst.copy_(src), warmup=5, repeats=30, flush_l2=False).median_ms
-    bw = 2 * src.numel() / (copy_ms * 1e-3)
+    bw = copy_bandwidth()
     one = torch.zeros(1, device="cuda")
     floor_graph = time_cuda_graph([lambda: one.add_(1)], replays=20, flush_l2=False).median_ms
     doc = {"device": props.name, "extra": extra, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -146,17 +175,9 @@ def main() -> int:
                     row["status"] = status
                     tried.append(row)
                     continue
-                try:
-                    got = w4a16_matmul(a, bk, sk, 128, **launch).float()
-                    err = ((got - ref).norm() / ref.norm()).item()
-                    if check and not err < 1e-2:
-                        row.update(status="wrong", relative_error=err)
-                    else:
-                        t = time_cuda_graph([lambda b=b, s=s: w4a16_matmul(a, b, s, 128, **launch) for b, s in bks],
-                                            replays=args.replays)
-                        row.update(status="ok", us=t.median_ms * 1e3)
-                except Exception as e:
-                    row["status"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                row.update(check_and_time(lambda: w4a16_matmul(a, bk, sk, 128, **launch), ref,
+                                          [lambda b=b, s=s: w4a16_matmul(a, b, s, 128, **launch) for b, s in bks],
+                                          args.replays, check))
                 tried.append(row)
             point["tried"] = tried
             ok = sorted((r for r in tried if r.get("status") == "ok"), key=lambda r: r["us"])
