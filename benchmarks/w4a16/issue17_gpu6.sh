@@ -3,6 +3,8 @@
 #   bash benchmarks/w4a16/issue17_gpu6.sh check   # GPU tests of the Gluon kernel: both layouts, both loops
 #   bash benchmarks/w4a16/issue17_gpu6.sh sweep   # sweep_gluon.py at m = 1 and 16 on the six issue-17 shapes
 #   bash benchmarks/w4a16/issue17_gpu6.sh bench   # kernelscope bench w4a16, 3 runs, Triton vs Gluon vs baselines
+#   bash benchmarks/w4a16/issue17_gpu6.sh profile # counter pass on a Gluon grid that won (5120x13824, 216 programs)
+#                                                 # and one that lost (3584x18944, 296 programs), m = 1
 set -euo pipefail
 export PYTHONPATH=$PWD/src
 OUT=${OUT:-/tmp/out}
@@ -18,5 +20,10 @@ case "${1:-}" in
              -o "$OUT/bench_gluon_run$i.json" > "$OUT/bench_gluon_run$i.txt" 2>&1
          done
          python benchmarks/w4a16/median_table.py --kernels w4a16,w4a16-gluon "$OUT"/bench_gluon_run*.json ;;
-  *) echo "usage: $0 check|sweep|bench" >&2; exit 2 ;;
+  profile) for shape in 5120x13824 3584x18944; do
+             kernelscope run --counters --kernel _w4a16_gluon -f -o "$OUT/gluon_$shape.json" -- \
+               python benchmarks/w4a16/profile_point.py --gluon --k "${shape%x*}" --n "${shape#*x}" --m 1
+             kernelscope show "$OUT/gluon_$shape.json" --kernel _w4a16_gluon --panels 1 --no-color --width 120 | head -120
+           done ;;
+  *) echo "usage: $0 check|sweep|bench|profile" >&2; exit 2 ;;
 esac
