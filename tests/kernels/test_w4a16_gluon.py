@@ -103,3 +103,24 @@ def test_supported_says_why_not_in_one_sentence():
     with pytest.raises(ValueError, match="^gluon_w4a16: the Gluon W4A16 kernel is written for sm_90"):
         gluon_w4a16(a, torch.zeros((2 * 256, 16), dtype=torch.int32), torch.zeros((2, 256), dtype=torch.float16),
                     128, 256)
+
+
+def test_bad_arguments_say_why_in_one_sentence():
+    from kernelscope.kernels.marlin.gluon_hopper import check_args
+
+    k, n = 512, 256
+    a = torch.zeros(3, k, dtype=torch.float16)
+    bg = torch.zeros((k // 128 * n, 16), dtype=torch.int32)
+    bk = torch.zeros((k // 8, n), dtype=torch.int32)
+    s = torch.zeros((k // 128, n), dtype=torch.float16)
+    assert check_args(a, bg, s, 128, n, 2, 4, None) == (False, 128)
+    assert check_args(a, bk, s[:1], -1, n, 4, 2, torch.zeros(3, n, dtype=torch.float16)) == (True, k)
+    cases = [((a, bg, s, 128, n, 3, 4, None), "multiple of 128 \\* split_k"),
+             ((a, bg, s, 128, n, 1, 1, None), "stages must be at least 2"),
+             ((a, bk.t(), s, 128, n, 1, 4, None), "words must be int32"),
+             ((a, bg.float(), s, 128, n, 1, 4, None), "words must be int32"),
+             ((a, bg, s.float(), 128, n, 1, 4, None), "s must be a contiguous float16"),
+             ((a, bg, s, 128, n, 1, 4, torch.zeros(n, 3, dtype=torch.float16)), "out must be")]
+    for args, why in cases:
+        with pytest.raises(ValueError, match=f"^gluon_w4a16: .*{why}.*\\.$"):
+            check_args(*args)

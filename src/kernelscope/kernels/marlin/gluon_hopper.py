@@ -288,6 +288,28 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return buf
 
 
+def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, split_k: int,
+               stages: int, out: torch.Tensor | None) -> tuple[bool, int]:
+    """Validate :func:`gluon_w4a16`'s arguments past :func:`supported` (one sentence each, ValueError); returns
+    (whether ``words`` is Bk, the rows of k per scale group)."""
+    m, k = a.shape
+    if split_k < 1 or k % (PACK_K.value * split_k):
+        raise ValueError(f"gluon_w4a16: k={k} must be a multiple of 128 * split_k = {128 * split_k}.")
+    if stages < 2:  # with one stage the chained loop would wait for a block its own release lets in: a hang
+        raise ValueError(f"gluon_w4a16: stages must be at least 2, got {stages}.")
+    bk_shape, bg_shape = (k // 8, n), (k // PACK_K.value * n, WORDS)
+    if words.dtype != torch.int32 or words.device != a.device or tuple(words.shape) not in (bk_shape, bg_shape):
+        raise ValueError(f"gluon_w4a16: words must be int32 on {a.device}, of shape {bk_shape} (to_kernel_layout) "
+                         f"or {bg_shape} (to_gluon_layout), got {words.dtype} {tuple(words.shape)} on {words.device}.")
+    rows = group_rows(k, groupsize)
+    if s.dtype != torch.float16 or tuple(s.shape) != (k // rows, n) or not s.is_contiguous():
+        raise ValueError(f"gluon_w4a16: s must be a contiguous float16 tensor of shape {(k // rows, n)}.")
+    if out is not None and (out.dtype != torch.float16 or tuple(out.shape) != (m, n) or not out.is_contiguous()
+                            or out.device != a.device):
+        raise ValueError(f"gluon_w4a16: out must be a contiguous float16 tensor of shape {(m, n)} on {a.device}.")
+    return tuple(words.shape) == bk_shape, rows
+
+
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *, split_k: int = 1,
                 stages: int = 4, maxnreg: int | None = 96, pipeline: bool = False,
                 out: torch.Tensor | None = None) -> torch.Tensor:
@@ -300,19 +322,9 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
+    kn, rows = check_args(a, words, s, groupsize, n, split_k, stages, out)
     m, k = a.shape
     pack_k, block_n = PACK_K.value, BLOCK_N.value
-    if split_k < 1 or k % (pack_k * split_k):
-        raise ValueError(f"gluon_w4a16: k={k} must be a multiple of 128 * split_k = {128 * split_k}.")
-    kn = tuple(words.shape) == (k // 8, n)
-    if words.dtype != torch.int32 or words.device != a.device or not (kn or tuple(words.shape) == (k // pack_k * n,
-                                                                                                    WORDS)):
-        raise ValueError(f"gluon_w4a16: words must be int32 on {a.device}, of shape {(k // 8, n)} (to_kernel_layout) "
-                         f"or {(k // pack_k * n, WORDS)} (to_gluon_layout), got {words.dtype} {tuple(words.shape)} "
-                         f"on {words.device}.")
-    rows = group_rows(k, groupsize)
-    if s.dtype != torch.float16 or tuple(s.shape) != (k // rows, n) or not s.is_contiguous():
-        raise ValueError(f"gluon_w4a16: s must be a contiguous float16 tensor of shape {(k // rows, n)}.")
     block_m = 8 if m <= 8 else 16
     a = a.contiguous()
     if out is None:
