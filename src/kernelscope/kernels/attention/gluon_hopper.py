@@ -261,8 +261,8 @@ def _ws_consumer(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: 
 
 
 @gluon.jit
-def _ws_loader(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: gl.constexpr,
-               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+def _ws_loader(descs, bars, bufs, row0, q_start, n, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """One warp: both halves of the Q block, then each key block's K and V into a free stage."""
     q_desc, k_desc, v_desc, o_desc = descs
     q_bar, k_ready, k_empty, v_ready, v_empty = bars
     q_smem, k_smem, v_smem, o_smem = bufs
@@ -320,7 +320,7 @@ def _attn_fwd_gluon_ws(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: 
     gl.warp_specialize([
         (_ws_consumer, (descs, bars, bufs, row0, q_start, n, qk_scale, 0, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
         (_ws_consumer, (descs, bars, bufs, row0, q_start, n, qk_scale, 1, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
-        (_ws_loader, (descs, bars, bufs, row0, q_start, n, qk_scale, 1, HEAD_DIM, BLOCK_N, CAUSAL, STAGES)),
+        (_ws_loader, (descs, bars, bufs, row0, q_start, n, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, 24])
 
 
