@@ -3,13 +3,15 @@
     PYTHONPATH=src python3 benchmarks/w4a16/sweep_gluon.py --shapes 5120x13824,4096x4096 --m 1 --out gluon.json
 
 First every launch of a small check grid is compared with the fp32 reference (m = 1..16, groups of 128 and one
-group per column, splits 1-4, both tile widths). Then, per (k, n, m), every Gluon launch of the space is checked
-and timed as the benchmark times a cold point (CUDA-graph time per call over enough weight copies to read > 2x L2,
-L2 flushed between replays), next to the Triton kernel's launch for the shape (``autotune.launch_for``, tuned on
-first use), cuBLAS fp16 and tinygemm in the same run. Kernels are compiled first in a pool of processes.
+group per column, both layouts, whole-tile and stream-K grids). Then, per (k, n, m), every Gluon launch of the
+space is checked and timed as the benchmark times a cold point (CUDA-graph time per call over enough weight copies
+to read > 2x L2, L2 flushed between replays), next to the Triton kernel's launch for the shape
+(``autotune.launch_for``, tuned on first use), cuBLAS fp16 and tinygemm in the same run.
+Kernels are compiled first in a pool of processes.
 
-The run of 2026-11-23 (RESULTS.md) timed an earlier space: 64- and 128-column programs (the 128-column kernel had
-two consumer warpgroups; it was slower at every point and was removed), per-block loop only, maxnreg None or 96/112.
+Earlier runs (RESULTS.md) timed earlier kernels: 64- and 128-column programs on a (tiles, split) grid (the 128-column
+kernel had two consumer warpgroups; it was slower at every point and was removed), then a chained-MMA loop (slower
+at every point, removed).
 """
 from __future__ import annotations
 
@@ -21,34 +23,41 @@ import time
 
 from sweep_graph import check_and_time, common_args, copy_bandwidth, precompile  # this folder's sweep
 
-SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
+
+def grids(k: int, n: int, sms: int) -> list[int]:
+    """Program counts to try: one a column tile and small multiples (the first sweep's grids, a whole-tile or
+    k-split launch), and 1-4 programs an SM (stream-K shares)."""
+    tiles, units = n // 64, n // 64 * (k // 128)
+    return sorted({g for g in [tiles, 2 * tiles, 3 * tiles, sms, 2 * sms, 3 * sms, 4 * sms] if g <= units})
 
 
-def space(layouts: tuple[str, ...] = ("bg", "bk"), pipelines: tuple[bool, ...] = (False, True),
-          stages: tuple[int, ...] = (4, ), regs: tuple[int, ...] = (96, 80)) -> list[dict]:
-    """Launches of the Gluon kernel: weight layout, consumer loop, split-k, stages, registers a thread at launch."""
-    return [dict(layout=layout, split_k=split, stages=st, maxnreg=r, pipeline=pipeline)
-            for layout, pipeline, split, st, r in itertools.product(layouts, pipelines, SPLITS, stages, regs)]
+def space(k: int, n: int, sms: int, layouts: tuple[str, ...] = ("bg", "bk"), stages: tuple[int, ...] = (4, ),
+          regs: tuple[int, ...] = (96, )) -> list[dict]:
+    """Launches of the Gluon kernel for a (k, n) layer: weight layout, programs, stages, registers a thread."""
+    return [dict(layout=layout, programs=g, stages=st, maxnreg=r)
+            for layout, g, st, r in itertools.product(layouts, grids(k, n, sms), stages, regs)]
 
 
-def fits(launch: dict, k: int, n: int) -> bool:
-    return k % (launch["split_k"] * 128) == 0 and n % 64 == 0
+def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
+    """What a launch compiles to: its layout, stages, registers, token bucket and whether tiles are shared."""
+    key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
+    return dict(key, m=8 if m <= 8 else 16, partials=(n // 64) % launch["programs"] != 0)
 
 
 def _compile_one(args: tuple[int, dict]) -> str:
-    m, launch = args
+    m, key = args
     import torch
 
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
-    k, n = launch["split_k"] * 256, 256
+    k, n = 256, 256  # 4 tiles of 2 blocks: 3 programs share tiles, 4 do not
     try:
         a = torch.randn((m, k), device="cuda").half()
-        kw = {key: v for key, v in launch.items() if key != "layout"}
-        shape = (k // 128 * n, 16) if launch["layout"] == "bg" else (k // 8, n)
+        shape = (k // 128 * n, 16) if key["layout"] == "bg" else (k // 8, n)
         words = torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device="cuda")
         scales = torch.rand((k // 128, n), device="cuda").half()
-        gluon_w4a16(a, words, scales, 128, n, **kw)
+        gluon_w4a16(a, words, scales, 128, n, programs=3 if key["partials"] else 4, stages=key["stages"],
+                    maxnreg=key["maxnreg"])
         torch.cuda.synchronize()
         return "ok"
     except Exception as e:  # out of shared memory, etc.: recorded, not fatal
@@ -69,16 +78,13 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, pipeline, split, layout in itertools.product((1, 3, 8, 13, 16), (False, True), (1, 2, 4), ("bg", "bk")):
-            if k % (128 * split):
-                continue
+        for m, programs, layout in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132) + [7], ("bg", "bk")):
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
-            row = dict(k=k, n=n, groupsize=gs, m=m, split_k=split, pipeline=pipeline, layout=layout)
+            row = dict(k=k, n=n, groupsize=gs, m=m, programs=programs, layout=layout)
             try:
-                for _ in range(2):  # twice: the split-k counters must be left at zero
-                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, split_k=split,
-                                      pipeline=pipeline).float()
+                for _ in range(2):  # twice: the tile counters must be left at zero
+                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, programs=programs).float()
                 torch.cuda.synchronize()
                 row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
             except Exception as e:
@@ -92,27 +98,26 @@ def main() -> int:
     common_args(p)
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
-    p.add_argument("--pipelines", default="0,1", help="consumer loops: 0 per block, 1 chained MMAs")
-    p.add_argument("--stages", default="4")
-    p.add_argument("--regs", default="96,80", help="registers a thread at launch")
+    p.add_argument("--stages", default="4,6")
+    p.add_argument("--regs", default="96", help="registers a thread at launch")
     args = p.parse_args()
-    launches = space(tuple(args.layouts.split(",")), tuple(bool(int(x)) for x in args.pipelines.split(",")),
-                     tuple(int(x) for x in args.stages.split(",")), tuple(int(x) for x in args.regs.split(",")))
+    import torch
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    dims = (tuple(args.layouts.split(",")), tuple(int(x) for x in args.stages.split(",")),
+            tuple(int(x) for x in args.regs.split(",")))
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms = [int(x) for x in args.m.split(",")]
     jobs = {}
-    for m in ms:
-        for launch in launches:
-            if any(fits(launch, k, n) for k, n in shapes):
-                key = dict(launch, m=8 if m <= 8 else 16)
-                jobs[json.dumps(key, sort_keys=True)] = (key.pop("m"), launch)
+    for (k, n), m in itertools.product(shapes, ms):
+        for launch in space(k, n, sms, *dims):
+            key = compile_key(launch, k, n, m)
+            jobs[json.dumps(key, sort_keys=True)] = (key["m"], key)
     status = precompile(list(jobs.values()), args.workers, _compile_one)
-    compiled = {json.dumps(dict(launch, m=m), sort_keys=True): status[json.dumps([m, launch], sort_keys=True)]
-                for m, launch in jobs.values()}
+    compiled = {json.dumps(key, sort_keys=True): status[json.dumps([m, key], sort_keys=True)]
+                for m, key in jobs.values()}
     failed = sorted({r for r in compiled.values() if r != "ok"})
     print(f"{len(failed)} kinds of compile failure: {failed[:3]}", flush=True)
-
-    import torch
 
     from kernelscope.bench.graph_timing import copies_for_cold_l2, time_cuda_graph
     from kernelscope.bench.w4a16 import W4A16Case
@@ -157,11 +162,9 @@ def main() -> int:
                 [lambda b=b, s=s: w4a16_matmul(a, b, s, 128, **triton_launch) for b, s in bks],
                 replays=args.replays).median_ms * 1e3
             tried = []
-            for launch in launches:
-                if not fits(launch, k, n):
-                    continue
+            for launch in space(k, n, sms, *dims):
                 row = {"launch": launch}
-                status = compiled.get(json.dumps(dict(launch, m=8 if m <= 8 else 16), sort_keys=True), "ok")
+                status = compiled.get(json.dumps(compile_key(launch, k, n, m), sort_keys=True), "ok")
                 if status != "ok":
                     row["status"] = status
                     tried.append(row)

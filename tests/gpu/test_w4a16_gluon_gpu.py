@@ -1,7 +1,7 @@
 """The Gluon W4A16 kernel against the fp32 reference on a Hopper GPU (pytest -m gpu on the GPU machine).
 
-Both weight layouts (Bg, Bk), both consumer loops (per block, and chained MMAs), 1 and 13 tokens, groups of 128 and
-one group per column, with and without split-k; every launch runs twice, so a split-k launch must leave its
+Both weight layouts (Bg, Bk), 1 and 13 tokens, groups of 128 and one group per column, grids of whole tiles and of
+shared (stream-K) tiles, down to one unit a program; every launch runs twice, so a launch must leave its tile
 counters at zero."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _hopper() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
-# k = 1920: 15 blocks, odd block counts per program at splits 1 and 3 (the chained loop's tail); 2048: even ones
+# n = 768: 12 column tiles; k = 1920: 15 blocks (180 units), 2048: 16 (192 units)
 @pytest.fixture(scope="module", params=[(128, 1920), (128, 2048), (-1, 2048)],
                 ids=["group128-k1920", "group128-k2048", "per-column-k2048"])
 def weights(request):
@@ -35,18 +35,18 @@ def weights(request):
     return gs, k, n, wt, {"bg": to_gluon_layout(bk), "bk": bk}, sk
 
 
-@pytest.mark.parametrize("m,split_k,pipeline,layout",
-                         list(itertools.product((1, 13), (1, 3, 4), (False, True), ("bg", "bk"))))
-def test_matches_the_reference(weights, m, split_k, pipeline, layout):
+# programs: one a tile (None), a divisor of the tiles (whole tiles), 5, 36 and 100 (shared tiles), one a unit (0)
+@pytest.mark.parametrize("m,programs,layout", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), ("bg", "bk"))))
+def test_matches_the_reference(weights, m, programs, layout):
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
-    if k % (128 * split_k):
-        pytest.skip("split does not divide k")
+    if programs == 0:
+        programs = n // 64 * (k // 128)
     a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     for _ in range(2):
-        got = gluon_w4a16(a, words[layout], sk, gs, n, split_k=split_k, pipeline=pipeline).float()
+        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 1e-2, (m, split_k, pipeline, layout, err)
+        assert err < 1e-2, (m, programs, layout, err)

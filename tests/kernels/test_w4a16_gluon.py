@@ -1,7 +1,7 @@
-"""The Gluon W4A16 kernel (kernels/marlin/gluon_hopper.py) without a GPU: it compiles for sm_90 at the launches the
-sweep timed and with the chained-MMA loop, and the SASS shows what the kernel is built for: no local memory, each
-thread's words of a block in 16-byte shared-memory loads, and in the chained loop MMAs left running across the
-next block's unpack (waits that leave one group in flight) with no serialisation reported by ptxas.
+"""The Gluon W4A16 kernel (kernels/marlin/gluon_hopper.py) without a GPU: it compiles for sm_90 with and without
+shared (stream-K) tiles, and the SASS shows what the kernel is built for: no local memory, each thread's words of a
+block in 16-byte shared-memory loads (Bg), each MMA waited for before the next block (the measured loop), no
+serialisation reported by ptxas; the stream-K split covers every unit once, with enough partial slots.
 Correctness against the reference is tests/gpu/test_w4a16_gluon_gpu.py's (there is no Gluon interpreter)."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, split, per_channel, pipeline, regs, kn = (int(x) for x in sys.argv[1:8])
+bm, stages, partials, per_channel, regs, kn = (int(x) for x in sys.argv[1:7])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -31,9 +31,9 @@ sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
 w_block = f"16, {bn}" if kn else f"{bn}, 16"
 sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
-       "count_ptr": "*i32", "M": "i32", "N": "i32", "n_blocks": "i32"}
-consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "SPLIT_K": split, "STAGES": stages, "BLOCK_M": bm,
-          "PIPELINE": bool(pipeline), "num_warps": 4}
+       "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32"}
+consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
+          "BLOCK_M": bm, "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -49,12 +49,10 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, split_k, one scale per column, chained loop, registers at launch, Bk's weights): the sweep's
-# launch shapes and the variants written after it
-VARIANTS = {"m1-split1": (8, 4, 1, 0, 0, 96, 0), "m16-split4-per-column": (16, 4, 4, 1, 0, 96, 0),
-            "chained-m1-split2": (8, 4, 2, 0, 1, 96, 0), "chained-m16-per-column-r80": (16, 6, 4, 1, 1, 80, 0),
-            "chained-m1-r80": (8, 4, 3, 0, 1, 80, 0), "bk-m1-split1": (8, 4, 1, 0, 0, 96, 1),
-            "bk-chained-m16-r80": (16, 6, 4, 1, 1, 80, 1)}
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -86,13 +84,38 @@ def test_words_come_in_16_byte_loads(compiled):
     assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
 
 
-def test_chained_loop_leaves_one_mma_running(compiled):
-    name, out = compiled
+def test_each_mma_is_waited_for_before_the_next_block(compiled):
+    _, out = compiled
     waits = [line for line in out if "WARPGROUP.DEPBAR" in line]
-    if "chained" in name:
-        assert any("gsb0, 0x1" in w for w in waits), waits
-    else:
-        assert waits and all("gsb0, 0x0" in w for w in waits), waits
+    assert waits and all("gsb0, 0x0" in w for w in waits), waits
+
+
+@pytest.mark.parametrize("k,n,programs", [(4096, 4096, 132), (3584, 18944, 264), (5120, 13824, 216),
+                                          (1920, 768, 7), (1920, 768, 24), (512, 64, 4), (13824, 5120, 396),
+                                          (256, 128, 4)])
+def test_stream_k_split_covers_every_unit_once(k, n, programs):
+    """_segment's shares, inverted as _finish inverts them: every unit in exactly one program, each shared tile's
+    programs first..last found from the tile alone, and within the slots work_split allocates."""
+    from kernelscope.kernels.marlin.gluon_hopper import work_split
+
+    kb, units, partials, slots = work_split(k, n, programs)
+    seen = [0] * units
+    by_tile: dict[int, list[int]] = {}
+    for pid in range(programs):
+        start, end = pid * units // programs, (pid + 1) * units // programs
+        assert end > start
+        for u in range(start, end):
+            seen[u] += 1
+            if pid not in by_tile.setdefault(u // kb, []):
+                by_tile[u // kb].append(pid)
+    assert seen == [1] * units
+    shared = any(len(p) > 1 or (p[0] * units // programs) % kb or ((p[0] + 1) * units // programs) % kb
+                 for p in by_tile.values())
+    assert partials or not shared  # whole tiles only where the kernel compiles the partial sums out
+    for t, pids in by_tile.items():
+        first, last = ((t * kb + 1) * programs - 1) // units, ((t * kb + kb) * programs - 1) // units
+        assert pids == list(range(first, last + 1))
+        assert len(pids) <= slots or not partials
 
 
 def test_supported_says_why_not_in_one_sentence():
@@ -114,8 +137,10 @@ def test_bad_arguments_say_why_in_one_sentence():
     bk = torch.zeros((k // 8, n), dtype=torch.int32)
     s = torch.zeros((k // 128, n), dtype=torch.float16)
     assert check_args(a, bg, s, 128, n, 2, 4, None) == (False, 128)
-    assert check_args(a, bk, s[:1], -1, n, 4, 2, torch.zeros(3, n, dtype=torch.float16)) == (True, k)
-    cases = [((a, bg, s, 128, n, 3, 4, None), "multiple of 128 \\* split_k"),
+    assert check_args(a, bk, s[:1], -1, n, 16, 2, torch.zeros(3, n, dtype=torch.float16)) == (True, k)
+    cases = [((a[:, :200], bg, s, 128, n, 1, 4, None), "multiple of 128"),
+             ((a, bg, s, 128, n, 17, 4, None), "programs must be between 1 and the 16"),
+             ((a, bg, s, 128, n, 0, 4, None), "programs must be between"),
              ((a, bg, s, 128, n, 1, 1, None), "stages must be at least 2"),
              ((a, bk.t(), s, 128, n, 1, 4, None), "words must be int32"),
              ((a, bg.float(), s, 128, n, 1, 4, None), "words must be int32"),

@@ -11,26 +11,24 @@ Here a program is warp-specialised, as the attention kernel is:
   (the PTX of :mod:`unpack_ptx`) into the warpgroup MMA's register operand as they are (no shuffle, no trip
   through shared memory) and multiplies.
 
-In the H100 sweep (m = 1, four programs of 5 warps per SM at 96 registers a thread) its fastest launches used 1-4
-k splits where the Triton kernel's tuner picks 4-12; it was faster than the Triton kernel at 3 of 6 layer shapes and
-slower at 2 (benchmarks/w4a16/RESULTS.md).
+Work is split stream-K: the grid is any number of programs, and each takes an even share of the layer's
+(column tile, k block) units in tile-major order, so the grid fills the SMs evenly whatever the number of column
+tiles (:func:`work_split`). A tile shared by programs is summed by the one whose blocks complete it. In the first
+H100 sweep (one program a column tile or a k split of it, 2026-11-23) the kernel lost to the Triton kernel where
+its grid left some SMs with three programs and others with two (benchmarks/w4a16/RESULTS.md).
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
 MMA's 64-row side and the m <= 16 tokens (padded to BLOCK_M = 8 or 16 by TMA's zero fill) its N side.
 
 Weights: ``Bg``, the kernel layout ``Bk`` of :mod:`gemm` regrouped by :func:`to_gluon_layout` so that one block of
 128 k for 64 columns is one contiguous 4 KiB TMA box and each thread's four words of a block are one 16-byte
-shared-memory load (:mod:`layout_gluon`); this is the layout the H100 sweep timed. The kernel also reads ``Bk``
-itself, the Triton kernel's weights (so one copy of a model's weights would serve both kernels): (16, 64) tiles in
-128-byte-swizzled shared memory, read word by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way
-unswizzled); compiled, not yet timed.
+shared-memory load (:mod:`layout_gluon`). The kernel also reads ``Bk`` itself, the Triton kernel's weights (so
+one copy of a model's weights serves both kernels): (16, 64) tiles in 128-byte-swizzled shared memory, read word
+by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way unswizzled); 1-3 % slower than Bg on the H100.
 
-Two consumer loops: the default (``pipeline=False``) waits for each block's MMA before the next block is unpacked
-and adds the block's sum times its scales in fp32, as the Triton kernel does; this is the loop that was checked
-and timed on the H100. ``pipeline=True`` scales the weights in fp16 as they are unpacked (Marlin's
-dequantisation), so the MMAs chain on one accumulator and each block is unpacked while the previous block's MMA
-runs; it compiles for sm_90 without serialised MMAs (tests/kernels/test_w4a16_gluon.py) but has not yet run on a
-GPU (no GPU could be had after it was written, 2026-11-23): tests/gpu/test_w4a16_gluon_gpu.py checks it there.
+The consumer waits for each block's MMA before it unpacks the next and adds the block's sum times its scales in
+fp32, as the Triton kernel does. A loop that chained the MMAs on weights scaled in fp16 at the unpack was 5-9 %
+slower on the H100 and was removed (NOTES.md v15).
 Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
 """
 from __future__ import annotations
@@ -115,34 +113,56 @@ def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.co
 
 
 @gluon.jit
-def _unpack_scaled(w_smem, s_smem, ready, b, STAGES: gl.constexpr, words_layout: gl.constexpr,
-                   w_layout: gl.constexpr, PER_CHANNEL: gl.constexpr, KN: gl.constexpr):
-    """Block b's weights as fp16 (q - 8) * scale (q - 8 alone with one scale per column, applied at the end), in
-    the MMA's register-operand layout."""
-    w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
-    if not PER_CHANNEL:
-        w = w * gl.expand_dims(s_smem.index(b % STAGES).load(gl.SliceLayout(1, w_layout)), 1)
-    return w
+def _segment(pid, P, U):
+    """Program pid's units [start, end): an even share of the U = tiles x k-blocks units, tile-major (stream-K)."""
+    return pid * U // P, (pid + 1) * U // P
 
 
 @gluon.jit
-def _chain(acc, w, a_smem, empty, b, STAGES: gl.constexpr):
-    """Issue block b's MMA into acc, then wait for all but it: block b - 1's stage goes back to the producer."""
-    acc = warpgroup_mma(w, a_smem.index(b % STAGES).permute((1, 0)), acc, is_async=True)
-    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-    if b > 0:
-        mbarrier.arrive(empty.index((b - 1) % STAGES), count=1)
-    return acc
+def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
+            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
+    """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
+    partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
+    tile's partials in program order (deterministic), stores C and resets the counter for the next launch."""
+    c_ptr, s_ptr, part_ptr, count_ptr = ptrs
+    KB, U, P, SLOTS = work
+    col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    cols = t * BLOCK_N + gl.arange(0, BLOCK_N, layout=col_layout)
+    toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
+    if PER_CHANNEL:
+        acc = acc * gl.expand_dims(gl.load(s_ptr + cols).to(gl.float32), 1)
+    mask = gl.expand_dims(toks < M, 0)
+    c_ptrs = c_ptr + gl.expand_dims(toks, 0) * N + gl.expand_dims(cols, 1)
+    if PARTIALS:
+        if k1 - k0 == KB:
+            gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
+        else:
+            # the programs that share tile t are first..last (_segment inverted); a program's slot is pid - first
+            first = ((t * KB + 1) * P - 1) // U
+            last = ((t * KB + KB) * P - 1) // U
+            offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
+            parts = part_ptr + t * (SLOTS * BLOCK_N * BLOCK_M)
+            gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
+            gl.thread_barrier()  # every thread's partial is stored before the counter says so
+            done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
+            if done + (k1 - k0) == KB:
+                total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
+                for j in range(0, last - first + 1):
+                    total += gl.load(parts + j * (BLOCK_N * BLOCK_M) + offs, mask=mask, other=0.0,
+                                     cache_modifier=".cg")
+                gl.store(c_ptrs, total.to(gl.float16), mask=mask)
+                gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+    else:
+        gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
 
 
 @gluon.jit
-def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-              SPLIT_K: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, PIPELINE: gl.constexpr,
-              KN: gl.constexpr):
-    """One warpgroup: the program's 64 columns over its n_blocks blocks of k, then the store (or split-k sum)."""
+def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
+              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr):
+    """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
-    c_ptr, s_ptr, part_ptr, count_ptr = ptrs
+    KB, U, P, SLOTS = work
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BLOCK_M, 16])
     w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
@@ -159,92 +179,61 @@ def _consumer(bufs, bars, ptrs, M, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.co
         words_layout: gl.constexpr = gl.DistributedLinearLayout(
             reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
             warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[BLOCK_N, _WORDS])
-    col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-
-    acc = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-    if PIPELINE:
-        # Two register sets (w_a, w_b: two blocks a trip) so that no unpack writes the operand of the MMA in
-        # flight (with one set the compiler reuses its registers, and ptxas then serialises every MMA).
-        w = _unpack_scaled(w_smem, s_smem, ready, 0, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
-        acc = _chain(acc, w, a_smem, empty, 0, STAGES)
-        for i in range(1, n_blocks - 1, 2):
-            w_a = _unpack_scaled(w_smem, s_smem, ready, i, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
-            acc = _chain(acc, w_a, a_smem, empty, i, STAGES)
-            w_b = _unpack_scaled(w_smem, s_smem, ready, i + 1, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
-            acc = _chain(acc, w_b, a_smem, empty, i + 1, STAGES)
-        if n_blocks % 2 == 0:
-            w_a = _unpack_scaled(w_smem, s_smem, ready, n_blocks - 1, STAGES, words_layout, w_layout, PER_CHANNEL, KN)
-            acc = _chain(acc, w_a, a_smem, empty, n_blocks - 1, STAGES)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-        mbarrier.arrive(empty.index((n_blocks - 1) % STAGES), count=1)
-    else:
+    pid = gl.program_id(0)
+    start, end = _segment(pid, P, U)
+    b = 0  # the program's running block count (its stage and phase), as the producer counts
+    for t in range(start // KB, (end - 1) // KB + 1):
+        k0 = gl.maximum(start - t * KB, 0)
+        k1 = gl.minimum(end - t * KB, KB)
         # ptxas places an MMA's wait before the unpack of a next block written between the MMA and the wait, so
-        # here each block is simply unpacked, multiplied and waited for; the other programs on the SM fill the wait.
-        for b in range(n_blocks):
+        # each block is unpacked, multiplied and waited for; the other programs on the SM fill the wait (a loop
+        # that chained the MMAs on fp16-scaled weights was 5-9 % slower on the H100, NOTES.md v15)
+        acc = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
+        for _ in range(k0, k1):
             w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
             tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
             acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
-
-    cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=col_layout)
-    toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
-    if PER_CHANNEL:
-        acc = acc * gl.expand_dims(gl.load(s_ptr + cols).to(gl.float32), 1)
-    mask = gl.expand_dims(toks < M, 0)
-    c_ptrs = c_ptr + gl.expand_dims(toks, 0) * N + gl.expand_dims(cols, 1)
-    if SPLIT_K == 1:
-        gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
-    else:
-        # as gemm._finish_tile: partials stored (only the rows of C that exist), counted in on the tile's counter;
-        # the program that arrives last adds them in split order (deterministic), stores C, resets the counter
-        offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
-        parts = part_ptr + pid_n * (SPLIT_K * BLOCK_N * BLOCK_M)
-        gl.store(parts + pid_k * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
-        gl.thread_barrier()  # every thread's partial is stored before the counter says so
-        arrived = gl.atomic_add(count_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
-        if arrived == SPLIT_K - 1:
-            total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-            for j in gl.static_range(SPLIT_K):
-                total += gl.load(parts + j * (BLOCK_N * BLOCK_M) + offs, mask=mask, other=0.0, cache_modifier=".cg")
-            gl.store(c_ptrs, total.to(gl.float16), mask=mask)
-            gl.atomic_xchg(count_ptr + pid_n, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+            b += 1
+        _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
 
 
 @gluon.jit
-def _producer(bufs, bars, descs, N, n_blocks, pid_n, pid_k, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
+def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
               STAGES: gl.constexpr, KN: gl.constexpr):
-    """One warp: TMA copies of each block's words, activations and (per group) scales, STAGES blocks ahead."""
+    """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead."""
     w_desc, a_desc, s_desc = descs
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
+    KB, U, P, SLOTS = work
     WA_BYTES: gl.constexpr = w_desc.block_type.nbytes + a_desc.block_type.nbytes
     S_BYTES: gl.constexpr = s_desc.block_type.nbytes
-    first = pid_k * n_blocks
-    for b in range(n_blocks):
+    start, end = _segment(gl.program_id(0), P, U)
+    for u in range(start, end):
+        b = u - start
+        t = u // KB
+        kb = u - t * KB
         stage = b % STAGES
         mbarrier.wait(empty.index(stage), ((b // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
         if PER_CHANNEL:
             mbarrier.expect(ready.index(stage), WA_BYTES)
         else:
             mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
-        kb = first + b
         if KN:
-            tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, pid_n * BLOCK_N], ready.index(stage),
+            tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage),
                                             w_smem.index(stage))
         else:
-            tma.async_copy_global_to_shared(w_desc, [kb * N + pid_n * BLOCK_N, 0], ready.index(stage),
+            tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage),
                                             w_smem.index(stage))
         tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
         if not PER_CHANNEL:
-            tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + pid_n * BLOCK_N],
+            tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N],
                                             ready.index(stage), s_smem.index(stage))
 
 
 @gluon.jit
-def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, n_blocks,
-                 GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, SPLIT_K: gl.constexpr, STAGES: gl.constexpr,
-                 BLOCK_M: gl.constexpr, PIPELINE: gl.constexpr, num_warps: gl.constexpr):
-    pid_n = gl.program_id(0)
-    pid_k = gl.program_id(1)
+def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
+                 GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
+                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, num_warps: gl.constexpr):
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -258,11 +247,11 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
         mbarrier.init(empty.index(i), count=1)
     bufs = (w_smem, a_smem, s_smem)
     bars = (ready, empty)
+    work = (KB, U, P, SLOTS)
     gl.warp_specialize([
-        (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), M, N, n_blocks, pid_n, pid_k, PER_CHANNEL,
-                     GROUP_BLOCKS, SPLIT_K, STAGES, BLOCK_M, PIPELINE, KN)),
-        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), N, n_blocks, pid_n, pid_k, PER_CHANNEL, GROUP_BLOCKS,
-                     STAGES, KN)),
+        (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
+                     BLOCK_M, KN)),
+        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
     ], [1], [PRODUCER_REGS])
 
 
@@ -288,14 +277,29 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return buf
 
 
-def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, split_k: int,
+def work_split(k: int, n: int, programs: int) -> tuple[int, int, bool, int]:
+    """The stream-K split of a (k, n) layer over ``programs``: (k-blocks a tile KB, units U = tiles x KB, whether
+    some tile is shared by programs, partial slots a tile). Each program takes U / programs consecutive units;
+    a tile is shared unless the programs divide the tiles. A tile's programs each cover >= U // programs of its KB
+    units except the first and last, hence at most KB // (U // programs) + 2 slots."""
+    tiles, kb = n // BLOCK_N.value, k // PACK_K.value
+    units = tiles * kb
+    partials = tiles % programs != 0
+    return kb, units, partials, min(programs, kb // (units // programs) + 2) if partials else 1
+
+
+def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, programs: int,
                stages: int, out: torch.Tensor | None) -> tuple[bool, int]:
     """Validate :func:`gluon_w4a16`'s arguments past :func:`supported` (one sentence each, ValueError); returns
     (whether ``words`` is Bk, the rows of k per scale group)."""
     m, k = a.shape
-    if split_k < 1 or k % (PACK_K.value * split_k):
-        raise ValueError(f"gluon_w4a16: k={k} must be a multiple of 128 * split_k = {128 * split_k}.")
-    if stages < 2:  # with one stage the chained loop would wait for a block its own release lets in: a hang
+    if k % PACK_K.value or k == 0:
+        raise ValueError(f"gluon_w4a16: k={k} must be a positive multiple of {PACK_K.value}.")
+    units = n // BLOCK_N.value * (k // PACK_K.value)
+    if not 1 <= programs <= units:
+        raise ValueError(f"gluon_w4a16: programs must be between 1 and the {units} (column tile, k block) units, "
+                         f"got {programs}.")
+    if stages < 2:  # one stage would serialise each copy with its MMA
         raise ValueError(f"gluon_w4a16: stages must be at least 2, got {stages}.")
     bk_shape, bg_shape = (k // 8, n), (k // PACK_K.value * n, WORDS)
     if words.dtype != torch.int32 or words.device != a.device or tuple(words.shape) not in (bk_shape, bg_shape):
@@ -310,21 +314,22 @@ def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize:
     return tuple(words.shape) == bk_shape, rows
 
 
-def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *, split_k: int = 1,
-                stages: int = 4, maxnreg: int | None = 96, pipeline: bool = False,
+def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
+                programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-    """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` (the layout
-    the H100 sweep timed) or ``Bk`` of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights, read as
-    128-byte-swizzled (16, 64) tiles; not yet timed); ``s`` from :func:`gemm.to_kernel_layout`. ``split_k``
-    programs share a column tile's k; ``maxnreg`` caps each thread's registers at launch (96: four programs per
-    SM; None: the compiler's choice); ``pipeline``: the chained-MMA consumer loop (module docstring: not yet run
-    on a GPU)."""
+    """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
+    of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
+    :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
+    block) units (stream-K, :func:`work_split`); None: one program a column tile. ``maxnreg`` caps each thread's
+    registers at launch (96: four programs per SM; None: the compiler's choice)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
-    kn, rows = check_args(a, words, s, groupsize, n, split_k, stages, out)
     m, k = a.shape
     pack_k, block_n = PACK_K.value, BLOCK_N.value
+    tiles = n // block_n
+    programs = tiles if programs is None else programs
+    kn, rows = check_args(a, words, s, groupsize, n, programs, stages, out)
     block_m = 8 if m <= 8 else 16
     a = a.contiguous()
     if out is None:
@@ -337,14 +342,14 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     a_desc = TensorDescriptor.from_tensor(a, [block_m, pack_k],
                                           gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
     s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
-    tiles = n // block_n
-    if split_k > 1:
-        parts = torch.empty(tiles * split_k * block_n * block_m, dtype=torch.float32, device=a.device)
+    kb, units, partials, slots = work_split(k, n, programs)
+    if partials:
+        parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
         counters = _tile_counters(a.device, tiles)
     else:
-        parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
-    _w4a16_gluon[(tiles, split_k)](
-        w_desc, a_desc, s_desc, out, s, parts, counters, m, n, k // pack_k // split_k,
-        GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, SPLIT_K=split_k, STAGES=stages,
-        BLOCK_M=block_m, PIPELINE=bool(pipeline), num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
+        parts = counters = out  # never read: the PARTIALS branch is compiled out
+    _w4a16_gluon[(programs, )](
+        w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
+        GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
+        STAGES=stages, BLOCK_M=block_m, num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
     return out
