@@ -1,8 +1,8 @@
 """The Gluon W4A16 kernel against the fp32 reference on a Hopper GPU (pytest -m gpu on the GPU machine).
 
-Both weight layouts (Bg, Bk), 1 and 13 tokens, groups of 128 and one group per column, grids of whole tiles and of
-shared (stream-K) tiles, down to one unit a program; every launch runs twice, so a launch must leave its tile
-counters at zero."""
+Both weight layouts (Bg, Bk), with a producer warp and in one partition, 1 and 13 tokens, groups of 128 and one
+group per column, grids of whole tiles and of shared (stream-K) tiles, down to one unit a program; every launch
+runs twice, so a launch must leave its tile counters at zero."""
 from __future__ import annotations
 
 import itertools
@@ -36,8 +36,9 @@ def weights(request):
 
 
 # programs: one a tile (None), a divisor of the tiles (whole tiles), 5, 36 and 100 (shared tiles), one a unit (0)
-@pytest.mark.parametrize("m,programs,layout", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), ("bg", "bk"))))
-def test_matches_the_reference(weights, m, programs, layout):
+@pytest.mark.parametrize("m,programs,layout,ws",
+                         list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), ("bg", "bk"), (True, False))))
+def test_matches_the_reference(weights, m, programs, layout, ws):
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
@@ -47,6 +48,40 @@ def test_matches_the_reference(weights, m, programs, layout):
     a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     for _ in range(2):
-        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs).float()
+        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs, ws=ws).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 1e-2, (m, programs, layout, err)
+        assert err < 1e-2, (m, programs, layout, ws, err)
+
+
+def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
+    """kernel="gluon" in w4a16_matmul: the Triton kernel's weights (Bk), the tuner's launch keywords."""
+    from kernelscope.kernels.marlin import reference_matmul, w4a16_matmul
+    from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+    gs, k, n, wt, words, sk = weights
+    a = torch.randn((5, k), device="cuda").half()
+    ref = reference_matmul(a, wt.B, wt.s, gs)
+    launch = gluon_launch(k, n, torch.cuda.get_device_properties(0).multi_processor_count)
+    got = w4a16_matmul(a, words["bk"], sk, gs, **launch).float()
+    assert ((got - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
+    """On sm_90 at m <= 16 the tuner times Gluon launches beside the Triton ones, and a Gluon winner runs."""
+    if not _hopper():
+        pytest.skip("needs an sm_90 (Hopper) GPU")
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout, w4a16_matmul
+    from kernelscope.kernels.marlin.autotune import tune_shape
+
+    k, n, gs = 2048, 1024, 128
+    wt = make_weights(k, n, gs, "cuda", 3)
+    bk, sk = to_kernel_layout(wt.B, wt.s, gs)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    got = tune_shape(1, k, n, gs, bk, sk, sm_count=sms, tma=True, deadline_s=1e9, limit=4, gluon=True)
+    kinds = [t["launch"].get("kernel", "triton") for t in got.tried]
+    assert "gluon" in kinds and all(t["status"] == "ok" for t in got.tried), got.tried
+    gluon = next(t["launch"] for t in got.tried if t["launch"].get("kernel") == "gluon")
+    a = torch.randn((1, k), device="cuda").half()
+    ref = reference_matmul(a, wt.B, wt.s, gs)
+    assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2

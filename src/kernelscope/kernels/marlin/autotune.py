@@ -24,7 +24,7 @@ from .configs import LaunchChoice, choose_launch, rule_launch, tuned_tables
 from .tune_space import candidates
 
 CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the Gluon decode kernel joined the space (m <= 16, sm_90); older tunings never tried it
 FIRST_USE_DEADLINE_S = 3.0
 # The next candidate is expected to take up to this many times the slowest one so far: compiles vary (capped
 # registers, wider tiles), and with a margin of 1.0 four of 20 first-use tunings ran 0.0-0.5 s past 3 s on the
@@ -122,11 +122,12 @@ class Tuning:
 def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, *, sm_count: int, tma: bool,
                deadline_s: float = FIRST_USE_DEADLINE_S, warm_start: list[dict[str, Any]] = (),
                timer: Callable[..., Any] | None = None, matmul: Callable[..., Any] | None = None,
-               clock: Callable[[], float] = time.perf_counter, limit: int = 10) -> Tuning:
+               clock: Callable[[], float] = time.perf_counter, limit: int = 10, gluon: bool = False) -> Tuning:
     """Try the pruned space at m_bucket(m) tokens while the next candidate, expected to take up to
     NEXT_CANDIDATE_MARGIN times the slowest so far, would end before ``deadline_s`` (the first is always tried);
     keep the fastest candidate whose result matches the fp32 reference (relative error < TOLERANCE on up to
-    CHECK_COLUMNS spread columns)."""
+    CHECK_COLUMNS spread columns). ``gluon``: the device runs the Gluon decode kernel (sm_90), whose launches
+    join the space at m <= 16."""
     import torch
 
     from .matmul import w4a16_matmul
@@ -143,7 +144,7 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     a = torch.randn((rows, k), generator=gen, device=words.device).half()
     cols = torch.arange(0, n, max(1, n // CHECK_COLUMNS), device=words.device)
     ref = a.float() @ dequantize_kernel_layout(words[:, cols], scales[:, cols], groupsize)
-    space = candidates(rows, k, n, sm_count, tma, list(warm_start), limit)
+    space = candidates(rows, k, n, sm_count, tma, list(warm_start), limit, gluon)
     out = Tuning(None, None, candidates_total=len(space))
     longest = 0.0  # the slowest candidate so far (its compile included): the next one may take as long
     for launch in space:
@@ -248,6 +249,9 @@ def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: 
     warm = [] if table is None else [r["launch"] for r in table["configs"] if m_bucket(r["m"]) == bucket]
     print(f"kernelscope: tuning the W4A16 launch for m<={bucket} k={k} n={n} on {device} (first use, at most "
           f"{deadline_s:g} s; cached in {path})", file=sys.stderr)
+    from .matmul import gluon_supported
+
+    kw.setdefault("gluon", gluon_supported(words.device))
     result = tune_shape(m, k, n, groupsize, words, scales, sm_count=sm_count, tma=tma, deadline_s=deadline_s,
                         warm_start=warm, **kw)
     if result.best is None:

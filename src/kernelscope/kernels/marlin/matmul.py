@@ -1,4 +1,5 @@
-"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM (:mod:`gemm`) and launches it.
+"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM (:mod:`gemm`) and launches it, or with
+``kernel="gluon"`` the Hopper decode kernel (:mod:`gluon_hopper`) on the same weights.
 
 Split-k partials are added inside the launch, using per-tile counters.
 """
@@ -22,6 +23,12 @@ def tma_supported(device: Any) -> bool:
     """Whether ``device`` has the tensor memory accelerator (CUDA, sm_90 and later)."""
     dev = torch.device(device)
     return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9
+
+
+def gluon_supported(device: Any) -> bool:
+    """Whether ``device`` runs the Gluon decode kernel (sm_90: its warpgroup MMAs and TMA copies are Hopper's)."""
+    dev = torch.device(device)
+    return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] == 9
 
 
 def launch_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> tuple[int, int, int]:
@@ -98,6 +105,20 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return buf
 
 
+def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
+           programs: int | None, num_stages: int, maxnreg: int | None, triton_only: bool) -> torch.Tensor:
+    """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights."""
+    if kernel != "gluon":
+        raise ValueError(f"w4a16_matmul: kernel must be 'triton' or 'gluon', got {kernel!r}.")
+    if triton_only:
+        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages and maxnreg only (no split_k, "
+                         "tma, prefetch, workspace or recorder).")
+    from .gluon_hopper import gluon_w4a16
+
+    return gluon_w4a16(a, B, s, groupsize, B.shape[1], programs=programs, stages=num_stages, maxnreg=maxnreg,
+                       out=out)
+
+
 def w4a16_matmul(
     a: torch.Tensor,
     B: torch.Tensor,
@@ -120,6 +141,8 @@ def w4a16_matmul(
     _skip_split_sum: bool = False,
     workspace: torch.Tensor | None = None,
     recorder: Any = None,
+    kernel: str = "triton",
+    programs: int | None = None,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -144,9 +167,15 @@ def w4a16_matmul(
     added (benchmarks/w4a16/sweep_graph.py times what the in-launch sum costs, NOTES.md v13).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
-    :func:`configs.choose_launch` picks these for a device and shape.
+    ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
+    weights, with ``programs`` (its stream-K grid), ``num_stages`` and ``maxnreg``; the Triton kernel's tile
+    arguments do not apply to it.
+    :func:`configs.choose_launch` and :func:`autotune.launch_for` pick these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
+    if kernel != "triton":
+        triton_only = split_k != 1 or tma or prefetch or recorder is not None or workspace is not None
+        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, triton_only or _skip_split_sum)
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
     if prefetch not in (0, 1, 2):

@@ -56,8 +56,9 @@ def wide_launch(m: int, k: int, n: int, sm_count: int, tma: bool) -> dict[str, A
 
 
 def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: list[dict[str, Any]] = (),
-               limit: int = 10) -> list[dict[str, Any]]:
-    """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches."""
+               limit: int = 10, gluon: bool = False) -> list[dict[str, Any]]:
+    """Up to ``limit`` launches for (m, k, n): the rule, then (``gluon``: the device runs the Gluon decode
+    kernel) :func:`gluon_candidates`, then the best-scored pairs, then warm-start launches."""
     scored = []
     # m > 64: 64-token tiles too (two row tiles at m = 128): cuBLAS beat the 128-token tile at 5120x5120 and
     # 4096x4096, m = 128, on the H100 (benchmarks/w4a16/RESULTS.md, 2026-11-23)
@@ -82,6 +83,7 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
     scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
     out: list[dict[str, Any]] = []
     first = [rule_launch(m, k, tma)] + ([wide_launch(m, k, n, sm_count, tma)] if m > 16 and n % 64 == 0 else [])
+    first += gluon_candidates(m, k, n, sm_count) if gluon else []
     for launch in [*first, *(s[2] for s in scored)]:
         if launch not in out:
             out.append(launch)
@@ -92,20 +94,35 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
     return head[:limit]
 
 
-# The Gluon decode kernel (gluon_hopper.py): 64-column programs, four per SM at 96 registers a thread. In its H100
-# sweep (benchmarks/w4a16/runs/issue17_session4, m = 1) the fastest split at 5 of 6 shapes was the largest that
-# divides the k blocks and keeps the grid within this many programs per SM (the sixth within 6 %).
+# The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 16): 64-column programs, four per SM at 96 registers a
+# thread, on a stream-K grid. In its sweep (benchmarks/w4a16/runs/issue17_session5, m = 1 and 16, six layer shapes)
+# the fastest grid was the largest multiple of the column tiles within two programs per SM, else two programs per
+# SM (the grid then shares tiles between programs), at 11 of 12 points; the twelfth was within 1 %.
 GLUON_PROGRAMS_PER_SM = 2
 GLUON_BLOCK_N = 64
 
 
-def gluon_launch(k: int, n: int, sm_count: int) -> dict[str, Any]:
-    """The Gluon kernel's launch for a (k, n) layer: split-k as far as the grid stays within
-    GLUON_PROGRAMS_PER_SM programs per SM, four stages, 96 registers a thread, the per-block loop."""
+def gluon_programs(k: int, n: int, sm_count: int) -> int:
+    """The Gluon kernel's grid for a (k, n) layer: the largest multiple of its column tiles within
+    GLUON_PROGRAMS_PER_SM programs per SM, else that many programs per SM (at most one a unit)."""
     tiles = n // GLUON_BLOCK_N
-    blocks = k // 128
-    split = 1
-    for s in range(2, MAX_SPLIT_K + 1):
-        if blocks % s == 0 and tiles * s <= GLUON_PROGRAMS_PER_SM * sm_count:
-            split = s
-    return dict(split_k=split, stages=4, maxnreg=96, pipeline=False)
+    slots = GLUON_PROGRAMS_PER_SM * sm_count
+    programs = tiles * (slots // tiles) if tiles <= slots else slots
+    return min(programs, tiles * (k // 128))
+
+
+def gluon_launch(k: int, n: int, sm_count: int) -> dict[str, Any]:
+    """The Gluon kernel's launch for a (k, n) layer, as ``w4a16_matmul`` keyword arguments: the grid of
+    :func:`gluon_programs`, four stages, 96 registers a thread."""
+    return dict(kernel="gluon", programs=gluon_programs(k, n, sm_count), num_stages=4, maxnreg=96)
+
+
+def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
+    """Gluon launches the tuner tries for m <= 16 on sm_90 (none elsewhere or for n not a multiple of 64): the
+    rule's grid, then two programs per SM if it differs, else one program per column tile."""
+    if m > 16 or n % GLUON_BLOCK_N or k % 128:
+        return []
+    first = gluon_launch(k, n, sm_count)
+    tiles, slots = n // GLUON_BLOCK_N, GLUON_PROGRAMS_PER_SM * sm_count
+    other = min(slots if first["programs"] != slots else tiles, tiles * (k // 128))
+    return [first] + ([dict(first, programs=other)] if other != first["programs"] else [])
