@@ -11,7 +11,7 @@ Kernels are compiled first in a pool of processes.
 
 Earlier runs (RESULTS.md) timed earlier kernels: 64- and 128-column programs on a (tiles, split) grid (the 128-column
 kernel had two consumer warpgroups; it was slower at every point and was removed), then a chained-MMA loop (slower
-at every point, removed).
+at every point, removed), then a 4-warp variant without a producer warp (no faster, removed: NOTES.md v15).
 """
 from __future__ import annotations
 
@@ -24,24 +24,23 @@ import time
 from sweep_graph import check_and_time, common_args, copy_bandwidth, precompile  # this folder's sweep
 
 
-def grids(k: int, n: int, sms: int, ws: bool = True) -> list[int]:
-    """Program counts to try: one a column tile and small multiples (a whole-tile or k-split launch), and whole
-    programs an SM (stream-K shares): up to 4 with a producer warp (two programs fit an SM), 5 in one partition."""
+def grids(k: int, n: int, sms: int) -> list[int]:
+    """Program counts to try: one a column tile and 2-4 times that (a whole-tile or k-split launch), and 1-4
+    programs an SM (stream-K shares)."""
     tiles, units = n // 64, n // 64 * (k // 128)
-    most = 4 if ws else 5
-    return sorted({g for c in range(1, most + 1) for g in (c * tiles, c * sms) if g <= units})
+    return sorted({g for c in range(1, 5) for g in (c * tiles, c * sms) if g <= units})
 
 
 def space(k: int, n: int, sms: int, layouts: tuple[str, ...] = ("bg", "bk"), stages: tuple[int, ...] = (4, ),
-          regs: tuple[int, ...] = (96, ), ws: tuple[bool, ...] = (True, False)) -> list[dict]:
-    """Launches of the Gluon kernel for a (k, n) layer: weight layout, partitions, programs, stages, registers."""
-    return [dict(layout=layout, ws=w, programs=g, stages=st, maxnreg=r)
-            for layout, w, st, r in itertools.product(layouts, ws, stages, regs) for g in grids(k, n, sms, w)]
+          regs: tuple[int, ...] = (96, )) -> list[dict]:
+    """Launches of the Gluon kernel for a (k, n) layer: weight layout, programs, stages, registers a thread."""
+    return [dict(layout=layout, programs=g, stages=st, maxnreg=r)
+            for layout, st, r in itertools.product(layouts, stages, regs) for g in grids(k, n, sms)]
 
 
 def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
     """What a launch compiles to: its layout, stages, registers, token bucket and whether tiles are shared."""
-    key = {x: launch[x] for x in ("layout", "stages", "maxnreg", "ws")}
+    key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
     return dict(key, m=8 if m <= 8 else 16, partials=(n // 64) % launch["programs"] != 0)
 
 
@@ -58,7 +57,7 @@ def _compile_one(args: tuple[int, dict]) -> str:
         words = torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device="cuda")
         scales = torch.rand((k // 128, n), device="cuda").half()
         gluon_w4a16(a, words, scales, 128, n, programs=3 if key["partials"] else 4, stages=key["stages"],
-                    maxnreg=key["maxnreg"], ws=key["ws"])
+                    maxnreg=key["maxnreg"])
         torch.cuda.synchronize()
         return "ok"
     except Exception as e:  # out of shared memory, etc.: recorded, not fatal
@@ -79,14 +78,13 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, programs, layout, ws in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132, False) + [7],
-                                                         ("bg", "bk"), (True, False)):
+        for m, programs, layout in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132) + [7], ("bg", "bk")):
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
-            row = dict(k=k, n=n, groupsize=gs, m=m, programs=programs, layout=layout, ws=ws)
+            row = dict(k=k, n=n, groupsize=gs, m=m, programs=programs, layout=layout)
             try:
                 for _ in range(2):  # twice: the tile counters must be left at zero
-                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, programs=programs, ws=ws).float()
+                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, programs=programs).float()
                 torch.cuda.synchronize()
                 row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
             except Exception as e:
@@ -102,13 +100,12 @@ def main() -> int:
     p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
     p.add_argument("--stages", default="4,6")
     p.add_argument("--regs", default="96", help="registers a thread at launch")
-    p.add_argument("--ws", default="1,0", help="1: a producer warp issues the copies, 0: one partition")
     args = p.parse_args()
     import torch
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dims = (tuple(args.layouts.split(",")), tuple(int(x) for x in args.stages.split(",")),
-            tuple(int(x) for x in args.regs.split(",")), tuple(bool(int(x)) for x in args.ws.split(",")))
+            tuple(int(x) for x in args.regs.split(",")))
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms = [int(x) for x in args.m.split(",")]
     jobs = {}

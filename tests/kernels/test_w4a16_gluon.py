@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn, ws = (int(x) for x in sys.argv[1:8])
+bm, stages, partials, per_channel, regs, kn = (int(x) for x in sys.argv[1:7])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -33,7 +33,7 @@ sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "WS": bool(ws), "num_warps": 4}
+          "BLOCK_M": bm, "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -50,12 +50,10 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights,
-# warp-specialised)
-VARIANTS = {"ws-m1-whole-tiles": (8, 4, 0, 0, 96, 0, 1), "ws-m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 1),
-            "ws-m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 1), "ws-bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 1),
-            "one-m1-stream-k": (8, 4, 1, 0, 96, 0, 0), "one-bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0),
-            "one-m16-stream-k-per-column-st6": (16, 6, 1, 1, 96, 0, 0)}
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -77,19 +75,16 @@ def test_no_local_memory_and_no_serialised_mma(compiled):
 
 def test_words_come_in_16_byte_loads(compiled):
     """Each thread's four words of a block are one LDS.128 in Bg (to_gluon_layout), word by word in Bk's (word,
-    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack; a warp-specialised
-    program is 8 warps (Triton pads the producer warp's partition to a warpgroup), one partition 4."""
+    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack."""
     name, out = compiled
-    kn, ws = VARIANTS[name][5:]
-    if kn:
+    if name.startswith("bk"):
         assert not any("LDS.128" in line for line in out)
-        # two halves each: the words, the activations (in one partition at the first copies and the refill too)
-        copies = sum("UTMALDG.2D" in line for line in out)
-        assert copies == 4 if ws else copies >= 8
+        assert sum("UTMALDG.2D" in line for line in out) == 4  # two halves each: the words, the activations
     else:
         assert sum("LDS.128" in line for line in out) >= 2
     assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
-    assert any((".reqntid 256" if ws else ".reqntid 128") in line for line in out)
+    # 8 warps: the producer warp's partition padded to a warpgroup (two programs an SM at 96 registers)
+    assert any(".reqntid 256" in line for line in out)
 
 
 def test_each_mma_is_waited_for_before_the_next_block(compiled):

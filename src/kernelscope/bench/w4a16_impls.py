@@ -86,8 +86,11 @@ class W4A16GluonCall:
     def __call__(self, a: Any) -> Any:
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
-        launch = self.launch_info(a.shape[0])["launch"] if a.is_cuda else {}  # elsewhere gluon_w4a16 says why not
-        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, **launch)
+        if not a.is_cuda:  # gluon_w4a16 says why not
+            return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n)
+        launch = self.launch_info(a.shape[0])["launch"]
+        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, programs=launch["programs"],
+                           stages=launch["num_stages"], maxnreg=launch["maxnreg"])
 
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:

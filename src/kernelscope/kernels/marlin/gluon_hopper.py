@@ -38,8 +38,7 @@ from typing import Any
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                               warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .format import group_rows
@@ -52,7 +51,7 @@ __all__ = ["gluon_w4a16", "supported", "to_gluon_layout", "from_gluon_layout"]
 PACK_K = gl.constexpr(128)  # rows of k per block, as in gemm.py
 BLOCK_N = gl.constexpr(64)  # output columns per program: one warpgroup MMA's M side
 _WORDS = gl.constexpr(WORDS)
-PRODUCER_REGS = gl.constexpr(24)  # setmaxnreg of the producer warp: issuing TMA copies needs few
+PRODUCER_REGS = gl.constexpr(24)  # setmaxnreg of the producer warp's partition: issuing TMA copies needs few
 _UNPACK: gl.constexpr = gl.constexpr(UNPACK_PTX)
 
 
@@ -100,10 +99,8 @@ def _issue(acc, w, b, a_smem, PER_CHANNEL: gl.constexpr, STAGES: gl.constexpr, a
 
 
 @gluon.jit
-def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.constexpr, acc_layout: gl.constexpr,
-            WS: gl.constexpr):
-    """Wait for block b's MMA, add its sum times the group's scales (in fp32), release the stage to the producer
-    (WS; in one partition the warpgroup refills the stage itself)."""
+def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.constexpr, acc_layout: gl.constexpr):
+    """Wait for block b's MMA, add its sum times the group's scales (in fp32), release the stage to the producer."""
     stage = b % STAGES
     if PER_CHANNEL:
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(tok, ))
@@ -111,8 +108,7 @@ def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.co
         scale = s_smem.index(stage).load(gl.SliceLayout(1, acc_layout)).to(gl.float32)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(tok, ))
         acc = acc + part * gl.expand_dims(scale, 1)
-    if WS:
-        mbarrier.arrive(empty.index(stage), count=1)
+    mbarrier.arrive(empty.index(stage), count=1)
     return acc
 
 
@@ -161,11 +157,9 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 
 
 @gluon.jit
-def _consumer(bufs, bars, ptrs, descs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-              GROUP_BLOCKS: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr,
-              WS: gl.constexpr):
-    """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store.
-    Without WS it also issues the copies: STAGES blocks first, then each block's stage refilled once it is used."""
+def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
+              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr):
+    """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
     KB, U, P, SLOTS = work
@@ -187,10 +181,6 @@ def _consumer(bufs, bars, ptrs, descs, work, M, N, PER_CHANNEL: gl.constexpr, PA
             warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[BLOCK_N, _WORDS])
     pid = gl.program_id(0)
     start, end = _segment(pid, P, U)
-    if not WS:
-        for j in gl.static_range(STAGES):
-            if start + j < end:
-                _load(bufs, ready, descs, start + j, j, KB, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)
     b = 0  # the program's running block count (its stage and phase), as the producer counts
     for t in range(start // KB, (end - 1) // KB + 1):
         k0 = gl.maximum(start - t * KB, 0)
@@ -202,59 +192,48 @@ def _consumer(bufs, bars, ptrs, descs, work, M, N, PER_CHANNEL: gl.constexpr, PA
         for _ in range(k0, k1):
             w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
             tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
-            acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout, WS)
-            if not WS:
-                if start + b + STAGES < end:
-                    gl.thread_barrier()  # every warp is done with the stage's words and scales
-                    fence_async_shared()  # ... before the copy engine writes over them
-                    _load(bufs, ready, descs, start + b + STAGES, b + STAGES, KB, N, PER_CHANNEL, GROUP_BLOCKS,
-                          STAGES, KN)
+            acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
             b += 1
         _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
 
 
 @gluon.jit
-def _load(bufs, ready, descs, u, b, KB, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-          STAGES: gl.constexpr, KN: gl.constexpr):
-    """TMA copies of unit u's words, activations and (per group) scales into the stage of the program's block b."""
-    w_desc, a_desc, s_desc = descs
-    w_smem, a_smem, s_smem = bufs
-    WA_BYTES: gl.constexpr = w_desc.block_type.nbytes + a_desc.block_type.nbytes
-    S_BYTES: gl.constexpr = s_desc.block_type.nbytes
-    t = u // KB
-    kb = u - t * KB
-    stage = b % STAGES
-    if PER_CHANNEL:
-        mbarrier.expect(ready.index(stage), WA_BYTES)
-    else:
-        mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
-    if KN:
-        tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage), w_smem.index(stage))
-    else:
-        tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage), w_smem.index(stage))
-    tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
-    if not PER_CHANNEL:
-        tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N], ready.index(stage),
-                                        s_smem.index(stage))
-
-
-@gluon.jit
 def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
               STAGES: gl.constexpr, KN: gl.constexpr):
-    """One warp: each unit's copies (:func:`_load`) STAGES blocks ahead of the consumer."""
+    """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead."""
+    w_desc, a_desc, s_desc = descs
     ready, empty = bars
+    w_smem, a_smem, s_smem = bufs
     KB, U, P, SLOTS = work
+    WA_BYTES: gl.constexpr = w_desc.block_type.nbytes + a_desc.block_type.nbytes
+    S_BYTES: gl.constexpr = s_desc.block_type.nbytes
     start, end = _segment(gl.program_id(0), P, U)
     for u in range(start, end):
         b = u - start
-        mbarrier.wait(empty.index(b % STAGES), ((b // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
-        _load(bufs, ready, descs, u, b, KB, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)
+        t = u // KB
+        kb = u - t * KB
+        stage = b % STAGES
+        mbarrier.wait(empty.index(stage), ((b // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+        if PER_CHANNEL:
+            mbarrier.expect(ready.index(stage), WA_BYTES)
+        else:
+            mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
+        if KN:
+            tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage),
+                                            w_smem.index(stage))
+        else:
+            tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage),
+                                            w_smem.index(stage))
+        tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
+        if not PER_CHANNEL:
+            tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N],
+                                            ready.index(stage), s_smem.index(stage))
 
 
 @gluon.jit
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, WS: gl.constexpr, num_warps: gl.constexpr):
+                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, num_warps: gl.constexpr):
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -269,16 +248,11 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     bufs = (w_smem, a_smem, s_smem)
     bars = (ready, empty)
     work = (KB, U, P, SLOTS)
-    ptrs = (c_ptr, s_ptr, part_ptr, count_ptr)
-    descs = (w_desc, a_desc, s_desc)
-    if WS:
-        gl.warp_specialize([
-            (_consumer, (bufs, bars, ptrs, descs, work, M, N, PER_CHANNEL, PARTIALS, GROUP_BLOCKS, STAGES, BLOCK_M,
-                         KN, WS)),
-            (_producer, (bufs, bars, descs, work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
-        ], [1], [PRODUCER_REGS])
-    else:
-        _consumer(bufs, bars, ptrs, descs, work, M, N, PER_CHANNEL, PARTIALS, GROUP_BLOCKS, STAGES, BLOCK_M, KN, WS)
+    gl.warp_specialize([
+        (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
+                     BLOCK_M, KN)),
+        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
+    ], [1], [PRODUCER_REGS])
 
 
 def supported(a: torch.Tensor, n: int) -> str | None:
@@ -341,15 +315,15 @@ def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize:
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
-                programs: int | None = None, stages: int = 4, maxnreg: int | None = 96, ws: bool = True,
+                programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
     block) units (stream-K, :func:`work_split`); None: one program a column tile. ``maxnreg`` caps each thread's
-    registers at launch (None: the compiler's choice). ``ws``: a producer warp issues the copies (warp-specialised;
-    Triton pads its partition to a warpgroup, so a program is 8 warps and two fit an SM at 96 registers); else the
-    warpgroup issues its own (4 warps: five programs an SM at 96 registers)."""
+    registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
+    partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers; a variant
+    of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100 (NOTES.md v15)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -379,5 +353,5 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     _w4a16_gluon[(programs, )](
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, WS=bool(ws), num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
+        STAGES=stages, BLOCK_M=block_m, num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
     return out
