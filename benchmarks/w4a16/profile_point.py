@@ -4,8 +4,8 @@ called a few times inside a kernelscope.region that declares its work (FLOPs and
     kernelscope run --counters --kernel _w4a16_kernel -o s.json -- \
         python3 benchmarks/w4a16/profile_point.py --k 8192 --n 8192 --m 1 --config '{"split_k": 8, ...}'
 
-``--gluon``: the Gluon decode kernel instead (`--kernel _w4a16_gluon`), its launch from ``--config`` (gluon_w4a16
-keyword arguments) or else tune_space.gluon_launch; ``--config '{"layout": "bk"}'`` reads the Triton kernel's
+``--gluon``: the Gluon decode kernel instead (`--kernel _w4a16_gluon`), its launch tune_space.gluon_launch updated
+by ``--config`` (w4a16_matmul keyword arguments); ``--config '{"layout": "bk"}'`` reads the Triton kernel's
 weights instead of to_gluon_layout's.
 """
 from __future__ import annotations
@@ -38,9 +38,13 @@ def main() -> None:
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
         from kernelscope.kernels.marlin.tune_space import gluon_launch
 
-        words = bk if cfg.pop("layout", "bg") == "bk" else to_gluon_layout(bk)
         cfg = {**gluon_launch(args.k, args.n, torch.cuda.get_device_properties(0).multi_processor_count), **cfg}
-        call = lambda: gluon_w4a16(a, words, sk, 128, args.n, **cfg)  # noqa: E731
+        if cfg.pop("layout", "bg") == "bk":
+            call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
+        else:
+            bg = to_gluon_layout(bk)
+            call = lambda: gluon_w4a16(a, bg, sk, 128, args.n, programs=cfg["programs"],  # noqa: E731
+                                       stages=cfg["num_stages"], maxnreg=cfg["maxnreg"])
     else:
         call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
     case = W4A16Case(args.m, args.k, args.n)

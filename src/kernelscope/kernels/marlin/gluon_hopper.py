@@ -13,9 +13,10 @@ Here a program is warp-specialised, as the attention kernel is:
 
 Work is split stream-K: the grid is any number of programs, and each takes an even share of the layer's
 (column tile, k block) units in tile-major order, so the grid fills the SMs evenly whatever the number of column
-tiles (:func:`work_split`). A tile shared by programs is summed by the one whose blocks complete it. In the first
-H100 sweep (one program a column tile or a k split of it, 2026-11-23) the kernel lost to the Triton kernel where
-its grid left some SMs with three programs and others with two (benchmarks/w4a16/RESULTS.md).
+tiles (:func:`work_split`). A tile shared by programs is summed by the one whose blocks complete it. A program is 8
+warps (the producer warp's partition is padded to a warpgroup), so two fit an SM at 96 registers a thread; with one
+program a column tile or a k split of it, the grids of 296 and 560 programs ran as 1.1 and 2.1 waves, and the
+kernel lost to the Triton kernel there (benchmarks/w4a16/RESULTS.md, NOTES.md v15).
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
 MMA's 64-row side and the m <= 16 tokens (padded to BLOCK_M = 8 or 16 by TMA's zero fill) its N side.
