@@ -1,10 +1,13 @@
 """W4A16Linear on the GPU: eager, captured in a CUDA graph and replayed, and under torch.compile (fullgraph).
 
-    PYTHONPATH=src python3 benchmarks/w4a16/linear_graph_check.py
+    PYTHONPATH=src python3 benchmarks/w4a16/linear_graph_check.py [--k 4096 --n 4096]
 
-Prints one line per check with the relative error against the eager output and against fp16 nn.Linear.
+Prints one line per check with the relative error against the eager output and against fp16 nn.Linear, and the
+launch the layer ran (a shape outside the shipped table is tuned on first use: on sm_90 it may be the Gluon kernel).
 """
 from __future__ import annotations
+
+import argparse
 
 import torch
 
@@ -16,11 +19,17 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def main() -> None:
+    from kernelscope.kernels.marlin.autotune import launch_for
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=4096)
+    ap.add_argument("--n", type=int, default=4096)
+    args = ap.parse_args()
     torch.manual_seed(0)
-    lin = torch.nn.Linear(4096, 4096, bias=True).half().cuda()
+    lin = torch.nn.Linear(args.k, args.n, bias=True).half().cuda()
     layer = W4A16Linear.from_linear(lin)
     for m in (1, 16):
-        x = torch.randn(m, 4096, device="cuda").half()
+        x = torch.randn(m, args.k, device="cuda").half()
         eager = layer(x)
         static_x = x.clone()
         graph = torch.cuda.CUDAGraph()
@@ -36,7 +45,8 @@ def main() -> None:
         torch.cuda.synchronize()
         compiled = torch.compile(layer, backend="eager", fullgraph=True)(x)
         print(f"m={m}: graph replay vs eager {rel(static_y, eager):.2e}, compiled vs eager {rel(compiled, eager):.2e}, "
-              f"eager vs fp16 nn.Linear {rel(eager, lin(x)):.2e}")
+              f"eager vs fp16 nn.Linear {rel(eager, lin(x)):.2e}; launch "
+              f"{launch_for(m, args.k, args.n, 128, layer.words, layer.scales).launch}")
 
 
 if __name__ == "__main__":
