@@ -95,9 +95,9 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
 
 
 # The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 16): 64-column programs of 8 warps, two per SM at 96
-# registers a thread, on a stream-K grid. In its sweep (benchmarks/w4a16/runs/issue17_session5, m = 1 and 16, six layer shapes)
-# the fastest grid was the largest multiple of the column tiles within two programs per SM, else two programs per
-# SM (the grid then shares tiles between programs), at 11 of 12 points; the twelfth was within 1 %.
+# registers a thread, on a stream-K grid. In its H100 sweep (benchmarks/w4a16/runs/issue17_session5, m = 1 and 16,
+# six layer shapes, both weight layouts) the fastest grid was the largest multiple of the column tiles within two
+# programs per SM, else two programs per SM (the grid then shares tiles between programs), at all 24 points.
 GLUON_PROGRAMS_PER_SM = 2
 GLUON_BLOCK_N = 64
 
