@@ -50,3 +50,39 @@ def test_candidates_unique_and_within_limit(m):
     assert len(got) <= 10 and len({tuple(sorted(c.items())) for c in got}) == len(got)
     for c in got:
         assert 5120 % (c["split_k"] * c["block_k"]) == 0 and 5120 % c["block_n"] == 0
+
+
+@pytest.mark.parametrize("k, n, programs", [(5120, 13824, 216), (13824, 5120, 240), (3584, 18944, 264),
+                                            (6656, 17920, 264), (5120, 5120, 240), (4096, 4096, 256)])
+def test_gluon_grid_rule(k, n, programs):
+    """The largest multiple of the column tiles within two programs per SM, else two per SM: the grids the H100
+    sweep found fastest (tests/kernels/test_w4a16_gluon_layout.py checks the rule against the recorded sweep)."""
+    from kernelscope.kernels.marlin.tune_space import gluon_programs
+
+    assert gluon_programs(k, n, SMS) == programs
+    assert gluon_programs(256, 64, SMS) == 2  # never more programs than (tile, k block) units
+
+
+def test_gluon_launch_comes_first_where_the_device_runs_it():
+    from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+    for m in (1, 16):
+        got = candidates(m, 5120, 13824, SMS, True, gluon=True)
+        assert got[0] == gluon_launch(5120, 13824, SMS) == dict(kernel="gluon", programs=216, num_stages=4, maxnreg=96)
+        assert got[1] == rule_launch(m, 5120, True)
+        assert sum(c.get("kernel") == "gluon" for c in got) == 1
+    for m, n, gluon in ((32, 13824, True), (1, 13824, False), (1, 13856, True)):  # m > 16, no sm_90, n % 64 != 0
+        assert not any(c.get("kernel") == "gluon" for c in candidates(m, 5120, n, SMS, True, gluon=gluon))
+
+
+def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
+    torch = pytest.importorskip("torch")
+    from kernelscope.kernels.marlin import w4a16_matmul
+
+    a = torch.zeros(1, 256, dtype=torch.float16)
+    words = torch.zeros(32, 256, dtype=torch.int32)
+    s = torch.zeros(2, 256, dtype=torch.float16)
+    with pytest.raises(ValueError, match="^w4a16_matmul: kernel must be 'triton' or 'gluon', got 'cutlass'.$"):
+        w4a16_matmul(a, words, s, 128, kernel="cutlass")
+    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages and maxnreg"):
+        w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
