@@ -60,8 +60,8 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
     """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches.
     ``gluon`` (the device runs the Gluon decode kernel): :func:`gluon_candidates` come first, before the rule. At
     every decode point of the H100 tuning where both were timed, the Gluon launch was 10-28 % faster than the
-    rule's (the tuning cache in benchmarks/w4a16/runs/issue17_session5/final_tune_cache.json.gz), so a tuning cut
-    short by its deadline still gets the better launch."""
+    rule's (benchmarks/w4a16/runs/issue17_session5/tune_cache_gluon_after_rule.json.gz), so a tuning cut short by
+    its deadline still gets the better launch."""
     scored = []
     # m > 64: 64-token tiles too (two row tiles at m = 128): cuBLAS beat the 128-token tile at 5120x5120 and
     # 4096x4096, m = 128, on the H100 (benchmarks/w4a16/RESULTS.md, 2026-11-23)
