@@ -38,11 +38,6 @@ def space(k: int, n: int, sms: int, layouts: tuple[str, ...] = ("bg", "bk"), sta
             for layout, st, r in itertools.product(layouts, stages, regs) for g in grids(k, n, sms)]
 
 
-def layout_kw(layout: str) -> dict:
-    """gluon_w4a16 keywords of a weight layout: bg and bk (Bk's tiles 128-byte swizzled), bk0 (Bk unswizzled)."""
-    return {"bk_swizzle": 0} if layout == "bk0" else {}
-
-
 def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
     """What a launch compiles to: its layout, stages, registers, token bucket and whether tiles are shared."""
     key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
@@ -62,7 +57,7 @@ def _compile_one(args: tuple[int, dict]) -> str:
         words = torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device="cuda")
         scales = torch.rand((k // 128, n), device="cuda").half()
         gluon_w4a16(a, words, scales, 128, n, programs=3 if key["partials"] else 4, stages=key["stages"],
-                    maxnreg=key["maxnreg"], **layout_kw(key["layout"]))
+                    maxnreg=key["maxnreg"])
         torch.cuda.synchronize()
         return "ok"
     except Exception as e:  # out of shared memory, etc.: recorded, not fatal
@@ -83,14 +78,13 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, programs, layout in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132) + [7], ("bg", "bk", "bk0")):
+        for m, programs, layout in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132) + [7], ("bg", "bk")):
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
             row = dict(k=k, n=n, groupsize=gs, m=m, programs=programs, layout=layout)
             try:
                 for _ in range(2):  # twice: the tile counters must be left at zero
-                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, programs=programs,
-                                      **layout_kw(layout)).float()
+                    got = gluon_w4a16(a, bg if layout == "bg" else bk, sk, gs, n, programs=programs).float()
                 torch.cuda.synchronize()
                 row["relative_error"] = ((got - ref).norm() / ref.norm()).item()
             except Exception as e:
@@ -103,8 +97,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     common_args(p)
     p.add_argument("--no-check", action="store_true")
-    p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout), "
-                   "bk0 (to_kernel_layout's, unswizzled in shared memory)")
+    p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
     p.add_argument("--stages", default="4,6")
     p.add_argument("--regs", default="96", help="registers a thread at launch")
     args = p.parse_args()
@@ -176,7 +169,7 @@ def main() -> int:
                     row["status"] = status
                     tried.append(row)
                     continue
-                kw = {key: v for key, v in launch.items() if key != "layout"} | layout_kw(launch["layout"])
+                kw = {key: v for key, v in launch.items() if key != "layout"}
                 words = bgs if launch["layout"] == "bg" else bks
                 row.update(check_and_time(lambda: gluon_w4a16(a, words[0][0], sk, 128, n, **kw), ref,
                                           [lambda b=b, s=s: gluon_w4a16(a, b, s, 128, n, **kw) for b, s in words],

@@ -25,7 +25,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
 bm, stages, partials, per_channel, regs, kn = (int(x) for x in sys.argv[1:7])
 bn = g.BLOCK_N.value
-wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn == 1 else 0, element_bitwidth=32, rank=2)
+wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
 sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
 w_block = f"16, {bn}" if kn else f"{bn}, 16"
@@ -50,11 +50,10 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, weights: 0 Bg, 1 Bk in
-# 128-byte-swizzled tiles, 2 Bk unswizzled)
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights)
 VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0),
             "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1), "bk-unswizzled-m1-stream-k": (8, 4, 1, 0, 96, 2)}
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -76,14 +75,11 @@ def test_no_local_memory_and_no_serialised_mma(compiled):
 
 def test_words_come_in_16_byte_loads(compiled):
     """Each thread's four words of a block are one LDS.128 in Bg (to_gluon_layout), word by word in Bk's (word,
-    column) tiles: two TMA copies of 128-byte-swizzled (16, 32) halves, or one unswizzled (16, 64) copy; no
-    shuffles unpack."""
+    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack."""
     name, out = compiled
-    kn = VARIANTS[name][5]
-    if kn:
+    if name.startswith("bk"):
         assert not any("LDS.128" in line for line in out)
-        # the activations' (BLOCK_M, 128) tile in two halves, the words in two or one
-        assert sum("UTMALDG.2D" in line for line in out) == (4 if kn == 1 else 3)
+        assert sum("UTMALDG.2D" in line for line in out) == 4  # two halves each: the words, the activations
     else:
         assert sum("LDS.128" in line for line in out) >= 2
     assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most

@@ -316,14 +316,13 @@ def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize:
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
-                programs: int | None = None, stages: int = 4, maxnreg: int | None = 96, bk_swizzle: int = 128,
+                programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
     block) units (stream-K, :func:`work_split`); None: one program a column tile. ``maxnreg`` caps each thread's
-    registers at launch (None: the compiler's choice). ``bk_swizzle``: Bk's tiles in shared memory, 128-byte swizzled
-    (two TMA copies a block) or 0 (one copy, 4-way bank conflicts). A program is 8 warps: Triton pads the producer warp's
+    registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
     partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers; a variant
     of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100 (NOTES.md v15)."""
     why = supported(a, n)
@@ -340,8 +339,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
     per_channel = rows == k
     if kn:
-        w_layout = gl.NVMMASharedLayout(bk_swizzle, 32, rank=2)
-        w_desc = TensorDescriptor.from_tensor(words, [WORDS, block_n], w_layout)
+        w_desc = TensorDescriptor.from_tensor(words, [WORDS, block_n], gl.NVMMASharedLayout(128, 32, rank=2))
     else:
         w_desc = TensorDescriptor.from_tensor(words, [block_n, WORDS], gl.NVMMASharedLayout(0, 32, rank=2))
     a_desc = TensorDescriptor.from_tensor(a, [block_m, pack_k],
