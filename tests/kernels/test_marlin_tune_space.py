@@ -86,3 +86,10 @@ def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
         w4a16_matmul(a, words, s, 128, kernel="cutlass")
     with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages and maxnreg"):
         w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
+
+
+def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():
+    gluon_row = dict(kernel="gluon", programs=256, num_stages=4, maxnreg=96)
+    triton_row = dict(block_m=16, block_n=64, block_k=128, split_k=2, num_warps=4, num_stages=3, swap_ab=True)
+    got = candidates(1, 5120, 13824, SMS, True, warm_start=[gluon_row, triton_row], limit=30)
+    assert gluon_row not in got and triton_row in got

@@ -41,8 +41,9 @@ Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C),
 
 
 class W4A16Call:
-    """The Triton kernel with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
-    shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only)."""
+    """``w4a16_matmul`` with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
+    shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only). The
+    launch runs the Triton kernel, or on sm_90 at m <= 16 the Gluon decode kernel where it was measured faster."""
 
     def __init__(self, wt: Weights, tune: bool | None = None) -> None:
         from kernelscope.kernels.marlin import to_kernel_layout

@@ -91,7 +91,9 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
         if launch not in out:
             out.append(launch)
     head = out[: max(1, limit - len(warm_start))]
-    for launch in warm_start:  # the shipped table's launches at this m, where they divide this k
+    for launch in warm_start:  # the shipped table's Triton launches at this m, where they divide this k
+        if launch.get("kernel") == "gluon":  # a grid for another shape: gluon_candidates gives this shape's
+            continue
         if launch not in head and k % (launch.get("split_k", 1) * launch.get("block_k", 128)) == 0:
             head.append(dict(launch))
     return head[:limit]
