@@ -129,20 +129,28 @@ def _key_loop(q, q_bar, k_smem, v_smem, k_ready, v_ready, k_free, v_free, k_desc
 
 
 @gluon.jit
-def _attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-                    BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+def _program_rows(seq, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """This program's rows: the first row of its (batch, head) in the 2-D views, its first query row, and how many
+    key blocks it visits (causal: up to its diagonal; the longest rows are handed out first)."""
     n_m = seq // BLOCK_M
     pid = gl.program_id(0)
     if CAUSAL:
-        start_m = n_m - 1 - pid  # the longest rows first
+        start_m = n_m - 1 - pid
     else:
         start_m = pid
-    row0 = gl.program_id(1) * seq  # first row of this (batch, head) in the 2-D views
+    row0 = gl.program_id(1) * seq
     q_start = start_m * BLOCK_M
     if CAUSAL:
         n = (q_start + BLOCK_M) // BLOCK_N
     else:
         n = seq // BLOCK_N
+    return row0, q_start, n
+
+
+@gluon.jit
+def _attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                    BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    row0, q_start, n = _program_rows(seq, BLOCK_M, BLOCK_N, CAUSAL)
     dtype: gl.constexpr = q_desc.dtype
 
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
@@ -286,18 +294,7 @@ def _attn_fwd_gluon_ws(q_desc, k_desc, v_desc, o_desc, seq, qk_scale, HEAD_DIM: 
                        BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                        CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
     ROWS: gl.constexpr = BLOCK_M // 2
-    n_m = seq // BLOCK_M
-    pid = gl.program_id(0)
-    if CAUSAL:
-        start_m = n_m - 1 - pid
-    else:
-        start_m = pid
-    row0 = gl.program_id(1) * seq
-    q_start = start_m * BLOCK_M
-    if CAUSAL:
-        n = (q_start + BLOCK_M) // BLOCK_N
-    else:
-        n = seq // BLOCK_N
+    row0, q_start, n = _program_rows(seq, BLOCK_M, BLOCK_N, CAUSAL)
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
     o_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], o_desc.layout)
