@@ -59,7 +59,7 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
                limit: int = 10, gluon: bool = False) -> list[dict[str, Any]]:
     """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches.
     ``gluon`` (the device runs the Gluon decode kernel): :func:`gluon_candidates` come first, before the rule. At
-    every decode point of the H100 tuning where both were timed, the Gluon launch was 10-28 % faster than the
+    every decode point of the H100 tuning where both were timed, the Gluon launch ran 1.10-1.35x as fast as the
     rule's (benchmarks/w4a16/runs/issue17_session5/tune_cache_gluon_after_rule.json.gz), so a tuning cut short by
     its deadline still gets the better launch."""
     scored = []
