@@ -1,7 +1,8 @@
 """Put the Gluon decode kernel into the shipped H100 table where a graph-time sweep measured it faster.
 
     python3 benchmarks/w4a16/add_gluon_rows.py runs/issue17_session5/streamk_sweep_h100.json.gz \
-        runs/issue17_session5/shipped_shapes_sweep_h100.json.gz
+        runs/issue17_session5/shipped_shapes_sweep_h100.json.gz    # fifth session, the rule's launch of then
+    python3 benchmarks/w4a16/add_gluon_rows.py runs/issue17_session6/tiles_sweep_h100.json.gz  # sixth session
 
 For every (k, n, m) row of the table that a sweep (sweep_gluon.py) timed, the Gluon kernel on the table's own weight
 layout (Bk) with the rule's grid (tune_space.gluon_launch) replaces the row's launch when it was more than 1 % faster
@@ -40,7 +41,8 @@ def main() -> int:
                 continue  # not a table shape, or the sweep did not time the table's launch
             launch = gluon_launch(point["k"], point["n"], 132)
             gluon_us = [t["us"] for t in point["tried"] if t.get("status") == "ok" and t["launch"]["layout"] == "bk"
-                        and t["launch"]["programs"] == launch["programs"] and t["launch"]["stages"] == 4]
+                        and (t["launch"]["programs"], t["launch"]["stages"], t["launch"]["maxnreg"])
+                        == (launch["programs"], launch["num_stages"], launch["maxnreg"])]
             if gluon_us and gluon_us[0] < MARGIN * point["triton_us"]:
                 row.update(launch=launch, median_us=round(gluon_us[0], 2), timing="cuda-graph",
                            round=f"gluon-sweep-{sweep['utc'][:10]}",

@@ -24,18 +24,20 @@ import time
 from sweep_graph import check_and_time, common_args, copy_bandwidth, precompile  # this folder's sweep
 
 
-def grids(k: int, n: int, sms: int) -> list[int]:
-    """Program counts to try: one a column tile and 2-4 times that (a whole-tile or k-split launch), and 1-4
-    programs an SM (stream-K shares)."""
+def grids(k: int, n: int, sms: int, multiples: int = 4, per_sm: float | None = None) -> list[int]:
+    """Program counts to try: one a column tile and 2..``multiples`` times that (a whole-tile or k-split launch;
+    past one a tile only within ``per_sm`` programs an SM, when given), and 1-4 programs an SM (stream-K shares)."""
     tiles, units = n // 64, n // 64 * (k // 128)
-    return sorted({g for c in range(1, 5) for g in (c * tiles, c * sms) if g <= units})
+    whole = {c * tiles for c in range(1, multiples + 1) if c == 1 or per_sm is None or c * tiles <= per_sm * sms}
+    return sorted(g for g in whole | {c * sms for c in range(1, 5)} if g <= units)
 
 
 def space(k: int, n: int, sms: int, layouts: tuple[str, ...] = ("bg", "bk"), stages: tuple[int, ...] = (4, ),
-          regs: tuple[int, ...] = (96, )) -> list[dict]:
+          regs: tuple[int, ...] = (96, ), multiples: int = 4, per_sm: float | None = None) -> list[dict]:
     """Launches of the Gluon kernel for a (k, n) layer: weight layout, programs, stages, registers a thread."""
     return [dict(layout=layout, programs=g, stages=st, maxnreg=r)
-            for layout, st, r in itertools.product(layouts, stages, regs) for g in grids(k, n, sms)]
+            for layout, st, r in itertools.product(layouts, stages, regs)
+            for g in grids(k, n, sms, multiples, per_sm)]
 
 
 def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
@@ -100,12 +102,14 @@ def main() -> int:
     p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
     p.add_argument("--stages", default="4,6")
     p.add_argument("--regs", default="96", help="registers a thread at launch")
+    p.add_argument("--tile-multiples", type=int, default=4, help="grids of up to this many programs a column tile")
+    p.add_argument("--per-sm", type=float, help="grids of more than one program a tile within this many an SM")
     args = p.parse_args()
     import torch
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dims = (tuple(args.layouts.split(",")), tuple(int(x) for x in args.stages.split(",")),
-            tuple(int(x) for x in args.regs.split(",")))
+            tuple(int(x) for x in args.regs.split(",")), args.tile_multiples, args.per_sm)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms = [int(x) for x in args.m.split(",")]
     jobs = {}

@@ -52,15 +52,29 @@ def test_candidates_unique_and_within_limit(m):
         assert 5120 % (c["split_k"] * c["block_k"]) == 0 and 5120 % c["block_n"] == 0
 
 
-@pytest.mark.parametrize("k, n, programs", [(5120, 13824, 216), (13824, 5120, 240), (3584, 18944, 264),
-                                            (6656, 17920, 264), (5120, 5120, 240), (4096, 4096, 256)])
-def test_gluon_grid_rule(k, n, programs):
-    """The largest multiple of the column tiles within two programs per SM, else two per SM: the grids the H100
-    sweep found fastest (tests/kernels/test_w4a16_gluon_layout.py checks the rule against the recorded sweep)."""
+@pytest.mark.parametrize("k, n, programs, per_sm", [(5120, 13824, 216, 2), (13824, 5120, 240, 2), (5120, 5120, 240, 2),
+                                                    (4096, 4096, 256, 2), (3584, 18944, 296, 3), (6656, 17920, 280, 3),
+                                                    (8192, 28672, 448, 4), (4096, 128256, 264, 2)])
+def test_gluon_grid_rule(k, n, programs, per_sm):
+    """Whole multiples of the column tiles within two programs an SM, else one program a tile up to four an SM, else
+    two an SM sharing tiles (tests/kernels/test_w4a16_gluon_layout.py checks the rule against the recorded sweeps)."""
     from kernelscope.kernels.marlin.tune_space import gluon_programs
 
-    assert gluon_programs(k, n, SMS) == programs
-    assert gluon_programs(256, 64, SMS) == 2  # never more programs than (tile, k block) units
+    assert gluon_programs(k, n, SMS) == (programs, per_sm)
+    assert gluon_programs(256, 64, SMS) == (2, 2)  # never more programs than (tile, k block) units
+
+
+def test_gluon_launch_registers_fit_its_programs_an_sm():
+    """The registers at launch let the rule's programs (8 warps each) be resident at once: 65536 a SM."""
+    from kernelscope.kernels.marlin.tune_space import gluon_launch, gluon_programs
+
+    for k, n in ((5120, 13824), (3584, 18944), (8192, 28672), (4096, 4096)):
+        launch = gluon_launch(k, n, SMS)
+        _, per_sm = gluon_programs(k, n, SMS)
+        assert per_sm * 256 * launch["maxnreg"] <= 65536 < (per_sm + 1) * 256 * launch["maxnreg"]
+    assert gluon_launch(5120, 13824, SMS)["num_stages"] == 6  # two an SM, 40 blocks each
+    assert gluon_launch(4096, 4096, SMS)["num_stages"] == 4  # two an SM, 8 blocks each
+    assert gluon_launch(8192, 28672, SMS)["num_stages"] == 4  # four an SM
 
 
 def test_gluon_launch_comes_first_where_the_device_runs_it():
@@ -68,7 +82,7 @@ def test_gluon_launch_comes_first_where_the_device_runs_it():
 
     for m in (1, 16):
         got = candidates(m, 5120, 13824, SMS, True, gluon=True)
-        assert got[0] == gluon_launch(5120, 13824, SMS) == dict(kernel="gluon", programs=216, num_stages=4, maxnreg=96)
+        assert got[0] == gluon_launch(5120, 13824, SMS) == dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96)
         assert got[1] == rule_launch(m, 5120, True)
         assert sum(c.get("kernel") == "gluon" for c in got) == 1
     for m, n, gluon in ((32, 13824, True), (1, 13824, False), (1, 13856, True)):  # m > 16, no sm_90, n % 64 != 0

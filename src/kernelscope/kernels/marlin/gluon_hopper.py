@@ -14,9 +14,9 @@ Here a program is warp-specialised, as the attention kernel is:
 Work is split stream-K: the grid is any number of programs, and each takes an even share of the layer's
 (column tile, k block) units in tile-major order, so the grid fills the SMs evenly whatever the number of column
 tiles (:func:`work_split`). A tile shared by programs is summed by the one whose blocks complete it. A program is 8
-warps (the producer warp's partition is padded to a warpgroup), so two fit an SM at 96 registers a thread; with one
-program a column tile or a k split of it, the grids of 296 and 560 programs ran as 1.1 and 2.1 waves, and the
-kernel lost to the Triton kernel there (benchmarks/w4a16/RESULTS.md, NOTES.md v15).
+warps (the producer warp's partition is padded to a warpgroup), so two fit an SM at 96 registers a thread, three at
+80 and four at 64 (the consumer warpgroup still gets 104-168 by ``setmaxnreg``); :func:`tune_space.gluon_launch`
+picks the grid and the registers together (benchmarks/w4a16/NOTES.md v15, v16).
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
 MMA's 64-row side and the m <= 16 tokens (padded to BLOCK_M = 8 or 16 by TMA's zero fill) its N side.
@@ -323,8 +323,9 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
     block) units (stream-K, :func:`work_split`); None: one program a column tile. ``maxnreg`` caps each thread's
     registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
-    partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers; a variant
-    of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100 (NOTES.md v15)."""
+    partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
+    four at 64); a variant of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100
+    (NOTES.md v15)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")

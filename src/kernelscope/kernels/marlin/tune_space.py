@@ -99,32 +99,50 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
     return head[:limit]
 
 
-# The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 16): 64-column programs of 8 warps, two per SM at 96
-# registers a thread, on a stream-K grid. In its H100 sweep (benchmarks/w4a16/runs/issue17_session5, m = 1 and 16,
-# six layer shapes, both weight layouts) the fastest grid was the largest multiple of the column tiles within two
-# programs per SM, else two programs per SM (the grid then shares tiles between programs), at all 24 points.
-GLUON_PROGRAMS_PER_SM = 2
+# The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 16): 64-column programs of 8 warps (the producer warp's
+# partition is padded to a warpgroup), on a stream-K grid. Registers a thread at launch for r programs resident an SM
+# (65536 registers / (256 threads x r), rounded down to 8): the consumer warpgroup still gets 104-168 registers by
+# setmaxnreg, without spills.
 GLUON_BLOCK_N = 64
+GLUON_REGISTERS = {2: 96, 3: 80, 4: 64}
+# In the H100 sweeps (benchmarks/w4a16/runs/issue17_session5 and issue17_session6, m = 1 and 16) grids whose programs
+# share column tiles unevenly (stream-K shares) lost to grids of whole multiples of the tiles wherever one fitted in a
+# wave; so the grid is the largest multiple of the tiles within two programs an SM, else one program a tile with the
+# registers that make it one wave (up to four an SM), else two an SM sharing tiles (not measured past 4 an SM).
+GLUON_PROGRAMS_PER_SM = 2
+GLUON_MAX_PROGRAMS_PER_SM = 4
+# Six stages were 1-3 % faster than four where two programs an SM each stream >= 32 blocks of k (5120x13824,
+# 13824x5120); four were as fast or faster everywhere else (up to 7 % at 8192x28672, four programs an SM).
+GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
 
 
-def gluon_programs(k: int, n: int, sm_count: int) -> int:
-    """The Gluon kernel's grid for a (k, n) layer: the largest multiple of its column tiles within
-    GLUON_PROGRAMS_PER_SM programs per SM, else that many programs per SM (at most one a unit)."""
+def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
+    """The Gluon kernel's grid for a (k, n) layer and the programs it puts on an SM: the largest multiple of the
+    column tiles within GLUON_PROGRAMS_PER_SM programs an SM; else one program a tile when the tiles fit
+    GLUON_MAX_PROGRAMS_PER_SM an SM; else GLUON_PROGRAMS_PER_SM an SM sharing tiles (at most one a unit)."""
     tiles = n // GLUON_BLOCK_N
     slots = GLUON_PROGRAMS_PER_SM * sm_count
-    programs = tiles * (slots // tiles) if tiles <= slots else slots
-    return min(programs, tiles * (k // 128))
+    if tiles <= slots:
+        return min(tiles * (slots // tiles), tiles * (k // 128)), GLUON_PROGRAMS_PER_SM
+    if tiles <= GLUON_MAX_PROGRAMS_PER_SM * sm_count:
+        return tiles, math.ceil(tiles / sm_count)
+    return slots, GLUON_PROGRAMS_PER_SM
 
 
 def gluon_launch(k: int, n: int, sm_count: int) -> dict[str, Any]:
     """The Gluon kernel's launch for a (k, n) layer, as ``w4a16_matmul`` keyword arguments: the grid of
-    :func:`gluon_programs`, four stages, 96 registers a thread."""
-    return dict(kernel="gluon", programs=gluon_programs(k, n, sm_count), num_stages=4, maxnreg=96)
+    :func:`gluon_programs`, the registers that fit its programs an SM, six stages where two programs an SM stream
+    many blocks each, else four."""
+    programs, per_sm = gluon_programs(k, n, sm_count)
+    blocks = n // GLUON_BLOCK_N * (k // 128) / programs
+    deep = per_sm == GLUON_PROGRAMS_PER_SM and blocks >= GLUON_DEEP_BLOCKS
+    return dict(kernel="gluon", programs=programs, num_stages=GLUON_DEEP_STAGES if deep else 4,
+                maxnreg=GLUON_REGISTERS[per_sm])
 
 
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
-    """The Gluon launch the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's grid,
-    the fastest at every point of the H100 sweep (the other grids it tried never won)."""
+    """The Gluon launch the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's, within
+    1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16)."""
     if m > 16 or n % GLUON_BLOCK_N or k % 128:
         return []
     return [gluon_launch(k, n, sm_count)]
