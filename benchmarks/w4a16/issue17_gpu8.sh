@@ -4,6 +4,8 @@
 #                                                 # thread at launch 64 / 80 / 96 (4 / 3 / 2 programs an SM), 4-8 stages
 #   bash benchmarks/w4a16/issue17_gpu8.sh tiles   # the same at 64 / 80 registers with up to 8 programs a column tile
 #                                                 # within 4 an SM, on the layers whose tiles are few or many
+#   bash benchmarks/w4a16/issue17_gpu8.sh ab      # ab_gluon.py: the kernel against B=gluon_hopper_prev (a copy of
+#                                                 # the module of commit 623abca put beside it), at the rule's launches
 #   bash benchmarks/w4a16/issue17_gpu8.sh final   # first-use tuning from empty caches, then 3 benchmark runs
 #                                                 # (issue17_gpu5.sh: shipped path, cuBLAS, tinygemm; graph time)
 #   bash benchmarks/w4a16/issue17_gpu8.sh check   # the Gluon kernel's GPU tests
@@ -19,8 +21,10 @@ case "${1:-}" in
   tiles) timeout 540 python benchmarks/w4a16/sweep_gluon.py --shapes "${SHAPES_T:-13824x5120,5120x5120,4096x4096,8192x28672}" \
            --m "${MS:-1,16}" --layouts bk --stages 4,6 --regs 64,80 --tile-multiples 8 --per-sm 4 --no-check \
            --out "$OUT/tiles_sweep.json" 2>&1 | grep -v "kernelscope: tuning" ;;
+  ab) timeout 300 python benchmarks/w4a16/ab_gluon.py --b kernelscope.kernels.marlin.gluon_hopper_prev \
+        --shapes "$SHAPES,8192x28672" --m 1,16 --out "$OUT/ab.json" 2>&1 | grep -v "kernelscope: tuning" ;;
   final) IMPLS=w4a16,cublas,tinygemm KERNELS=w4a16 OUT=$OUT bash benchmarks/w4a16/issue17_gpu5.sh ;;
   check) timeout 500 python -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_w4a16_gluon_gpu.py \
            tests/gpu/test_bench_w4a16_gpu.py 2>&1 | tail -15 ;;
-  *) echo "usage: $0 regs|tiles|final|check" >&2; exit 2 ;;
+  *) echo "usage: $0 regs|tiles|ab|final|check" >&2; exit 2 ;;
 esac

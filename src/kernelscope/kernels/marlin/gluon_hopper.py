@@ -120,6 +120,12 @@ def _segment(pid, P, U):
 
 
 @gluon.jit
+def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr):
+    """Partial slot j of a tile (zeros past its count: x + 0.0 is x, so the sum is the same)."""
+    return gl.load(parts + j * (BLOCK_N * BLOCK_M) + offs, mask=mask & (j < count), other=0.0, cache_modifier=".cg")
+
+
+@gluon.jit
 def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
             BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
@@ -148,9 +154,15 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
             done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
             if done + (k1 - k0) == KB:
                 total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-                for j in range(0, last - first + 1):
-                    total += gl.load(parts + j * (BLOCK_N * BLOCK_M) + offs, mask=mask, other=0.0,
-                                     cache_modifier=".cg")
+                # four slots' loads issued together (masked past the last slot), then added in slot order: a loop
+                # of one slot a trip waited one L2 round trip per slot (ptxas peeled the remainder trips)
+                count = last - first + 1
+                for j in range(0, count, 4):
+                    p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
+                    total = (((total + p0) + p1) + p2) + p3
                 gl.store(c_ptrs, total.to(gl.float16), mask=mask)
                 gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
     else:
