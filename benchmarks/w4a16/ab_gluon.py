@@ -1,12 +1,13 @@
-"""A/B of two versions of the Gluon W4A16 kernel module in one run, at the launch rule's launch (graph time, cold L2).
+"""A/B of two versions of the Gluon W4A16 kernel in one run, at the launch rule's launch (graph time, cold L2).
 
     PYTHONPATH=src python3 benchmarks/w4a16/ab_gluon.py --b kernelscope.kernels.marlin.gluon_hopper_prev \
         --shapes 13824x5120,4096x4096 --m 1,16 --out ab.json
+    PYTHONPATH=src python3 benchmarks/w4a16/ab_gluon.py --b-kwargs '{"sync_mma": true}' ...
 
 A is ``kernelscope.kernels.marlin.gluon_hopper``; B a copy of an earlier version put beside it for the run (the
-sixth session's was the module of commit 623abca). Each launch is first checked against the fp32 reference, then
-A and B are timed in turn ``--rounds`` times on the same weight copies (tune_space.gluon_launch, Bk); the table
-gives each one's median and B / A.
+sixth session's first A/B used the module of commit 623abca), or the same module with other keyword arguments.
+Each launch is first checked against the fp32 reference, then A and B are timed in turn ``--rounds`` times on the
+same weight copies (tune_space.gluon_launch, Bk); the table gives each one's median and B / A.
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from sweep_graph import check_and_time, common_args  # this folder's sweep
 def main() -> int:
     p = argparse.ArgumentParser()
     common_args(p)
-    p.add_argument("--b", required=True, help="module of the other version (same API as gluon_hopper)")
+    p.add_argument("--b", default="kernelscope.kernels.marlin.gluon_hopper",
+                   help="module of the other version (same API as gluon_hopper)")
+    p.add_argument("--b-kwargs", default="{}", help="JSON keyword arguments added to B's calls")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     import torch
@@ -37,8 +40,10 @@ def main() -> int:
     mods = {"a": importlib.import_module("kernelscope.kernels.marlin.gluon_hopper"),
             "b": importlib.import_module(args.b)}
     props = torch.cuda.get_device_properties(0)
-    doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "b": args.b, "rows": []}
-    print(f"{props.name}, {doc['utc']}: A = gluon_hopper, B = {args.b}", flush=True)
+    b_kwargs = json.loads(args.b_kwargs)
+    doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "b": args.b,
+           "b_kwargs": b_kwargs, "rows": []}
+    print(f"{props.name}, {doc['utc']}: A = gluon_hopper, B = {args.b} {b_kwargs}", flush=True)
     print("| k x n | m | launch | A us | B us | B / A |\n|---|---:|---|---:|---:|---:|", flush=True)
     for shape in args.shapes.split(","):
         k, n = (int(x) for x in shape.split("x"))
@@ -46,7 +51,7 @@ def main() -> int:
         bk, sk = to_kernel_layout(wt.B, wt.s, 128)
         copies = [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2,
                                                                                           props.L2_cache_size) - 1)]
-        launch = gluon_launch(k, n, props.multi_processor_count)
+        launch = gluon_launch(k, n, props.multi_processor_count, 16)  # the warpgroup MMA; B's kwargs may change it
         kw = dict(programs=launch["programs"], stages=launch["num_stages"], maxnreg=launch["maxnreg"])
         for m in (int(x) for x in args.m.split(",")):
             a = torch.randn((m, k), device="cuda").half()
@@ -55,8 +60,9 @@ def main() -> int:
             status = {}
             for _, name in itertools.product(range(args.rounds), ("a", "b")):
                 fn = mods[name].gluon_w4a16
-                row = check_and_time(lambda: fn(a, bk, sk, 128, n, **kw), ref,
-                                     [lambda b=b, s=s: fn(a, b, s, 128, n, **kw) for b, s in copies], args.replays)
+                kws = {**kw, **b_kwargs} if name == "b" else kw
+                row = check_and_time(lambda: fn(a, bk, sk, 128, n, **kws), ref,
+                                     [lambda b=b, s=s: fn(a, b, s, 128, n, **kws) for b, s in copies], args.replays)
                 status[name] = row["status"]
                 if row["status"] == "ok":
                     times[name].append(row["us"])

@@ -39,7 +39,7 @@ def main() -> int:
             row = rows.get(key)
             if row is None or row["launch"] != point["triton_launch"]:
                 continue  # not a table shape, or the sweep did not time the table's launch
-            launch = gluon_launch(point["k"], point["n"], 132)
+            launch = gluon_launch(point["k"], point["n"], 132, 16)  # the sweeps timed the warpgroup MMA only
             gluon_us = [t["us"] for t in point["tried"] if t.get("status") == "ok" and t["launch"]["layout"] == "bk"
                         and (t["launch"]["programs"], t["launch"]["stages"], t["launch"]["maxnreg"])
                         == (launch["programs"], launch["num_stages"], launch["maxnreg"])]

@@ -38,13 +38,14 @@ def main() -> None:
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
         from kernelscope.kernels.marlin.tune_space import gluon_launch
 
-        cfg = {**gluon_launch(args.k, args.n, torch.cuda.get_device_properties(0).multi_processor_count), **cfg}
+        cfg = {**gluon_launch(args.k, args.n, torch.cuda.get_device_properties(0).multi_processor_count, args.m), **cfg}
         if cfg.pop("layout", "bg") == "bk":
             call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
         else:
             bg = to_gluon_layout(bk)
             call = lambda: gluon_w4a16(a, bg, sk, 128, args.n, programs=cfg["programs"],  # noqa: E731
-                                       stages=cfg["num_stages"], maxnreg=cfg["maxnreg"])
+                                       stages=cfg["num_stages"], maxnreg=cfg["maxnreg"],
+                                       sync_mma=cfg.get("sync_mma", False))
     else:
         call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
     case = W4A16Case(args.m, args.k, args.n)

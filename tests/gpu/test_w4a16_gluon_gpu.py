@@ -1,6 +1,6 @@
 """The Gluon W4A16 kernel against the fp32 reference on a Hopper GPU (pytest -m gpu on the GPU machine).
 
-Both weight layouts (Bg, Bk), 1 and 13 tokens, groups of 128 and one
+Both weight layouts (Bg, Bk), both MMAs (warpgroup, mma.sync), 1 and 13 tokens, groups of 128 and one
 group per column, grids of whole tiles and of shared (stream-K) tiles, down to one unit a program; every launch
 runs twice, so a launch must leave its tile counters at zero."""
 from __future__ import annotations
@@ -36,8 +36,9 @@ def weights(request):
 
 
 # programs: one a tile (None), a divisor of the tiles (whole tiles), 5, 36 and 100 (shared tiles), one a unit (0)
-@pytest.mark.parametrize("m,programs,layout", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), ("bg", "bk"))))
-def test_matches_the_reference(weights, m, programs, layout):
+@pytest.mark.parametrize("m,programs,layout,sync", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0),
+                                                                           ("bg", "bk"), (False, True))))
+def test_matches_the_reference(weights, m, programs, layout, sync):
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
@@ -47,9 +48,9 @@ def test_matches_the_reference(weights, m, programs, layout):
     a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     for _ in range(2):
-        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs).float()
+        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs, sync_mma=sync).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 1e-2, (m, programs, layout, err)
+        assert err < 1e-2, (m, programs, layout, sync, err)
 
 
 def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
@@ -60,7 +61,8 @@ def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
     gs, k, n, wt, words, sk = weights
     a = torch.randn((5, k), device="cuda").half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
-    launch = gluon_launch(k, n, torch.cuda.get_device_properties(0).multi_processor_count)
+    launch = gluon_launch(k, n, torch.cuda.get_device_properties(0).multi_processor_count, 5)
+    assert launch["sync_mma"]  # m = 5 at 12 tiles: two programs an SM
     got = w4a16_matmul(a, words["bk"], sk, gs, **launch).float()
     assert ((got - ref).norm() / ref.norm()).item() < 1e-2
 

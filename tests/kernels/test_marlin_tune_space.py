@@ -69,12 +69,15 @@ def test_gluon_launch_registers_fit_its_programs_an_sm():
     from kernelscope.kernels.marlin.tune_space import gluon_launch, gluon_programs
 
     for k, n in ((5120, 13824), (3584, 18944), (8192, 28672), (4096, 4096)):
-        launch = gluon_launch(k, n, SMS)
+        launch = gluon_launch(k, n, SMS, 1)
         _, per_sm = gluon_programs(k, n, SMS)
         assert per_sm * 256 * launch["maxnreg"] <= 65536 < (per_sm + 1) * 256 * launch["maxnreg"]
-    assert gluon_launch(5120, 13824, SMS)["num_stages"] == 6  # two an SM, 40 blocks each
-    assert gluon_launch(4096, 4096, SMS)["num_stages"] == 4  # two an SM, 8 blocks each
-    assert gluon_launch(8192, 28672, SMS)["num_stages"] == 4  # four an SM
+    assert gluon_launch(5120, 13824, SMS, 1)["num_stages"] == 6  # two an SM, 40 blocks each
+    assert gluon_launch(4096, 4096, SMS, 1)["num_stages"] == 4  # two an SM, 8 blocks each
+    assert gluon_launch(8192, 28672, SMS, 1)["num_stages"] == 4  # four an SM
+    # mma.sync at m <= 8 below four programs an SM
+    assert [gluon_launch(5120, 13824, SMS, m).get("sync_mma", False) for m in (1, 8, 9, 16)] == [True, True, False, False]
+    assert gluon_launch(3584, 18944, SMS, 1)["sync_mma"] and "sync_mma" not in gluon_launch(8192, 28672, SMS, 1)
 
 
 def test_gluon_launch_comes_first_where_the_device_runs_it():
@@ -82,7 +85,8 @@ def test_gluon_launch_comes_first_where_the_device_runs_it():
 
     for m in (1, 16):
         got = candidates(m, 5120, 13824, SMS, True, gluon=True)
-        assert got[0] == gluon_launch(5120, 13824, SMS) == dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96)
+        assert got[0] == gluon_launch(5120, 13824, SMS, m) == dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96,
+                                                                   **({"sync_mma": True} if m <= 8 else {}))
         assert got[1] == rule_launch(m, 5120, True)
         assert sum(c.get("kernel") == "gluon" for c in got) == 1
     for m, n, gluon in ((32, 13824, True), (1, 13824, False), (1, 13856, True)):  # m > 16, no sm_90, n % 64 != 0
@@ -98,8 +102,10 @@ def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
     s = torch.zeros(2, 256, dtype=torch.float16)
     with pytest.raises(ValueError, match="^w4a16_matmul: kernel must be 'triton' or 'gluon', got 'cutlass'.$"):
         w4a16_matmul(a, words, s, 128, kernel="cutlass")
-    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages and maxnreg"):
+    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg and "):
         w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
+    with pytest.raises(ValueError, match=r"^w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel"):
+        w4a16_matmul(a, words, s, 128, sync_mma=True)
 
 
 def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():

@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn = (int(x) for x in sys.argv[1:7])
+bm, stages, partials, per_channel, regs, kn, sync = (int(x) for x in sys.argv[1:8])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -33,7 +33,7 @@ sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "num_warps": 4}
+          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -50,10 +50,11 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights)
-VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0),
-            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1)}
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0),
+            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1), "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -75,7 +76,7 @@ def test_no_local_memory_and_no_serialised_mma(compiled):
 
 def test_words_come_in_16_byte_loads(compiled):
     """Each thread's four words of a block are one LDS.128 in Bg (to_gluon_layout), word by word in Bk's (word,
-    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack."""
+    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack (either MMA)."""
     name, out = compiled
     if name.startswith("bk"):
         assert not any("LDS.128" in line for line in out)
@@ -88,7 +89,16 @@ def test_words_come_in_16_byte_loads(compiled):
 
 
 def test_each_mma_is_waited_for_before_the_next_block(compiled):
-    _, out = compiled
+    """The warpgroup MMA: one wait a block, for all its MMAs. mma.sync: eight m16n8k16 MMAs a block in four chains
+    of two (each nibble slice its own sum), and no warpgroup MMA at all."""
+    name, out = compiled
+    mmas = [line for line in out if "HMMA.16816.F32" in line]
+    if "sync" in name:
+        assert not any("HGMMA" in line or "WARPGROUP" in line for line in out)
+        assert len(mmas) == 8
+        zero = [line for line in mmas if line.rstrip(" ;").endswith("RZ")]
+        assert len(zero) == 4  # four sums start from zero: the chains are independent
+        return
     waits = [line for line in out if "WARPGROUP.DEPBAR" in line]
     assert waits and all("gsb0, 0x0" in w for w in waits), waits
 

@@ -66,7 +66,7 @@ def _sweep_points(run):
         times = {(t["launch"]["programs"], t["launch"]["maxnreg"], t["launch"]["stages"]): t["us"]
                  for t in row["tried"] if t.get("status") == "ok" and t["launch"]["layout"] == layout}
         if times:
-            rule = gluon_launch(row["k"], row["n"], 132)
+            rule = gluon_launch(row["k"], row["n"], 132, row["m"])
             yield row, layout, times, (rule["programs"], rule["maxnreg"], rule["num_stages"])
 
 

@@ -82,7 +82,7 @@ class W4A16GluonCall:
         from kernelscope.kernels.marlin.tune_space import gluon_launch
 
         sms = torch.cuda.get_device_properties(self.bg.device).multi_processor_count
-        return {"launch": gluon_launch(self.wt.k, self.wt.n, sms), "launch_source": "rule (tune_space.gluon_launch)"}
+        return {"launch": gluon_launch(self.wt.k, self.wt.n, sms, m), "launch_source": "rule (tune_space.gluon_launch)"}
 
     def __call__(self, a: Any) -> Any:
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
@@ -91,7 +91,8 @@ class W4A16GluonCall:
             return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n)
         launch = self.launch_info(a.shape[0])["launch"]
         return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, programs=launch["programs"],
-                           stages=launch["num_stages"], maxnreg=launch["maxnreg"])
+                           stages=launch["num_stages"], maxnreg=launch["maxnreg"],
+                           sync_mma=launch.get("sync_mma", False))
 
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:

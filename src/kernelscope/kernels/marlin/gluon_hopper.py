@@ -28,7 +28,10 @@ one copy of a model's weights serves both kernels): (16, 64) tiles in 128-byte-s
 by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way unswizzled); 1-3 % slower than Bg on the H100.
 
 The consumer waits for each block's MMA before it unpacks the next and adds the block's sum times its scales in
-fp32, as the Triton kernel does. A loop that chained the MMAs on weights scaled in fp16 at the unpack was 5-9 %
+fp32, as the Triton kernel does. With ``sync_mma`` it multiplies with mma.sync instead (m16n8k16, each warp its 16
+columns, four independent 32-deep sums a block, the stage released as soon as its operands are in registers): 1-2 %
+faster at m <= 8 on the H100 where two or three programs share an SM, slower at m = 16 (twice the MMAs) and at
+four programs an SM (NOTES.md v16); :func:`tune_space.gluon_launch` sets it. A loop that chained the MMAs on weights scaled in fp16 at the unpack was 5-9 %
 slower on the H100 and was removed (NOTES.md v15).
 Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
 """
@@ -39,6 +42,7 @@ from typing import Any
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -114,6 +118,56 @@ def _retire(acc, tok, b, s_smem, empty, PER_CHANNEL: gl.constexpr, STAGES: gl.co
 
 
 @gluon.jit
+def _slice_operand(t, w_layout: gl.constexpr, KN: gl.constexpr):
+    """One nibble slice i of a block's unpacked words, (64, 16) f16x2 pairs [column, word] -> (64, 32) fp16 for
+    k = 32 i + 8 v + 2 q + h in mma.sync's register-operand layout (the reshapes only name registers)."""
+    x = gl.reshape(t, [64, 4, 4])
+    if KN:
+        x = gl.permute(x, [0, 1, 2])  # [c, v, q]
+    else:
+        x = gl.permute(x, [0, 2, 1])  # [c, q, v] -> [c, v, q]
+    pairs = gl.reshape(x, [64, 16])
+    lo = pairs.to(gl.int16).to(gl.float16, bitcast=True)
+    hi = (pairs >> 16).to(gl.int16).to(gl.float16, bitcast=True)
+    return gl.convert_layout(gl.reshape(gl.join(lo, hi), [64, 32]), w_layout)
+
+
+@gluon.jit
+def _sync_block(acc, b, bufs, bars, words_layout: gl.constexpr, w_layout: gl.constexpr, a_layout: gl.constexpr,
+                acc_layout: gl.constexpr, PER_CHANNEL: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr,
+                KN: gl.constexpr):
+    """Block b with mma.sync: its words, activations and scales into registers, the stage released to the producer
+    at once, then each 32-deep nibble slice multiplied into its own sum (four chains of two MMAs instead of one of
+    eight), and the block's sum times its scales added (fp32). Adding a block's sums only after the next block's
+    MMAs were issued was no faster on the H100 (NOTES.md v16)."""
+    ready, empty = bars
+    w_smem, a_smem, s_smem = bufs
+    stage = b % STAGES
+    words = _words(w_smem, ready, b, STAGES, words_layout, KN)
+    a_t = a_smem.index(stage).permute((1, 0))
+    a0 = a_t.slice(0, 32, dim=0).load(a_layout)
+    a1 = a_t.slice(32, 32, dim=0).load(a_layout)
+    a2 = a_t.slice(64, 32, dim=0).load(a_layout)
+    a3 = a_t.slice(96, 32, dim=0).load(a_layout)
+    if not PER_CHANNEL:
+        scale = s_smem.index(stage).load(gl.SliceLayout(1, acc_layout)).to(gl.float32)
+    mbarrier.arrive(empty.index(stage), count=1)
+    t0, t1, t2, t3 = gl.inline_asm_elementwise(_UNPACK, "=r,=r,=r,=r,r", [words], dtype=(gl.int32, ) * 4,
+                                               is_pure=True, pack=1)
+    zero = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
+    p0 = mma_v2(_slice_operand(t0, w_layout, KN), a0, zero)
+    p1 = mma_v2(_slice_operand(t1, w_layout, KN), a1, zero)
+    p2 = mma_v2(_slice_operand(t2, w_layout, KN), a2, zero)
+    p3 = mma_v2(_slice_operand(t3, w_layout, KN), a3, zero)
+    part = (p0 + p1) + (p2 + p3)
+    if PER_CHANNEL:
+        acc = acc + part
+    else:
+        acc = acc + part * gl.expand_dims(scale, 1)
+    return acc
+
+
+@gluon.jit
 def _segment(pid, P, U):
     """Program pid's units [start, end): an even share of the U = tiles x k-blocks units, tile-major (stream-K)."""
     return pid * U // P, (pid + 1) * U // P
@@ -171,14 +225,19 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr):
+              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
     KB, U, P, SLOTS = work
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BLOCK_M, 16])
+    if SYNC_MMA:  # mma.sync m16n8k16: each warp its 16 columns, operands in registers, no asynchronous wait
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, 8])
+    else:
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BLOCK_M, 16])
     w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=acc_layout, k_width=2)
     # Each thread loads the words whose pairs it holds in the MMA's register operand, so the unpack moves no data
     # between threads: lanes 0-1 pick the word group q, lanes 2-4 the column within a row group of 8, registers
     # the four words v and the column + 8, warps the 16-column slabs. In Bg, a thread's four words are one 16-byte
@@ -203,9 +262,13 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
         # that chained the MMAs on fp16-scaled weights was 5-9 % slower on the H100, NOTES.md v15)
         acc = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
         for _ in range(k0, k1):
-            w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
-            tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
-            acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
+            if SYNC_MMA:
+                acc = _sync_block(acc, b, bufs, bars, words_layout, w_layout, a_layout, acc_layout, PER_CHANNEL,
+                                  STAGES, BLOCK_M, KN)
+            else:
+                w = _unpack(_words(w_smem, ready, b, STAGES, words_layout, KN), w_layout, KN)
+                tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
+                acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
             b += 1
         _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
 
@@ -246,7 +309,7 @@ def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCK
 @gluon.jit
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, num_warps: gl.constexpr):
+                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, num_warps: gl.constexpr):
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -263,7 +326,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN)),
+                     BLOCK_M, KN, SYNC_MMA)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
     ], [1], [PRODUCER_REGS])
 
@@ -329,7 +392,7 @@ def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize:
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
-                out: torch.Tensor | None = None) -> torch.Tensor:
+                out: torch.Tensor | None = None, sync_mma: bool = False) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -337,7 +400,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
     partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
     four at 64); a variant of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100
-    (NOTES.md v15)."""
+    (NOTES.md v15). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -367,5 +430,5 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     _w4a16_gluon[(programs, )](
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
     return out

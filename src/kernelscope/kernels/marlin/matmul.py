@@ -106,17 +106,18 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
 
 
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
-           programs: int | None, num_stages: int, maxnreg: int | None, triton_only: bool) -> torch.Tensor:
+           programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool,
+           triton_only: bool) -> torch.Tensor:
     """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights."""
     if kernel != "gluon":
         raise ValueError(f"w4a16_matmul: kernel must be 'triton' or 'gluon', got {kernel!r}.")
     if triton_only:
-        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages and maxnreg only (no split_k, "
-                         "tma, prefetch, workspace or recorder).")
+        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg and sync_mma only "
+                         "(no split_k, tma, prefetch, workspace or recorder).")
     from .gluon_hopper import gluon_w4a16
 
     return gluon_w4a16(a, B, s, groupsize, B.shape[1], programs=programs, stages=num_stages, maxnreg=maxnreg,
-                       out=out)
+                       out=out, sync_mma=sync_mma)
 
 
 def w4a16_matmul(
@@ -143,6 +144,7 @@ def w4a16_matmul(
     recorder: Any = None,
     kernel: str = "triton",
     programs: int | None = None,
+    sync_mma: bool = False,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -168,14 +170,17 @@ def w4a16_matmul(
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
-    weights, with ``programs`` (its stream-K grid), ``num_stages`` and ``maxnreg``; the Triton kernel's tile
-    arguments do not apply to it.
+    weights, with ``programs`` (its stream-K grid), ``num_stages``, ``maxnreg`` and ``sync_mma`` (mma.sync instead
+    of the warpgroup MMA); the Triton kernel's tile arguments do not apply to it.
     :func:`configs.choose_launch` and :func:`autotune.launch_for` pick these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
     if kernel != "triton":
         triton_only = split_k != 1 or tma or prefetch or recorder is not None or workspace is not None
-        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, triton_only or _skip_split_sum)
+        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma,
+                      triton_only or _skip_split_sum)
+    if programs is not None or sync_mma:
+        raise ValueError("w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel (kernel='gluon').")
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
     if prefetch not in (0, 1, 2):

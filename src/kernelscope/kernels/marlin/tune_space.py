@@ -114,6 +114,10 @@ GLUON_MAX_PROGRAMS_PER_SM = 4
 # Six stages were 1-3 % faster than four where two programs an SM each stream >= 32 blocks of k (5120x13824,
 # 13824x5120); four were as fast or faster everywhere else (up to 7 % at 8192x28672, four programs an SM).
 GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
+# mma.sync instead of the warpgroup MMA (gluon_hopper's sync_mma) at m <= 8 (one 8-token tile): 1-2 % faster on the
+# H100 at two or three programs an SM, 1 % slower at four (8192x28672), 7-22 % slower at m = 16 (ab_gluon.py runs of
+# benchmarks/w4a16/runs/issue17_session6).
+GLUON_SYNC_MMA_MAX_M = 8
 
 
 def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
@@ -129,15 +133,18 @@ def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
     return slots, GLUON_PROGRAMS_PER_SM
 
 
-def gluon_launch(k: int, n: int, sm_count: int) -> dict[str, Any]:
-    """The Gluon kernel's launch for a (k, n) layer, as ``w4a16_matmul`` keyword arguments: the grid of
+def gluon_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any]:
+    """The Gluon kernel's launch for m tokens of a (k, n) layer, as ``w4a16_matmul`` keyword arguments: the grid of
     :func:`gluon_programs`, the registers that fit its programs an SM, six stages where two programs an SM stream
-    many blocks each, else four."""
+    many blocks each (else four), and mma.sync at m <= GLUON_SYNC_MMA_MAX_M below four programs an SM."""
     programs, per_sm = gluon_programs(k, n, sm_count)
     blocks = n // GLUON_BLOCK_N * (k // 128) / programs
     deep = per_sm == GLUON_PROGRAMS_PER_SM and blocks >= GLUON_DEEP_BLOCKS
-    return dict(kernel="gluon", programs=programs, num_stages=GLUON_DEEP_STAGES if deep else 4,
-                maxnreg=GLUON_REGISTERS[per_sm])
+    launch = dict(kernel="gluon", programs=programs, num_stages=GLUON_DEEP_STAGES if deep else 4,
+                  maxnreg=GLUON_REGISTERS[per_sm])
+    if m <= GLUON_SYNC_MMA_MAX_M and per_sm < GLUON_MAX_PROGRAMS_PER_SM:
+        launch["sync_mma"] = True
+    return launch
 
 
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
@@ -145,4 +152,4 @@ def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, An
     1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16)."""
     if m > 16 or n % GLUON_BLOCK_N or k % 128:
         return []
-    return [gluon_launch(k, n, sm_count)]
+    return [gluon_launch(k, n, sm_count, m)]
