@@ -76,7 +76,8 @@ def test_gluon_launch_registers_fit_its_programs_an_sm():
     assert gluon_launch(4096, 4096, SMS, 1)["num_stages"] == 4  # two an SM, 8 blocks each
     assert gluon_launch(8192, 28672, SMS, 1)["num_stages"] == 4  # four an SM
     # mma.sync at m <= 8 below four programs an SM
-    assert [gluon_launch(5120, 13824, SMS, m).get("sync_mma", False) for m in (1, 8, 9, 16)] == [True, True, False, False]
+    sync = [gluon_launch(5120, 13824, SMS, m).get("sync_mma", False) for m in (1, 8, 9, 16)]
+    assert sync == [True, True, False, False]
     assert gluon_launch(3584, 18944, SMS, 1)["sync_mma"] and "sync_mma" not in gluon_launch(8192, 28672, SMS, 1)
 
 
@@ -85,8 +86,8 @@ def test_gluon_launch_comes_first_where_the_device_runs_it():
 
     for m in (1, 16):
         got = candidates(m, 5120, 13824, SMS, True, gluon=True)
-        assert got[0] == gluon_launch(5120, 13824, SMS, m) == dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96,
-                                                                   **({"sync_mma": True} if m <= 8 else {}))
+        want = dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96, **({"sync_mma": True} if m <= 8 else {}))
+        assert got[0] == gluon_launch(5120, 13824, SMS, m) == want
         assert got[1] == rule_launch(m, 5120, True)
         assert sum(c.get("kernel") == "gluon" for c in got) == 1
     for m, n, gluon in ((32, 13824, True), (1, 13824, False), (1, 13856, True)):  # m > 16, no sm_90, n % 64 != 0

@@ -54,7 +54,8 @@ with tempfile.TemporaryDirectory() as d:
 VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0),
             "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0),
             "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0),
-            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1), "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1)}
+            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1),
+            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))

@@ -50,7 +50,8 @@ def test_bad_shapes_say_why():
 
 
 SWEEPS = {"issue17_session5/streamk_sweep_h100": 16, "issue17_session5/streamk_sweep_h200": 12,
-          "issue17_session6/regs_sweep_h100": 12, "issue17_session6/tiles_sweep_h100": 2}
+          "issue17_session6/regs_sweep_h100": 12, "issue17_session6/tiles_sweep_h100": 2,
+          "issue17_session6/sync_sweep_h100": 3}
 
 
 def _sweep_points(run):
@@ -74,7 +75,8 @@ def _sweep_points(run):
 def test_launch_rule_picks_the_sweeps_fastest_grid(run):
     """tune_space.gluon_launch against the recorded sweeps (132 SMs, m = 1 and 16): at every point where a run tried
     the rule's registers and stages, the rule's grid is the fastest at them (16 points of the fifth session's H100
-    sweep, 12 of its H200 sweep, 14 of the sixth session's; the others did not try the rule's registers)."""
+    sweep, 12 of its H200 sweep, 17 of the sixth session's; the others did not try the rule's registers). The
+    sixth session's sync sweep timed mma.sync launches at m = 1, where the rule runs mma.sync."""
     checked = 0
     for _, _, times, (programs, regs, stages) in _sweep_points(run):
         same = {p: us for (p, r, st), us in times.items() if (r, st) == (regs, stages)}

@@ -31,13 +31,11 @@ The consumer waits for each block's MMA before it unpacks the next and adds the 
 fp32, as the Triton kernel does. With ``sync_mma`` it multiplies with mma.sync instead (m16n8k16, each warp its 16
 columns, four independent 32-deep sums a block, the stage released as soon as its operands are in registers): 1-2 %
 faster at m <= 8 on the H100 where two or three programs share an SM, slower at m = 16 (twice the MMAs) and at
-four programs an SM (NOTES.md v16); :func:`tune_space.gluon_launch` sets it. A loop that chained the MMAs on weights scaled in fp16 at the unpack was 5-9 %
-slower on the H100 and was removed (NOTES.md v15).
+four programs an SM (NOTES.md v16); :func:`tune_space.gluon_launch` sets it. A loop that chained the MMAs on weights
+scaled in fp16 at the unpack was 5-9 % slower on the H100 and was removed (NOTES.md v15).
 Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
 """
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 from triton.experimental import gluon
@@ -46,15 +44,17 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .format import group_rows
+from . import gluon_args
+from .gluon_args import check_args, supported, work_split
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
+from .matmul import _tile_counters
 from .unpack_ptx import UNPACK_PTX
 
-__all__ = ["gluon_w4a16", "supported", "to_gluon_layout", "from_gluon_layout"]
+__all__ = ["gluon_w4a16", "supported", "work_split", "check_args", "to_gluon_layout", "from_gluon_layout"]
 
 # constexpr objects, so that the jitted functions may read them (host code reads .value)
-PACK_K = gl.constexpr(128)  # rows of k per block, as in gemm.py
-BLOCK_N = gl.constexpr(64)  # output columns per program: one warpgroup MMA's M side
+PACK_K = gl.constexpr(gluon_args.PACK_K)  # rows of k per block, as in gemm.py
+BLOCK_N = gl.constexpr(gluon_args.BLOCK_N)  # output columns per program: one MMA's M side (a warpgroup's 64)
 _WORDS = gl.constexpr(WORDS)
 PRODUCER_REGS = gl.constexpr(24)  # setmaxnreg of the producer warp's partition: issuing TMA copies needs few
 _UNPACK: gl.constexpr = gl.constexpr(UNPACK_PTX)
@@ -208,8 +208,8 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
             done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
             if done + (k1 - k0) == KB:
                 total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-                # four slots' loads issued together (masked past the last slot), then added in slot order: a loop
-                # of one slot a trip waited one L2 round trip per slot (ptxas peeled the remainder trips)
+                # four slots' loads issued together (masked past the last slot), then added in slot order: a plain
+                # loop compiled to a peeled odd slot, a loop of four and a pair, two L2 round trips for three slots
                 count = last - first + 1
                 for j in range(0, count, 4):
                     p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
@@ -329,65 +329,6 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
                      BLOCK_M, KN, SYNC_MMA)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
     ], [1], [PRODUCER_REGS])
-
-
-def supported(a: torch.Tensor, n: int) -> str | None:
-    """None when the Gluon kernel runs ``a (m, k) @ W (k, n)``, else why not (one sentence)."""
-    if not a.is_cuda or torch.cuda.get_device_capability(a.device)[0] != 9:
-        return "the Gluon W4A16 kernel is written for sm_90 (Hopper) GPUs"
-    if a.dtype != torch.float16 or a.dim() != 2 or not 1 <= a.shape[0] <= 16:
-        return "the Gluon W4A16 kernel takes fp16 a of shape (m, k) with 1 <= m <= 16"
-    if n % BLOCK_N.value:
-        return f"the Gluon W4A16 kernel takes n a multiple of {BLOCK_N.value}"
-    return None
-
-
-_COUNTERS: dict[Any, torch.Tensor] = {}
-
-
-def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Zeroed per-tile split-k counters, one buffer per device (the kernel leaves them zeroed), as matmul.py's."""
-    buf = _COUNTERS.get(device)
-    if buf is None or buf.numel() < tiles:
-        buf = _COUNTERS[device] = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
-    return buf
-
-
-def work_split(k: int, n: int, programs: int) -> tuple[int, int, bool, int]:
-    """The stream-K split of a (k, n) layer over ``programs``: (k-blocks a tile KB, units U = tiles x KB, whether
-    some tile is shared by programs, partial slots a tile). Each program takes U / programs consecutive units;
-    a tile is shared unless the programs divide the tiles. A tile's programs each cover >= U // programs of its KB
-    units except the first and last, hence at most KB // (U // programs) + 2 slots."""
-    tiles, kb = n // BLOCK_N.value, k // PACK_K.value
-    units = tiles * kb
-    partials = tiles % programs != 0
-    return kb, units, partials, min(programs, kb // (units // programs) + 2) if partials else 1
-
-
-def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, programs: int,
-               stages: int, out: torch.Tensor | None) -> tuple[bool, int]:
-    """Validate :func:`gluon_w4a16`'s arguments past :func:`supported` (one sentence each, ValueError); returns
-    (whether ``words`` is Bk, the rows of k per scale group)."""
-    m, k = a.shape
-    if k % PACK_K.value or k == 0:
-        raise ValueError(f"gluon_w4a16: k={k} must be a positive multiple of {PACK_K.value}.")
-    units = n // BLOCK_N.value * (k // PACK_K.value)
-    if not 1 <= programs <= units:
-        raise ValueError(f"gluon_w4a16: programs must be between 1 and the {units} (column tile, k block) units, "
-                         f"got {programs}.")
-    if stages < 2:  # one stage would serialise each copy with its MMA
-        raise ValueError(f"gluon_w4a16: stages must be at least 2, got {stages}.")
-    bk_shape, bg_shape = (k // 8, n), (k // PACK_K.value * n, WORDS)
-    if words.dtype != torch.int32 or words.device != a.device or tuple(words.shape) not in (bk_shape, bg_shape):
-        raise ValueError(f"gluon_w4a16: words must be int32 on {a.device}, of shape {bk_shape} (to_kernel_layout) "
-                         f"or {bg_shape} (to_gluon_layout), got {words.dtype} {tuple(words.shape)} on {words.device}.")
-    rows = group_rows(k, groupsize)
-    if s.dtype != torch.float16 or tuple(s.shape) != (k // rows, n) or not s.is_contiguous():
-        raise ValueError(f"gluon_w4a16: s must be a contiguous float16 tensor of shape {(k // rows, n)}.")
-    if out is not None and (out.dtype != torch.float16 or tuple(out.shape) != (m, n) or not out.is_contiguous()
-                            or out.device != a.device):
-        raise ValueError(f"gluon_w4a16: out must be a contiguous float16 tensor of shape {(m, n)} on {a.device}.")
-    return tuple(words.shape) == bk_shape, rows
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,

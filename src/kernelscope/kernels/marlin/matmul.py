@@ -105,6 +105,22 @@ def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return buf
 
 
+def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: int, prefetch: int, tma: bool,
+                         programs: int | None, sync_mma: bool) -> None:
+    """w4a16_matmul's checks of a Triton-kernel launch (one sentence each, ValueError)."""
+    if programs is not None or sync_mma:
+        raise ValueError("w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel (kernel='gluon').")
+    if prefetch not in (0, 1, 2):
+        raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
+    if block_m not in (16, 32, 64, 128, 256) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
+        raise ValueError(f"w4a16_matmul: block_m and block_n must be one of 16..256 "
+                         f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
+    if tma and a.is_cuda and not tma_supported(a.device):
+        raise ValueError("w4a16_matmul: tma needs a GPU with the tensor memory accelerator (sm_90 or later).")
+    if tma and prefetch:
+        raise ValueError(f"w4a16_matmul: tma loads go through shared memory, so prefetch must be 0, got {prefetch}.")
+
+
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
            programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool,
            triton_only: bool) -> torch.Tensor:
@@ -179,19 +195,9 @@ def w4a16_matmul(
         triton_only = split_k != 1 or tma or prefetch or recorder is not None or workspace is not None
         return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma,
                       triton_only or _skip_split_sum)
-    if programs is not None or sync_mma:
-        raise ValueError("w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel (kernel='gluon').")
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
-    if prefetch not in (0, 1, 2):
-        raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
-    if block_m not in (16, 32, 64, 128, 256) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
-        raise ValueError(f"w4a16_matmul: block_m and block_n must be one of 16..256 "
-                         f"(powers of two) and group_m >= 1, got {block_m}, {block_n} and {group_m}.")
-    if tma and a.is_cuda and not tma_supported(a.device):
-        raise ValueError("w4a16_matmul: tma needs a GPU with the tensor memory accelerator (sm_90 or later).")
-    if tma and prefetch:
-        raise ValueError(f"w4a16_matmul: tma loads go through shared memory, so prefetch must be 0, got {prefetch}.")
+    _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma)
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
     a_arg, b_arg = a, B
