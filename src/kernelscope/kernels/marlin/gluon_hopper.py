@@ -47,7 +47,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from . import gluon_args
 from .gluon_args import check_args, supported, work_split
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
-from .matmul import _tile_counters
+from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
 
 __all__ = ["gluon_w4a16", "supported", "work_split", "check_args", "to_gluon_layout", "from_gluon_layout"]
@@ -365,7 +365,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     kb, units, partials, slots = work_split(k, n, programs)
     if partials:
         parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
-        counters = _tile_counters(a.device, tiles)
+        counters = tile_counters(a.device, tiles)
     else:
         parts = counters = out  # never read: the PARTIALS branch is compiled out
     _w4a16_gluon[(programs, )](

@@ -12,6 +12,7 @@ import torch
 
 from .format import check_shape, describe, group_rows
 from .gemm import PACK_K, _kernel
+from .split_counters import tile_counters
 
 
 def _cdiv(x: int, y: int) -> int:
@@ -86,23 +87,6 @@ def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
     if split_k < 1 or k % (split_k * block_k):
         raise ValueError(f"{where}: k={k} must be a multiple of split_k * BLOCK_K = {split_k} * {block_k}.")
     return m, k, n
-
-
-_COUNTERS: dict[Any, torch.Tensor] = {}
-
-
-def _tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Zeroed int32 per-tile arrival counters for split-k, one buffer per device, grown on demand.
-
-    The program that finishes a tile resets its counter, so the buffer is zeroed
-    only when allocated. Launches on two streams of one device at once would
-    share it: split-k calls must not overlap (one stream, as in a model's forward).
-    """
-    buf = _COUNTERS.get(device)
-    if buf is None or buf.numel() < tiles:
-        buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[device] = buf
-    return buf
 
 
 def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: int, prefetch: int, tma: bool,
@@ -213,7 +197,7 @@ def w4a16_matmul(
     if split_k > 1:
         parts = torch.empty(tiles * split_k * block_m * block_n, dtype=torch.float32, device=a.device)
         if workspace is None:
-            counters = _tile_counters(a.device, tiles)
+            counters = tile_counters(a.device, tiles)
         elif workspace.dtype != torch.int32 or workspace.numel() < tiles or workspace.device != a.device:
             raise ValueError(f"w4a16_matmul: workspace must be an int32 tensor of at least {tiles} zeroed "
                              f"counters on {a.device}, got {describe(workspace)}.")
