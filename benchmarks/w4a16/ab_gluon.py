@@ -35,6 +35,7 @@ def main() -> int:
     from kernelscope.bench.graph_timing import copies_for_cold_l2
     from kernelscope.bench.w4a16_impls import make_weights
     from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+    from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
     mods = {"a": importlib.import_module("kernelscope.kernels.marlin.gluon_hopper"),
@@ -52,7 +53,7 @@ def main() -> int:
         copies = [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2,
                                                                                           props.L2_cache_size) - 1)]
         launch = gluon_launch(k, n, props.multi_processor_count, 16)  # the warpgroup MMA; B's kwargs may change it
-        kw = dict(programs=launch["programs"], stages=launch["num_stages"], maxnreg=launch["maxnreg"])
+        kw = kernel_kwargs(launch)
         for m in (int(x) for x in args.m.split(",")):
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, 128)

@@ -35,6 +35,7 @@ def main() -> None:
     a = torch.randn((args.m, args.k), device="cuda").half()
     cfg = json.loads(args.config)
     if args.gluon:
+        from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
         from kernelscope.kernels.marlin.tune_space import gluon_launch
 
@@ -43,9 +44,7 @@ def main() -> None:
             call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
         else:
             bg = to_gluon_layout(bk)
-            call = lambda: gluon_w4a16(a, bg, sk, 128, args.n, programs=cfg["programs"],  # noqa: E731
-                                       stages=cfg["num_stages"], maxnreg=cfg["maxnreg"],
-                                       sync_mma=cfg.get("sync_mma", False))
+            call = lambda: gluon_w4a16(a, bg, sk, 128, args.n, **kernel_kwargs(cfg))  # noqa: E731
     else:
         call = lambda: w4a16_matmul(a, bk, sk, 128, **cfg)  # noqa: E731
     case = W4A16Case(args.m, args.k, args.n)

@@ -114,3 +114,21 @@ def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():
     triton_row = dict(block_m=16, block_n=64, block_k=128, split_k=2, num_warps=4, num_stages=3, swap_ab=True)
     got = candidates(1, 5120, 13824, SMS, True, warm_start=[gluon_row, triton_row], limit=30)
     assert gluon_row not in got and triton_row in got
+
+
+def test_gluon_launch_maps_onto_gluon_w4a16_keywords():
+    """The tuner's Gluon launch (w4a16_matmul keywords) becomes gluon_w4a16's keywords, values kept."""
+    import inspect
+
+    pytest.importorskip("triton.experimental.gluon")
+    from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+    params = inspect.signature(gluon_w4a16).parameters
+    for m in (1, 16):
+        launch = gluon_launch(3584, 18944, SMS, m)
+        kw = kernel_kwargs(launch)
+        assert set(kw) <= set(params)
+        assert (kw["programs"], kw["stages"], kw["maxnreg"]) == (296, 4, 80)
+        assert kw["sync_mma"] == (m <= 8)

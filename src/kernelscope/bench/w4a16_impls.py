@@ -85,14 +85,13 @@ class W4A16GluonCall:
         return {"launch": gluon_launch(self.wt.k, self.wt.n, sms, m), "launch_source": "rule (tune_space.gluon_launch)"}
 
     def __call__(self, a: Any) -> Any:
+        from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
         if not a.is_cuda:  # gluon_w4a16 says why not
             return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n)
-        launch = self.launch_info(a.shape[0])["launch"]
-        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, programs=launch["programs"],
-                           stages=launch["num_stages"], maxnreg=launch["maxnreg"],
-                           sync_mma=launch.get("sync_mma", False))
+        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n,
+                           **kernel_kwargs(self.launch_info(a.shape[0])["launch"]))
 
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:

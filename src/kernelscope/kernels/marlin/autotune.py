@@ -251,9 +251,9 @@ def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: 
     warm = [] if table is None else [r["launch"] for r in table["configs"] if m_bucket(r["m"]) == bucket]
     print(f"kernelscope: tuning the W4A16 launch for m<={bucket} k={k} n={n} on {device} (first use, at most "
           f"{deadline_s:g} s; cached in {path})", file=sys.stderr)
-    from .matmul import gluon_supported
+    from .gluon_args import device_supported
 
-    kw.setdefault("gluon", gluon_supported(words.device))
+    kw.setdefault("gluon", device_supported(words.device))
     result = tune_shape(m, k, n, groupsize, words, scales, sm_count=sm_count, tma=tma, deadline_s=deadline_s,
                         warm_start=warm, **kw)
     if result.best is None:

@@ -2,6 +2,8 @@
 argument checks, without importing Gluon (each error is one sentence, a ValueError)."""
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .format import group_rows
@@ -11,9 +13,21 @@ PACK_K = 128  # rows of k per block, as in gemm.py
 BLOCK_N = 64  # output columns per program
 
 
+def device_supported(device: Any) -> bool:
+    """Whether ``device`` runs the Gluon decode kernel (sm_90: its warpgroup MMAs and TMA copies are Hopper's)."""
+    dev = torch.device(device)
+    return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] == 9
+
+
+def kernel_kwargs(launch: dict[str, Any]) -> dict[str, Any]:
+    """A tuner launch (``w4a16_matmul`` keywords, :func:`tune_space.gluon_launch`) as ``gluon_w4a16`` keywords."""
+    return dict(programs=launch["programs"], stages=launch["num_stages"], maxnreg=launch["maxnreg"],
+                sync_mma=launch.get("sync_mma", False))
+
+
 def supported(a: torch.Tensor, n: int) -> str | None:
     """None when the Gluon kernel runs ``a (m, k) @ W (k, n)``, else why not (one sentence)."""
-    if not a.is_cuda or torch.cuda.get_device_capability(a.device)[0] != 9:
+    if not device_supported(a.device):
         return "the Gluon W4A16 kernel is written for sm_90 (Hopper) GPUs"
     if a.dtype != torch.float16 or a.dim() != 2 or not 1 <= a.shape[0] <= 16:
         return "the Gluon W4A16 kernel takes fp16 a of shape (m, k) with 1 <= m <= 16"

@@ -26,12 +26,6 @@ def tma_supported(device: Any) -> bool:
     return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 9
 
 
-def gluon_supported(device: Any) -> bool:
-    """Whether ``device`` runs the Gluon decode kernel (sm_90: its warpgroup MMAs and TMA copies are Hopper's)."""
-    dev = torch.device(device)
-    return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] == 9
-
-
 def launch_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> tuple[int, int, int]:
     """The kernel's grid: one program per output tile and k split (what a block recorder is sized for)."""
     return (_cdiv(m, block_m) * _cdiv(n, block_n), split_k, 1)
