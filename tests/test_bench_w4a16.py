@@ -140,6 +140,8 @@ def test_sweep_records_failures_and_goes_on(tmp_path):
     for m in (1, 4):  # the Gluon kernel runs on Hopper GPUs only: the row says so
         r = by[("w4a16-gluon", m)]
         assert r.status == "failed" and ("sm_90" in r.error or "triton" in r.error), r.error
+        r = by[("w4a16-pdl", m)]  # the CPU's launch is the Triton kernel's, which has no PDL
+        assert r.status == "failed" and ("only the Gluon kernel" in r.error or "triton" in r.error), r.error
     for impl in ("w4a16", "w4a16-untuned", "cublas", "tinygemm"):  # the real builders, on CPU, are correct
         for m in (1, 4):
             r = by[(impl, m)]

@@ -41,7 +41,8 @@ def launch_text(lc: dict) -> str:
     regs = f" r{lc['maxnreg']}" if lc.get("maxnreg") else ""
     if lc.get("kernel") == "gluon":  # the Gluon kernel (tune_space.gluon_launch)
         stages = f" s{lc['num_stages']}" if "num_stages" in lc else ""  # a launch without it is shown without it
-        return f"gluon {lc['programs']} programs{regs}{stages}{' sync' if lc.get('sync_mma') else ''}"
+        return (f"gluon {lc['programs']} programs{regs}{stages}{' sync' if lc.get('sync_mma') else ''}"
+                f"{' pdl' if lc.get('pdl') else ''}")
     if "block_m" not in lc:  # the Gluon kernel of the fourth session (a split of its column tiles)
         return f"gluon 64 split {lc['split_k']}{regs}{' chained' if lc.get('pipeline') else ''}"
     stages = f" st{lc['num_stages']}" if lc.get("num_stages") != 3 else ""

@@ -34,10 +34,11 @@ def grids(k: int, n: int, sms: int, multiples: int = 4, per_sm: float | None = N
 
 def space(k: int, n: int, sms: int, layouts: tuple[str, ...] = ("bg", "bk"), stages: tuple[int, ...] = (4, ),
           regs: tuple[int, ...] = (96, ), multiples: int = 4, per_sm: float | None = None,
-          sync_mma: bool = False) -> list[dict]:
+          sync_mma: bool = False, pdl: bool = False) -> list[dict]:
     """Launches of the Gluon kernel for a (k, n) layer: weight layout, programs, stages, registers a thread (and
-    mma.sync instead of the warpgroup MMA, when asked)."""
-    return [dict(layout=layout, programs=g, stages=st, maxnreg=r, **({"sync_mma": True} if sync_mma else {}))
+    mma.sync instead of the warpgroup MMA, programmatic dependent launches, when asked)."""
+    return [dict(layout=layout, programs=g, stages=st, maxnreg=r, **({"sync_mma": True} if sync_mma else {}),
+                 **({"pdl": True} if pdl else {}))
             for layout, st, r in itertools.product(layouts, stages, regs)
             for g in grids(k, n, sms, multiples, per_sm)]
 
@@ -46,6 +47,7 @@ def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
     """What a launch compiles to: its layout, stages, registers, token bucket and whether tiles are shared."""
     key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
     key["sync_mma"] = launch.get("sync_mma", False)
+    key["pdl"] = launch.get("pdl", False)
     return dict(key, m=8 if m <= 8 else 16, partials=(n // 64) % launch["programs"] != 0)
 
 
@@ -62,7 +64,7 @@ def _compile_one(args: tuple[int, dict]) -> str:
         words = torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device="cuda")
         scales = torch.rand((k // 128, n), device="cuda").half()
         gluon_w4a16(a, words, scales, 128, n, programs=3 if key["partials"] else 4, stages=key["stages"],
-                    maxnreg=key["maxnreg"], sync_mma=key["sync_mma"])
+                    maxnreg=key["maxnreg"], sync_mma=key["sync_mma"], pdl=key["pdl"])
         torch.cuda.synchronize()
         return "ok"
     except Exception as e:  # out of shared memory, etc.: recorded, not fatal
@@ -108,12 +110,14 @@ def main() -> int:
     p.add_argument("--tile-multiples", type=int, default=4, help="grids of up to this many programs a column tile")
     p.add_argument("--per-sm", type=float, help="grids of more than one program a tile within this many an SM")
     p.add_argument("--sync-mma", action="store_true", help="mma.sync instead of the warpgroup MMA (m <= 8)")
+    p.add_argument("--pdl", action="store_true", help="programmatic dependent launches (back to back in the graph)")
     args = p.parse_args()
     import torch
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dims = (tuple(args.layouts.split(",")), tuple(int(x) for x in args.stages.split(",")),
-            tuple(int(x) for x in args.regs.split(",")), args.tile_multiples, args.per_sm, args.sync_mma)
+            tuple(int(x) for x in args.regs.split(",")), args.tile_multiples, args.per_sm, args.sync_mma,
+            args.pdl)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms = [int(x) for x in args.m.split(",")]
     jobs = {}

@@ -86,3 +86,48 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     a = torch.randn((1, k), device="cuda").half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.parametrize("programs,sync", [(None, True), (16, False), (36, False), (100, True)],
+                         ids=["whole-tiles-sync", "whole-tiles", "shared-tiles", "shared-tiles-sync"])
+def test_programmatic_dependent_launches_chain_exactly(programs, sync):
+    """Each launch reads the output of the launch just before it (a square layer applied 12 times), so an activation
+    copy or a store that ran before griddepcontrol.wait would change the result. PDL launches, eager and captured
+    in a CUDA graph, must give bit for bit what plain launches give (the same arithmetic in the same order), and
+    the shared tiles' counters and partials must survive launches that overlap."""
+    if not _hopper():
+        pytest.skip("needs an sm_90 (Hopper) GPU")
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    k = n = 2048
+    wt = make_weights(k, n, 128, "cuda", 11)
+    x = torch.randn((4, k), device="cuda", generator=torch.Generator("cuda").manual_seed(4)).half()
+    gain = (reference_matmul(x, wt.B, wt.s, 128).norm() / x.float().norm()).item()
+    bk, sk = to_kernel_layout(wt.B, (wt.s.float() / gain).half(), 128)  # keeps the chain's values in fp16 range
+    outs = [torch.empty((4, n), dtype=torch.float16, device="cuda") for _ in range(12)]
+
+    def chain(pdl: bool) -> None:
+        a = x
+        for out in outs:
+            a = gluon_w4a16(a, bk, sk, 128, n, programs=programs, sync_mma=sync, pdl=pdl, out=out)
+
+    chain(False)
+    plain = [o.clone() for o in outs]
+    assert torch.isfinite(plain[-1]).all() and plain[-1].float().norm() > 0
+    for o in outs:
+        o.zero_()
+    chain(True)
+    assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+    for o in outs:
+        o.zero_()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain(True)
+    for _ in range(3):
+        for o in outs:
+            o.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert all(torch.equal(o, p) for o, p in zip(outs, plain))

@@ -103,10 +103,11 @@ def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
     s = torch.zeros(2, 256, dtype=torch.float16)
     with pytest.raises(ValueError, match="^w4a16_matmul: kernel must be 'triton' or 'gluon', got 'cutlass'.$"):
         w4a16_matmul(a, words, s, 128, kernel="cutlass")
-    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg and "):
+    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, "):
         w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
-    with pytest.raises(ValueError, match=r"^w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel"):
-        w4a16_matmul(a, words, s, 128, sync_mma=True)
+    for kw in ({"sync_mma": True}, {"pdl": True}, {"programs": 4}):
+        with pytest.raises(ValueError, match=r"^w4a16_matmul: programs, sync_mma and pdl are arguments of the Gluon "):
+            w4a16_matmul(a, words, s, 128, **kw)
 
 
 def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():
@@ -132,3 +133,4 @@ def test_gluon_launch_maps_onto_gluon_w4a16_keywords():
         assert set(kw) <= set(params)
         assert (kw["programs"], kw["stages"], kw["maxnreg"]) == (296, 4, 80)
         assert kw["sync_mma"] == (m <= 8)
+        assert kw["pdl"] is False and kernel_kwargs({**launch, "pdl": True})["pdl"] is True

@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn, sync = (int(x) for x in sys.argv[1:8])
+bm, stages, partials, per_channel, regs, kn, sync, pdl = (int(x) for x in sys.argv[1:9])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -33,7 +33,7 @@ sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "num_warps": 4}
+          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -50,12 +50,14 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync)
-VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0),
-            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0),
-            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1),
-            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1)}
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync,
+# programmatic dependent launch)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0),
+            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0),
+            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0),
+            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1), "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -81,7 +83,8 @@ def test_words_come_in_16_byte_loads(compiled):
     name, out = compiled
     if name.startswith("bk"):
         assert not any("LDS.128" in line for line in out)
-        assert sum("UTMALDG.2D" in line for line in out) == 4  # two halves each: the words, the activations
+        # two halves each: the words, the activations; PDL issues the first blocks' copies in a loop of their own
+        assert sum("UTMALDG.2D" in line for line in out) == (8 if "pdl" in name else 4)
     else:
         assert sum("LDS.128" in line for line in out) >= 2
     assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
@@ -102,6 +105,20 @@ def test_each_mma_is_waited_for_before_the_next_block(compiled):
         return
     waits = [line for line in out if "WARPGROUP.DEPBAR" in line]
     assert waits and all("gsb0, 0x0" in w for w in waits), waits
+
+
+def test_programmatic_dependent_launch_waits_for_the_launch_before(compiled):
+    """With PDL the kernel waits for the launch before it (griddepcontrol.wait, SASS ACQBULK) and lets the next one
+    start (launch_dependents, PREEXIT) only after a wait; without, neither instruction is there."""
+    name, out = compiled
+    sass = [line for line in out if "/*" in line]
+    waits = [i for i, line in enumerate(sass) if "ACQBULK" in line]
+    triggers = [i for i, line in enumerate(sass) if "PREEXIT" in line]
+    if "pdl" not in name:
+        assert not waits and not triggers
+        return
+    assert len(waits) >= 2  # the producer's, before the first activations, and the consumer's
+    assert triggers and min(triggers) > min(waits)
 
 
 @pytest.mark.parametrize("k,n,programs", [(4096, 4096, 132), (3584, 18944, 264), (5120, 13824, 216),

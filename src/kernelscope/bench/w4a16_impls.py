@@ -43,25 +43,33 @@ Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C),
 class W4A16Call:
     """``w4a16_matmul`` with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
     shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only). The
-    launch runs the Triton kernel, or on sm_90 at m <= 16 the Gluon decode kernel where it was measured faster."""
+    launch runs the Triton kernel, or on sm_90 at m <= 16 the Gluon decode kernel where it was measured faster.
+    ``pdl``: a Gluon launch runs as a programmatic dependent launch (back to back in the benchmark's graph, each
+    call starts while the one before ends); a Triton launch then raises, and the row says why."""
 
-    def __init__(self, wt: Weights, tune: bool | None = None) -> None:
+    def __init__(self, wt: Weights, tune: bool | None = None, pdl: bool = False) -> None:
         from kernelscope.kernels.marlin import to_kernel_layout
 
         self.wt = wt
         self.tune = tune
+        self.pdl = pdl
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
 
     def launch_info(self, m: int) -> dict[str, Any]:
         from kernelscope.kernels.marlin.autotune import launch_for
 
         choice = launch_for(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
-        return {"launch": choice.launch, "launch_source": choice.source}
+        return {"launch": {**choice.launch, "pdl": True} if self.pdl else choice.launch,
+                "launch_source": choice.source}
 
     def __call__(self, a: Any) -> Any:
         from kernelscope.kernels.marlin import w4a16_matmul
 
-        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, **self.launch_info(a.shape[0])["launch"])
+        launch = self.launch_info(a.shape[0])["launch"]
+        if self.pdl and launch.get("kernel", "triton") != "gluon":
+            raise ValueError("w4a16-pdl: this point's launch is the Triton kernel's, and only the Gluon kernel has "
+                             "programmatic dependent launches.")
+        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, **launch)
 
 
 class W4A16GluonCall:
@@ -101,6 +109,11 @@ def build_w4a16(wt: Weights) -> Callable[[Any], Any]:
 def build_w4a16_untuned(wt: Weights) -> Callable[[Any], Any]:
     """The launch a user got before first-use tuning: the shipped table for its shapes, else the rule."""
     return W4A16Call(wt, tune=False)
+
+
+def build_w4a16_pdl(wt: Weights) -> Callable[[Any], Any]:
+    """The shipped path's launch as a programmatic dependent launch (the Gluon kernel's only)."""
+    return W4A16Call(wt, pdl=True)
 
 
 def build_cublas(wt: Weights) -> Callable[[Any], Any]:
@@ -147,4 +160,5 @@ def build_tinygemm(wt: Weights, inner_k_tiles: int = 8) -> Callable[[Any], Any]:
 
 
 IMPLEMENTATIONS: dict[str, Builder] = {"w4a16": build_w4a16, "cublas": build_cublas, "tinygemm": build_tinygemm,
-                                        "w4a16-untuned": build_w4a16_untuned, "w4a16-gluon": W4A16GluonCall}
+                                        "w4a16-untuned": build_w4a16_untuned, "w4a16-gluon": W4A16GluonCall,
+                                        "w4a16-pdl": build_w4a16_pdl}

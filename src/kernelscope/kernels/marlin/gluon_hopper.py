@@ -168,6 +168,20 @@ def _sync_block(acc, b, bufs, bars, words_layout: gl.constexpr, w_layout: gl.con
 
 
 @gluon.jit
+def _grid_wait():
+    """griddepcontrol.wait: until the launch before this one (on the stream) has finished and its writes are
+    visible; returns at once when the launch was not programmatic-dependent."""
+    gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _grid_launch_dependents():
+    """griddepcontrol.launch_dependents: the next programmatic-dependent launch may start once every program ran it."""
+    gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=gl.int32,
+                              is_pure=False, pack=1)
+
+
+@gluon.jit
 def _segment(pid, P, U):
     """Program pid's units [start, end): an even share of the U = tiles x k-blocks units, tile-major (stream-K)."""
     return pid * U // P, (pid + 1) * U // P
@@ -225,8 +239,12 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr):
+              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
+              PDL: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
+    if PDL:  # C, the partials and the counters were the launch before's too: touch none of them before it ends
+        _grid_wait()
+        _grid_launch_dependents()  # after the wait, so at most two launches are in flight
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
     KB, U, P, SLOTS = work
@@ -274,42 +292,68 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
 
 
 @gluon.jit
-def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-              STAGES: gl.constexpr, KN: gl.constexpr):
-    """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead."""
+def _copy_weights(bufs, bars, descs, u, b, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
+                  STAGES: gl.constexpr, KN: gl.constexpr, KB):
+    """Unit u's words and (per group) scales into stage b % STAGES, once the consumer has released it; the stage's
+    ready barrier expects the activations' bytes too (:func:`_copy_activations`)."""
     w_desc, a_desc, s_desc = descs
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
-    KB, U, P, SLOTS = work
     WA_BYTES: gl.constexpr = w_desc.block_type.nbytes + a_desc.block_type.nbytes
     S_BYTES: gl.constexpr = s_desc.block_type.nbytes
+    t = u // KB
+    kb = u - t * KB
+    stage = b % STAGES
+    mbarrier.wait(empty.index(stage), ((b // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+    if PER_CHANNEL:
+        mbarrier.expect(ready.index(stage), WA_BYTES)
+    else:
+        mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
+    if KN:
+        tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage), w_smem.index(stage))
+    else:
+        tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage), w_smem.index(stage))
+    if not PER_CHANNEL:
+        tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N], ready.index(stage),
+                                        s_smem.index(stage))
+
+
+@gluon.jit
+def _copy_activations(bufs, bars, a_desc, u, b, STAGES: gl.constexpr, KB):
+    """Unit u's activations into stage b % STAGES (its ready barrier already expects them)."""
+    ready, empty = bars
+    w_smem, a_smem, s_smem = bufs
+    kb = u - (u // KB) * KB
+    stage = b % STAGES
+    tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
+
+
+@gluon.jit
+def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
+              STAGES: gl.constexpr, KN: gl.constexpr, PDL: gl.constexpr):
+    """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead. With PDL
+    the first STAGES blocks' words and scales are copied before the launch before this one has ended (they are
+    weights, which no kernel of a forward writes), their activations after it."""
+    KB, U, P, SLOTS = work
     start, end = _segment(gl.program_id(0), P, U)
-    for u in range(start, end):
-        b = u - start
-        t = u // KB
-        kb = u - t * KB
-        stage = b % STAGES
-        mbarrier.wait(empty.index(stage), ((b // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
-        if PER_CHANNEL:
-            mbarrier.expect(ready.index(stage), WA_BYTES)
-        else:
-            mbarrier.expect(ready.index(stage), WA_BYTES + S_BYTES)
-        if KN:
-            tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage),
-                                            w_smem.index(stage))
-        else:
-            tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage),
-                                            w_smem.index(stage))
-        tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
-        if not PER_CHANNEL:
-            tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N],
-                                            ready.index(stage), s_smem.index(stage))
+    first = start
+    if PDL:
+        first = gl.minimum(start + STAGES, end)
+        for u in range(start, first):
+            _copy_weights(bufs, bars, descs, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, KB)
+        _grid_wait()
+        for u in range(start, first):
+            _copy_activations(bufs, bars, descs[1], u, u - start, STAGES, KB)
+    for u in range(first, end):
+        _copy_weights(bufs, bars, descs, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, KB)
+        _copy_activations(bufs, bars, descs[1], u, u - start, STAGES, KB)
 
 
 @gluon.jit
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, num_warps: gl.constexpr):
+                 STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, PDL: gl.constexpr,
+                 num_warps: gl.constexpr):
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -326,14 +370,14 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN, SYNC_MMA)),
-        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN)),
+                     BLOCK_M, KN, SYNC_MMA, PDL)),
+        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL)),
     ], [1], [PRODUCER_REGS])
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
-                out: torch.Tensor | None = None, sync_mma: bool = False) -> torch.Tensor:
+                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -341,7 +385,10 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
     partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
     four at 64); a variant of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100
-    (NOTES.md v15). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes)."""
+    (NOTES.md v15). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes).
+    ``pdl``: launch as a programmatic dependent launch, so that the launch starts while the one before it on the
+    stream ends and copies its first blocks of weights meanwhile. Only for weights and scales that the launch just
+    before does not write (a model's forward; not right after packing them)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -371,5 +418,6 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     _w4a16_gluon[(programs, )](
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, num_warps=4, **({"maxnreg": maxnreg} if maxnreg else {}))
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, num_warps=4, launch_pdl=pdl,
+        **({"maxnreg": maxnreg} if maxnreg else {}))
     return out

@@ -84,10 +84,11 @@ def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
 
 
 def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: int, prefetch: int, tma: bool,
-                         programs: int | None, sync_mma: bool) -> None:
+                         programs: int | None, sync_mma: bool, pdl: bool) -> None:
     """w4a16_matmul's checks of a Triton-kernel launch (one sentence each, ValueError)."""
-    if programs is not None or sync_mma:
-        raise ValueError("w4a16_matmul: programs and sync_mma are arguments of the Gluon kernel (kernel='gluon').")
+    if programs is not None or sync_mma or pdl:
+        raise ValueError("w4a16_matmul: programs, sync_mma and pdl are arguments of the Gluon kernel "
+                         "(kernel='gluon').")
     if prefetch not in (0, 1, 2):
         raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
     if block_m not in (16, 32, 64, 128, 256) or block_n not in (16, 32, 64, 128, 256) or group_m < 1:
@@ -100,18 +101,18 @@ def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: i
 
 
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
-           programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool,
+           programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool, pdl: bool,
            triton_only: bool) -> torch.Tensor:
     """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights."""
     if kernel != "gluon":
         raise ValueError(f"w4a16_matmul: kernel must be 'triton' or 'gluon', got {kernel!r}.")
     if triton_only:
-        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg and sync_mma only "
+        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma and pdl only "
                          "(no split_k, tma, prefetch, workspace or recorder).")
     from .gluon_hopper import gluon_w4a16
 
     return gluon_w4a16(a, B, s, groupsize, B.shape[1], programs=programs, stages=num_stages, maxnreg=maxnreg,
-                       out=out, sync_mma=sync_mma)
+                       out=out, sync_mma=sync_mma, pdl=pdl)
 
 
 def w4a16_matmul(
@@ -139,6 +140,7 @@ def w4a16_matmul(
     kernel: str = "triton",
     programs: int | None = None,
     sync_mma: bool = False,
+    pdl: bool = False,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -165,17 +167,18 @@ def w4a16_matmul(
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
     weights, with ``programs`` (its stream-K grid), ``num_stages``, ``maxnreg`` and ``sync_mma`` (mma.sync instead
-    of the warpgroup MMA); the Triton kernel's tile arguments do not apply to it.
+    of the warpgroup MMA) and ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`);
+    the Triton kernel's tile arguments do not apply to it.
     :func:`configs.choose_launch` and :func:`autotune.launch_for` pick these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
     if kernel != "triton":
         triton_only = split_k != 1 or tma or prefetch or recorder is not None or workspace is not None
-        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma,
+        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma, pdl,
                       triton_only or _skip_split_sum)
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
-    _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma)
+    _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma, pdl)
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
     a_arg, b_arg = a, B
