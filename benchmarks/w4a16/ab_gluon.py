@@ -3,6 +3,7 @@
     PYTHONPATH=src python3 benchmarks/w4a16/ab_gluon.py --b kernelscope.kernels.marlin.gluon_hopper_prev \
         --shapes 13824x5120,4096x4096 --m 1,16 --out ab.json
     PYTHONPATH=src python3 benchmarks/w4a16/ab_gluon.py --b-kwargs '{"sync_mma": true}' ...
+    PYTHONPATH=src python3 benchmarks/w4a16/ab_gluon.py --a-kwargs '{"pdl": true}' --b-kwargs '{"pdl": true}' --b ...
 
 A is ``kernelscope.kernels.marlin.gluon_hopper``; B a copy of an earlier version put beside it for the run (the
 sixth session's first A/B used the module of commit 623abca), or the same module with other keyword arguments.
@@ -28,6 +29,7 @@ def main() -> int:
     p.add_argument("--b", default="kernelscope.kernels.marlin.gluon_hopper",
                    help="module of the other version (same API as gluon_hopper)")
     p.add_argument("--b-kwargs", default="{}", help="JSON keyword arguments added to B's calls")
+    p.add_argument("--a-kwargs", default="{}", help="JSON keyword arguments added to A's calls")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     import torch
@@ -41,10 +43,10 @@ def main() -> int:
     mods = {"a": importlib.import_module("kernelscope.kernels.marlin.gluon_hopper"),
             "b": importlib.import_module(args.b)}
     props = torch.cuda.get_device_properties(0)
-    b_kwargs = json.loads(args.b_kwargs)
+    a_kwargs, b_kwargs = json.loads(args.a_kwargs), json.loads(args.b_kwargs)
     doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "b": args.b,
-           "b_kwargs": b_kwargs, "rows": []}
-    print(f"{props.name}, {doc['utc']}: A = gluon_hopper, B = {args.b} {b_kwargs}", flush=True)
+           "a_kwargs": a_kwargs, "b_kwargs": b_kwargs, "rows": []}
+    print(f"{props.name}, {doc['utc']}: A = gluon_hopper {a_kwargs}, B = {args.b} {b_kwargs}", flush=True)
     print("| k x n | m | launch | A us | B us | B / A |\n|---|---:|---|---:|---:|---:|", flush=True)
     for shape in args.shapes.split(","):
         k, n = (int(x) for x in shape.split("x"))
@@ -61,7 +63,7 @@ def main() -> int:
             status = {}
             for _, name in itertools.product(range(args.rounds), ("a", "b")):
                 fn = mods[name].gluon_w4a16
-                kws = {**kw, **b_kwargs} if name == "b" else kw
+                kws = {**kw, **(b_kwargs if name == "b" else a_kwargs)}
                 row = check_and_time(lambda: fn(a, bk, sk, 128, n, **kws), ref,
                                      [lambda b=b, s=s: fn(a, b, s, 128, n, **kws) for b, s in copies], args.replays)
                 status[name] = row["status"]

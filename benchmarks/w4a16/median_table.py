@@ -1,6 +1,6 @@
 """Median of several `kernelscope bench w4a16` runs, per point, as a Markdown table, with the issue 17 targets.
 
-    python3 benchmarks/w4a16/median_table.py run1.json run2.json run3.json [--timing graph_median_ms]
+    python3 benchmarks/w4a16/median_table.py run1.json run2.json run3.json[.gz] [--timing graph_median_ms]
 
 Per (k, n, m) and implementation: the median over the runs of the chosen timing (graph time per call by
 default); % of floor = floor_ms (same in every run of one machine, the median taken) / that median;
@@ -11,6 +11,7 @@ layers of >= 32 MiB of packed weights, >= 55 % below; vs cuBLAS >= 2.5x at m <= 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 from collections import defaultdict
@@ -22,7 +23,7 @@ def load(paths: list[str], timing: str) -> tuple[dict, list[dict]]:
     cells: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     floors: dict[tuple, list[float]] = defaultdict(list)
     launches: dict[tuple, set] = defaultdict(set)
-    docs = [json.load(open(p)) for p in paths]
+    docs = [json.load(gzip.open(p) if p.endswith(".gz") else open(p)) for p in paths]
     for d in docs:
         for r in d["rows"]:
             if r["status"] != "ok" or r.get(timing) is None:

@@ -57,7 +57,8 @@ VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0), "m16-stream-k-per-colum
             "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0),
             "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0),
             "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0),
-            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1), "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1)}
+            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1),
+            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))

@@ -33,6 +33,10 @@ columns, four independent 32-deep sums a block, the stage released as soon as it
 faster at m <= 8 on the H100 where two or three programs share an SM, slower at m = 16 (twice the MMAs) and at
 four programs an SM (NOTES.md v16); :func:`tune_space.gluon_launch` sets it. A loop that chained the MMAs on weights
 scaled in fp16 at the unpack was 5-9 % slower on the H100 and was removed (NOTES.md v15).
+With ``pdl`` the launch is a programmatic dependent launch: the producer copies its first blocks' words and
+scales before ``griddepcontrol.wait`` (the launch before it may still run), and nothing reads the activations or
+writes C, the partials or the counters before it. Back to back it saves 1.2-1.8 us a call on the H100; after a
+kernel that does not let its dependents launch early (torch's) it costs 0.5-0.7 us, so it is opt-in (NOTES.md v17).
 Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
 """
 from __future__ import annotations
@@ -292,10 +296,10 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
 
 
 @gluon.jit
-def _copy_weights(bufs, bars, descs, u, b, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-                  STAGES: gl.constexpr, KN: gl.constexpr, KB):
-    """Unit u's words and (per group) scales into stage b % STAGES, once the consumer has released it; the stage's
-    ready barrier expects the activations' bytes too (:func:`_copy_activations`)."""
+def _copy_words(bufs, bars, descs, u, b, N, PER_CHANNEL: gl.constexpr, STAGES: gl.constexpr, KN: gl.constexpr,
+                KB):
+    """Unit u's words into stage b % STAGES, once the consumer has released it; the stage's ready barrier expects
+    the activations' and (per group) the scales' bytes too (:func:`_copy_activations`, :func:`_copy_scales`)."""
     w_desc, a_desc, s_desc = descs
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
@@ -313,9 +317,6 @@ def _copy_weights(bufs, bars, descs, u, b, N, PER_CHANNEL: gl.constexpr, GROUP_B
         tma.async_copy_global_to_shared(w_desc, [kb * _WORDS, t * BLOCK_N], ready.index(stage), w_smem.index(stage))
     else:
         tma.async_copy_global_to_shared(w_desc, [kb * N + t * BLOCK_N, 0], ready.index(stage), w_smem.index(stage))
-    if not PER_CHANNEL:
-        tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N], ready.index(stage),
-                                        s_smem.index(stage))
 
 
 @gluon.jit
@@ -324,8 +325,20 @@ def _copy_activations(bufs, bars, a_desc, u, b, STAGES: gl.constexpr, KB):
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
     kb = u - (u // KB) * KB
-    stage = b % STAGES
-    tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(stage), a_smem.index(stage))
+    tma.async_copy_global_to_shared(a_desc, [0, kb * PACK_K], ready.index(b % STAGES), a_smem.index(b % STAGES))
+
+
+@gluon.jit
+def _copy_scales(bufs, bars, s_desc, u, b, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
+                 STAGES: gl.constexpr, KB):
+    """Unit u's group scales into stage b % STAGES (none per column: the consumer's epilogue loads those)."""
+    ready, empty = bars
+    w_smem, a_smem, s_smem = bufs
+    if not PER_CHANNEL:
+        t = u // KB
+        kb = u - t * KB
+        tma.async_copy_global_to_shared(s_desc, [(kb // GROUP_BLOCKS) * N + t * BLOCK_N],
+                                        ready.index(b % STAGES), s_smem.index(b % STAGES))
 
 
 @gluon.jit
@@ -334,19 +347,22 @@ def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCK
     """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead. With PDL
     the first STAGES blocks' words and scales are copied before the launch before this one has ended (they are
     weights, which no kernel of a forward writes), their activations after it."""
+    w_desc, a_desc, s_desc = descs
     KB, U, P, SLOTS = work
     start, end = _segment(gl.program_id(0), P, U)
     first = start
     if PDL:
         first = gl.minimum(start + STAGES, end)
         for u in range(start, first):
-            _copy_weights(bufs, bars, descs, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, KB)
+            _copy_words(bufs, bars, descs, u, u - start, N, PER_CHANNEL, STAGES, KN, KB)
+            _copy_scales(bufs, bars, s_desc, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KB)
         _grid_wait()
         for u in range(start, first):
-            _copy_activations(bufs, bars, descs[1], u, u - start, STAGES, KB)
+            _copy_activations(bufs, bars, a_desc, u, u - start, STAGES, KB)
     for u in range(first, end):
-        _copy_weights(bufs, bars, descs, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, KB)
-        _copy_activations(bufs, bars, descs[1], u, u - start, STAGES, KB)
+        _copy_words(bufs, bars, descs, u, u - start, N, PER_CHANNEL, STAGES, KN, KB)
+        _copy_activations(bufs, bars, a_desc, u, u - start, STAGES, KB)
+        _copy_scales(bufs, bars, s_desc, u, u - start, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KB)
 
 
 @gluon.jit
