@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from kernelscope.bench.graph_timing import (calls_in_graph, copies_for_cold_l2, kernel_time_per_range,
-                                            per_call_times)
+from kernelscope.bench.graph_timing import (MAX_WARMUP_REPLAYS, calls_in_graph, copies_for_cold_l2,
+                                            kernel_time_per_range, per_call_times, warmup_replays)
 from kernelscope.collect.timing import summarize
 
 torch = pytest.importorskip("torch")
@@ -25,6 +25,14 @@ def test_weight_copies_cover_twice_l2():
     assert copies_for_cold_l2(1, 50 * MIB) == 16  # capped
     with pytest.raises(ValueError):
         copies_for_cold_l2(0, 50 * MIB)
+
+
+def test_warm_up_replays_fill_the_warm_up_time():
+    assert warmup_replays(0.9, 25.0) == 28  # 28 x 0.9 ms = 25.2 ms >= 25, 27 x 0.9 = 24.3 is not
+    assert warmup_replays(40.0, 25.0) == 1  # a replay longer than the warm-up time: still one
+    assert warmup_replays(0.001, 25.0) == MAX_WARMUP_REPLAYS  # capped
+    assert warmup_replays(0.0, 25.0) == MAX_WARMUP_REPLAYS  # an unmeasurably short replay: the cap
+    assert warmup_replays(0.9, 0.0) == 0  # no warm-up asked for
 
 
 def test_calls_and_per_call_arithmetic():
@@ -142,3 +150,4 @@ def test_graph_time_on_gpu_is_below_event_time_for_a_tiny_kernel():
     graph = time_cuda_graph([lambda: x.fill_(1.0)], flush_l2=False)
     cupti = time_cupti_kernels(lambda: x.fill_(1.0), flush_l2=False)
     assert 0 < graph.median_ms < event.median_ms and 0 < cupti.median_ms < event.median_ms
+    assert "warm-up replays)" in graph.clock  # the replays before the timed ones, as the rows record them

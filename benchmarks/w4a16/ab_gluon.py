@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from sweep_graph import check_and_time, common_args  # this folder's sweep
+from sweep_graph import check_and_time, common_args, weight_copies  # this folder's sweep
 
 
 def main() -> int:
@@ -34,9 +34,7 @@ def main() -> int:
     args = p.parse_args()
     import torch
 
-    from kernelscope.bench.graph_timing import copies_for_cold_l2
-    from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+    from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
@@ -50,10 +48,8 @@ def main() -> int:
     print("| k x n | m | launch | A us | B us | B / A |\n|---|---:|---|---:|---:|---:|", flush=True)
     for shape in args.shapes.split(","):
         k, n = (int(x) for x in shape.split("x"))
-        wt = make_weights(k, n, 128, "cuda", 0)
-        bk, sk = to_kernel_layout(wt.B, wt.s, 128)
-        copies = [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2,
-                                                                                          props.L2_cache_size) - 1)]
+        wt, copies = weight_copies(k, n, props.L2_cache_size)
+        bk, sk = copies[0]
         launch = gluon_launch(k, n, props.multi_processor_count, 16)  # the warpgroup MMA; B's kwargs may change it
         kw = kernel_kwargs(launch)
         for m in (int(x) for x in args.m.split(",")):

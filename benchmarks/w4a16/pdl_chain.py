@@ -18,6 +18,8 @@ import statistics
 import sys
 import time
 
+from sweep_graph import weight_copies  # this folder's sweep
+
 
 def main() -> int:
     p = argparse.ArgumentParser()
@@ -29,9 +31,7 @@ def main() -> int:
     args = p.parse_args()
     import torch
 
-    from kernelscope.bench.graph_timing import copies_for_cold_l2, time_cuda_graph
-    from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import to_kernel_layout
+    from kernelscope.bench.graph_timing import time_cuda_graph
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
     from kernelscope.kernels.marlin.tune_space import gluon_launch
@@ -43,10 +43,8 @@ def main() -> int:
     print("| k x n | m | launch | " + " | ".join(names) + " |\n|---|---:|---|" + "---:|" * len(names), flush=True)
     for shape in args.shapes.split(","):
         k, n = (int(x) for x in shape.split("x"))
-        wt = make_weights(k, n, 128, "cuda", 0)
-        bk, sk = to_kernel_layout(wt.B, wt.s, 128)
-        copies = [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2,
-                                                                                          props.L2_cache_size) - 1)]
+        _, copies = weight_copies(k, n, props.L2_cache_size)
+        bk, sk = copies[0]
         for m in (int(x) for x in args.m.split(",")):
             launch = gluon_launch(k, n, props.multi_processor_count, m)
             kw = kernel_kwargs(launch)
@@ -59,7 +57,7 @@ def main() -> int:
                 torch.mul(x, g, out=a)
 
             def gemm(b, s, pdl: bool) -> None:
-                gluon_w4a16(a, b, s, 128, n, out=out, pdl=pdl, **kw)
+                gluon_w4a16(a, b, s, 128, n, out=out, **{**kw, "pdl": pdl})
 
             mul()
             gemm(bk, sk, False)

@@ -89,6 +89,18 @@ def copy_bandwidth() -> float:
     return 2 * src.numel() / (copy_ms * 1e-3)
 
 
+def weight_copies(k: int, n: int, l2_bytes: int) -> tuple:
+    """A (k, n) layer's weights (groups of 128, seed 0) and its kernel-layout (words, scales) copies, enough of them
+    for a graph to read more than twice L2 (cold weights, as the benchmark times them)."""
+    from kernelscope.bench.graph_timing import copies_for_cold_l2
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import to_kernel_layout
+
+    wt = make_weights(k, n, 128, "cuda", 0)
+    bk, sk = to_kernel_layout(wt.B, wt.s, 128)
+    return wt, [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2, l2_bytes) - 1)]
+
+
 def check_and_time(call, ref, variants: list, replays: int, check: bool = True) -> dict:
     """One launch: ``call()`` against the fp32 reference, then ``variants`` (the same launch on each weight copy)
     timed by graph time per call; the row's status, error or time."""

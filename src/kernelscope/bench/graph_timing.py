@@ -6,6 +6,11 @@ the H100, benchmarks/w4a16/NOTES.md) is not paid per call. :func:`time_cuda_grap
 ``calls_per_graph`` calls in one graph, replays it ``replays`` times with a pair of events around
 each replay, and reports ``replay time / calls_per_graph`` per call (``GRAPH_FORMULA``).
 
+Before the timed replays the graph is replayed for ``warmup_ms`` (25 ms by default, the warm-up time of
+Triton's ``do_bench``): a count of a few calls was too short at the 112 MiB layers, where the first timing after
+building the weights ran 15 % slow on the H100 although NVML read the full SM clock just before
+(benchmarks/w4a16/RESULTS.md, seventh session; ``harness_check.py``).
+
 Cold caches, as one layer of a model sees them (its weights were evicted by the other layers'):
 the graph cycles through ``variants`` (the same call on separate copies of the weights) so that
 the bytes the graph touches exceed L2 (:func:`copies_for_cold_l2`), and L2 is flushed between
@@ -27,6 +32,8 @@ from kernelscope.collect.timing import L2Flush, Timing, summarize
 GRAPH_FORMULA = "graph_ms = (CUDA-event time of one graph replay) / calls_per_graph"
 CUPTI_FORMULA = "cupti_kernel_ms = sum of the CUPTI durations of the GPU kernels one call launched (median over calls)"
 MAX_COPIES = 16  # weight copies for a cold graph: bounds the memory a small layer's graph takes
+WARMUP_MS = 25.0  # GPU time replayed before the timed replays (Triton's do_bench warms up for 25 ms too)
+MAX_WARMUP_REPLAYS = 10_000
 
 
 def copies_for_cold_l2(footprint_bytes: int, l2_bytes: int, max_copies: int = MAX_COPIES) -> int:
@@ -44,6 +51,16 @@ def calls_in_graph(variants: int, min_calls: int = 20) -> int:
     return variants * math.ceil(min_calls / variants)
 
 
+def warmup_replays(replay_ms: float, warmup_ms: float, max_replays: int = MAX_WARMUP_REPLAYS) -> int:
+    """Graph replays that fill ``warmup_ms`` of GPU time at ``replay_ms`` a replay (at least 1, at most
+    ``max_replays``; 0 when no warm-up time is asked for)."""
+    if warmup_ms <= 0:
+        return 0
+    if replay_ms <= 0:
+        return max_replays
+    return max(1, min(max_replays, math.ceil(warmup_ms / replay_ms)))
+
+
 def per_call_times(replay_ms: Sequence[float], calls_per_graph: int) -> list[float]:
     """Per-call times from replay times (GRAPH_FORMULA)."""
     if calls_per_graph < 1:
@@ -52,11 +69,13 @@ def per_call_times(replay_ms: Sequence[float], calls_per_graph: int) -> list[flo
 
 
 def time_cuda_graph(variants: Sequence[Callable[[], Any]], *, calls_per_graph: int | None = None,
-                    replays: int = 10, warmup: int = 3, flush_l2: bool = True) -> Timing:
+                    replays: int = 10, warmup: int = 3, flush_l2: bool = True,
+                    warmup_ms: float = WARMUP_MS) -> Timing:
     """Per-call time of ``variants`` called in turn inside one CUDA graph (see the module docstring).
 
     Each variant is called ``warmup`` times eagerly first (compiles, allocates its workspaces), so
-    nothing is compiled or first-allocated inside the capture. Exceptions propagate.
+    nothing is compiled or first-allocated inside the capture; then the graph is replayed for
+    ``warmup_ms`` of GPU time before the timed replays. Exceptions propagate.
     """
     import torch
 
@@ -78,6 +97,15 @@ def time_cuda_graph(variants: Sequence[Callable[[], Any]], *, calls_per_graph: i
             variants[i % len(variants)]()
     graph.replay()  # first replay uploads the graph
     torch.cuda.synchronize()
+    first, last = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    first.record()
+    graph.replay()
+    last.record()
+    torch.cuda.synchronize()
+    n_warm = warmup_replays(first.elapsed_time(last), warmup_ms)
+    for _ in range(n_warm):
+        graph.replay()
+    torch.cuda.synchronize()
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
     for start, end in pairs:
         if flush is not None:
@@ -88,8 +116,8 @@ def time_cuda_graph(variants: Sequence[Callable[[], Any]], *, calls_per_graph: i
     torch.cuda.synchronize()
     replay_ms = [s.elapsed_time(e) for s, e in pairs]
     del graph
-    return summarize(per_call_times(replay_ms, calls), warmup, f"cuda-graph ({calls} calls per replay)",
-                     flush is not None)
+    return summarize(per_call_times(replay_ms, calls), warmup,
+                     f"cuda-graph ({calls} calls per replay, {n_warm + 1} warm-up replays)", flush is not None)
 
 
 def time_cupti_kernels(fn: Callable[[], Any], *, calls: int = 10, flush_l2: bool = True) -> Timing:
