@@ -5,6 +5,8 @@
 #   bash benchmarks/w4a16/issue17_gpu9.sh pdlsweep # pdl_chain.py (PDL after another kernel), then sweep_gluon.py
 #                                                 # --pdl at m = 1 on the layers short of target: grids, registers,
 #                                                 # stages, mma.sync and the warpgroup MMA
+#   bash benchmarks/w4a16/issue17_gpu9.sh harness # harness_check.py: one launch at the 112 MiB layers timed the
+#                                                 # sweeps' way and the benchmark's ways, and the --probe steps
 #   bash benchmarks/w4a16/issue17_gpu9.sh final   # first-use tuning from empty caches, then 3 benchmark runs of the
 #                                                 # shipped path plain and as PDL launches, cuBLAS, tinygemm
 set -euo pipefail
@@ -24,7 +26,11 @@ case "${1:-}" in
                 --m 1 --layouts bk --stages 4,8 --regs 64,80,96 --tile-multiples 8 --per-sm 4 --pdl $sync --no-check \
                 --out "$OUT/pdl_sweep${sync:+_sync}.json" 2>&1 | grep -v "kernelscope: tuning"
             done ;;
+  harness) timeout 150 python benchmarks/w4a16/harness_check.py --probe --shapes 28672x8192 \
+             --out "$OUT/harness_probe.json" 2>&1 | grep -v "kernelscope: tuning"
+           timeout 300 python benchmarks/w4a16/harness_check.py --shapes 28672x8192,8192x28672 \
+             --out "$OUT/harness_check.json" 2>&1 | grep -v "kernelscope: tuning" ;;
   final) IMPLS=w4a16,w4a16-pdl,cublas,tinygemm KERNELS=w4a16,w4a16-pdl RUN_TIMEOUT=135 OUT=$OUT \
            bash benchmarks/w4a16/issue17_gpu5.sh ;;
-  *) echo "usage: $0 pdl|pdlsweep|final" >&2; exit 2 ;;
+  *) echo "usage: $0 pdl|pdlsweep|harness|final" >&2; exit 2 ;;
 esac
