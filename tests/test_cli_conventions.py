@@ -108,3 +108,24 @@ def test_show_json_timeline_includes_the_timeline():
     assert code == 0, err
     tl = json.loads(out)["timeline"]
     assert len(tl["rows"]) == 5 and tl["rows_total"] > 5 and tl["rows"][0]["start_ns"] is not None
+
+
+def test_leaving_past_the_profiler_teardown_keeps_the_output_and_the_exit_code(tmp_path):
+    """bench w4a16, demo and learn (after the torch profiler ran in-process) leave with os._exit once all is
+    written: what was printed but not yet flushed still arrives, the exit code is the command's, and the
+    interpreter's teardown (atexit handlers here) does not run."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import atexit, sys\n"
+            "from kernelscope.cli.common import exit_past_profiler_teardown\n"
+            "atexit.register(lambda: print('teardown ran'))\n"
+            "sys.stdout.write('table, unflushed')\n"
+            "sys.stderr.write('results written')\n"
+            "exit_past_profiler_teardown(3)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 3
+    assert r.stdout == "table, unflushed" and r.stderr == "results written"

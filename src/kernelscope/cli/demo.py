@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import add_view_args, fail, output_path, render_show
+from kernelscope.cli.common import add_view_args, exit_past_profiler_teardown, fail, output_path, render_show
 
 DEMO_KERNEL = "_w4a16_kernel"  # kernels.marlin.walkthrough.KERNEL_NAME; the panels default to it
 
@@ -71,4 +71,4 @@ def main(args: argparse.Namespace) -> int:
     plan = DEMO_PLAN
     print(f"kernelscope: demo: W4A16 GEMM m={plan.m} k={plan.k} n={plan.n}, relative error vs the fp32 reference "
           f"{err:.2e} (< {TOLERANCE:g}); session written to {out}", file=sys.stderr)
-    return _show(session, args)
+    exit_past_profiler_teardown(_show(session, args))  # the profiler ran in this process

@@ -12,7 +12,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from kernelscope.cli.common import columns, fail, load_session, output_path, positive, require_modules
+from kernelscope.cli.common import (columns, exit_past_profiler_teardown, fail, load_session, output_path, positive,
+                                    require_modules)
 
 TOPICS = ("marlin",)
 BUNDLED = "marlin_session_h100.json.gz"
@@ -107,6 +108,7 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.render.walkthrough import NeedsGpuNote, WalkthroughView
 
     session, plan, banner = _session_and_plan(args)
+    recorded_here = not args.session and banner is None
     try:
         walk = build_walkthrough(session, plan)
     except ValueError as e:
@@ -118,4 +120,6 @@ def main(args: argparse.Namespace) -> int:
     console.print(WalkthroughView(walk))
     if banner:
         console.print(NeedsGpuNote(walk))
+    if recorded_here:  # the profiler ran in this process
+        exit_past_profiler_teardown(0)
     return 0

@@ -7,14 +7,13 @@ table per layer shape.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, Callable
 
 from kernelscope.cli.bench.common import (
     check_timing_args, chosen_impls, int_list, print_tables, progress, require_cuda, results_path,
 )
-from kernelscope.cli.common import fail, require_modules
+from kernelscope.cli.common import exit_past_profiler_teardown, fail, require_modules
 
 DEFAULT_M = "1,4,16,64,256"
 DEFAULT_SHAPES = "4096x4096,4096x14336,8192x8192,8192x28672,28672x8192"
@@ -66,13 +65,8 @@ def main_w4a16(args: argparse.Namespace) -> int:
     print(f"kernelscope: {len(results.rows)} results written to {out}"
           f"{f' ({failed} failed, wrong or out of memory)' if failed else ''}. Plot them with: kernelscope plot {out}",
           file=sys.stderr)
-    if settings.cupti:
-        # After several CUPTI passes (torch.profiler) in one process, torch 2.11's teardown at interpreter exit can
-        # abort with "double free or corruption" (seen on an H100, 2026-11-23, in 2 of 3 runs), turning a finished
-        # benchmark into exit code 134. Everything is written and flushed by now: leave without that teardown.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    if settings.cupti:  # CUPTI passes (torch.profiler) ran in this process
+        exit_past_profiler_teardown(0)
     return 0
 
 
