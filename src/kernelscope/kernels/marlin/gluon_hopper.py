@@ -62,14 +62,29 @@ _UNPACK: gl.constexpr = gl.constexpr(UNPACK_PTX)
 
 
 @gluon.jit
+def _nibble_slices(words):
+    """The PTX unpack of :mod:`unpack_ptx`: each word's four nibble slices i, as f16x2 registers of q - 8."""
+    return gl.inline_asm_elementwise(_UNPACK, "=r,=r,=r,=r,r", [words], dtype=(gl.int32, ) * 4, is_pure=True,
+                                     pack=1)
+
+
+@gluon.jit
+def _fp16_pairs(pairs, K: gl.constexpr, w_layout: gl.constexpr):
+    """(64, K / 2) f16x2 pairs [column, pair] -> (64, K) fp16 [column, k] in ``w_layout``: pair p holds k = 2 p and
+    2 p + 1 (the bitcasts and the join only name registers)."""
+    lo = pairs.to(gl.int16).to(gl.float16, bitcast=True)
+    hi = (pairs >> 16).to(gl.int16).to(gl.float16, bitcast=True)
+    return gl.convert_layout(gl.reshape(gl.join(lo, hi), [64, K]), w_layout)
+
+
+@gluon.jit
 def _unpack(words, w_layout: gl.constexpr, KN: gl.constexpr):
     """(64, 16) words of a block [column, word] -> (64, 128) fp16 q - 8 [column, k] in the MMA's register-operand
     layout. The words come in Bg's order (word 4 q + v) or, with KN, in Bk's (word j = q + 4 v).
 
     Word j of a block holds, for slice i, the pair k = 32 i + 2 j + (0, 1) as one f16x2 register after the PTX;
     the joins, reshapes and permute below only name registers (k = 32 i + 8 v + 2 q + h)."""
-    t0, t1, t2, t3 = gl.inline_asm_elementwise(_UNPACK, "=r,=r,=r,=r,r", [words], dtype=(gl.int32, ) * 4,
-                                               is_pure=True, pack=1)
+    t0, t1, t2, t3 = _nibble_slices(words)
     x = gl.join(gl.join(t0, t1), gl.join(t2, t3))  # [c, word, i % 2, i // 2]
     x = gl.reshape(x, [64, 4, 4, 2, 2])
     if KN:
@@ -77,10 +92,7 @@ def _unpack(words, w_layout: gl.constexpr, KN: gl.constexpr):
     else:
         x = gl.permute(x, [0, 4, 3, 2, 1])  # [c, q, v, i0, i1] -> [c, i1, i0, v, q]
     pairs = gl.reshape(x, [64, 64])  # [c, 16 i + 4 v + q]: pair p holds k = 2 p, 2 p + 1
-    lo = pairs.to(gl.int16).to(gl.float16, bitcast=True)
-    hi = (pairs >> 16).to(gl.int16).to(gl.float16, bitcast=True)
-    w = gl.reshape(gl.join(lo, hi), [64, 128])
-    return gl.convert_layout(w, w_layout)
+    return _fp16_pairs(pairs, 128, w_layout)
 
 
 @gluon.jit
@@ -127,10 +139,7 @@ def _slice_operand(t, w_layout: gl.constexpr, KN: gl.constexpr):
         x = gl.permute(x, [0, 1, 2])  # [c, v, q]
     else:
         x = gl.permute(x, [0, 2, 1])  # [c, q, v] -> [c, v, q]
-    pairs = gl.reshape(x, [64, 16])
-    lo = pairs.to(gl.int16).to(gl.float16, bitcast=True)
-    hi = (pairs >> 16).to(gl.int16).to(gl.float16, bitcast=True)
-    return gl.convert_layout(gl.reshape(gl.join(lo, hi), [64, 32]), w_layout)
+    return _fp16_pairs(gl.reshape(x, [64, 16]), 32, w_layout)
 
 
 @gluon.jit
@@ -153,8 +162,7 @@ def _sync_block(acc, b, bufs, bars, words_layout: gl.constexpr, w_layout: gl.con
     if not PER_CHANNEL:
         scale = s_smem.index(stage).load(gl.SliceLayout(1, acc_layout)).to(gl.float32)
     mbarrier.arrive(empty.index(stage), count=1)
-    t0, t1, t2, t3 = gl.inline_asm_elementwise(_UNPACK, "=r,=r,=r,=r,r", [words], dtype=(gl.int32, ) * 4,
-                                               is_pure=True, pack=1)
+    t0, t1, t2, t3 = _nibble_slices(words)
     zero = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
     p0 = mma_v2(_slice_operand(t0, w_layout, KN), a0, zero)
     p1 = mma_v2(_slice_operand(t1, w_layout, KN), a1, zero)

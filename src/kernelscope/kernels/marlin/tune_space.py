@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from .configs import rule_launch
+from .gluon_args import BLOCK_N as GLUON_BLOCK_N, PACK_K as GLUON_PACK_K
 
 PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
 MAX_SPLIT_K = 16
@@ -103,7 +104,6 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
 # partition is padded to a warpgroup), on a stream-K grid. Registers a thread at launch for r programs resident an SM
 # (65536 registers / (256 threads x r), rounded down to 8): the consumer warpgroup still gets 104-168 registers by
 # setmaxnreg, without spills.
-GLUON_BLOCK_N = 64
 GLUON_REGISTERS = {2: 96, 3: 80, 4: 64}
 # In the H100 sweeps (benchmarks/w4a16/runs/issue17_session5 and issue17_session6, m = 1 and 16) grids whose programs
 # share column tiles unevenly (stream-K shares) lost to grids of whole multiples of the tiles wherever one fitted in a
@@ -127,7 +127,7 @@ def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
     tiles = n // GLUON_BLOCK_N
     slots = GLUON_PROGRAMS_PER_SM * sm_count
     if tiles <= slots:
-        return min(tiles * (slots // tiles), tiles * (k // 128)), GLUON_PROGRAMS_PER_SM
+        return min(tiles * (slots // tiles), tiles * (k // GLUON_PACK_K)), GLUON_PROGRAMS_PER_SM
     if tiles <= GLUON_MAX_PROGRAMS_PER_SM * sm_count:
         return tiles, math.ceil(tiles / sm_count)
     return slots, GLUON_PROGRAMS_PER_SM
@@ -138,7 +138,7 @@ def gluon_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any]:
     :func:`gluon_programs`, the registers that fit its programs an SM, six stages where two programs an SM stream
     many blocks each (else four), and mma.sync at m <= GLUON_SYNC_MMA_MAX_M below four programs an SM."""
     programs, per_sm = gluon_programs(k, n, sm_count)
-    blocks = n // GLUON_BLOCK_N * (k // 128) / programs
+    blocks = n // GLUON_BLOCK_N * (k // GLUON_PACK_K) / programs
     deep = per_sm == GLUON_PROGRAMS_PER_SM and blocks >= GLUON_DEEP_BLOCKS
     launch = dict(kernel="gluon", programs=programs, num_stages=GLUON_DEEP_STAGES if deep else 4,
                   maxnreg=GLUON_REGISTERS[per_sm])
@@ -150,6 +150,6 @@ def gluon_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any]:
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
     """The Gluon launch the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's, within
     1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16)."""
-    if m > 16 or n % GLUON_BLOCK_N or k % 128:
+    if m > 16 or n % GLUON_BLOCK_N or k % GLUON_PACK_K:
         return []
     return [gluon_launch(k, n, sm_count, m)]
