@@ -88,12 +88,9 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
-@pytest.mark.parametrize("programs,sync,split", [(None, True, "counter"), (16, False, "counter"),
-                                                 (36, False, "counter"), (100, True, "counter"), (36, False, "poll"),
-                                                 (100, True, "poll")],
-                         ids=["whole-tiles-sync", "whole-tiles", "shared-tiles", "shared-tiles-sync",
-                              "shared-tiles-polled", "shared-tiles-sync-polled"])
-def test_programmatic_dependent_launches_chain_exactly(programs, sync, split):
+@pytest.mark.parametrize("programs,sync", [(None, True), (16, False), (36, False), (100, True)],
+                         ids=["whole-tiles-sync", "whole-tiles", "shared-tiles", "shared-tiles-sync"])
+def test_programmatic_dependent_launches_chain_exactly(programs, sync):
     """Each launch reads the output of the launch just before it (a square layer applied 12 times), so an activation
     copy or a store that ran before griddepcontrol.wait would change the result. PDL launches, eager and captured
     in a CUDA graph, must give bit for bit what plain launches give (the same arithmetic in the same order), and
@@ -114,7 +111,7 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync, split):
     def chain(pdl: bool) -> None:
         a = x
         for out in outs:
-            a = gluon_w4a16(a, bk, sk, 128, n, programs=programs, sync_mma=sync, pdl=pdl, out=out, split_sum=split)
+            a = gluon_w4a16(a, bk, sk, 128, n, programs=programs, sync_mma=sync, pdl=pdl, out=out)
 
     chain(False)
     plain = [o.clone() for o in outs]
@@ -134,22 +131,3 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync, split):
         graph.replay()
         torch.cuda.synchronize()
         assert all(torch.equal(o, p) for o, p in zip(outs, plain))
-
-
-@pytest.mark.parametrize("m,sync", [(1, False), (13, False), (1, True), (13, True)])
-def test_polled_split_sum_gives_the_counted_sums_bits(weights, m, sync):
-    """split_sum="poll" (the tile's last program reads the others' partial slots as they land) adds the same
-    partials in the same order as the counted sum, so every shared-tile grid must give the same bits; and each
-    launch must leave every partial slot at the sentinel it waits on, or the next launch would read stale sums."""
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
-    from kernelscope.kernels.marlin.split_counters import unset_partials
-
-    gs, k, n, wt, words, sk = weights
-    a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m + 1)).half()
-    for programs in (5, 7, 36, 100, n // 64 * (k // 128)):
-        counted = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs, sync_mma=sync)
-        for _ in range(2):
-            polled = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs, sync_mma=sync, split_sum="poll")
-            assert torch.equal(polled, counted), (programs, sync)
-        torch.cuda.synchronize()
-        assert bool((unset_partials(a.device, 1).view(torch.int32) == -1).all()), programs

@@ -51,7 +51,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from .gluon_args import check_args, supported, work_split
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
-from .split_counters import tile_counters, unset_partials
+from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
 
 __all__ = ["gluon_w4a16", "supported", "work_split", "check_args", "to_gluon_layout", "from_gluon_layout"]
@@ -183,115 +183,11 @@ def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.conste
 
 
 @gluon.jit
-def _unset(q):
-    """Which elements of q still hold the partial buffer's sentinel (all bits set, a NaN no sum produces)."""
-    return q.to(gl.int32, bitcast=True) == -1
-
-
-@gluon.jit
-def _unwritten(q0, q1, q2, q3):
-    """Whether any element of the four slots is still unset (one reduction over the warpgroup)."""
-    pending = _unset(q0) | _unset(q1) | _unset(q2) | _unset(q3)
-    return gl.max(gl.max(pending.to(gl.int32), axis=1), axis=0) > 0
-
-
-@gluon.jit
-def _load_relaxed(ptrs, mask):
-    """ld.relaxed.gpu of each element where mask holds (L2, never L1), else 0.0."""
-    bits = gl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b32 $0, 0; @p ld.relaxed.gpu.global.b32 $0, [$1]; }",
-        "=r,l,r", [ptrs, mask.to(gl.int32)], dtype=gl.int32, is_pure=False, pack=1)
-    return bits.to(gl.float32, bitcast=True)
-
-
-@gluon.jit
-def _load_slot(ptrs, mask, MODE: gl.constexpr):
-    if MODE == 2:
-        return _load_relaxed(ptrs, mask)
-    return gl.load(ptrs, mask=mask, other=0.0, volatile=True)
-
-
-@gluon.jit
-def _backoff():
-    gl.inline_asm_elementwise("nanosleep.u32 100; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _polled_slots(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr, MODE: gl.constexpr):
-    """Partial slots j .. j + 3 of a tile (zeros past its count), each element read again from L2 until its writer
-    has stored it, then the slots set back to the sentinel for the next launch. No flag, fence or counter: an
-    element is its own flag (a 32-bit store is seen whole or not at all). Only the tile's last program reads, and
-    it waits on programs of lower index, which started no later than it did."""
-    SLOT: gl.constexpr = BLOCK_N * BLOCK_M
-    m0 = mask & (j < count)
-    m1 = mask & (j + 1 < count)
-    m2 = mask & (j + 2 < count)
-    m3 = mask & (j + 3 < count)
-    base = parts + j * SLOT + offs
-    q0 = _load_slot(base, m0, MODE)
-    q1 = _load_slot(base + SLOT, m1, MODE)
-    q2 = _load_slot(base + 2 * SLOT, m2, MODE)
-    q3 = _load_slot(base + 3 * SLOT, m3, MODE)
-    while _unwritten(q0, q1, q2, q3):
-        if MODE == 2:
-            _backoff()
-        q0 = _load_slot(base, m0, MODE)
-        q1 = _load_slot(base + SLOT, m1, MODE)
-        q2 = _load_slot(base + 2 * SLOT, m2, MODE)
-        q3 = _load_slot(base + 3 * SLOT, m3, MODE)
-    unset = gl.full(q0.shape, -1, gl.int32, layout=q0.type.layout).to(gl.float32, bitcast=True)
-    gl.store(base, unset, mask=m0)
-    gl.store(base + SLOT, unset, mask=m1)
-    gl.store(base + 2 * SLOT, unset, mask=m2)
-    gl.store(base + 3 * SLOT, unset, mask=m3)
-    return q0, q1, q2, q3
-
-
-@gluon.jit
-def _counted_sum(acc, t, k0, k1, pid, first, last, KB, parts, offs, mask, c_ptrs, count_ptr, BLOCK_M: gl.constexpr,
-                 acc_layout: gl.constexpr):
-    """Shared tile t: store this program's partial in its slot and count its blocks in on the tile's counter; the
-    program whose blocks complete the count adds the tile's partials in program order (deterministic), stores C and
-    resets the counter for the next launch."""
-    gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
-    gl.thread_barrier()  # every thread's partial is stored before the counter says so
-    done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
-    if done + (k1 - k0) == KB:
-        total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-        # four slots' loads issued together (masked past the last slot), then added in slot order: a plain loop
-        # compiled to a peeled odd slot, a loop of four and a pair, two L2 round trips for three slots
-        count = last - first + 1
-        for j in range(0, count, 4):
-            p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
-            p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
-            p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
-            p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
-            total = (((total + p0) + p1) + p2) + p3
-        gl.store(c_ptrs, total.to(gl.float16), mask=mask)
-        gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-
-
-@gluon.jit
-def _polled_sum(acc, pid, first, last, parts, offs, mask, c_ptrs, BLOCK_M: gl.constexpr, acc_layout: gl.constexpr,
-                MODE: gl.constexpr):
-    """Shared tile: every program but the tile's last stores its partial in its slot and is done; the last reads
-    the others' slots as they land (:func:`_polled_slots`) and adds them in program order, then its own sum, as
-    :func:`_counted_sum` adds them (the same bits), and stores C."""
-    if pid != last:
-        gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
-    else:
-        total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-        for j in range(0, last - first, 4):
-            p0, p1, p2, p3 = _polled_slots(parts, j, last - first, offs, mask, BLOCK_N, BLOCK_M, MODE)
-            total = (((total + p0) + p1) + p2) + p3
-        gl.store(c_ptrs, (total + acc).to(gl.float16), mask=mask)
-
-
-@gluon.jit
 def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr, POLL: gl.constexpr):
-    """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else summed
-    with the tile's other programs' partials by :func:`_polled_sum` (POLL) or :func:`_counted_sum`."""
+            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
+    """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
+    partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
+    tile's partials in program order (deterministic), stores C and resets the counter for the next launch."""
     c_ptr, s_ptr, part_ptr, count_ptr = ptrs
     KB, U, P, SLOTS = work
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
@@ -310,11 +206,22 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
             last = ((t * KB + KB) * P - 1) // U
             offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
             parts = part_ptr + t * (SLOTS * BLOCK_N * BLOCK_M)
-            if POLL:
-                _polled_sum(acc, pid, first, last, parts, offs, mask, c_ptrs, BLOCK_M, acc_layout, POLL)
-            else:
-                _counted_sum(acc, t, k0, k1, pid, first, last, KB, parts, offs, mask, c_ptrs, count_ptr, BLOCK_M,
-                             acc_layout)
+            gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
+            gl.thread_barrier()  # every thread's partial is stored before the counter says so
+            done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
+            if done + (k1 - k0) == KB:
+                total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
+                # four slots' loads issued together (masked past the last slot), then added in slot order: a plain
+                # loop compiled to a peeled odd slot, a loop of four and a pair, two L2 round trips for three slots
+                count = last - first + 1
+                for j in range(0, count, 4):
+                    p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
+                    total = (((total + p0) + p1) + p2) + p3
+                gl.store(c_ptrs, total.to(gl.float16), mask=mask)
+                gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
     else:
         gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
 
@@ -322,7 +229,7 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
               STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
-              PDL: gl.constexpr, POLL: gl.constexpr):
+              PDL: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     if PDL:  # C, the partials and the counters were the launch before's too: touch none of them before it ends
         _grid_wait()
@@ -370,14 +277,14 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
                 tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
                 acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
             b += 1
-        _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout, POLL)
+        _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
 
 
 @gluon.jit
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
                  STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, PDL: gl.constexpr,
-                 POLL: gl.constexpr, num_warps: gl.constexpr):
+                 num_warps: gl.constexpr):
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -394,15 +301,14 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN, SYNC_MMA, PDL, POLL)),
+                     BLOCK_M, KN, SYNC_MMA, PDL)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL)),
     ], [1], [PRODUCER_REGS])
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
-                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                split_sum: str = "counter") -> torch.Tensor:
+                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -435,12 +341,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                                           gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
     s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
     kb, units, partials, slots = work_split(k, n, programs)
-    if split_sum not in ("counter", "poll", "poll-gpu"):
-        raise ValueError(f"gluon_w4a16: split_sum must be 'counter' or 'poll', got {split_sum!r}.")
-    poll = {"counter": 0, "poll": 1, "poll-gpu": 2}[split_sum]
-    if partials and poll:
-        parts, counters = unset_partials(a.device, tiles * slots * block_n * block_m), out
-    elif partials:
+    if partials:
         parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
         counters = tile_counters(a.device, tiles)
     else:
@@ -448,6 +349,6 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     _w4a16_gluon[(programs, )](
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, POLL=poll, num_warps=4, launch_pdl=pdl,
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, num_warps=4, launch_pdl=pdl,
         **({"maxnreg": maxnreg} if maxnreg else {}))
     return out
