@@ -131,3 +131,30 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
         graph.replay()
         torch.cuda.synchronize()
         assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+
+
+@pytest.mark.parametrize("programs", [None, 36, 100])
+def test_phase_records_cover_every_program_in_order(weights, programs):
+    """records=...: one row a program, its SM below the SM count, its times in phase order, its blocks summing to
+    the layer's units, one split-tile sum per shared tile; and the launch's result is the unrecorded one's."""
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_record import FIELDS
+
+    gs, k, n, wt, words, sk = weights
+    tiles, kb = n // 64, k // 128
+    grid = tiles if programs is None else programs
+    a = torch.randn((3, k), device="cuda").half()
+    plain = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs)
+    rec = torch.full((grid * len(FIELDS), ), -1, dtype=torch.int64, device="cuda")
+    recorded = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs, records=rec)
+    assert torch.equal(recorded, plain)
+    rows = [dict(zip(FIELDS, r)) for r in rec.view(grid, len(FIELDS)).tolist()]
+    assert [r["program"] for r in rows] == list(range(grid))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert all(0 <= r["sm"] < sms for r in rows)
+    assert all(0 < r["t_start_ns"] <= r["t_first_block_ns"] <= r["t_last_mma_ns"] <= r["t_end_ns"] for r in rows)
+    assert sum(r["blocks"] for r in rows) == tiles * kb
+    units = tiles * kb
+    segments = [(p * units // grid, (p + 1) * units // grid) for p in range(grid)]
+    shared = sum(not any(s0 <= t * kb and s1 >= (t + 1) * kb for s0, s1 in segments) for t in range(tiles))
+    assert sum(r["tiles_summed"] for r in rows) == shared

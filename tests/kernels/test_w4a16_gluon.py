@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn, sync, pdl = (int(x) for x in sys.argv[1:9])
+bm, stages, partials, per_channel, regs, kn, sync, pdl, record = (int(x) for x in sys.argv[1:10])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -31,9 +31,10 @@ sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
 w_block = f"16, {bn}" if kn else f"{bn}, 16"
 sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
-       "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32"}
+       "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32",
+       "rec_ptr": "*i64"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "num_warps": 4}
+          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "RECORD": bool(record), "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -51,14 +52,15 @@ with tempfile.TemporaryDirectory() as d:
 """
 
 # (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync,
-# programmatic dependent launch)
-VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0),
-            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0),
-            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0),
-            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0),
-            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1),
-            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1)}
+# programmatic dependent launch, phase records)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0, 0),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 0),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0, 0),
+            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0, 0),
+            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0, 0),
+            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1, 0),
+            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1, 0),
+            "bk-record-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -181,3 +183,16 @@ def test_bad_arguments_say_why_in_one_sentence():
     for args, why in cases:
         with pytest.raises(ValueError, match=f"^gluon_w4a16: .*{why}.*\\.$"):
             check_args(*args)
+
+
+def test_phase_records_are_compiled_in_only_when_asked(compiled):
+    """records=...: the consumer reads %globaltimer four times (start, first block, last MMA, end) and %smid once;
+    without records neither register is read, so the measured kernel is the shipped one plus its stores."""
+    name, out = compiled
+    sass = [line for line in out if "/*" in line]
+    timer = [line for line in sass if "SR_GLOBALTIMER" in line]
+    smid = [line for line in sass if "SMID" in line]  # %smid is SR_VIRTUALSMID in SASS
+    if "record" not in name:
+        assert not timer and not smid
+        return
+    assert len(timer) >= 4 and smid

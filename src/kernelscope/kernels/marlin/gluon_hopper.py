@@ -50,6 +50,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .gluon_args import check_args, supported, work_split
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
+from .gluon_record import FIELDS, _now, _write_row
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
 from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
@@ -187,8 +188,10 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
             BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
     partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
-    tile's partials in program order (deterministic), stores C and resets the counter for the next launch."""
+    tile's partials in program order (deterministic), stores C and resets the counter for the next launch. Returns
+    whether this program summed a shared tile (read only by the phase records)."""
     c_ptr, s_ptr, part_ptr, count_ptr = ptrs
+    summed = 0
     KB, U, P, SLOTS = work
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     cols = t * BLOCK_N + gl.arange(0, BLOCK_N, layout=col_layout)
@@ -222,14 +225,16 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
                     total = (((total + p0) + p1) + p2) + p3
                 gl.store(c_ptrs, total.to(gl.float16), mask=mask)
                 gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+                summed = 1
     else:
         gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
+    return summed
 
 
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
               STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
-              PDL: gl.constexpr):
+              PDL: gl.constexpr, record, RECORD: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     if PDL:  # C, the partials and the counters were the launch before's too: touch none of them before it ends
         _grid_wait()
@@ -261,6 +266,11 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
     pid = gl.program_id(0)
     start, end = _segment(pid, P, U)
     b = 0  # the program's running block count (its stage and phase), as the producer counts
+    summed = 0
+    if RECORD:  # block 0's ready barrier passes again at once after the loop's wait, so waiting here moves nothing
+        mbarrier.wait(ready.index(0), 0)
+        t_first = _now()
+        t_last = t_first
     for t in range(start // KB, (end - 1) // KB + 1):
         k0 = gl.maximum(start - t * KB, 0)
         k1 = gl.minimum(end - t * KB, KB)
@@ -277,14 +287,22 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
                 tok = _issue(acc, w, b, a_smem, PER_CHANNEL, STAGES, acc_layout, BLOCK_M)
                 acc = _retire(acc, tok, b, s_smem, empty, PER_CHANNEL, STAGES, acc_layout)
             b += 1
-        _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
+        if RECORD:
+            t_last = _now()
+        summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
+    if RECORD:
+        rec_ptr, t_start = record
+        _write_row(rec_ptr, t_start, t_first, t_last, b, summed)
 
 
 @gluon.jit
-def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS,
+def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS, rec_ptr,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
                  STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, PDL: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 RECORD: gl.constexpr, num_warps: gl.constexpr):
+    t_start = 0
+    if RECORD:
+        t_start = _now()
     KN: gl.constexpr = w_desc.block_type.shape[0] == _WORDS  # Bk's (word, column) tiles, else Bg's
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     W_COLS: gl.constexpr = w_desc.block_type.shape[1]
@@ -301,14 +319,15 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN, SYNC_MMA, PDL)),
+                     BLOCK_M, KN, SYNC_MMA, PDL, (rec_ptr, t_start), RECORD)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL)),
     ], [1], [PRODUCER_REGS])
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
-                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False) -> torch.Tensor:
+                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
+                records: torch.Tensor | None = None) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -319,7 +338,9 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     (NOTES.md v15). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes).
     ``pdl``: launch as a programmatic dependent launch, so that the launch starts while the one before it on the
     stream ends and copies its first blocks of weights meanwhile. Only for weights and scales that the launch just
-    before does not write (a model's forward; not right after packing them)."""
+    before does not write (a model's forward; not right after packing them). ``records``: an int64 tensor of at
+    least ``programs`` x 8 values on the device, into which each program writes its phase times
+    (:mod:`gluon_record`; measurements only)."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -328,6 +349,10 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     tiles = n // block_n
     programs = tiles if programs is None else programs
     kn, rows = check_args(a, words, s, groupsize, n, programs, stages, out)
+    if records is not None and (records.dtype != torch.int64 or records.device != a.device
+                                or records.numel() < programs * len(FIELDS)):
+        raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
+                         f"{programs * len(FIELDS)} values.")
     block_m = 8 if m <= 8 else 16
     a = a.contiguous()
     if out is None:
@@ -348,7 +373,9 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
         parts = counters = out  # never read: the PARTIALS branch is compiled out
     _w4a16_gluon[(programs, )](
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
+        out if records is None else records,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, num_warps=4, launch_pdl=pdl,
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None, num_warps=4,
+        launch_pdl=pdl,
         **({"maxnreg": maxnreg} if maxnreg else {}))
     return out
