@@ -53,6 +53,7 @@ def summarize(rows: list[list[int]]) -> dict:
                          "mma_us": (last["t_last_mma_ns"] - last["t_first_block_ns"]) * us,
                          "end_us": (last["t_end_ns"] - last["t_last_mma_ns"]) * us, "summed": last["tiles_summed"]},
         "sms": len({x["sm"] for x in r}),
+        "summed_median": med([x["tiles_summed"] for x in r if x["tiles_summed"] > 0] or [0]),
     }
 
 
@@ -107,7 +108,7 @@ def main() -> int:
                     launches.append(rec.view(-1, len(FIELDS)).tolist())
                 sums = [summarize(rows) for rows in launches]
                 med = {key: statistics.median(x[key] for x in sums) for key in sums[0]
-                       if key not in ("last_program", "sms") and sums[0][key] is not None}
+                       if key not in ("last_program", "sms", "summed_median") and sums[0][key] is not None}
                 last = sums[len(sums) // 2]["last_program"]
                 doc["points"].append({"k": k, "n": n, "m": m, "kwargs": kw, "relative_error": err,
                                       "graph_us": graph_us, "summaries": sums, "launches": launches})

@@ -45,7 +45,7 @@ with tempfile.TemporaryDirectory() as d:
     info = subprocess.run([os.path.join(bin_dir, "ptxas"), "-arch=sm_90a", "-v", ptx, "-o", cubin],
                           capture_output=True, text=True, check=True)
     print(info.stdout + info.stderr)
-    print("\n".join(line for line in k.asm["ptx"].splitlines() if "reqntid" in line))
+    print("\n".join(line for line in k.asm["ptx"].splitlines() if "reqntid" in line or ".b8 _w4a16_gluon_p" in line))
     open(cubin, "wb").write(k.asm["cubin"])
     print(subprocess.run([os.path.join(bin_dir, "nvdisasm"), "-c", cubin], capture_output=True, text=True,
                          check=True).stdout)
@@ -196,3 +196,12 @@ def test_phase_records_are_compiled_in_only_when_asked(compiled):
         assert not timer and not smid
         return
     assert len(timer) >= 4 and smid
+
+
+def test_the_tma_descriptors_are_prefetched_by_their_parameter_names(compiled):
+    """_prefetch_descriptors names the descriptors by their PTX parameters (0, 5 and 10): they must be the three
+    128-byte parameters, and the SASS must prefetch three descriptors (UTMACCTL.PF)."""
+    _, out = compiled
+    descriptors = [line.split()[-1].rstrip(",") for line in out if ".b8 _w4a16_gluon_param" in line]
+    assert descriptors == ["_w4a16_gluon_param_0[128]", "_w4a16_gluon_param_5[128]", "_w4a16_gluon_param_10[128]"]
+    assert sum("UTMACCTL.PF" in line for line in out) == 3
