@@ -52,7 +52,7 @@ from .gluon_args import check_args, supported, work_split
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
 from .gluon_record import FIELDS, _now, _write_row
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
-from .split_counters import tile_counters, unset_partials
+from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
 
 __all__ = ["gluon_w4a16", "supported", "work_split", "check_args", "to_gluon_layout", "from_gluon_layout"]
@@ -184,57 +184,8 @@ def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.conste
 
 
 @gluon.jit
-def _unwritten(q0, q1, q2, q3):
-    """Whether any element of the four slots still holds the partial buffer's sentinel (all bits set, a NaN that
-    no sum produces); one reduction over the warpgroup."""
-    pending = ((q0.to(gl.int32, bitcast=True) == -1) | (q1.to(gl.int32, bitcast=True) == -1)
-               | (q2.to(gl.int32, bitcast=True) == -1) | (q3.to(gl.int32, bitcast=True) == -1))
-    return gl.max(gl.max(pending.to(gl.int32), axis=1), axis=0) > 0
-
-
-@gluon.jit
-def _load_relaxed(ptrs, mask):
-    """ld.relaxed.gpu of each element where mask holds (from L2, never L1, and never merged with an earlier read),
-    else 0.0."""
-    bits = gl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b32 $0, 0; @p ld.relaxed.gpu.global.b32 $0, [$1]; }",
-        "=r,l,r", [ptrs, mask.to(gl.int32)], dtype=gl.int32, is_pure=False, pack=1)
-    return bits.to(gl.float32, bitcast=True)
-
-
-@gluon.jit
-def _landed_slots(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr):
-    """Partial slots j .. j + 3 of a tile (zeros past its count), each read again until every element has landed
-    (is no longer the sentinel), then set back to the sentinel for the next launch. An element is its own flag: a
-    32-bit store is seen whole or not at all, so no fence orders the partials before the counter."""
-    SLOT: gl.constexpr = BLOCK_N * BLOCK_M
-    m0 = mask & (j < count)
-    m1 = mask & (j + 1 < count)
-    m2 = mask & (j + 2 < count)
-    m3 = mask & (j + 3 < count)
-    base = parts + j * SLOT + offs
-    q0 = _load_relaxed(base, m0)
-    q1 = _load_relaxed(base + SLOT, m1)
-    q2 = _load_relaxed(base + 2 * SLOT, m2)
-    q3 = _load_relaxed(base + 3 * SLOT, m3)
-    polls = 1
-    while _unwritten(q0, q1, q2, q3):
-        polls += 1
-        q0 = _load_relaxed(base, m0)
-        q1 = _load_relaxed(base + SLOT, m1)
-        q2 = _load_relaxed(base + 2 * SLOT, m2)
-        q3 = _load_relaxed(base + 3 * SLOT, m3)
-    unset = gl.full(q0.shape, -1, gl.int32, layout=q0.type.layout).to(gl.float32, bitcast=True)
-    gl.store(base, unset, mask=m0)
-    gl.store(base + SLOT, unset, mask=m1)
-    gl.store(base + 2 * SLOT, unset, mask=m2)
-    gl.store(base + 3 * SLOT, unset, mask=m3)
-    return q0, q1, q2, q3, polls
-
-
-@gluon.jit
 def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr, RELAXED: gl.constexpr):
+            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
     partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
     tile's partials in program order (deterministic), stores C and resets the counter for the next launch. Returns
@@ -259,29 +210,22 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
             offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
             parts = part_ptr + t * (SLOTS * BLOCK_N * BLOCK_M)
             gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
-            if RELAXED:  # no fence: the last program reads each slot until it has landed (_landed_slots)
-                done = gl.atomic_add(count_ptr + t, k1 - k0, sem="relaxed", scope="gpu")
-            else:
-                gl.thread_barrier()  # every thread's partial is stored before the counter says so
-                done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
+            gl.thread_barrier()  # every thread's partial is stored before the counter says so
+            done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
             if done + (k1 - k0) == KB:
                 total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
                 # four slots' loads issued together (masked past the last slot), then added in slot order: a plain
                 # loop compiled to a peeled odd slot, a loop of four and a pair, two L2 round trips for three slots
                 count = last - first + 1
                 for j in range(0, count, 4):
-                    if RELAXED:
-                        p0, p1, p2, p3, polls = _landed_slots(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
-                        summed += polls - 1
-                    else:
-                        p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
-                        p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
-                        p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
-                        p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
+                    p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
                     total = (((total + p0) + p1) + p2) + p3
                 gl.store(c_ptrs, total.to(gl.float16), mask=mask)
                 gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-                summed += 1
+                summed = 1
     else:
         gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
     return summed
@@ -290,7 +234,7 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
               STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
-              PDL: gl.constexpr, record, RECORD: gl.constexpr, RELAXED: gl.constexpr):
+              PDL: gl.constexpr, record, RECORD: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
     if PDL:  # C, the partials and the counters were the launch before's too: touch none of them before it ends
         _grid_wait()
@@ -345,7 +289,7 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
             b += 1
         if RECORD:
             t_last = _now()
-        summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout, RELAXED)
+        summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
     if RECORD:
         rec_ptr, t_start = record
         _write_row(rec_ptr, t_start, t_first, t_last, b, summed)
@@ -368,7 +312,7 @@ def _prefetch_descriptors():
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS, rec_ptr,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
                  STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, PDL: gl.constexpr,
-                 RECORD: gl.constexpr, RELAXED: gl.constexpr, num_warps: gl.constexpr):
+                 RECORD: gl.constexpr, num_warps: gl.constexpr):
     _prefetch_descriptors()
     t_start = 0
     if RECORD:
@@ -389,7 +333,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN, SYNC_MMA, PDL, (rec_ptr, t_start), RECORD, RELAXED)),
+                     BLOCK_M, KN, SYNC_MMA, PDL, (rec_ptr, t_start), RECORD)),
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL)),
     ], [1], [PRODUCER_REGS])
 
@@ -397,7 +341,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None, split_sum: str = "counter") -> torch.Tensor:
+                records: torch.Tensor | None = None) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -436,10 +380,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                                           gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
     s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
     kb, units, partials, slots = work_split(k, n, programs)
-    relaxed = split_sum == "relaxed"
-    if partials and relaxed:
-        parts, counters = unset_partials(a.device, tiles * slots * block_n * block_m), tile_counters(a.device, tiles)
-    elif partials:
+    if partials:
         parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
         counters = tile_counters(a.device, tiles)
     else:
@@ -448,7 +389,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         out if records is None else records,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None, RELAXED=relaxed,
-        num_warps=4, launch_pdl=pdl,
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None, num_warps=4,
+        launch_pdl=pdl,
         **({"maxnreg": maxnreg} if maxnreg else {}))
     return out

@@ -21,17 +21,3 @@ def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
         buf = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
         _COUNTERS[device] = buf
     return buf
-
-
-_UNSET: dict[Any, list[torch.Tensor]] = {}
-
-
-def unset_partials(device: torch.device, numel: int) -> torch.Tensor:
-    """fp32 partial slots for the Gluon kernel's polled split-tile sum, every element the sentinel (all bits set, a
-    NaN no sum produces): a slot's reader waits until its elements are written and sets them back, so the buffer is
-    filled only when allocated. A grown buffer does not free the old one, which a captured CUDA graph may still
-    use. The same rule as for the counters: split-k launches on one device must not overlap."""
-    bufs = _UNSET.setdefault(device, [])
-    if not bufs or bufs[-1].numel() < numel:
-        bufs.append(torch.full((max(numel, 1 << 16), ), -1, dtype=torch.int32, device=device).view(torch.float32))
-    return bufs[-1]
