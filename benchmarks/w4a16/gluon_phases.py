@@ -29,9 +29,10 @@ from kernelscope.kernels.marlin.gluon_record import FIELDS
 from sweep_graph import weight_copies  # this folder's sweep
 
 
-def summarize(rows: list[list[int]]) -> dict:
-    """One launch's phase figures (us) from its programs' rows (FIELDS order)."""
-    r = [dict(zip(FIELDS, row)) for row in rows]
+def summarize(rows: list[list[int]], fields: tuple[str, ...] = FIELDS) -> dict:
+    """One launch's phase figures (us) from its programs' rows, in ``fields`` order (a recorded file's "fields": the
+    eighth session's runs before 19:40 UTC put the end time sixth)."""
+    r = [dict(zip(fields, row)) for row in rows]
     t0 = min(x["t_start_ns"] for x in r)
     us = 1e-3
     first = [(x["t_first_block_ns"] - x["t_start_ns"]) * us for x in r]
@@ -52,7 +53,7 @@ def summarize(rows: list[list[int]]) -> dict:
                          "first_block_us": (last["t_first_block_ns"] - last["t_start_ns"]) * us,
                          "mma_us": (last["t_last_mma_ns"] - last["t_first_block_ns"]) * us,
                          "end_us": (last["t_end_ns"] - last["t_last_mma_ns"]) * us, "summed": last["tiles_summed"]},
-        "sms": len({x["sm"] for x in r}),
+        "sms": len({x["sm"] & 0xFFFFFFFF for x in r}),
         "summed_median": med([x["tiles_summed"] for x in r if x["tiles_summed"] > 0] or [0]),
     }
 
@@ -103,7 +104,7 @@ def main() -> int:
                     b, s = copies[i % len(copies)]
                     rec.zero_()
                     flush()
-                    gluon_w4a16(a, b, s, 128, n, records=rec, **kw)
+                    gluon_w4a16(a, b, s, 128, n, records=rec, record_values=len(FIELDS), **kw)
                     torch.cuda.synchronize()
                     launches.append(rec.view(-1, len(FIELDS)).tolist())
                 sums = [summarize(rows) for rows in launches]

@@ -135,10 +135,10 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
 
 @pytest.mark.parametrize("programs", [None, 36, 100])
 def test_phase_records_cover_every_program_in_order(weights, programs):
-    """records=...: one row a program, its SM below the SM count, its times in phase order, its blocks summing to
-    the layer's units, one split-tile sum per shared tile; and the launch's result is the unrecorded one's."""
+    """records=...: one row a program, its SM below %nsmid, its times in phase order, its blocks summing to the
+    layer's units, one split-tile sum per shared tile; and the launch's result is the unrecorded one's."""
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
-    from kernelscope.kernels.marlin.gluon_record import FIELDS
+    from kernelscope.kernels.marlin.gluon_record import FIELDS, SM_BITS
 
     gs, k, n, wt, words, sk = weights
     tiles, kb = n // 64, k // 128
@@ -151,10 +151,34 @@ def test_phase_records_cover_every_program_in_order(weights, programs):
     rows = [dict(zip(FIELDS, r)) for r in rec.view(grid, len(FIELDS)).tolist()]
     assert [r["program"] for r in rows] == list(range(grid))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert all(0 <= r["sm"] < sms for r in rows)
+    nsm = {r["sm"] >> SM_BITS for r in rows}
+    assert len(nsm) == 1 and nsm.pop() >= sms
+    assert all(0 <= r["sm"] & 0xFFFFFFFF < r["sm"] >> SM_BITS for r in rows)
     assert all(0 < r["t_start_ns"] <= r["t_first_block_ns"] <= r["t_last_mma_ns"] <= r["t_end_ns"] for r in rows)
     assert sum(r["blocks"] for r in rows) == tiles * kb
     units = tiles * kb
     segments = [(p * units // grid, (p + 1) * units // grid) for p in range(grid)]
     shared = sum(not any(s0 <= t * kb and s1 >= (t + 1) * kb for s0, s1 in segments) for t in range(tiles))
     assert sum(r["tiles_summed"] for r in rows) == shared
+
+
+@pytest.mark.parametrize("programs", [None, 100])
+def test_a_block_recorder_gets_every_gluon_program(weights, programs):
+    """w4a16_matmul(kernel="gluon", recorder=BlockRecorder): the kernel writes the block recorder's rows, so the
+    reader finds every program once, on a valid SM, within its start and end, and the result is unchanged."""
+    from kernelscope.collect.instrument.recorder import BlockRecorder
+    from kernelscope.kernels.marlin import w4a16_matmul
+
+    gs, k, n, wt, words, sk = weights
+    grid = (n // 64 if programs is None else programs, 1, 1)
+    a = torch.randn((2, k), device="cuda").half()
+    plain = w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=programs)
+    rec = BlockRecorder(grid)
+    got = w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=programs, recorder=rec)
+    assert torch.equal(got, plain)
+    r = rec.read()
+    assert r.problems == [] and sorted(r.block_id) == list(range(grid[0]))
+    assert r.nsmid is not None and all(0 <= sm < r.nsmid for sm in r.smid)
+    assert all(0 < s0 <= s1 for s0, s1 in zip(r.start_ns, r.end_ns))
+    with pytest.raises(ValueError, match="sized for grid"):
+        w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=grid[0] + 1, recorder=rec)

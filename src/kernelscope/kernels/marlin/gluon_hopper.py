@@ -53,7 +53,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .gluon_args import check_args, supported, work_split
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
-from .gluon_record import FIELDS, _now, _write_row
+from .gluon_record import _now, _write_row
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
 from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
@@ -295,7 +295,7 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
         summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
     if RECORD:
         rec_ptr, t_start = record
-        _write_row(rec_ptr, t_start, t_first, t_last, b, summed)
+        _write_row(rec_ptr, t_start, t_first, t_last, b, summed, RECORD)
 
 
 @gluon.jit
@@ -344,7 +344,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None) -> torch.Tensor:
+                records: torch.Tensor | None = None, record_values: int = 8) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -356,8 +356,8 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     ``pdl``: launch as a programmatic dependent launch, so that the launch starts while the one before it on the
     stream ends and copies its first blocks of weights meanwhile. Only for weights and scales that the launch just
     before does not write (a model's forward; not right after packing them). ``records``: an int64 tensor of at
-    least ``programs`` x 8 values on the device, into which each program writes its phase times
-    (:mod:`gluon_record`; measurements only)."""
+    least ``programs`` x ``record_values`` values on the device, into which each program writes its row
+    (:mod:`gluon_record`; measurements only): 4 values, the block recorder's row, or 8, with its phase times."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -366,10 +366,12 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     tiles = n // block_n
     programs = tiles if programs is None else programs
     kn, rows = check_args(a, words, s, groupsize, n, programs, stages, out)
+    if record_values not in (4, 8):
+        raise ValueError(f"gluon_w4a16: record_values must be 4 or 8, got {record_values}.")
     if records is not None and (records.dtype != torch.int64 or records.device != a.device
-                                or records.numel() < programs * len(FIELDS)):
+                                or records.numel() < programs * record_values):
         raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
-                         f"{programs * len(FIELDS)} values.")
+                         f"{programs * record_values} values.")
     block_m = 8 if m <= 8 else 16
     a = a.contiguous()
     if out is None:
@@ -392,7 +394,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
         w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
         out if records is None else records,
         GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None, num_warps=4,
-        launch_pdl=pdl,
+        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=0 if records is None else record_values,
+        num_warps=4, launch_pdl=pdl,
         **({"maxnreg": maxnreg} if maxnreg else {}))
     return out

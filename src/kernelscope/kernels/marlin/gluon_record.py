@@ -1,17 +1,20 @@
-"""Phase times of the Gluon W4A16 kernel's programs (``gluon_w4a16(..., records=...)``), for measurements only.
+"""Block and phase times of the Gluon W4A16 kernel's programs (``gluon_w4a16(..., records=...)``), for measurements.
 
-With RECORD each program's consumer warpgroup writes one row of :data:`FIELDS` (int64) at row = program id:
-%globaltimer (ns) when the program started, when its first block of weights had landed in shared memory, before
-the store of its last tile (its MMAs done), and when it had finished (the tile's store, or its partial and, for the
-program that completes a shared tile, the split-tile sum). Without RECORD nothing is compiled in (constexpr
-branches), so the kernel's SASS is unchanged. ``benchmarks/w4a16/gluon_phases.py`` reads the rows.
+With RECORD each program's consumer warpgroup writes one row of int64 at row = program id. Its first four values are
+the block recorder's row (collect/instrument/layout.py: program, %smid | %nsmid << 32, %globaltimer when the
+consumer started and when the program had finished), so ``w4a16_matmul(kernel="gluon", recorder=BlockRecorder)``
+fills the session's Block -> SM layout. With RECORD = 8 four more follow (:data:`FIELDS`): when the program's first
+block of weights had landed in shared memory, when its last MMA was done (before its last tile's store), its blocks,
+and how many shared tiles it summed. Without RECORD nothing is compiled in (constexpr branches), so the kernel's
+SASS is unchanged. ``benchmarks/w4a16/gluon_phases.py`` reads the eight-value rows.
 """
 from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-FIELDS = ("program", "sm", "t_start_ns", "t_first_block_ns", "t_last_mma_ns", "t_end_ns", "blocks", "tiles_summed")
+FIELDS = ("program", "sm", "t_start_ns", "t_end_ns", "t_first_block_ns", "t_last_mma_ns", "blocks", "tiles_summed")
+SM_BITS = 32  # column 1: %smid in the low 32 bits, %nsmid above (as collect/instrument/layout.py)
 
 
 @gluon.jit
@@ -26,16 +29,22 @@ def _smid():
 
 
 @gluon.jit
-def _write_row(rec_ptr, t_start, t_first, t_last, blocks, summed):
-    """The program's row (every thread of the warpgroup stores the same values)."""
+def _nsmid():
+    return gl.inline_asm_elementwise("mov.u32 $0, %nsmid;", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _write_row(rec_ptr, t_start, t_first, t_last, blocks, summed, VALUES: gl.constexpr):
+    """The program's row of VALUES (4 or 8) int64 (every thread of the warpgroup stores the same values)."""
     t_end = _now()
     pid = gl.program_id(0)
-    row = rec_ptr + pid.to(gl.int64) * 8
+    row = rec_ptr + pid.to(gl.int64) * VALUES
     gl.store(row, pid.to(gl.int64))
-    gl.store(row + 1, _smid().to(gl.int64))
+    gl.store(row + 1, _smid().to(gl.int64) | (_nsmid().to(gl.int64) << 32))
     gl.store(row + 2, t_start)
-    gl.store(row + 3, t_first)
-    gl.store(row + 4, t_last)
-    gl.store(row + 5, t_end)
-    gl.store(row + 6, blocks.to(gl.int64))
-    gl.store(row + 7, summed.to(gl.int64))
+    gl.store(row + 3, t_end)
+    if VALUES == 8:
+        gl.store(row + 4, t_first)
+        gl.store(row + 5, t_last)
+        gl.store(row + 6, blocks.to(gl.int64))
+        gl.store(row + 7, summed.to(gl.int64))

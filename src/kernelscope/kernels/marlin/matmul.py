@@ -102,17 +102,24 @@ def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: i
 
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
            programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool, pdl: bool,
-           triton_only: bool) -> torch.Tensor:
-    """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights."""
+           triton_only: bool, recorder: Any) -> torch.Tensor:
+    """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights; a block recorder gets its
+    programs' rows (gluon_record writes the recorder's layout)."""
     if kernel != "gluon":
         raise ValueError(f"w4a16_matmul: kernel must be 'triton' or 'gluon', got {kernel!r}.")
     if triton_only:
-        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma and pdl only "
-                         "(no split_k, tma, prefetch, workspace or recorder).")
+        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma, pdl and "
+                         "recorder only (no split_k, tma, prefetch or workspace).")
     from .gluon_hopper import gluon_w4a16
 
-    return gluon_w4a16(a, B, s, groupsize, B.shape[1], programs=programs, stages=num_stages, maxnreg=maxnreg,
-                       out=out, sync_mma=sync_mma, pdl=pdl)
+    n = B.shape[1]
+    grid = (programs if programs is not None else n // 64, 1, 1)
+    record = recorder is not None and recorder.enabled
+    if record and tuple(recorder.grid) != grid:
+        raise ValueError(f"w4a16_matmul: the recorder was sized for grid {tuple(recorder.grid)}, this launch has "
+                         f"{grid}.")
+    return gluon_w4a16(a, B, s, groupsize, n, programs=programs, stages=num_stages, maxnreg=maxnreg, out=out,
+                       sync_mma=sync_mma, pdl=pdl, records=recorder.buffer if record else None, record_values=4)
 
 
 def w4a16_matmul(
@@ -167,15 +174,15 @@ def w4a16_matmul(
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
     weights, with ``programs`` (its stream-K grid), ``num_stages``, ``maxnreg`` and ``sync_mma`` (mma.sync instead
-    of the warpgroup MMA) and ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`);
-    the Triton kernel's tile arguments do not apply to it.
+    of the warpgroup MMA), ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`) and
+    ``recorder`` (sized for its grid, ``(programs, 1, 1)``); the Triton kernel's tile arguments do not apply to it.
     :func:`configs.choose_launch` and :func:`autotune.launch_for` pick these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
     if kernel != "triton":
-        triton_only = split_k != 1 or tma or prefetch or recorder is not None or workspace is not None
+        triton_only = split_k != 1 or tma or prefetch or workspace is not None
         return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma, pdl,
-                      triton_only or _skip_split_sum)
+                      triton_only or _skip_split_sum, recorder)
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
     _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma, pdl)
