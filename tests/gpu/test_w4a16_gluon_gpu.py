@@ -138,7 +138,8 @@ def test_phase_records_cover_every_program_in_order(weights, programs):
     """records=...: one row a program, its SM below %nsmid, its times in phase order, its blocks summing to the
     layer's units, one split-tile sum per shared tile; and the launch's result is the unrecorded one's."""
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
-    from kernelscope.kernels.marlin.gluon_record import FIELDS, SM_BITS
+    from kernelscope.collect.instrument.layout import SM_BITS
+    from kernelscope.kernels.marlin.gluon_record import FIELDS
 
     gs, k, n, wt, words, sk = weights
     tiles, kb = n // 64, k // 128

@@ -21,21 +21,28 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+# The PTX reads, shared with the Gluon kernels' recorder (kernels/marlin/gluon_record.py), which cannot call these
+# @triton.jit helpers.
+GLOBALTIMER_PTX = "mov.u64 $0, %globaltimer;"
+SMID_PTX = "mov.u32 $0, %smid;"
+NSMID_PTX = "mov.u32 $0, %nsmid;"
+_GLOBALTIMER, _SMID, _NSMID = tl.constexpr(GLOBALTIMER_PTX), tl.constexpr(SMID_PTX), tl.constexpr(NSMID_PTX)
+
 
 @triton.jit
 def _globaltimer():
     # Not pure: two reads must not be merged, and the read must not be hoisted.
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+    return tl.inline_asm_elementwise(_GLOBALTIMER, "=l", [], dtype=tl.int64, is_pure=False, pack=1)
 
 
 @triton.jit
 def _smid():
-    return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    return tl.inline_asm_elementwise(_SMID, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
 def _nsmid():
-    return tl.inline_asm_elementwise("mov.u32 $0, %nsmid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    return tl.inline_asm_elementwise(_NSMID, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit

@@ -51,9 +51,11 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from kernelscope.collect.instrument.layout import ROW_VALUES
+
 from .gluon_args import check_args, supported, work_split
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
-from .gluon_record import _now, _write_row
+from .gluon_record import FIELDS, _now, _write_row
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
 from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
@@ -344,7 +346,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None, record_values: int = 8) -> torch.Tensor:
+                records: torch.Tensor | None = None, record_values: int = len(FIELDS)) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -366,8 +368,8 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     tiles = n // block_n
     programs = tiles if programs is None else programs
     kn, rows = check_args(a, words, s, groupsize, n, programs, stages, out)
-    if record_values not in (4, 8):
-        raise ValueError(f"gluon_w4a16: record_values must be 4 or 8, got {record_values}.")
+    if record_values not in (ROW_VALUES, len(FIELDS)):
+        raise ValueError(f"gluon_w4a16: record_values must be {ROW_VALUES} or {len(FIELDS)}, got {record_values}.")
     if records is not None and (records.dtype != torch.int64 or records.device != a.device
                                 or records.numel() < programs * record_values):
         raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "

@@ -13,37 +13,44 @@ from __future__ import annotations
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
+from kernelscope.collect.instrument.layout import ROW_VALUES, SM_BITS
+from kernelscope.collect.instrument.triton_blocks import GLOBALTIMER_PTX, NSMID_PTX, SMID_PTX
+
+# the block recorder's four columns (collect/instrument/layout.py), then the phases
 FIELDS = ("program", "sm", "t_start_ns", "t_end_ns", "t_first_block_ns", "t_last_mma_ns", "blocks", "tiles_summed")
-SM_BITS = 32  # column 1: %smid in the low 32 bits, %nsmid above (as collect/instrument/layout.py)
+_GLOBALTIMER = gl.constexpr(GLOBALTIMER_PTX)
+_SMID = gl.constexpr(SMID_PTX)
+_NSMID = gl.constexpr(NSMID_PTX)
+_SM_BITS = gl.constexpr(SM_BITS)
+_BLOCK_VALUES = gl.constexpr(ROW_VALUES)
 
 
 @gluon.jit
 def _now():
     """%globaltimer (ns); not pure, so that two reads are neither merged nor moved."""
-    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+    return gl.inline_asm_elementwise(_GLOBALTIMER, "=l", [], dtype=gl.int64, is_pure=False, pack=1)
 
 
 @gluon.jit
-def _smid():
-    return gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _nsmid():
-    return gl.inline_asm_elementwise("mov.u32 $0, %nsmid;", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+def _sm():
+    """The block recorder's SM column: %smid | %nsmid << SM_BITS."""
+    smid = gl.inline_asm_elementwise(_SMID, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+    nsmid = gl.inline_asm_elementwise(_NSMID, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+    return smid.to(gl.int64) | (nsmid.to(gl.int64) << _SM_BITS)
 
 
 @gluon.jit
 def _write_row(rec_ptr, t_start, t_first, t_last, blocks, summed, VALUES: gl.constexpr):
-    """The program's row of VALUES (4 or 8) int64 (every thread of the warpgroup stores the same values)."""
+    """The program's row of VALUES int64: the block recorder's ROW_VALUES, or all of FIELDS (every thread of the
+    warpgroup stores the same values)."""
     t_end = _now()
     pid = gl.program_id(0)
     row = rec_ptr + pid.to(gl.int64) * VALUES
     gl.store(row, pid.to(gl.int64))
-    gl.store(row + 1, _smid().to(gl.int64) | (_nsmid().to(gl.int64) << 32))
+    gl.store(row + 1, _sm())
     gl.store(row + 2, t_start)
     gl.store(row + 3, t_end)
-    if VALUES == 8:
+    if VALUES > _BLOCK_VALUES:
         gl.store(row + 4, t_first)
         gl.store(row + 5, t_last)
         gl.store(row + 6, blocks.to(gl.int64))

@@ -110,16 +110,20 @@ def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, ou
     if triton_only:
         raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma, pdl and "
                          "recorder only (no split_k, tma, prefetch or workspace).")
+    from kernelscope.collect.instrument.layout import ROW_VALUES
+
+    from .gluon_args import BLOCK_N
     from .gluon_hopper import gluon_w4a16
 
     n = B.shape[1]
-    grid = (programs if programs is not None else n // 64, 1, 1)
+    grid = (programs if programs is not None else n // BLOCK_N, 1, 1)  # gluon_w4a16's default: one a column tile
     record = recorder is not None and recorder.enabled
     if record and tuple(recorder.grid) != grid:
         raise ValueError(f"w4a16_matmul: the recorder was sized for grid {tuple(recorder.grid)}, this launch has "
                          f"{grid}.")
     return gluon_w4a16(a, B, s, groupsize, n, programs=programs, stages=num_stages, maxnreg=maxnreg, out=out,
-                       sync_mma=sync_mma, pdl=pdl, records=recorder.buffer if record else None, record_values=4)
+                       sync_mma=sync_mma, pdl=pdl, records=recorder.buffer if record else None,
+                       record_values=ROW_VALUES)
 
 
 def w4a16_matmul(
