@@ -183,3 +183,73 @@ def test_a_block_recorder_gets_every_gluon_program(weights, programs):
     assert all(0 < s0 <= s1 for s0, s1 in zip(r.start_ns, r.end_ns))
     with pytest.raises(ValueError, match="sized for grid"):
         w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=grid[0] + 1, recorder=rec)
+
+
+@pytest.mark.parametrize("m,layout,sync", [(1, "bg", True), (13, "bk", False), (5, "bk", True), (16, "bg", False)])
+def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, layout, sync):
+    """cluster=S: each column tile's S programs are one thread-block cluster and program 0 adds the others'
+    partials from its shared memory (gluon_cluster). Same grid, same partials, same order of the sum: the result
+    must be the stream-K kernel's bit for bit, eager, twice (each launch initialises its mbarriers), and replayed
+    from a CUDA graph, for every cluster size that divides the tile's k blocks."""
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    gs, k, n, wt, words, sk = weights
+    tiles, kb = n // 64, k // 128
+    a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
+    sizes = [s for s in (2, 3, 4, 5, 8) if kb % s == 0]
+    assert sizes
+    for s in sizes:
+        want = gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync)
+        for _ in range(2):
+            got = gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync, cluster=s)
+            assert torch.equal(got, want), (s, (got.float() - want.float()).abs().max().item())
+        out = torch.zeros_like(want)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync, cluster=s, out=out)
+        for _ in range(2):
+            out.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(out, want), s
+
+
+def test_clusters_chain_exactly_as_programmatic_dependent_launches():
+    """PDL launches in clusters, each reading the launch before's output, eager and in a CUDA graph: the plain
+    stream-K launches' bits (an activation copy before griddepcontrol.wait, or a partial sent early, would change
+    them)."""
+    if not _hopper():
+        pytest.skip("needs an sm_90 (Hopper) GPU")
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    k = n = 2048
+    wt = make_weights(k, n, 128, "cuda", 11)
+    x = torch.randn((4, k), device="cuda", generator=torch.Generator("cuda").manual_seed(4)).half()
+    gain = (reference_matmul(x, wt.B, wt.s, 128).norm() / x.float().norm()).item()
+    bk, sk = to_kernel_layout(wt.B, (wt.s.float() / gain).half(), 128)
+    outs = [torch.empty((4, n), dtype=torch.float16, device="cuda") for _ in range(12)]
+    programs = n // 64 * 4
+
+    def chain(**kw) -> None:
+        a = x
+        for out in outs:
+            a = gluon_w4a16(a, bk, sk, 128, n, programs=programs, sync_mma=True, out=out, **kw)
+
+    chain()
+    plain = [o.clone() for o in outs]
+    assert torch.isfinite(plain[-1]).all() and plain[-1].float().norm() > 0
+    for o in outs:
+        o.zero_()
+    chain(pdl=True, cluster=4)
+    assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain(pdl=True, cluster=4)
+    for _ in range(3):
+        for o in outs:
+            o.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert all(torch.equal(o, p) for o, p in zip(outs, plain))

@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn, sync, pdl, record = (int(x) for x in sys.argv[1:10])
+bm, stages, partials, per_channel, regs, kn, sync, pdl, record, cluster = (int(x) for x in sys.argv[1:11])
 bn = g.BLOCK_N.value
 wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
@@ -34,7 +34,8 @@ sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp
        "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32",
        "rec_ptr": "*i64"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "RECORD": 8 * record, "num_warps": 4}
+          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "RECORD": 8 * record, "CLUSTER": cluster,
+          "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
                    target=GPUTarget("cuda", 90, 128), options={"num_warps": 4, "maxnreg": regs})
@@ -52,15 +53,19 @@ with tempfile.TemporaryDirectory() as d:
 """
 
 # (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync,
-# programmatic dependent launch, phase records)
-VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 0), "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0, 0),
-            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0, 0), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 0),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0, 0), "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0, 0),
-            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0, 0),
-            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0, 0),
-            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1, 0),
-            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1, 0),
-            "bk-record-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 1)}
+# programmatic dependent launch, phase records, cluster size)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 0, 1),
+            "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0, 0, 1),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0, 0, 1), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 0, 1),
+            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0, 0, 1),
+            "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0, 0, 1),
+            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0, 0, 1),
+            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0, 0, 1),
+            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1, 0, 1),
+            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1, 0, 1),
+            "bk-record-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 1, 1),
+            "bk-sync-m1-cluster4": (8, 4, 1, 0, 96, 1, 1, 0, 0, 4),
+            "pdl-m16-cluster3-r80": (16, 6, 1, 0, 80, 0, 0, 1, 0, 3)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -86,11 +91,14 @@ def test_words_come_in_16_byte_loads(compiled):
     name, out = compiled
     if name.startswith("bk"):
         assert not any("LDS.128" in line for line in out)
-        # two halves each: the words, the activations; PDL issues the first blocks' copies in a loop of their own
-        assert sum("UTMALDG.2D" in line for line in out) == (8 if "pdl" in name else 4)
+        # two halves each: the words, the activations; PDL issues the first blocks' copies in a loop of their own;
+        # a producer warpgroup (clusters) issues the two halves from two warps, one instruction each
+        halves = 1 if "cluster" in name else 2
+        assert sum("UTMALDG.2D" in line for line in out) == halves * (4 if "pdl" in name else 2)
     else:
         assert sum("LDS.128" in line for line in out) >= 2
-    assert sum("SHFL" in line for line in out) <= 1  # the split-k counter's broadcast at most
+    # the split-k counter's broadcast at most, and a producer warpgroup's (clusters) warp index
+    assert sum("SHFL" in line for line in out) <= (2 if "cluster" in name else 1)
     # 8 warps: the producer warp's partition padded to a warpgroup (two programs an SM at 96 registers, four at 64)
     assert any(".reqntid 256" in line for line in out)
 
@@ -205,3 +213,34 @@ def test_the_tma_descriptors_are_prefetched_by_their_parameter_names(compiled):
     descriptors = [line.split()[-1].rstrip(",") for line in out if ".b8 _w4a16_gluon_param" in line]
     assert descriptors == ["_w4a16_gluon_param_0[128]", "_w4a16_gluon_param_5[128]", "_w4a16_gluon_param_10[128]"]
     assert sum("UTMACCTL.PF" in line for line in out) == 3
+
+
+def test_clusters_sum_through_distributed_shared_memory(compiled):
+    """cluster=S: every thread of both partitions arrives on the cluster barrier (the producer's partition is then a
+    full warpgroup: still 256 threads), the partners' partials go out as asynchronous remote stores (STAS) that
+    count on program 0's mbarrier, and the sum needs no memory fence; without clusters none of it is compiled in."""
+    name, out = compiled
+    sass = [line for line in out if "/*" in line]
+    assert any(".reqntid 256" in line for line in out)
+    arrive = sum("UCGABAR_ARV" in line for line in sass)
+    wait = sum("UCGABAR_WAIT" in line for line in sass)
+    stas = sum(" STAS " in line for line in sass)
+    if "cluster" not in name:
+        assert arrive == wait == stas == 0
+        return
+    assert (arrive, wait) == (2, 1)
+    assert stas == VARIANTS[name][0] * 64 // 128  # each consumer thread's share of the (64, BLOCK_M) tile
+    assert not any("MEMBAR" in line for line in sass)
+
+
+def test_cluster_arguments_say_why_in_one_sentence():
+    from kernelscope.kernels.marlin.gluon_args import check_cluster
+
+    check_cluster(1, 5, 12, 15)
+    check_cluster(3, 36, 12, 15)
+    for args, why in [((9, 12 * 9, 12, 18), "cluster must be between 1 and 8"),
+                      ((0, 12, 12, 15), "cluster must be between"),
+                      ((3, 35, 12, 15), "needs programs = 12 tiles x 3"),
+                      ((2, 24, 12, 15), "divisible by 2")]:
+        with pytest.raises(ValueError, match=f"^gluon_w4a16: .*{why}.*\\.$"):
+            check_cluster(*args)

@@ -47,6 +47,19 @@ def work_split(k: int, n: int, programs: int) -> tuple[int, int, bool, int]:
     return kb, units, partials, min(programs, kb // (units // programs) + 2) if partials else 1
 
 
+MAX_CLUSTER = 8  # the portable thread-block cluster size
+
+
+def check_cluster(cluster: int, programs: int, tiles: int, kb: int) -> None:
+    """``cluster`` S > 1 needs each column tile's k blocks split evenly over S programs, one cluster a tile (one
+    sentence, ValueError)."""
+    if not 1 <= cluster <= MAX_CLUSTER:
+        raise ValueError(f"gluon_w4a16: cluster must be between 1 and {MAX_CLUSTER}, got {cluster}.")
+    if cluster > 1 and (programs != tiles * cluster or kb % cluster):
+        raise ValueError(f"gluon_w4a16: cluster={cluster} needs programs = {tiles} tiles x {cluster} and the {kb} k "
+                         f"blocks of a tile divisible by {cluster}, got programs={programs}.")
+
+
 def check_args(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, programs: int,
                stages: int, out: torch.Tensor | None) -> tuple[bool, int]:
     """Validate :func:`gluon_w4a16`'s arguments past :func:`supported` (one sentence each, ValueError); returns

@@ -8,6 +8,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from . import gluon_args
+from .gluon_cluster import _cluster_arrive
 from .layout_gluon import WORDS
 
 # constexpr objects, so that the jitted functions may read them (host code reads .value)
@@ -84,10 +85,13 @@ def _copy_scales(bufs, bars, s_desc, u, b, N, PER_CHANNEL: gl.constexpr, GROUP_B
 
 @gluon.jit
 def _producer(bufs, bars, descs, work, N, PER_CHANNEL: gl.constexpr, GROUP_BLOCKS: gl.constexpr,
-              STAGES: gl.constexpr, KN: gl.constexpr, PDL: gl.constexpr):
+              STAGES: gl.constexpr, KN: gl.constexpr, PDL: gl.constexpr, CLUSTER: gl.constexpr):
     """One warp: TMA copies of each unit's words, activations and (per group) scales, STAGES blocks ahead. With PDL
     the first STAGES blocks' words and scales are copied before the launch before this one has ended (they are
-    weights, which no kernel of a forward writes), their activations after it."""
+    weights, which no kernel of a forward writes), their activations after it. In clusters the partition is a
+    warpgroup (every thread arrives on the cluster barrier; the copies are issued by one thread as before)."""
+    if CLUSTER > 1:
+        _cluster_arrive()
     w_desc, a_desc, s_desc = descs
     KB, U, P, SLOTS = work
     start, end = _segment(gl.program_id(0), P, U)

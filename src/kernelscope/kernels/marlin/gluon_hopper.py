@@ -53,7 +53,9 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from kernelscope.collect.instrument.layout import ROW_VALUES
 
-from .gluon_args import check_args, supported, work_split
+from .gluon_args import check_args, check_cluster, supported, work_split
+from .gluon_cluster import (_cluster_arrive, _cluster_init, _cluster_send, _cluster_total, extra_bytes,
+                            launch_in_clusters)
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
 from .gluon_record import FIELDS, _now, _write_row
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
@@ -190,11 +192,13 @@ def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.conste
 
 @gluon.jit
 def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
+            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr, CLUSTER: gl.constexpr):
     """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
     partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
-    tile's partials in program order (deterministic), stores C and resets the counter for the next launch. Returns
-    whether this program summed a shared tile (read only by the phase records)."""
+    tile's partials in program order (deterministic), stores C and resets the counter for the next launch. In
+    clusters (CLUSTER > 1, a tile's programs one cluster) the partials go to the cluster's program 0 through
+    distributed shared memory instead (:mod:`gluon_cluster`). Returns whether this program summed a shared tile
+    (read only by the phase records)."""
     c_ptr, s_ptr, part_ptr, count_ptr = ptrs
     summed = 0
     KB, U, P, SLOTS = work
@@ -205,7 +209,15 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
         acc = acc * gl.expand_dims(gl.load(s_ptr + cols).to(gl.float32), 1)
     mask = gl.expand_dims(toks < M, 0)
     c_ptrs = c_ptr + gl.expand_dims(toks, 0) * N + gl.expand_dims(cols, 1)
-    if PARTIALS:
+    if CLUSTER > 1:
+        offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
+        if pid % CLUSTER == 0:
+            total = _cluster_total(acc, offs, CLUSTER, BLOCK_N, BLOCK_M)
+            gl.store(c_ptrs, total.to(gl.float16), mask=mask)
+            summed = 1
+        else:
+            _cluster_send(acc, offs, pid % CLUSTER, CLUSTER, BLOCK_N, BLOCK_M)
+    elif PARTIALS:
         if k1 - k0 == KB:
             gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
         else:
@@ -239,8 +251,10 @@ def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PA
 @gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
               STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
-              PDL: gl.constexpr, record, RECORD: gl.constexpr):
+              PDL: gl.constexpr, record, RECORD: gl.constexpr, CLUSTER: gl.constexpr):
     """One warpgroup: for each column tile of the program's segment, its blocks of k, then the tile's store."""
+    if CLUSTER > 1:
+        _cluster_arrive()
     if PDL:  # C, the partials and the counters were the launch before's too: touch none of them before it ends
         _grid_wait()
         _grid_launch_dependents()  # after the wait, so at most two launches are in flight
@@ -294,7 +308,8 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
             b += 1
         if RECORD:
             t_last = _now()
-        summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout)
+        summed += _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL, PARTIALS, BLOCK_M, acc_layout,
+                          CLUSTER)
     if RECORD:
         rec_ptr, t_start = record
         _write_row(rec_ptr, t_start, t_first, t_last, b, summed, RECORD)
@@ -317,7 +332,7 @@ def _prefetch_descriptors():
 def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N, KB, U, P, SLOTS, rec_ptr,
                  GROUP_BLOCKS: gl.constexpr, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
                  STAGES: gl.constexpr, BLOCK_M: gl.constexpr, SYNC_MMA: gl.constexpr, PDL: gl.constexpr,
-                 RECORD: gl.constexpr, num_warps: gl.constexpr):
+                 RECORD: gl.constexpr, CLUSTER: gl.constexpr, num_warps: gl.constexpr):
     _prefetch_descriptors()
     t_start = 0
     if RECORD:
@@ -333,20 +348,25 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
+    if CLUSTER > 1:  # program 0's receive mbarrier expects the other programs' partials
+        _cluster_init(gl.program_id(0) * 0 + (CLUSTER - 1) * BLOCK_N * BLOCK_M * 4)
+    # in clusters the producer's partition is a full warpgroup: every thread must arrive on the cluster barrier
+    WORKER_WARPS: gl.constexpr = 4 if CLUSTER > 1 else 1
     bufs = (w_smem, a_smem, s_smem)
     bars = (ready, empty)
     work = (KB, U, P, SLOTS)
     gl.warp_specialize([
         (_consumer, (bufs, bars, (c_ptr, s_ptr, part_ptr, count_ptr), work, M, N, PER_CHANNEL, PARTIALS, STAGES,
-                     BLOCK_M, KN, SYNC_MMA, PDL, (rec_ptr, t_start), RECORD)),
-        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL)),
-    ], [1], [PRODUCER_REGS])
+                     BLOCK_M, KN, SYNC_MMA, PDL, (rec_ptr, t_start), RECORD, CLUSTER)),
+        (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, KN, PDL,
+                     CLUSTER)),
+    ], [WORKER_WARPS], [PRODUCER_REGS])
 
 
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None, record_values: int = len(FIELDS)) -> torch.Tensor:
+                records: torch.Tensor | None = None, record_values: int = len(FIELDS), cluster: int = 1) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
@@ -359,7 +379,10 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     stream ends and copies its first blocks of weights meanwhile. Only for weights and scales that the launch just
     before does not write (a model's forward; not right after packing them). ``records``: an int64 tensor of at
     least ``programs`` x ``record_values`` values on the device, into which each program writes its row
-    (:mod:`gluon_record`; measurements only): 4 values, the block recorder's row, or 8, with its phase times."""
+    (:mod:`gluon_record`; measurements only): 4 values, the block recorder's row, or 8, with its phase times.
+    ``cluster``: S > 1 launches each column tile's S programs as one thread-block cluster and sums their partials
+    through distributed shared memory (:mod:`gluon_cluster`); ``programs`` must then be the tiles x S and S must
+    divide the k blocks."""
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
@@ -387,16 +410,20 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                                           gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
     s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
     kb, units, partials, slots = work_split(k, n, programs)
-    if partials:
+    check_cluster(cluster, programs, tiles, kb)
+    if partials and cluster == 1:
         parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
         counters = tile_counters(a.device, tiles)
     else:
         parts = counters = out  # never read: the PARTIALS branch is compiled out
-    _w4a16_gluon[(programs, )](
-        w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
-        out if records is None else records,
-        GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
-        STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=0 if records is None else record_values,
-        num_warps=4, launch_pdl=pdl,
-        **({"maxnreg": maxnreg} if maxnreg else {}))
+    args = (w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
+            out if records is None else records)
+    kwargs = dict(GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
+                  STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl,
+                  RECORD=0 if records is None else record_values, CLUSTER=cluster, num_warps=4, launch_pdl=pdl,
+                  **({"maxnreg": maxnreg} if maxnreg else {}))
+    if cluster > 1:
+        launch_in_clusters(_w4a16_gluon, programs, cluster, extra_bytes(cluster, block_n, block_m), args, kwargs)
+    else:
+        _w4a16_gluon[(programs, )](*args, **kwargs)
     return out
