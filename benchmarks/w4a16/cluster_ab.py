@@ -15,12 +15,14 @@ import statistics
 import sys
 import time
 
-from sweep_graph import check_and_time, common_args, weight_copies  # this folder's sweep
+from sweep_graph import check_and_time, weight_copies  # this folder's sweep
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    common_args(p)
+    p.add_argument("--m", default="1")
+    p.add_argument("--out", required=True)
+    p.add_argument("--replays", type=int, default=10)
     p.add_argument("--candidates", required=True, help='JSON {"KxN": [keyword overrides, ...]}')
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
