@@ -105,8 +105,8 @@ def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
         w4a16_matmul(a, words, s, 128, kernel="cutlass")
     with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, "):
         w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
-    for kw in ({"sync_mma": True}, {"pdl": True}, {"programs": 4}):
-        with pytest.raises(ValueError, match=r"^w4a16_matmul: programs, sync_mma and pdl are arguments of the Gluon "):
+    for kw in ({"sync_mma": True}, {"pdl": True}, {"programs": 4}, {"cluster": 2}):
+        with pytest.raises(ValueError, match=r"^w4a16_matmul: programs, sync_mma, pdl and cluster are arguments of "):
             w4a16_matmul(a, words, s, 128, **kw)
 
 
@@ -134,3 +134,19 @@ def test_gluon_launch_maps_onto_gluon_w4a16_keywords():
         assert (kw["programs"], kw["stages"], kw["maxnreg"]) == (296, 4, 80)
         assert kw["sync_mma"] == (m <= 8)
         assert kw["pdl"] is False and kernel_kwargs({**launch, "pdl": True})["pdl"] is True
+
+
+def test_cluster_launches_join_the_gluon_candidates_only_where_tiles_are_shared():
+    """gluon_cluster_launch: where the rule's grid shares column tiles, one cluster launch follows the rule's (one
+    program an SM at 4096x4096, S = 2; two to three an SM at 5120x5120, S = 4, 80 registers); its S divides the
+    tile's k blocks and its grid is the tiles x S; whole-tile grids get none."""
+    from kernelscope.kernels.marlin.tune_space import gluon_candidates, gluon_launch
+
+    for (k, n), want in {(4096, 4096): (2, 128, 6, 96), (5120, 5120): (4, 320, 4, 80)}.items():
+        rule, cluster = gluon_candidates(1, k, n, SMS)
+        assert rule == gluon_launch(k, n, SMS, 1) and rule["programs"] > n // 64
+        assert (cluster["cluster"], cluster["programs"], cluster["num_stages"], cluster["maxnreg"]) == want
+        assert (k // 128) % cluster["cluster"] == 0 and cluster["programs"] == n // 64 * cluster["cluster"]
+        assert cluster["sync_mma"] and "sync_mma" not in gluon_candidates(16, k, n, SMS)[1]
+    for k, n in [(5120, 13824), (3584, 18944), (8192, 28672)]:
+        assert gluon_candidates(1, k, n, SMS) == [gluon_launch(k, n, SMS, 1)]

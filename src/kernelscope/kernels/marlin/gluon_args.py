@@ -22,7 +22,7 @@ def device_supported(device: Any) -> bool:
 def kernel_kwargs(launch: dict[str, Any]) -> dict[str, Any]:
     """A tuner launch (``w4a16_matmul`` keywords, :func:`tune_space.gluon_launch`) as ``gluon_w4a16`` keywords."""
     return dict(programs=launch["programs"], stages=launch["num_stages"], maxnreg=launch["maxnreg"],
-                sync_mma=launch.get("sync_mma", False), pdl=launch.get("pdl", False))
+                sync_mma=launch.get("sync_mma", False), pdl=launch.get("pdl", False), cluster=launch.get("cluster", 1))
 
 
 def supported(a: torch.Tensor, n: int) -> str | None:

@@ -84,10 +84,10 @@ def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
 
 
 def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: int, prefetch: int, tma: bool,
-                         programs: int | None, sync_mma: bool, pdl: bool) -> None:
+                         programs: int | None, sync_mma: bool, pdl: bool, cluster: int) -> None:
     """w4a16_matmul's checks of a Triton-kernel launch (one sentence each, ValueError)."""
-    if programs is not None or sync_mma or pdl:
-        raise ValueError("w4a16_matmul: programs, sync_mma and pdl are arguments of the Gluon kernel "
+    if programs is not None or sync_mma or pdl or cluster != 1:
+        raise ValueError("w4a16_matmul: programs, sync_mma, pdl and cluster are arguments of the Gluon kernel "
                          "(kernel='gluon').")
     if prefetch not in (0, 1, 2):
         raise ValueError(f"w4a16_matmul: prefetch must be 0, 1 or 2 slices, got {prefetch}.")
@@ -101,15 +101,15 @@ def _check_triton_launch(a: torch.Tensor, block_m: int, block_n: int, group_m: i
 
 
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None, kernel: str,
-           programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool, pdl: bool,
+           programs: int | None, num_stages: int, maxnreg: int | None, sync_mma: bool, pdl: bool, cluster: int,
            triton_only: bool, recorder: Any) -> torch.Tensor:
     """w4a16_matmul's ``kernel="gluon"``: the Gluon decode kernel on the same weights; a block recorder gets its
     programs' rows (gluon_record writes the recorder's layout)."""
     if kernel != "gluon":
         raise ValueError(f"w4a16_matmul: kernel must be 'triton' or 'gluon', got {kernel!r}.")
     if triton_only:
-        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma, pdl and "
-                         "recorder only (no split_k, tma, prefetch or workspace).")
+        raise ValueError("w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, sync_mma, pdl, "
+                         "cluster and recorder only (no split_k, tma, prefetch or workspace).")
     from kernelscope.collect.instrument.layout import ROW_VALUES
 
     from .gluon_args import BLOCK_N
@@ -123,7 +123,7 @@ def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, ou
                          f"{grid}.")
     return gluon_w4a16(a, B, s, groupsize, n, programs=programs, stages=num_stages, maxnreg=maxnreg, out=out,
                        sync_mma=sync_mma, pdl=pdl, records=recorder.buffer if record else None,
-                       record_values=ROW_VALUES)
+                       record_values=ROW_VALUES, cluster=cluster)
 
 
 def w4a16_matmul(
@@ -152,6 +152,7 @@ def w4a16_matmul(
     programs: int | None = None,
     sync_mma: bool = False,
     pdl: bool = False,
+    cluster: int = 1,
 ) -> torch.Tensor:
     """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`.
 
@@ -178,18 +179,19 @@ def w4a16_matmul(
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
     weights, with ``programs`` (its stream-K grid), ``num_stages``, ``maxnreg`` and ``sync_mma`` (mma.sync instead
-    of the warpgroup MMA), ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`) and
+    of the warpgroup MMA), ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`),
+    ``cluster`` (each column tile's programs one thread-block cluster: see :func:`gluon_hopper.gluon_w4a16`) and
     ``recorder`` (sized for its grid, ``(programs, 1, 1)``); the Triton kernel's tile arguments do not apply to it.
     :func:`configs.choose_launch` and :func:`autotune.launch_for` pick these for a device and shape.
     """
     m, k, n = _check(a, B, s, groupsize, out, split_k, block_k)
     if kernel != "triton":
         triton_only = split_k != 1 or tma or prefetch or workspace is not None
-        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma, pdl,
+        return _gluon(a, B, s, groupsize, out, kernel, programs, num_stages, maxnreg, sync_mma, pdl, cluster,
                       triton_only or _skip_split_sum, recorder)
     if block_m is None:
         block_m = _pow2_at_least(m, 16, 64)
-    _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma, pdl)
+    _check_triton_launch(a, block_m, block_n, group_m, prefetch, tma, programs, sync_mma, pdl, cluster)
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)
     a_arg, b_arg = a, B

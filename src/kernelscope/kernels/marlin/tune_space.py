@@ -118,6 +118,7 @@ GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
 # H100 at two or three programs an SM, 1 % slower at four (8192x28672), 7-22 % slower at m = 16 (ab_gluon.py runs of
 # benchmarks/w4a16/runs/issue17_session6).
 GLUON_SYNC_MMA_MAX_M = 8
+GLUON_MAX_CLUSTER = 8  # the portable thread-block cluster size (gluon_args.MAX_CLUSTER)
 
 
 def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
@@ -147,9 +148,36 @@ def gluon_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any]:
     return launch
 
 
+def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any] | None:
+    """A launch of the Gluon kernel whose column tiles' programs are thread-block clusters summing through
+    distributed shared memory (gluon_cluster), for layers whose rule grid shares tiles; None where none applies.
+    Each tile's k blocks are split evenly over S programs, S the largest that divides them with the grid at one
+    program an SM (six stages), else with the grid between two and three an SM (GLUON_REGISTERS[3], four stages).
+    On the H100 (benchmarks/w4a16/NOTES.md v19) these were the fastest cluster grids, 4.4 % faster than the rule at
+    4096x4096 (S = 2) and 2 % at 5120x5120 (S = 4); clusters of three or more use only 124 of its 132 SMs, and a
+    grid past what the clusters can hold runs a second wave (1.3-1.5x slower), so the tuner times it first."""
+    programs, _ = gluon_programs(k, n, sm_count)
+    tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
+    if programs <= tiles:  # whole tiles: no sum to move
+        return None
+    fits = [(s, 1) for s in range(2, GLUON_MAX_CLUSTER + 1) if kb % s == 0 and tiles * s <= sm_count]
+    fits = fits or [(s, 3) for s in range(2, GLUON_MAX_CLUSTER + 1)
+                    if kb % s == 0 and 2 * sm_count < tiles * s <= 3 * sm_count]
+    if not fits:
+        return None
+    size, per_sm = fits[-1]
+    launch = dict(kernel="gluon", programs=tiles * size, num_stages=GLUON_DEEP_STAGES if per_sm == 1 else 4,
+                  maxnreg=GLUON_REGISTERS[max(per_sm, GLUON_PROGRAMS_PER_SM)], cluster=size)
+    if m <= GLUON_SYNC_MMA_MAX_M:
+        launch["sync_mma"] = True
+    return launch
+
+
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
-    """The Gluon launch the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's, within
-    1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16)."""
+    """The Gluon launches the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's, within
+    1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16), then where the
+    rule's grid shares tiles the cluster launch of :func:`gluon_cluster_launch` (NOTES.md v19)."""
     if m > 16 or n % GLUON_BLOCK_N or k % GLUON_PACK_K:
         return []
-    return [gluon_launch(k, n, sm_count, m)]
+    cluster = gluon_cluster_launch(k, n, sm_count, m)
+    return [gluon_launch(k, n, sm_count, m)] + ([cluster] if cluster else [])
