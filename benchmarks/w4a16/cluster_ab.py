@@ -4,8 +4,9 @@
         --candidates '{"13824x5120": [{"cluster": 3}, {"programs": 320, "cluster": 4, "maxnreg": 80}]}'
 
 For each layer and m, the rule's launch (tune_space.gluon_launch, Bk) and each candidate (the rule's launch with
-the candidate's keywords) are checked against the fp32 reference, then timed in turn ``--rounds`` times on the
-same weight copies; the table gives each one's median and its ratio to the rule's.
+the candidate's keywords; or the shipped table's launch, or tune_space.gluon_cluster_launch's) are checked against
+the fp32 reference, then timed in turn ``--rounds`` times on the same weight copies; the table gives each one's
+median and its ratio to the rule's. add_cluster_rows.py reads the output.
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def main() -> int:
     p.add_argument("--m", default="1")
     p.add_argument("--out", required=True)
     p.add_argument("--replays", type=int, default=10)
-    p.add_argument("--candidates", required=True, help='JSON {"KxN": [keyword overrides, ...]}')
+    p.add_argument("--candidates", required=True,
+                   help='JSON {"KxN": [keyword overrides, ...]}; "table": the shipped table\'s launch for the point, '
+                        '"cluster": tune_space.gluon_cluster_launch\'s')
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     import torch
@@ -31,7 +34,8 @@ def main() -> int:
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
-    from kernelscope.kernels.marlin.tune_space import gluon_launch
+    from kernelscope.kernels.marlin.configs import choose_launch
+    from kernelscope.kernels.marlin.tune_space import gluon_cluster_launch, gluon_launch
 
     props = torch.cuda.get_device_properties(0)
     candidates = json.loads(args.candidates)
@@ -44,7 +48,10 @@ def main() -> int:
         bk, sk = copies[0]
         for m in (int(x) for x in args.m.split(",")):
             rule = kernel_kwargs(gluon_launch(k, n, props.multi_processor_count, m))
-            launches = [rule] + [{**rule, **o} for o in overrides]
+            named = {"table": lambda: choose_launch(m, k, n, 128, props.name, tma=True).launch,
+                     "cluster": lambda: gluon_cluster_launch(k, n, props.multi_processor_count, m)}
+            launches = [rule] + [kernel_kwargs(named[o]()) if isinstance(o, str) else {**rule, **o}
+                                 for o in overrides]
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, 128)
             times: list[list[float]] = [[] for _ in launches]

@@ -151,23 +151,30 @@ def gluon_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any]:
 def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any] | None:
     """A launch of the Gluon kernel whose column tiles' programs are thread-block clusters summing through
     distributed shared memory (gluon_cluster), for layers whose rule grid shares tiles; None where none applies.
-    Each tile's k blocks are split evenly over S programs, S the largest that divides them with the grid at one
-    program an SM (six stages), else with the grid between two and three an SM (GLUON_REGISTERS[3], four stages).
-    On the H100 (benchmarks/w4a16/NOTES.md v19) these were the fastest cluster grids, 4.4 % faster than the rule at
-    4096x4096 (S = 2) and 2 % at 5120x5120 (S = 4); clusters of three or more use only 124 of its 132 SMs, and a
-    grid past what the clusters can hold runs a second wave (1.3-1.5x slower), so the tuner times it first."""
+    Each tile's k blocks are split evenly over S programs (S divides them): S the largest with the grid at one
+    program an SM (six stages); else S = 2 where the rule's grid is two programs a tile; else S the largest with the
+    grid between two and three programs an SM (GLUON_REGISTERS[3], four stages). On the H100 these were the
+    fastest cluster grids (benchmarks/w4a16/NOTES.md v19): 4.2 % faster than the rule at 4096x4096 (S = 2, one an
+    SM), 2.5 % at 8192x8192 (S = 2) and 2 % at 5120x5120 (S = 4); but 1.4-4.7 % slower at 28672x8192 and 9 % at
+    13824x5120, and clusters of three or more use only 124 of its 132 SMs (a grid past what they hold runs a second
+    wave, 1.3-1.5x slower). So the tuner times it after the rule's launch and keeps the faster."""
     programs, _ = gluon_programs(k, n, sm_count)
     tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
     if programs <= tiles:  # whole tiles: no sum to move
         return None
-    fits = [(s, 1) for s in range(2, GLUON_MAX_CLUSTER + 1) if kb % s == 0 and tiles * s <= sm_count]
-    fits = fits or [(s, 3) for s in range(2, GLUON_MAX_CLUSTER + 1)
-                    if kb % s == 0 and 2 * sm_count < tiles * s <= 3 * sm_count]
-    if not fits:
+    sizes = [s for s in range(2, GLUON_MAX_CLUSTER + 1) if kb % s == 0]
+    one = [s for s in sizes if tiles * s <= sm_count]
+    three = [s for s in sizes if 2 * sm_count < tiles * s <= 3 * sm_count]
+    if one:
+        size, stages, per_sm = one[-1], GLUON_DEEP_STAGES, GLUON_PROGRAMS_PER_SM
+    elif programs == 2 * tiles and 2 in sizes:
+        size, stages, per_sm = 2, gluon_launch(k, n, sm_count, m)["num_stages"], GLUON_PROGRAMS_PER_SM
+    elif three:
+        size, stages, per_sm = three[-1], 4, 3
+    else:
         return None
-    size, per_sm = fits[-1]
-    launch = dict(kernel="gluon", programs=tiles * size, num_stages=GLUON_DEEP_STAGES if per_sm == 1 else 4,
-                  maxnreg=GLUON_REGISTERS[max(per_sm, GLUON_PROGRAMS_PER_SM)], cluster=size)
+    launch = dict(kernel="gluon", programs=tiles * size, num_stages=stages, maxnreg=GLUON_REGISTERS[per_sm],
+                  cluster=size)
     if m <= GLUON_SYNC_MMA_MAX_M:
         launch["sync_mma"] = True
     return launch
