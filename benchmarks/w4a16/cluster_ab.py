@@ -50,10 +50,10 @@ def main() -> int:
             rule = kernel_kwargs(gluon_launch(k, n, props.multi_processor_count, m))
             named = {"table": lambda: choose_launch(m, k, n, 128, props.name, tma=True).launch,
                      "cluster": lambda: gluon_cluster_launch(k, n, props.multi_processor_count, m)}
-            picked = [named[o]() if isinstance(o, str) else {**rule, **o} for o in overrides]
+            picked = [(named[o](), True) if isinstance(o, str) else ({**rule, **o}, False) for o in overrides]
             # a named launch that is not the Gluon kernel's (a Triton row of the table) or none is left out
-            launches = [rule] + [kernel_kwargs(x) if "kernel" in x else x for x in picked
-                                 if x and ("kernel" not in x or x["kernel"] == "gluon")]
+            launches = [rule] + [kernel_kwargs(x) if is_named else x for x, is_named in picked
+                                 if not is_named or (x or {}).get("kernel") == "gluon"]
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, 128)
             times: list[list[float]] = [[] for _ in launches]
