@@ -1,6 +1,6 @@
 """The split-tile sum of the Gluon W4A16 kernel through distributed shared memory (``gluon_w4a16(..., cluster=S)``).
 
-Why: where S programs share a column tile, the stream-K sum (:func:`gluon_hopper._finish`) is four dependent L2
+Why: where S programs share a column tile, the stream-K sum (:func:`gluon_store._finish`) is four dependent L2
 trips (the partials' store, the fence, the counter, the last program's loads): 1.25-1.31 us at the end of a launch
 on the H100 (benchmarks/w4a16/NOTES.md v18). Here a tile's S programs are one thread-block cluster: programs 1..S-1
 write their partials into program 0's shared memory (``st.shared::cluster``) and arrive on an mbarrier there;

@@ -39,7 +39,9 @@ writes C, the partials or the counters before it. Back to back it saves 1.2-1.8 
 kernel that does not let its dependents launch early (torch's) it costs 0.5-0.7 us, so it is opt-in (NOTES.md v17).
 Thread 0 prefetches the three TMA descriptors as the program starts (0.2-1.5 % faster on the H100). With ``records``
 each program writes its phase times (:mod:`gluon_record`); they showed a split-tile sum costs 1.25-1.31 us at the end
-of a launch, and two fence-free forms of it were slower (NOTES.md v18).
+of a launch, and two fence-free forms of it were slower (NOTES.md v18). With ``cluster`` a tile's programs are one
+thread-block cluster and sum through distributed shared memory instead (:mod:`gluon_cluster`): 0.29-0.54 us, but
+only grids that the clusters fit on the GPU gain (NOTES.md v19).
 Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
 """
 from __future__ import annotations
@@ -54,10 +56,10 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from kernelscope.collect.instrument.layout import ROW_VALUES
 
 from .gluon_args import check_args, check_cluster, supported, work_split
-from .gluon_cluster import (_cluster_arrive, _cluster_init, _cluster_send, _cluster_total, extra_bytes,
-                            launch_in_clusters)
+from .gluon_cluster import _cluster_arrive, _cluster_init, extra_bytes, launch_in_clusters
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
 from .gluon_record import FIELDS, _now, _write_row
+from .gluon_store import _finish
 from .layout_gluon import WORDS, from_gluon_layout, to_gluon_layout
 from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
@@ -185,70 +187,6 @@ def _sync_block(acc, b, bufs, bars, words_layout: gl.constexpr, w_layout: gl.con
 
 
 @gluon.jit
-def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr):
-    """Partial slot j of a tile (zeros past its count: x + 0.0 is x, so the sum is the same)."""
-    return gl.load(parts + j * (BLOCK_N * BLOCK_M) + offs, mask=mask & (j < count), other=0.0, cache_modifier=".cg")
-
-
-@gluon.jit
-def _finish(acc, t, k0, k1, pid, work, ptrs, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
-            BLOCK_M: gl.constexpr, acc_layout: gl.constexpr, CLUSTER: gl.constexpr):
-    """Store tile t's sum over k-blocks [k0, k1): straight to C when the program did the whole tile, else as the
-    partial in its slot, counted in on the tile's counter; the program whose blocks complete the count adds the
-    tile's partials in program order (deterministic), stores C and resets the counter for the next launch. In
-    clusters (CLUSTER > 1, a tile's programs one cluster) the partials go to the cluster's program 0 through
-    distributed shared memory instead (:mod:`gluon_cluster`). Returns whether this program summed a shared tile
-    (read only by the phase records)."""
-    c_ptr, s_ptr, part_ptr, count_ptr = ptrs
-    summed = 0
-    KB, U, P, SLOTS = work
-    col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    cols = t * BLOCK_N + gl.arange(0, BLOCK_N, layout=col_layout)
-    toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
-    if PER_CHANNEL:
-        acc = acc * gl.expand_dims(gl.load(s_ptr + cols).to(gl.float32), 1)
-    mask = gl.expand_dims(toks < M, 0)
-    c_ptrs = c_ptr + gl.expand_dims(toks, 0) * N + gl.expand_dims(cols, 1)
-    if CLUSTER > 1:
-        offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
-        if pid % CLUSTER == 0:
-            total = _cluster_total(acc, offs, CLUSTER, BLOCK_N, BLOCK_M)
-            gl.store(c_ptrs, total.to(gl.float16), mask=mask)
-            summed = 1
-        else:
-            _cluster_send(acc, offs, pid % CLUSTER, CLUSTER, BLOCK_N, BLOCK_M)
-    elif PARTIALS:
-        if k1 - k0 == KB:
-            gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
-        else:
-            # the programs that share tile t are first..last (_segment inverted); a program's slot is pid - first
-            first = ((t * KB + 1) * P - 1) // U
-            last = ((t * KB + KB) * P - 1) // U
-            offs = gl.expand_dims(toks, 0) * BLOCK_N + gl.expand_dims(gl.arange(0, BLOCK_N, layout=col_layout), 1)
-            parts = part_ptr + t * (SLOTS * BLOCK_N * BLOCK_M)
-            gl.store(parts + (pid - first) * (BLOCK_N * BLOCK_M) + offs, acc, mask=mask)
-            gl.thread_barrier()  # every thread's partial is stored before the counter says so
-            done = gl.atomic_add(count_ptr + t, k1 - k0, sem="acq_rel", scope="gpu")
-            if done + (k1 - k0) == KB:
-                total = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
-                # four slots' loads issued together (masked past the last slot), then added in slot order: a plain
-                # loop compiled to a peeled odd slot, a loop of four and a pair, two L2 round trips for three slots
-                count = last - first + 1
-                for j in range(0, count, 4):
-                    p0 = _slot(parts, j, count, offs, mask, BLOCK_N, BLOCK_M)
-                    p1 = _slot(parts, j + 1, count, offs, mask, BLOCK_N, BLOCK_M)
-                    p2 = _slot(parts, j + 2, count, offs, mask, BLOCK_N, BLOCK_M)
-                    p3 = _slot(parts, j + 3, count, offs, mask, BLOCK_N, BLOCK_M)
-                    total = (((total + p0) + p1) + p2) + p3
-                gl.store(c_ptrs, total.to(gl.float16), mask=mask)
-                gl.atomic_xchg(count_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-                summed = 1
-    else:
-        gl.store(c_ptrs, acc.to(gl.float16), mask=mask)
-    return summed
-
-
-@gluon.jit
 def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS: gl.constexpr,
               STAGES: gl.constexpr, BLOCK_M: gl.constexpr, KN: gl.constexpr, SYNC_MMA: gl.constexpr,
               PDL: gl.constexpr, record, RECORD: gl.constexpr, CLUSTER: gl.constexpr):
@@ -366,7 +304,8 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, maxnreg: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None, record_values: int = len(FIELDS), cluster: int = 1) -> torch.Tensor:
+                records: torch.Tensor | None = None, record_values: int = len(FIELDS),
+                cluster: int = 1) -> torch.Tensor:
     """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n). ``words``: ``Bg`` of :func:`to_gluon_layout` or ``Bk``
     of :func:`gemm.to_kernel_layout` itself (the Triton kernel's weights); ``s`` from
     :func:`gemm.to_kernel_layout`. ``programs``: the grid, each program an even share of the (column tile, k
