@@ -104,24 +104,32 @@ def _cluster_total(acc, offs, CLUSTER: gl.constexpr, BLOCK_N: gl.constexpr, BLOC
 def launch_in_clusters(fn: Any, programs: int, cluster: int, extra: int, args: tuple, kwargs: dict) -> None:
     """Launch the jitted ``fn`` on ``programs`` CTAs in clusters of ``cluster`` along x, with ``extra`` bytes of
     dynamic shared memory past the kernel's own: Triton's launcher, given the cluster size where it reads
-    ``num_ctas`` (it then launches ``grid x num_ctas`` CTAs in clusters of ``num_ctas``)."""
-    from triton.runtime import driver
+    ``num_ctas`` (it then launches ``grid x num_ctas`` CTAs in clusters of ``num_ctas``). The arguments are bound
+    and looked up in ``fn``'s cache as its own launch does (compiled there on first use)."""
     from triton import knobs
+    from triton.runtime import driver
+    from triton.runtime.jit import compute_cache_key
 
     device = driver.active.get_current_device()
     stream = driver.active.get_current_stream(device)
-    kernel = fn.warmup(*args, grid=(programs, ), **kwargs)
-    binder = fn.device_caches[device][4]
-    bound, _, _ = binder(*args, **kwargs)
+    # the keys JITFunction.run adds before it binds, so that the cache key is the one its launches use
+    kwargs = dict(kwargs, debug=kwargs.get("debug", fn.debug) or knobs.runtime.debug,
+                  instrumentation_mode=knobs.compilation.instrumentation_mode)
+    kernel_cache, key_cache, _, _, binder = fn.device_caches[device]
+    bound, specialization, options = binder(*args, **kwargs)
+    kernel = kernel_cache.get(compute_cache_key(key_cache, specialization, options))
+    if kernel is None:
+        kernel = fn.warmup(*args, grid=(programs, ), **kwargs)
     shared = -(-kernel.metadata.shared // 16) * 16 + extra
     function = _functions.get((kernel.hash, device, shared))
     if function is None:
         # Triton loads the kernel with its own shared memory; past 48 KiB a launch needs the opt-in size
         function = driver.active.utils.load_binary(kernel.name, kernel.kernel, max(shared, 49153), device)[1]
         _functions[(kernel.hash, device, shared)] = function
+    values = bound.values()
     kernel.run(programs // cluster, 1, 1, stream, function, (kernel.metadata.num_warps, cluster, shared),
-               kernel.launch_metadata((programs, 1, 1), stream, *bound.values()),
-               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound.values())
+               kernel.launch_metadata((programs, 1, 1), stream, *values),
+               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
 
 
-_functions: dict[tuple, Any] = {}
+_functions: dict[tuple, Any] = {}  # (kernel hash, device, dynamic shared memory) -> the function loaded for it
