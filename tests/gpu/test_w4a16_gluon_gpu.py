@@ -88,6 +88,35 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
+def _square_chain() -> tuple:
+    """A square 2048 layer to apply 12 times (4 tokens): the input, the weights (Bk) with scales divided by the
+    layer's gain so that the chain's values stay in fp16 range, and the 12 outputs; skips without a Hopper GPU."""
+    if not _hopper():
+        pytest.skip("needs an sm_90 (Hopper) GPU")
+    from kernelscope.bench.w4a16_impls import make_weights
+    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
+
+    k = n = 2048
+    wt = make_weights(k, n, 128, "cuda", 11)
+    x = torch.randn((4, k), device="cuda", generator=torch.Generator("cuda").manual_seed(4)).half()
+    gain = (reference_matmul(x, wt.B, wt.s, 128).norm() / x.float().norm()).item()
+    bk, sk = to_kernel_layout(wt.B, (wt.s.float() / gain).half(), 128)
+    return x, bk, sk, [torch.empty((4, n), dtype=torch.float16, device="cuda") for _ in range(12)]
+
+
+def _assert_replays_give(chain, outs: list, plain: list) -> None:
+    """``chain`` captured in a CUDA graph: three replays, outputs zeroed before each, give ``plain`` bit for bit."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain()
+    for _ in range(3):
+        for o in outs:
+            o.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+
+
 @pytest.mark.parametrize("programs,sync", [(None, True), (16, False), (36, False), (100, True)],
                          ids=["whole-tiles-sync", "whole-tiles", "shared-tiles", "shared-tiles-sync"])
 def test_programmatic_dependent_launches_chain_exactly(programs, sync):
@@ -95,18 +124,10 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
     copy or a store that ran before griddepcontrol.wait would change the result. PDL launches, eager and captured
     in a CUDA graph, must give bit for bit what plain launches give (the same arithmetic in the same order), and
     the shared tiles' counters and partials must survive launches that overlap."""
-    if not _hopper():
-        pytest.skip("needs an sm_90 (Hopper) GPU")
-    from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
-    k = n = 2048
-    wt = make_weights(k, n, 128, "cuda", 11)
-    x = torch.randn((4, k), device="cuda", generator=torch.Generator("cuda").manual_seed(4)).half()
-    gain = (reference_matmul(x, wt.B, wt.s, 128).norm() / x.float().norm()).item()
-    bk, sk = to_kernel_layout(wt.B, (wt.s.float() / gain).half(), 128)  # keeps the chain's values in fp16 range
-    outs = [torch.empty((4, n), dtype=torch.float16, device="cuda") for _ in range(12)]
+    x, bk, sk, outs = _square_chain()
+    n = x.shape[1]
 
     def chain(pdl: bool) -> None:
         a = x
@@ -122,15 +143,7 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
     assert all(torch.equal(o, p) for o, p in zip(outs, plain))
     for o in outs:
         o.zero_()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        chain(True)
-    for _ in range(3):
-        for o in outs:
-            o.zero_()
-        graph.replay()
-        torch.cuda.synchronize()
-        assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+    _assert_replays_give(lambda: chain(True), outs, plain)
 
 
 @pytest.mark.parametrize("programs", [None, 36, 100])
@@ -218,18 +231,10 @@ def test_clusters_chain_exactly_as_programmatic_dependent_launches():
     """PDL launches in clusters, each reading the launch before's output, eager and in a CUDA graph: the plain
     stream-K launches' bits (an activation copy before griddepcontrol.wait, or a partial sent early, would change
     them)."""
-    if not _hopper():
-        pytest.skip("needs an sm_90 (Hopper) GPU")
-    from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
-    k = n = 2048
-    wt = make_weights(k, n, 128, "cuda", 11)
-    x = torch.randn((4, k), device="cuda", generator=torch.Generator("cuda").manual_seed(4)).half()
-    gain = (reference_matmul(x, wt.B, wt.s, 128).norm() / x.float().norm()).item()
-    bk, sk = to_kernel_layout(wt.B, (wt.s.float() / gain).half(), 128)
-    outs = [torch.empty((4, n), dtype=torch.float16, device="cuda") for _ in range(12)]
+    x, bk, sk, outs = _square_chain()
+    n = x.shape[1]
     programs = n // 64 * 4
 
     def chain(**kw) -> None:
@@ -244,12 +249,4 @@ def test_clusters_chain_exactly_as_programmatic_dependent_launches():
         o.zero_()
     chain(pdl=True, cluster=4)
     assert all(torch.equal(o, p) for o, p in zip(outs, plain))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        chain(pdl=True, cluster=4)
-    for _ in range(3):
-        for o in outs:
-            o.zero_()
-        graph.replay()
-        torch.cuda.synchronize()
-        assert all(torch.equal(o, p) for o, p in zip(outs, plain))
+    _assert_replays_give(lambda: chain(pdl=True, cluster=4), outs, plain)
