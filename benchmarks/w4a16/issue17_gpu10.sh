@@ -10,11 +10,8 @@
 #   bash benchmarks/w4a16/issue17_gpu10.sh final    # first-use tuning from empty caches, then 3 benchmark runs of
 #                                                   # the shipped path plain and as PDL launches, cuBLAS, tinygemm
 set -euo pipefail
-export PYTHONPATH=$PWD/src
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
 SHAPES=${SHAPES:-4096x4096,5120x5120,13824x5120,5120x13824,3584x18944,6656x17920,8192x28672}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+source benchmarks/w4a16/gpu_env.sh
 cd benchmarks/w4a16
 case "${1:-}" in
   read) timeout 500 python read_floor.py --shapes 4096x4096,5120x5120,13824x5120,5120x13824,3584x18944,8192x28672 \

@@ -5,10 +5,7 @@
 #   bash benchmarks/w4a16/issue17_gpu11.sh final   # first-use tuning from empty caches, then 3 benchmark runs of
 #                                                  # the shipped path plain and as PDL launches, cuBLAS, tinygemm
 set -euo pipefail
-export PYTHONPATH=$PWD/src
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+source benchmarks/w4a16/gpu_env.sh
 case "${1:-}" in
   ab) timeout 200 python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_w4a16_gluon_gpu.py -k "cluster" \
         2>&1 | tail -3

@@ -54,10 +54,11 @@ def extra_bytes(cluster: int, block_n: int, block_m: int) -> int:
 
 
 @gluon.jit
-def _cluster_init(nbytes):
+def _cluster_init(CLUSTER: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr):
     """Program 0's receive mbarrier (every program initialises one; only program 0's is used): thread 0 initialises
-    it for its own arrival, which expects ``nbytes`` from the partners' stores, and fences the initialisation for
+    it for its own arrival, which expects the CLUSTER - 1 partners' partial slots, and fences the initialisation for
     the cluster (the cluster barrier then publishes it)."""
+    nbytes = gl.program_id(0) * 0 + (CLUSTER - 1) * BLOCK_N * BLOCK_M * 4  # a register operand for the PTX
     gl.inline_asm_elementwise(_INIT, "=r,r", [nbytes], dtype=gl.int32, is_pure=False, pack=1)
 
 

@@ -287,7 +287,7 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
     if CLUSTER > 1:  # program 0's receive mbarrier expects the other programs' partials
-        _cluster_init(gl.program_id(0) * 0 + (CLUSTER - 1) * BLOCK_N * BLOCK_M * 4)
+        _cluster_init(CLUSTER, BLOCK_N, BLOCK_M)
     # in clusters the producer's partition is a full warpgroup: every thread must arrive on the cluster barrier
     WORKER_WARPS: gl.constexpr = 4 if CLUSTER > 1 else 1
     bufs = (w_smem, a_smem, s_smem)

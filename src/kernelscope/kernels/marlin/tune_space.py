@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from .configs import rule_launch
-from .gluon_args import BLOCK_N as GLUON_BLOCK_N, PACK_K as GLUON_PACK_K
+from .gluon_args import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, PACK_K as GLUON_PACK_K
 
 PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
 MAX_SPLIT_K = 16
@@ -118,7 +118,6 @@ GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
 # H100 at two or three programs an SM, 1 % slower at four (8192x28672), 7-22 % slower at m = 16 (ab_gluon.py runs of
 # benchmarks/w4a16/runs/issue17_session6).
 GLUON_SYNC_MMA_MAX_M = 8
-GLUON_MAX_CLUSTER = 8  # the portable thread-block cluster size (gluon_args.MAX_CLUSTER)
 
 
 def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
