@@ -48,7 +48,9 @@ def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
     key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
     key["sync_mma"] = launch.get("sync_mma", False)
     key["pdl"] = launch.get("pdl", False)
-    return dict(key, m=8 if m <= 8 else 16, partials=(n // 64) % launch["programs"] != 0)
+    from kernelscope.kernels.marlin.gluon_args import block_m
+
+    return dict(key, m=block_m(m), partials=(n // 64) % launch["programs"] != 0)
 
 
 def _compile_one(args: tuple[int, dict]) -> str:
@@ -71,7 +73,7 @@ def _compile_one(args: tuple[int, dict]) -> str:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-def check_grid() -> list[dict]:
+def check_grid(check_ms: tuple[int, ...] = (1, 3, 8, 13, 16)) -> list[dict]:
     """Every launch of a small grid against the fp32 reference; returns the rows (with relative errors)."""
     import torch
 
@@ -85,7 +87,7 @@ def check_grid() -> list[dict]:
         bk, sk = to_kernel_layout(wt.B, wt.s, gs)
         bg = to_gluon_layout(bk)
         assert torch.equal(from_gluon_layout(bg, n), bk)
-        for m, programs, layout in itertools.product((1, 3, 8, 13, 16), grids(k, n, 132) + [7], ("bg", "bk")):
+        for m, programs, layout in itertools.product(check_ms, grids(k, n, 132) + [7], ("bg", "bk")):
             a = torch.randn((m, k), device="cuda").half()
             ref = reference_matmul(a, wt.B, wt.s, gs)
             row = dict(k=k, n=n, groupsize=gs, m=m, programs=programs, layout=layout)
@@ -104,6 +106,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     common_args(p)
     p.add_argument("--no-check", action="store_true")
+    p.add_argument("--check-m", default="1,3,8,13,16", help="token counts of the check grid")
     p.add_argument("--layouts", default="bg,bk", help="weight layouts: bg (to_gluon_layout), bk (to_kernel_layout)")
     p.add_argument("--stages", default="4,6")
     p.add_argument("--regs", default="96", help="registers a thread at launch")
@@ -142,7 +145,7 @@ def main() -> int:
     doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "torch": torch.__version__, "rows": []}
     if not args.no_check:
-        checks = check_grid()
+        checks = check_grid(tuple(int(x) for x in args.check_m.split(",")))
         bad = [r for r in checks if not r.get("relative_error", 1.0) < 1e-2]
         doc["checks"] = checks
         print(f"check grid: {len(checks)} launches, {len(bad)} wrong or failed", flush=True)

@@ -53,6 +53,36 @@ def test_matches_the_reference(weights, m, programs, layout, sync):
         assert err < 1e-2, (m, programs, layout, sync, err)
 
 
+# 17-64 tokens: a 32- or 64-token tile (TMA zero-fills the rows past m; the store masks them), the tuner's registers
+@pytest.mark.parametrize("m,programs,layout", list(itertools.product((17, 32, 40, 64), (None, 5, 36, 0), ("bg", "bk"))))
+def test_matches_the_reference_up_to_64_tokens(weights, m, programs, layout):
+    from kernelscope.kernels.marlin import reference_matmul
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    gs, k, n, wt, words, sk = weights
+    if programs == 0:
+        programs = n // 64 * (k // 128)
+    a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
+    ref = reference_matmul(a, wt.B, wt.s, gs)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+    for _ in range(2):
+        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs, maxnreg=128, out=out).float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 1e-2, (m, programs, layout, err)
+
+
+def test_more_than_64_tokens_are_refused():
+    if not _hopper():
+        pytest.skip("needs an sm_90 (Hopper) GPU")
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+
+    a = torch.zeros((65, 256), dtype=torch.float16, device="cuda")
+    with pytest.raises(ValueError, match=r"^gluon_w4a16: the Gluon W4A16 kernel takes fp16 a of shape \(m, k\) with "
+                                         r"1 <= m <= 64\.$"):
+        gluon_w4a16(a, torch.zeros((32, 256), dtype=torch.int32, device="cuda"),
+                    torch.zeros((2, 256), dtype=torch.float16, device="cuda"), 128, 256)
+
+
 def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
     """kernel="gluon" in w4a16_matmul: the Triton kernel's weights (Bk), the tuner's launch keywords."""
     from kernelscope.kernels.marlin import reference_matmul, w4a16_matmul
@@ -68,7 +98,7 @@ def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
 
 
 def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
-    """On sm_90 at m <= 16 the tuner times Gluon launches beside the Triton ones, and a Gluon winner runs."""
+    """On sm_90 at m <= 64 the tuner times Gluon launches beside the Triton ones, and a Gluon winner runs."""
     if not _hopper():
         pytest.skip("needs an sm_90 (Hopper) GPU")
     from kernelscope.bench.w4a16_impls import make_weights
@@ -79,13 +109,14 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     wt = make_weights(k, n, gs, "cuda", 3)
     bk, sk = to_kernel_layout(wt.B, wt.s, gs)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    got = tune_shape(1, k, n, gs, bk, sk, sm_count=sms, tma=True, deadline_s=1e9, limit=4, gluon=True)
-    kinds = [t["launch"].get("kernel", "triton") for t in got.tried]
-    assert "gluon" in kinds and all(t["status"] == "ok" for t in got.tried), got.tried
-    gluon = next(t["launch"] for t in got.tried if t["launch"].get("kernel") == "gluon")
-    a = torch.randn((1, k), device="cuda").half()
-    ref = reference_matmul(a, wt.B, wt.s, gs)
-    assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
+    for m in (1, 40):
+        got = tune_shape(m, k, n, gs, bk, sk, sm_count=sms, tma=True, deadline_s=1e9, limit=4, gluon=True)
+        kinds = [t["launch"].get("kernel", "triton") for t in got.tried]
+        assert "gluon" in kinds and all(t["status"] == "ok" for t in got.tried), got.tried
+        gluon = next(t["launch"] for t in got.tried if t["launch"].get("kernel") == "gluon")
+        a = torch.randn((m, k), device="cuda").half()
+        ref = reference_matmul(a, wt.B, wt.s, gs)
+        assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 def _square_chain() -> tuple:

@@ -65,7 +65,10 @@ VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 0, 1),
             "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1, 0, 1),
             "bk-record-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 1, 1),
             "bk-sync-m1-cluster4": (8, 4, 1, 0, 96, 1, 1, 0, 0, 4),
-            "pdl-m16-cluster3-r80": (16, 6, 1, 0, 80, 0, 0, 1, 0, 3)}
+            "pdl-m16-cluster3-r80": (16, 6, 1, 0, 80, 0, 0, 1, 0, 3),
+            # 17-64 tokens, the tuner's 128 registers (gluon_wide_launches)
+            "bk-m64-stream-k-r128": (64, 4, 1, 0, 128, 1, 0, 0, 0, 1),
+            "pdl-m32-stream-k-per-column-r128": (32, 4, 1, 1, 128, 0, 0, 1, 0, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))

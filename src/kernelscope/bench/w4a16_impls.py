@@ -43,7 +43,7 @@ Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C),
 class W4A16Call:
     """``w4a16_matmul`` with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
     shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only). The
-    launch runs the Triton kernel, or on sm_90 at m <= 16 the Gluon decode kernel where it was measured faster.
+    launch runs the Triton kernel, or on sm_90 at m <= 64 the Gluon decode kernel where it was measured faster.
     ``pdl``: a Gluon launch runs as a programmatic dependent launch (back to back in the benchmark's graph, each
     call starts while the one before ends); a Triton launch then raises, and the row says why."""
 
@@ -73,8 +73,9 @@ class W4A16Call:
 
 
 class W4A16GluonCall:
-    """The Gluon decode kernel (kernels/marlin/gluon_hopper.py: sm_90, m <= 16) on its own weight layout, with the
-    launch of :func:`tune_space.gluon_launch`; elsewhere the call raises and the row says why."""
+    """The Gluon decode kernel (kernels/marlin/gluon_hopper.py: sm_90, m <= 64) on its own weight layout, with the
+    first launch of :func:`tune_space.gluon_candidates` (the rule's at m <= 16); elsewhere the call raises and the
+    row says why."""
 
     def __init__(self, wt: Weights) -> None:
         from kernelscope.kernels.marlin import to_kernel_layout
@@ -87,19 +88,21 @@ class W4A16GluonCall:
     def launch_info(self, m: int) -> dict[str, Any]:
         import torch
 
-        from kernelscope.kernels.marlin.tune_space import gluon_launch
+        from kernelscope.kernels.marlin.tune_space import gluon_candidates
 
         sms = torch.cuda.get_device_properties(self.bg.device).multi_processor_count
-        return {"launch": gluon_launch(self.wt.k, self.wt.n, sms, m), "launch_source": "rule (tune_space.gluon_launch)"}
+        launches = gluon_candidates(m, self.wt.k, self.wt.n, sms)
+        return {"launch": launches[0] if launches else None,
+                "launch_source": "rule (tune_space.gluon_candidates, the first)"}
 
     def __call__(self, a: Any) -> Any:
         from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
         from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
 
-        if not a.is_cuda:  # gluon_w4a16 says why not
-            return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n)
-        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n,
-                           **kernel_kwargs(self.launch_info(a.shape[0])["launch"]))
+        launch = self.launch_info(a.shape[0])["launch"] if a.is_cuda else None
+        # without a launch (no GPU, m > 64, n not a multiple of 64) gluon_w4a16 says why not
+        kw = kernel_kwargs(launch) if launch else {}
+        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, **kw)
 
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:

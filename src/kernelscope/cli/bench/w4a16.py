@@ -32,7 +32,7 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
     p.add_argument("--impl", default=DEFAULT_IMPLS, metavar="LIST",
                    help=f"comma-separated implementations (default {DEFAULT_IMPLS}; w4a16-untuned: the shipped "
                         "table or the rule, no first-use tuning; w4a16-gluon: the Gluon decode kernel, Hopper GPUs "
-                        "and m <= 16; w4a16-pdl: w4a16's launch as a programmatic dependent launch, where it is "
+                        "and m <= 64; w4a16-pdl: w4a16's launch as a programmatic dependent launch, where it is "
                         "the Gluon kernel's)")
     p.add_argument("--no-graph", action="store_true", help="do not time N calls captured in one CUDA graph")
     p.add_argument("--no-cupti", action="store_true", help="do not measure CUPTI kernel durations")

@@ -26,8 +26,9 @@ from .tune_space import candidates
 CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
 # 2: the Gluon decode kernel joined the space (m <= 16, sm_90); older tunings never tried it. 3: its launch rule
 # chose registers, stages and mma.sync (tune_space.gluon_launch); older tunings timed the earlier rule's launch. 4: a
-# cluster launch joined the Gluon candidates (tune_space.gluon_cluster_launch)
-CACHE_VERSION = 4
+# cluster launch joined the Gluon candidates (tune_space.gluon_cluster_launch). 5: the Gluon kernel joined the space at
+# 16 < m <= 64 (tune_space.gluon_wide_launches)
+CACHE_VERSION = 5
 FIRST_USE_DEADLINE_S = 3.0
 # The next candidate is expected to take up to this many times the slowest one so far: compiles vary (capped
 # registers, wider tiles), and with a margin of 1.0 four of 20 first-use tunings ran 0.0-0.5 s past 3 s on the
@@ -130,7 +131,7 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     NEXT_CANDIDATE_MARGIN times the slowest so far, would end before ``deadline_s`` (the first is always tried);
     keep the fastest candidate whose result matches the fp32 reference (relative error < TOLERANCE on up to
     CHECK_COLUMNS spread columns). ``gluon``: the device runs the Gluon decode kernel (sm_90), whose launches
-    join the space at m <= 16."""
+    join the space at m <= 64."""
     import torch
 
     from .matmul import w4a16_matmul

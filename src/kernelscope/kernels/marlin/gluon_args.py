@@ -11,6 +11,13 @@ from .layout_gluon import WORDS
 
 PACK_K = 128  # rows of k per block, as in gemm.py
 BLOCK_N = 64  # output columns per program
+MAX_M = 64  # tokens: one 64-token tile (128 spilled and ran slower than the Triton kernel: NOTES.md v20)
+
+
+def block_m(m: int) -> int:
+    """BLOCK_M, the token side of the swapped product, for m tokens: the smallest power of two >= m, at least 8
+    (TMA zero-fills the rows past m)."""
+    return max(8, 1 << (m - 1).bit_length())
 
 
 def device_supported(device: Any) -> bool:
@@ -29,8 +36,8 @@ def supported(a: torch.Tensor, n: int) -> str | None:
     """None when the Gluon kernel runs ``a (m, k) @ W (k, n)``, else why not (one sentence)."""
     if not device_supported(a.device):
         return "the Gluon W4A16 kernel is written for sm_90 (Hopper) GPUs"
-    if a.dtype != torch.float16 or a.dim() != 2 or not 1 <= a.shape[0] <= 16:
-        return "the Gluon W4A16 kernel takes fp16 a of shape (m, k) with 1 <= m <= 16"
+    if a.dtype != torch.float16 or a.dim() != 2 or not 1 <= a.shape[0] <= MAX_M:
+        return f"the Gluon W4A16 kernel takes fp16 a of shape (m, k) with 1 <= m <= {MAX_M}"
     if n % BLOCK_N:
         return f"the Gluon W4A16 kernel takes n a multiple of {BLOCK_N}"
     return None

@@ -19,7 +19,7 @@ warps (the producer warp's partition is padded to a warpgroup), so two fit an SM
 picks the grid and the registers together (benchmarks/w4a16/NOTES.md v15, v16).
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
-MMA's 64-row side and the m <= 16 tokens (padded to BLOCK_M = 8 or 16 by TMA's zero fill) its N side.
+MMA's 64-row side and the m <= 64 tokens (padded to BLOCK_M = 8, 16, 32 or 64 by TMA's zero fill) its N side.
 
 Weights: ``Bg``, the kernel layout ``Bk`` of :mod:`gemm` regrouped by :func:`to_gluon_layout` so that one block of
 128 k for 64 columns is one contiguous 4 KiB TMA box and each thread's four words of a block are one 16-byte
@@ -42,7 +42,10 @@ each program writes its phase times (:mod:`gluon_record`); they showed a split-t
 of a launch, and two fence-free forms of it were slower (NOTES.md v18). With ``cluster`` a tile's programs are one
 thread-block cluster and sum through distributed shared memory instead (:mod:`gluon_cluster`): 0.29-0.54 us, but
 only grids that the clusters fit on the GPU gain (NOTES.md v19).
-Scope: sm_90, m <= 16, fp16, n a multiple of 64; see :func:`supported`.
+Past 16 tokens a shared tile's partials are stored column-major (a 32-byte sector per quad of threads; token-major,
+a 64-token tile's were one sector per element) and summed one slot at a time (four at once spilled). 128 tokens in
+one tile spilled and ran 6-35 % slower than the Triton kernel on the H100 (NOTES.md v20), so the scope stops at 64.
+Scope: sm_90, m <= 64, fp16, n a multiple of 64; see :func:`supported`.
 """
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from kernelscope.collect.instrument.layout import ROW_VALUES
 
+from .gluon_args import block_m as token_tile
 from .gluon_args import check_args, check_cluster, supported, work_split
 from .gluon_cluster import _cluster_arrive, _cluster_init, extra_bytes, launch_in_clusters
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
@@ -336,7 +340,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                                 or records.numel() < programs * record_values):
         raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
                          f"{programs * record_values} values.")
-    block_m = 8 if m <= 8 else 16
+    block_m = token_tile(m)
     a = a.contiguous()
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)

@@ -1,5 +1,5 @@
 """``W4A16Linear``: an ``nn.Linear`` with 4-bit weights whose forward runs the W4A16 GEMM: the Triton kernel, or on
-sm_90 at m <= 16 the Gluon decode kernel where the first-use tuner measured it faster (same weights).
+sm_90 at m <= 64 the Gluon decode kernel where the first-use tuner measured it faster (same weights).
 
 ``W4A16Linear.from_linear(linear, groupsize=128)`` quantizes the layer's weight as Marlin does
 (:mod:`format`), packs it and converts it once into the kernel layout; ``forward`` flattens the

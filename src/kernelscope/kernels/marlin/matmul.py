@@ -177,7 +177,7 @@ def w4a16_matmul(
     added (benchmarks/w4a16/sweep_graph.py times what the in-launch sum costs, NOTES.md v13).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
-    ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 16) on the same
+    ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 64) on the same
     weights, with ``programs`` (its stream-K grid), ``num_stages``, ``maxnreg`` and ``sync_mma`` (mma.sync instead
     of the warpgroup MMA), ``pdl`` (a programmatic dependent launch: see :func:`gluon_hopper.gluon_w4a16`),
     ``cluster`` (each column tile's programs one thread-block cluster: see :func:`gluon_hopper.gluon_w4a16`) and

@@ -15,7 +15,8 @@ import math
 from typing import Any
 
 from .configs import rule_launch
-from .gluon_args import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, PACK_K as GLUON_PACK_K
+from .gluon_args import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, MAX_M as GLUON_MAX_M
+from .gluon_args import PACK_K as GLUON_PACK_K
 
 PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
 MAX_SPLIT_K = 16
@@ -100,7 +101,7 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
     return head[:limit]
 
 
-# The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 16): 64-column programs of 8 warps (the producer warp's
+# The Gluon decode kernel (gluon_hopper.py, sm_90, m <= 64): 64-column programs of 8 warps (the producer warp's
 # partition is padded to a warpgroup), on a stream-K grid. Registers a thread at launch for r programs resident an SM
 # (65536 registers / (256 threads x r), rounded down to 8): the consumer warpgroup still gets 104-168 registers by
 # setmaxnreg, without spills.
@@ -118,6 +119,13 @@ GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
 # H100 at two or three programs an SM, 1 % slower at four (8192x28672), 7-22 % slower at m = 16 (ab_gluon.py runs of
 # benchmarks/w4a16/runs/issue17_session6).
 GLUON_SYNC_MMA_MAX_M = 8
+# 16 < m <= 64 (a 32- or 64-token tile): 128 registers a thread at launch (two programs an SM; the consumer warpgroup
+# gets 232, no spills) and four stages. In the H100 sweeps at m = 32 and 64 (benchmarks/w4a16/runs/issue17_session10)
+# the fastest of 5-8 grids was the largest multiple of the tiles within two programs an SM (5120x13824, 13824x5120,
+# 5120x5120), two an SM sharing tiles where the tiles are more (3584x18944, 6656x17920 at m = 32; 1 % behind one an
+# SM at 6656x17920 m = 64), and at 4096x4096 two programs a tile at one an SM (128; the multiple within two an SM,
+# 256, was 4-12 % slower).
+GLUON_WIDE_REGISTERS = 128
 
 
 def gluon_programs(k: int, n: int, sm_count: int) -> tuple[int, int]:
@@ -179,11 +187,25 @@ def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any
     return launch
 
 
+def gluon_wide_launches(k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
+    """The Gluon kernel's launches for 16 < m <= 64, with GLUON_WIDE_REGISTERS and four stages: where two or more
+    programs a tile fit one an SM, the largest such multiple of the tiles first; then the largest multiple within
+    GLUON_PROGRAMS_PER_SM programs an SM, or that many an SM sharing tiles where the tiles are more."""
+    tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
+    slots = GLUON_PROGRAMS_PER_SM * sm_count
+    grids = [tiles * min(sm_count // tiles, kb)] if 2 * tiles <= sm_count else []
+    grids.append(tiles * min(slots // tiles, kb) if tiles <= slots else slots)
+    return [dict(kernel="gluon", programs=g, num_stages=4, maxnreg=GLUON_WIDE_REGISTERS) for g in dict.fromkeys(grids)]
+
+
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
-    """The Gluon launches the tuner tries for m <= 16 on sm_90 (none for n not a multiple of 64): the rule's, within
-    1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16), then where the
-    rule's grid shares tiles the cluster launch of :func:`gluon_cluster_launch` (NOTES.md v19)."""
-    if m > 16 or n % GLUON_BLOCK_N or k % GLUON_PACK_K:
+    """The Gluon launches the tuner tries for m <= 64 on sm_90 (none for n not a multiple of 64). m <= 16: the
+    rule's, within 1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16),
+    then where the rule's grid shares tiles the cluster launch of :func:`gluon_cluster_launch` (NOTES.md v19).
+    16 < m <= 64: :func:`gluon_wide_launches` (NOTES.md v20)."""
+    if m > GLUON_MAX_M or n % GLUON_BLOCK_N or k % GLUON_PACK_K:
         return []
+    if m > 16:
+        return gluon_wide_launches(k, n, sm_count)
     cluster = gluon_cluster_launch(k, n, sm_count, m)
     return [gluon_launch(k, n, sm_count, m)] + ([cluster] if cluster else [])
