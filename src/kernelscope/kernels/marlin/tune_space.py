@@ -122,9 +122,10 @@ GLUON_SYNC_MMA_MAX_M = 8
 # 16 < m <= 64 (a 32- or 64-token tile): 128 registers a thread at launch (two programs an SM; the consumer warpgroup
 # gets 232, no spills) and four stages. In the H100 sweeps at m = 32 and 64 (benchmarks/w4a16/runs/issue17_session10)
 # the fastest of 5-8 grids was the largest multiple of the tiles within two programs an SM (5120x13824, 13824x5120,
-# 5120x5120), two an SM sharing tiles where the tiles are more (3584x18944, 6656x17920 at m = 32; 1 % behind one an
-# SM at 6656x17920 m = 64), and at 4096x4096 two programs a tile at one an SM (128; the multiple within two an SM,
-# 256, was 4-12 % slower).
+# 5120x5120, 8192x8192, 28672x8192); where the tiles are more, two an SM sharing tiles (3584x18944, 6656x17920 at
+# m = 32; 1 % behind one an SM at 6656x17920 m = 64) or one program a tile (8192x28672, 448 tiles: 5-16 % faster than
+# two an SM); and at 4096x4096 two programs a tile at one an SM (128; the multiple within two an SM, 256, was 4-12 %
+# slower).
 GLUON_WIDE_REGISTERS = 128
 
 
@@ -190,11 +191,12 @@ def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any
 def gluon_wide_launches(k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
     """The Gluon kernel's launches for 16 < m <= 64, with GLUON_WIDE_REGISTERS and four stages: where two or more
     programs a tile fit one an SM, the largest such multiple of the tiles first; then the largest multiple within
-    GLUON_PROGRAMS_PER_SM programs an SM, or that many an SM sharing tiles where the tiles are more."""
+    GLUON_PROGRAMS_PER_SM programs an SM; where the tiles are more, that many an SM sharing tiles, then one program
+    a tile."""
     tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
     slots = GLUON_PROGRAMS_PER_SM * sm_count
     grids = [tiles * min(sm_count // tiles, kb)] if 2 * tiles <= sm_count else []
-    grids.append(tiles * min(slots // tiles, kb) if tiles <= slots else slots)
+    grids += [tiles * min(slots // tiles, kb)] if tiles <= slots else [slots, tiles]
     return [dict(kernel="gluon", programs=g, num_stages=4, maxnreg=GLUON_WIDE_REGISTERS) for g in dict.fromkeys(grids)]
 
 
