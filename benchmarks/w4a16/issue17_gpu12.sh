@@ -6,6 +6,7 @@
 #   bash benchmarks/w4a16/issue17_gpu12.sh stages  # cluster_ab.py: deep stage counts (up to all of a program's
 #                                                  # blocks in flight) for the small layers at m = 1
 #   bash benchmarks/w4a16/issue17_gpu12.sh final   # first-use tuning from empty caches, then 3 benchmark runs
+#                                                  # (M=1,16,32,64,128), then 3 runs of the table's shapes at m = 32, 64
 set -euo pipefail
 source benchmarks/w4a16/gpu_env.sh
 SHAPES=5120x13824,13824x5120,3584x18944,5120x5120,4096x4096,6656x17920
@@ -30,6 +31,9 @@ case "${1:-}" in
 JSON
 )" 2>&1 | grep -v "tuning the" ;;
   final) IMPLS=w4a16,w4a16-pdl,cublas,tinygemm KERNELS=w4a16,w4a16-pdl RUN_TIMEOUT=150 OUT=$OUT \
-           bash benchmarks/w4a16/issue17_gpu5.sh ;;
+           bash benchmarks/w4a16/issue17_gpu5.sh
+         mkdir -p "$OUT/table"
+         SHAPES=4096x4096,4096x14336,8192x8192,8192x28672,28672x8192 M=32,64 IMPLS=w4a16,cublas,tinygemm \
+           KERNELS=w4a16 RUN_TIMEOUT=150 OUT=$OUT/table bash benchmarks/w4a16/issue17_gpu5.sh | tail -14 ;;
   *) echo "usage: $0 sweep|table|stages|final" >&2; exit 2 ;;
 esac

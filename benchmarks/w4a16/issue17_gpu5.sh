@@ -3,10 +3,10 @@
 # with the tuner's new candidate order (deadline 3 s per point, fresh Triton cache), then 3 benchmark runs on
 # that cache (graph, event and, in run 1, CUPTI time). Usage: OUT=dir bash benchmarks/w4a16/issue17_gpu5.sh
 # IMPLS and KERNELS (median_table.py --kernels) change what is benchmarked and tabulated (issue17_gpu7.sh);
-# RUN_TIMEOUT is each run's limit in seconds (120); M the token counts (1,16,64,128).
+# RUN_TIMEOUT is each run's limit in seconds (120); M the token counts (1,16,64,128); SHAPES the layers.
 export PYTHONUNBUFFERED=1 KERNELSCOPE_CACHE_DIR=$OUT/cache TRITON_CACHE_DIR=/tmp/triton-cache-$$ PYTHONPATH=$PWD/src
 IMPLS=${IMPLS:-w4a16-untuned,w4a16,cublas,tinygemm}
-SHAPES=5120x13824,13824x5120,3584x18944,5120x5120,4096x4096,6656x17920
+SHAPES=${SHAPES:-5120x13824,13824x5120,3584x18944,5120x5120,4096x4096,6656x17920}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; date -u
 timeout 150 python3 -m kernelscope tune w4a16 --shapes $SHAPES --m ${M:-1,16,64,128} --deadline 3 > $OUT/tune_log.txt 2>&1
 echo "tune rc=$? $(date -u +%T)"; cut -c1-200 $OUT/tune_log.txt | tail -n 30
