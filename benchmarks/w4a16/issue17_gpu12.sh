@@ -3,6 +3,8 @@
 #   bash benchmarks/w4a16/issue17_gpu12.sh sweep   # the Gluon GPU tests, then sweep_gluon.py at m = 32 and 64
 #                                                  # (32- and 64-token tiles) on the final table's layers
 #   bash benchmarks/w4a16/issue17_gpu12.sh table   # the same sweep on the shipped table's shapes (add_gluon_rows.py)
+#   bash benchmarks/w4a16/issue17_gpu12.sh linear  # W4A16Linear on the table's new m = 32 / 64 Gluon rows: eager,
+#                                                  # CUDA graph replay, torch.compile
 #   bash benchmarks/w4a16/issue17_gpu12.sh stages  # cluster_ab.py: deep stage counts (up to all of a program's
 #                                                  # blocks in flight) for the small layers at m = 1
 #   bash benchmarks/w4a16/issue17_gpu12.sh final   # first-use tuning from empty caches, then 3 benchmark runs
@@ -19,6 +21,8 @@ case "${1:-}" in
          timeout 500 python sweep_gluon.py --no-check --shapes 4096x4096,4096x14336,8192x8192,8192x28672,28672x8192 \
            --m 32,64 --layouts bk --stages 4 --regs 128 --per-sm 2 --out "$OUT/table_m32_m64.json" 2>&1 \
            | grep -v "Warning\|tuning the" ;;
+  linear) for kn in "4096 4096" "4096 14336" "8192 28672"; do set -- $kn
+            python benchmarks/w4a16/linear_graph_check.py --k $1 --n $2 --m 17,32,40,64 2>&1 | grep -v Warning; done ;;
   stages) cd benchmarks/w4a16
           timeout 500 python cluster_ab.py --m 1 --out "$OUT/stages_ab.json" --candidates "$(cat <<'JSON'
 {"4096x4096": ["table", {"programs": 128, "cluster": 2, "stages": 8}, {"programs": 128, "cluster": 2, "stages": 12},
@@ -35,5 +39,5 @@ JSON
          mkdir -p "$OUT/table"
          SHAPES=4096x4096,4096x14336,8192x8192,8192x28672,28672x8192 M=32,64 IMPLS=w4a16,cublas,tinygemm \
            KERNELS=w4a16 RUN_TIMEOUT=150 OUT=$OUT/table bash benchmarks/w4a16/issue17_gpu5.sh | tail -14 ;;
-  *) echo "usage: $0 sweep|table|stages|final" >&2; exit 2 ;;
+  *) echo "usage: $0 sweep|table|linear|stages|final" >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 """W4A16Linear on the GPU: eager, captured in a CUDA graph and replayed, and under torch.compile (fullgraph).
 
-    PYTHONPATH=src python3 benchmarks/w4a16/linear_graph_check.py [--k 4096 --n 4096]
+    PYTHONPATH=src python3 benchmarks/w4a16/linear_graph_check.py [--k 4096 --n 4096] [--m 1,16]
 
 Prints one line per check with the relative error against the eager output and against fp16 nn.Linear, and the
 launch the layer ran (a shape outside the shipped table is tuned on first use: on sm_90 it may be the Gluon kernel).
@@ -24,11 +24,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--m", default="1,16", help="token counts")
     args = ap.parse_args()
     torch.manual_seed(0)
     lin = torch.nn.Linear(args.k, args.n, bias=True).half().cuda()
     layer = W4A16Linear.from_linear(lin)
-    for m in (1, 16):
+    for m in (int(v) for v in args.m.split(",")):
         x = torch.randn(m, args.k, device="cuda").half()
         eager = layer(x)
         static_x = x.clone()
