@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import json
+import re
 
 import pytest
 
@@ -79,6 +80,7 @@ def test_launch_choice_tuned_table_and_rule():
     """The shipped H100 table covers every default point; its launches divide k; any other GPU or shape
     gets the rule, which also divides k, and the source says which it was."""
     from kernelscope.kernels.marlin.configs import choose_launch, rule_launch, tuned_tables
+    from kernelscope.kernels.marlin.gluon_args import MAX_M
 
     h100 = "NVIDIA H100 80GB HBM3"
     table = tuned_tables()[h100]
@@ -91,8 +93,11 @@ def test_launch_choice_tuned_table_and_rule():
     for r in table["configs"]:
         got = choose_launch(r["m"], r["k"], r["n"], 128, h100)
         assert got.launch == r["launch"] and got.source.startswith(f"tuned on {h100}") and f"m={r['m']}" in got.source
+        # the day it was measured: a later row's own (its round names it), else the table's
+        day = re.search(r"\d{4}-\d{2}-\d{2}$", str(r.get("round", "")))
+        assert f"({day.group(0) if day else table['measured']})" in got.source
         if got.launch.get("kernel") == "gluon":  # the Gluon decode kernel where a sweep measured it faster
-            assert r["m"] <= 16 and r["timing"] == "cuda-graph" and r["median_us"] < r["replaced"]["median_us"]
+            assert r["m"] <= MAX_M and r["timing"] == "cuda-graph" and r["median_us"] < r["replaced"]["median_us"]
             assert got.launch["programs"] <= r["n"] // 64 * (r["k"] // 128)
         else:
             assert r["k"] % (got.launch["split_k"] * got.launch["block_k"]) == 0

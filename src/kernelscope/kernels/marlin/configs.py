@@ -9,6 +9,7 @@ call up there by device name; for a GPU or shape that was not tuned it applies
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -61,7 +62,9 @@ def choose_launch(m: int, k: int, n: int, groupsize: int, device_name: str | Non
         rows = sorted((r for r in table["configs"] if (r["k"], r["n"]) == (k, n)), key=lambda r: r["m"])
         if rows:
             row = next((r for r in rows if r["m"] >= m), rows[-1])
-            return LaunchChoice(dict(row["launch"]), f"tuned on {table['device_name']} ({table['measured']}) "
-                                                     f"at m={row['m']}")
+            # rows added after the table's tuning name their own day in their round ("gluon-sweep-2026-11-23")
+            day = re.search(r"\d{4}-\d{2}-\d{2}", str(row.get("round", "")))
+            return LaunchChoice(dict(row["launch"]), f"tuned on {table['device_name']} "
+                                                     f"({day.group(0) if day else table['measured']}) at m={row['m']}")
     why = "no tuned table for this GPU" if table is None else "this shape was not tuned"
     return LaunchChoice(rule_launch(m, k, tma), f"rule ({why}): kernelscope.kernels.marlin.configs.rule_launch")
