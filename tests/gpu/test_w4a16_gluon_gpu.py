@@ -229,7 +229,8 @@ def test_a_block_recorder_gets_every_gluon_program(weights, programs):
         w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=grid[0] + 1, recorder=rec)
 
 
-@pytest.mark.parametrize("m,layout,sync", [(1, "bg", True), (13, "bk", False), (5, "bk", True), (16, "bg", False)])
+@pytest.mark.parametrize("m,layout,sync", [(1, "bg", True), (13, "bk", False), (5, "bk", True), (16, "bg", False),
+                                           (40, "bk", False), (64, "bg", False)])
 def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, layout, sync):
     """cluster=S: each column tile's S programs are one thread-block cluster and program 0 adds the others'
     partials from its shared memory (gluon_cluster). Same grid, same partials, same order of the sum: the result

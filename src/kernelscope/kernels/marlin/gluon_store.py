@@ -20,7 +20,7 @@ def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.conste
 def _tile_offsets(BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Each accumulator element's index in a partial slot: token-major (BLOCK_M, BLOCK_N) for BLOCK_M <= 16, else
     column-major, where a thread's two neighbouring tokens and its quad's eight are one 32-byte sector (token-major,
-    each 4-byte element of a 128-token tile was a sector of its own)."""
+    each 4-byte element of a wide tile is a sector of its own: 1.6x slower at 128 tokens, NOTES.md v20)."""
     toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
     if BLOCK_M <= 16:
@@ -37,7 +37,7 @@ def _token_mask(M, BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
 @gluon.jit
 def _store_c(c_ptr, t, M, N, tile, BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Tile t of C^T (fp32 (BLOCK_N, BLOCK_M)) into C as fp16. The pointers are made here, at the store, so that a
-    wide tile's (64 per thread at BLOCK_M = 128) are not live across the split-tile sum."""
+    wide tile's (32 a thread at BLOCK_M = 64, 64-bit each) are not live across the split-tile sum."""
     cols = t * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
     toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
     gl.store(c_ptr + gl.expand_dims(toks, 0) * N + gl.expand_dims(cols, 1), tile.to(gl.float16),
