@@ -48,9 +48,9 @@ def compile_key(launch: dict, k: int, n: int, m: int) -> dict:
     key = {x: launch[x] for x in ("layout", "stages", "maxnreg")}
     key["sync_mma"] = launch.get("sync_mma", False)
     key["pdl"] = launch.get("pdl", False)
-    from kernelscope.kernels.marlin.gluon_args import block_m
+    from kernelscope.kernels.marlin.gluon_args import block_m_for
 
-    return dict(key, m=block_m(m), partials=(n // 64) % launch["programs"] != 0)
+    return dict(key, m=block_m_for(m), partials=(n // 64) % launch["programs"] != 0)
 
 
 def _compile_one(args: tuple[int, dict]) -> str:

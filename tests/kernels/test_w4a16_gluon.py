@@ -163,6 +163,12 @@ def test_stream_k_split_covers_every_unit_once(k, n, programs):
         assert len(pids) <= slots or not partials
 
 
+def test_token_tile_is_the_next_power_of_two_from_8():
+    from kernelscope.kernels.marlin.gluon_args import MAX_M, block_m_for
+
+    assert [block_m_for(m) for m in (1, 8, 9, 16, 17, 32, 33, 40, MAX_M)] == [8, 8, 16, 16, 32, 32, 64, 64, 64]
+
+
 def test_supported_says_why_not_in_one_sentence():
     from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, supported
 

@@ -14,7 +14,7 @@ BLOCK_N = 64  # output columns per program
 MAX_M = 64  # tokens: one 64-token tile (128 spilled and ran slower than the Triton kernel: NOTES.md v20)
 
 
-def block_m(m: int) -> int:
+def block_m_for(m: int) -> int:
     """BLOCK_M, the token side of the swapped product, for m tokens: the smallest power of two >= m, at least 8
     (TMA zero-fills the rows past m)."""
     return max(8, 1 << (m - 1).bit_length())

@@ -58,8 +58,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from kernelscope.collect.instrument.layout import ROW_VALUES
 
-from .gluon_args import block_m as token_tile
-from .gluon_args import check_args, check_cluster, supported, work_split
+from .gluon_args import block_m_for, check_args, check_cluster, supported, work_split
 from .gluon_cluster import _cluster_arrive, _cluster_init, extra_bytes, launch_in_clusters
 from .gluon_copies import _WORDS, BLOCK_N, PACK_K, _grid_launch_dependents, _grid_wait, _producer, _segment
 from .gluon_record import FIELDS, _now, _write_row
@@ -340,7 +339,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                                 or records.numel() < programs * record_values):
         raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
                          f"{programs * record_values} values.")
-    block_m = token_tile(m)
+    block_m = block_m_for(m)
     a = a.contiguous()
     if out is None:
         out = torch.empty((m, n), dtype=torch.float16, device=a.device)

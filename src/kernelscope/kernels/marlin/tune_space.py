@@ -196,7 +196,7 @@ def gluon_wide_launches(k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
     tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
     slots = GLUON_PROGRAMS_PER_SM * sm_count
     grids = [tiles * min(sm_count // tiles, kb)] if 2 * tiles <= sm_count else []
-    grids += [tiles * min(slots // tiles, kb)] if tiles <= slots else [slots, tiles]
+    grids += [gluon_programs(k, n, sm_count)[0]] if tiles <= slots else [slots, tiles]
     return [dict(kernel="gluon", programs=g, num_stages=4, maxnreg=GLUON_WIDE_REGISTERS) for g in dict.fromkeys(grids)]
 
 
