@@ -3,10 +3,11 @@
     PYTHONPATH=src python3 benchmarks/w4a16/cluster_ab.py --m 1,16 --out cluster_ab.json \
         --candidates '{"13824x5120": [{"cluster": 3}, {"programs": 320, "cluster": 4, "maxnreg": 80}]}'
 
-For each layer and m, the rule's launch (tune_space.gluon_launch, Bk) and each candidate (the rule's launch with
-the candidate's keywords; or the shipped table's launch, or tune_space.gluon_cluster_launch's) are checked against
-the fp32 reference, then timed in turn ``--rounds`` times on the same weight copies; the table gives each one's
-median and its ratio to the rule's. add_cluster_rows.py reads the output.
+For each layer and m, the rule's launch (tune_space.gluon_launch) and each candidate (the rule's launch with the
+candidate's keywords; or the shipped table's launch, or tune_space.gluon_cluster_launch's), on Bk weights (or Bg with
+``--layout bg``, as the benchmark and the tuner run them), are checked against the fp32 reference,
+then timed in turn ``--rounds`` times on the same weight copies; the table gives each one's median and its ratio to
+the rule's. add_cluster_rows.py reads the output.
 """
 from __future__ import annotations
 
@@ -28,12 +29,14 @@ def main() -> int:
                    help='JSON {"KxN": [keyword overrides, ...]}; "table": the shipped table\'s launch for the point, '
                         '"cluster": tune_space.gluon_cluster_launch\'s')
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--layout", choices=("bk", "bg"), default="bk",
+                   help="weights as to_kernel_layout (bk) or to_gluon_layout (bg, the benchmark's and the tuner's)")
     args = p.parse_args()
     import torch
 
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
     from kernelscope.kernels.marlin.configs import choose_launch
     from kernelscope.kernels.marlin.tune_space import gluon_cluster_launch, gluon_launch
 
@@ -45,6 +48,8 @@ def main() -> int:
     for shape, overrides in candidates.items():
         k, n = (int(x) for x in shape.split("x"))
         wt, copies = weight_copies(k, n, props.L2_cache_size)
+        if args.layout == "bg":
+            copies = [(to_gluon_layout(b), s) for b, s in copies]
         bk, sk = copies[0]
         for m in (int(x) for x in args.m.split(",")):
             rule = kernel_kwargs(gluon_launch(k, n, props.multi_processor_count, m))

@@ -27,8 +27,9 @@ CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
 # 2: the Gluon decode kernel joined the space (m <= 16, sm_90); older tunings never tried it. 3: its launch rule
 # chose registers, stages and mma.sync (tune_space.gluon_launch); older tunings timed the earlier rule's launch. 4: a
 # cluster launch joined the Gluon candidates (tune_space.gluon_cluster_launch). 5: the Gluon kernel joined the space at
-# 16 < m <= 64 (tune_space.gluon_wide_launches)
-CACHE_VERSION = 5
+# 16 < m <= 64 (tune_space.gluon_wide_launches). 6: the cluster launch of grids between two and three programs an SM
+# leaves room for four (64 registers, NOTES.md v21)
+CACHE_VERSION = 6
 FIRST_USE_DEADLINE_S = 3.0
 # The next candidate is expected to take up to this many times the slowest one so far: compiles vary (capped
 # registers, wider tiles), and with a margin of 1.0 four of 20 first-use tunings ran 0.0-0.5 s past 3 s on the

@@ -161,9 +161,10 @@ def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any
     distributed shared memory (gluon_cluster), for layers whose rule grid shares tiles; None where none applies.
     Each tile's k blocks are split evenly over S programs (S divides them): S the largest with the grid at one
     program an SM (six stages); else S = 2 where the rule's grid is two programs a tile; else S the largest with the
-    grid between two and three programs an SM (GLUON_REGISTERS[3], four stages). On the H100 these were the
-    fastest cluster grids (benchmarks/w4a16/NOTES.md v19): 4.2 % faster than the rule at 4096x4096 (S = 2, one an
-    SM), 2.5 % at 8192x8192 (S = 2) and 2 % at 5120x5120 (S = 4); but 1.4-4.7 % slower at 28672x8192 and 9 % at
+    grid between two and three programs an SM, at the registers that leave room for four an SM (GLUON_REGISTERS[4],
+    four stages). On the H100 these were the fastest cluster grids (benchmarks/w4a16/NOTES.md v19): 4.2 % faster
+    than the rule at 4096x4096 (S = 2, one an SM), 2.5 % at 8192x8192 (S = 2) and 2 % at 5120x5120 (S = 4, 80
+    registers; at 64, 2.4-2.8 % faster again, NOTES.md v21); but 1.4-4.7 % slower at 28672x8192 and 3-9 % at
     13824x5120, and clusters of three or more use only 124 of its 132 SMs (a grid past what they hold runs a second
     wave, 1.3-1.5x slower). So the tuner times it after the rule's launch and keeps the faster."""
     programs, _ = gluon_programs(k, n, sm_count)
@@ -177,8 +178,8 @@ def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any
         size, stages, per_sm = one[-1], GLUON_DEEP_STAGES, GLUON_PROGRAMS_PER_SM
     elif programs == 2 * tiles and 2 in sizes:
         size, stages, per_sm = 2, gluon_launch(k, n, sm_count, m)["num_stages"], GLUON_PROGRAMS_PER_SM
-    elif three:
-        size, stages, per_sm = three[-1], 4, 3
+    elif three:  # room for four an SM, though the grid needs three: measured faster than room for three
+        size, stages, per_sm = three[-1], 4, GLUON_MAX_PROGRAMS_PER_SM
     else:
         return None
     launch = dict(kernel="gluon", programs=tiles * size, num_stages=stages, maxnreg=GLUON_REGISTERS[per_sm],
