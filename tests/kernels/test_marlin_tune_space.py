@@ -139,8 +139,8 @@ def test_gluon_launch_maps_onto_gluon_w4a16_keywords():
 def test_cluster_launches_join_the_gluon_candidates_only_where_tiles_are_shared():
     """gluon_cluster_launch: where the rule's grid shares column tiles, one cluster launch follows the rule's (one
     program an SM at 4096x4096, S = 2; the rule's two programs a tile at 8192x8192, S = 2; two to three an SM at
-    5120x5120, S = 4, 64 registers: room for four an SM); its S divides the tile's k blocks and its grid is the tiles x S; whole-tile
-    grids get none."""
+    5120x5120, S = 4, 64 registers: room for four an SM); its S divides the tile's k blocks and its grid is the
+    tiles x S; whole-tile grids get none."""
     from kernelscope.kernels.marlin.tune_space import gluon_candidates, gluon_launch
 
     for (k, n), want in {(4096, 4096): (2, 128, 6, 96), (5120, 5120): (4, 320, 4, 64),
