@@ -36,7 +36,7 @@ def main() -> int:
 
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
     from kernelscope.kernels.marlin.configs import choose_launch
     from kernelscope.kernels.marlin.tune_space import gluon_cluster_launch, gluon_launch
 
@@ -47,9 +47,7 @@ def main() -> int:
     print("| k x n | m | launch | us (median) | / rule |\n|---|---:|---|---:|---:|", flush=True)
     for shape, overrides in candidates.items():
         k, n = (int(x) for x in shape.split("x"))
-        wt, copies = weight_copies(k, n, props.L2_cache_size)
-        if args.layout == "bg":
-            copies = [(to_gluon_layout(b), s) for b, s in copies]
+        wt, copies = weight_copies(k, n, props.L2_cache_size, args.layout)
         bk, sk = copies[0]
         for m in (int(x) for x in args.m.split(",")):
             rule = kernel_kwargs(gluon_launch(k, n, props.multi_processor_count, m))

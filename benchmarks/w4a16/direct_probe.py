@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import torch
 from triton.experimental import gluon
@@ -155,30 +153,25 @@ def main() -> int:
     p.add_argument("--out", required=True)
     args = p.parse_args()
 
-    from sweep_graph import copy_bandwidth, weight_copies  # this folder's sweep
+    from sweep_graph import median_graph_us, run_header, weight_copies  # this folder's sweep
 
-    from kernelscope.bench.graph_timing import time_cuda_graph
     from kernelscope.bench.w4a16 import W4A16Case
     from kernelscope.kernels.marlin import reference_matmul
     from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, to_gluon_layout
+    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
     from kernelscope.kernels.marlin.tune_space import gluon_candidates
 
-    props = torch.cuda.get_device_properties(0)
+    props, doc = run_header()
     sms, l2 = props.multi_processor_count, props.L2_cache_size
-    bandwidth = copy_bandwidth()
-    doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "copy_bandwidth_bytes_per_s": bandwidth, "rows": []}
-    print(f"{props.name}, {doc['utc']}: copy bandwidth {bandwidth / 1e12:.2f} TB/s", flush=True)
+    bandwidth = doc["copy_bandwidth_bytes_per_s"]
 
     def timed(fns: list) -> float:
-        return statistics.median(time_cuda_graph(fns, replays=args.replays).median_ms * 1e3 for _ in range(3))
+        return median_graph_us(fns, args.replays)
 
     print("| k x n | m | launch | us | % of floor | relative error |\n|---|---:|---|---:|---:|---:|")
     for shape in args.shapes.split(","):
         k, n = (int(x) for x in shape.split("x"))
-        wt, copies = weight_copies(k, n, l2)
-        copies = [(to_gluon_layout(b), s) for b, s in copies]
+        wt, copies = weight_copies(k, n, l2, layout="bg")
         for m in [int(x) for x in args.m.split(",")]:
             floor_us = W4A16Case(m=m, k=k, n=n).bytes_moved / bandwidth * 1e6
             a = torch.randn((m, k), device="cuda").half()

@@ -89,16 +89,41 @@ def copy_bandwidth() -> float:
     return 2 * src.numel() / (copy_ms * 1e-3)
 
 
-def weight_copies(k: int, n: int, l2_bytes: int) -> tuple:
-    """A (k, n) layer's weights (groups of 128, seed 0) and its kernel-layout (words, scales) copies, enough of them
-    for a graph to read more than twice L2 (cold weights, as the benchmark times them)."""
+def weight_copies(k: int, n: int, l2_bytes: int, layout: str = "bk") -> tuple:
+    """A (k, n) layer's weights (groups of 128, seed 0) and its (words, scales) copies, enough of them for a graph
+    to read more than twice L2 (cold weights, as the benchmark times them). ``layout``: the words as
+    to_kernel_layout's Bk, or ``"bg"``, to_gluon_layout's (the benchmark's and the tuner's for the Gluon kernel)."""
     from kernelscope.bench.graph_timing import copies_for_cold_l2
     from kernelscope.bench.w4a16_impls import make_weights
     from kernelscope.kernels.marlin import to_kernel_layout
+    from kernelscope.kernels.marlin.layout_gluon import to_gluon_layout
 
     wt = make_weights(k, n, 128, "cuda", 0)
     bk, sk = to_kernel_layout(wt.B, wt.s, 128)
+    if layout == "bg":
+        bk = to_gluon_layout(bk)
     return wt, [(bk, sk)] + [(bk.clone(), sk.clone()) for _ in range(copies_for_cold_l2(k * n // 2, l2_bytes) - 1)]
+
+
+def run_header() -> tuple:
+    """The device's properties and a result document's head (device, UTC time, copy bandwidth), printed once."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    bandwidth = copy_bandwidth()
+    doc = {"device": props.name, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "copy_bandwidth_bytes_per_s": bandwidth, "rows": []}
+    print(f"{props.name}, {doc['utc']}: copy bandwidth {bandwidth / 1e12:.2f} TB/s", flush=True)
+    return props, doc
+
+
+def median_graph_us(fns: list, replays: int, rounds: int = 3) -> float:
+    """The median over ``rounds`` of graph_timing.time_cuda_graph's per-call time of ``fns``, in us."""
+    import statistics
+
+    from kernelscope.bench.graph_timing import time_cuda_graph
+
+    return statistics.median(time_cuda_graph(fns, replays=replays).median_ms * 1e3 for _ in range(rounds))
 
 
 def check_and_time(call, ref, variants: list, replays: int, check: bool = True) -> dict:
