@@ -88,7 +88,7 @@ def test_plot_bad_input_is_one_sentence(tmp_path):
 
 # --- layout: what a reader sees (figures inspected before they are saved) ---
 
-W4A16 = ROOT / "benchmarks" / "w4a16" / "runs" / "final" / "bench_w4a16_h100.json"
+W4A16 = DATA / "bench_w4a16_h100.json"
 
 
 @pytest.fixture(scope="module")

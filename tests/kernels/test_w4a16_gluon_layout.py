@@ -49,9 +49,10 @@ def test_bad_shapes_say_why():
         from_gluon_layout(torch.zeros((8, 16), dtype=torch.int32), 3)
 
 
-SWEEPS = {"issue17_session5/streamk_sweep_h100": 16, "issue17_session5/streamk_sweep_h200": 12,
-          "issue17_session6/regs_sweep_h100": 12, "issue17_session6/tiles_sweep_h100": 2,
-          "issue17_session6/sync_sweep_h100": 3}
+# Recorded graph-time sweeps of the Gluon kernel's launches (tests/data/w4a16_sweeps, 132 SMs, m = 1 and 16): the
+# number of points at which each tried the rule's registers and stages.
+SWEEPS = {"streamk_sweep_h100": 16, "streamk_sweep_h200": 12, "regs_sweep_h100": 12, "tiles_sweep_h100": 2,
+          "sync_sweep_h100": 3}
 
 
 def _sweep_points(run):
@@ -59,10 +60,10 @@ def _sweep_points(run):
     import gzip
     import json
 
-    from conftest import ROOT
+    from conftest import DATA
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
-    doc = json.load(gzip.open(ROOT / f"benchmarks/w4a16/runs/{run}.json.gz"))
+    doc = json.load(gzip.open(DATA / "w4a16_sweeps" / f"{run}.json.gz"))
     for row, layout in itertools.product(doc["rows"], ("bg", "bk")):
         times = {(t["launch"]["programs"], t["launch"]["maxnreg"], t["launch"]["stages"]): t["us"]
                  for t in row["tried"] if t.get("status") == "ok" and t["launch"]["layout"] == layout}
@@ -73,10 +74,10 @@ def _sweep_points(run):
 
 @pytest.mark.parametrize("run", list(SWEEPS))
 def test_launch_rule_picks_the_sweeps_fastest_grid(run):
-    """tune_space.gluon_launch against the recorded sweeps (132 SMs, m = 1 and 16): at every point where a run tried
-    the rule's registers and stages, the rule's grid is the fastest at them (16 points of the fifth session's H100
-    sweep, 12 of its H200 sweep, 17 of the sixth session's; the others did not try the rule's registers). The
-    sixth session's sync sweep timed mma.sync launches at m = 1, where the rule runs mma.sync."""
+    """tune_space.gluon_launch against the recorded sweeps (132 SMs, m = 1 and 16): at every point where a sweep
+    tried the rule's registers and stages, the rule's grid is the fastest at them (the count per sweep is in SWEEPS;
+    at the other points a sweep did not try the rule's registers). The sync sweep timed mma.sync launches at m = 1,
+    where the rule runs mma.sync."""
     checked = 0
     for _, _, times, (programs, regs, stages) in _sweep_points(run):
         same = {p: us for (p, r, st), us in times.items() if (r, st) == (regs, stages)}
@@ -89,7 +90,7 @@ def test_launch_rule_picks_the_sweeps_fastest_grid(run):
 @pytest.mark.parametrize("run", [r for r in SWEEPS if r.endswith("h100")])
 def test_launch_rule_is_within_two_percent_of_the_fastest_launch(run):
     """The rule's whole launch (grid, registers, stages) against every launch the H100 sweeps timed at a point: at
-    most 1.5 % slower (5120x13824 m = 16 and 5120x5120 m = 1 in the sixth session's sweep), else the fastest."""
+    most 1.5 % slower (5120x13824 m = 16 and 5120x5120 m = 1 in the registers sweep), else the fastest."""
     checked = 0
     for row, _, times, key in _sweep_points(run):
         if key in times:
