@@ -5,6 +5,7 @@ GPU without one. Kineto writes times in microseconds with nanosecond decimals.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections import Counter, defaultdict
@@ -283,7 +284,35 @@ def _enclosing_regions(
             active = [sp for sp in active if sp[1] >= ts]  # ended before this launch: never open again
             if active:
                 out[corr] = tuple(name for _, _, name in active)
+    _steps_by_time(launch_site, cpu_annotations, out)
     return out
+
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+def _steps_by_time(launch_site: dict[int, tuple[Any, Any, int]],
+                   cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]],
+                   out: dict[int, tuple[str, ...]]) -> None:
+    """A launch belongs to the step in whose time window it was launched, whatever thread launched it: the
+    backward pass's kernels come from autograd's own thread, where no step range is open. Such launches get the
+    step range of their process that holds their launch time, as the outermost region."""
+    steps: dict[Any, list[tuple[int, int, str]]] = defaultdict(list)
+    for (pid, _), spans in cpu_annotations.items():
+        steps[pid] += [sp for sp in spans if sp[2].startswith(STEP_PREFIX)]
+    if not steps:
+        return
+    starts: dict[Any, list[int]] = {}
+    for pid, spans in steps.items():
+        spans.sort()
+        starts[pid] = [sp[0] for sp in spans]
+    for corr, (pid, _, ts) in launch_site.items():
+        have = out.get(corr, ())
+        if pid not in steps or any(n.startswith(STEP_PREFIX) for n in have):
+            continue
+        k = bisect.bisect_right(starts[pid], ts) - 1
+        if k >= 0 and steps[pid][k][1] >= ts:
+            out[corr] = (steps[pid][k][2],) + have
 
 
 def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations: Any,

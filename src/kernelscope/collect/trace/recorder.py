@@ -48,6 +48,7 @@ class TraceRecorder:
         self._prof: Any = None
         self._torch: Any = None
         self._declared: regions.DeclaredWorkLog | None = None  # region(..., flops=, bytes=) entries while recording
+        self._step_range: Any = None  # the open ProfilerStep#N range of a run without a window (_mark_step)
 
     def start(self) -> None:
         # Steps and marks are counted whatever else runs: a window outside the run still says which steps ran.
@@ -73,12 +74,15 @@ class TraceRecorder:
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
         if self.step_window is None:
             self._prof = profile(activities=activities)
+            self._steps.on_step.append(self._mark_step)
         else:
             self._prof = steps.windowed_profiler(torch, activities, self.step_window, self._trace_ready)
             self._steps.on_step.append(self._profiler_step)
         with profiler_notices_silenced():  # torch's notes on how kernelscope uses the profiler, not on the workload
             self._prof.__enter__()
         self._steps.begin()
+        if self.step_window is None:
+            self._mark_step(0)
         self._declared = regions.start_declared_work_log()
         # After the profiler starts, so samples begin with the trace (started before it, the first
         # traced event came 5.3 s after the first sample on the H100).
@@ -90,6 +94,18 @@ class TraceRecorder:
             self._torch.cuda.synchronize()
         with profiler_notices_silenced():
             self._prof.step()
+
+    def _mark_step(self, step: int) -> None:
+        """Without a window, each step is still a range named as torch.profiler names its steps (ProfilerStep#N,
+        opened on the thread that calls kernelscope.step()), so the verdict can tell steps apart."""
+        if self._step_range is not None:
+            self._step_range.__exit__(None, None, None)
+            self._step_range = None
+        if self._prof is None or self._steps is None or self._steps.closed:
+            return
+        r = self._torch.profiler.record_function(f"ProfilerStep#{step}")
+        r.__enter__()
+        self._step_range = r
 
     def _trace_ready(self, prof: Any) -> None:
         fd, path = tempfile.mkstemp(prefix="kernelscope-window-", suffix=".json")
@@ -142,6 +158,9 @@ class TraceRecorder:
             s.samples = [x for x in s.samples if x.t_ns is not None and 0 <= x.t_ns <= hi]
 
     def _stop_trace(self) -> None:
+        if self._step_range is not None:  # the last step ends with the program
+            self._step_range.__exit__(None, None, None)
+            self._step_range = None
         status = CollectorStatus("ok")
         try:
             self._torch.cuda.synchronize()
