@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Record the analysis fixtures (issue 4) on a GPU machine:
+# Record the analysis fixtures on a GPU machine:
 #   OUT=/tmp/out bash scripts/record_analysis.sh
 # 1. `kernelscope calibrate` (measured ceilings, kept as $OUT/ceilings_h100.json);
 # 2. a counter-pass session of tests/workloads/counters_small.py (Triton, cuBLAS, cuDNN attention, PyTorch;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue #16 parts 3-5 on a GPU: a 200-step training loop under `run --steps 50-52 --memory` (session to $OUT),
+# The memory, steps and marks fixtures on a GPU: a 200-step training loop under `run --steps 50-52 --memory` (session to $OUT),
 # the --memory overhead (same loop plain, with --steps, with --steps --memory, twice each; and all 200 steps with
 # and without --memory), --counters limited to the window, and the allocator snapshot fixture of tests/data/memory.
 set -u

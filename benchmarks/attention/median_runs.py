@@ -1,6 +1,6 @@
-"""Median over separate runs of ``hopper_sweep.py`` of each variant's ratio to cuDNN (each ratio taken within its run).
+"""Median over separate runs of ``sweep.py`` of each variant's ratio to cuDNN (each ratio taken within its run).
 
-    python3 benchmarks/attention/median_runs.py run1.json.gz run2.json.gz run3.json.gz
+    python3 benchmarks/attention/median_runs.py run1/sweep.json run2/sweep.json run3/sweep.json
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 For each size N it builds (build_sessions.py) two sessions from recorded launches (seeds 0 and 1) and a PyTorch
 profiler trace of the first, then times: `run`'s conversion step (convert_trace.py: trace -> saved session),
 `show`, `show --json`, `export --chrome`, `diff` of the two, and the session file's bytes per launch.
-Wall time and peak RSS come from /usr/bin/time. Prints a Markdown table (append it to RESULTS.md).
+Wall time and peak RSS come from /usr/bin/time. Prints the Markdown table of RESULTS.md.
 Usage: run_scale.py [--sizes 1000,10000,...] [--work DIR]
 """
 from __future__ import annotations

@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# W4A16 GEMM benchmark on the GPU machine (issue 6): GPU tests, then the recorded sweep and its plots.
-#   OUT=... benchmarks/w4a16/bench.sh [all | any of: test record]   (default all; stays under $DEADLINE s)
-# Writes under $OUT; copy $OUT/w4a16 into benchmarks/w4a16/runs/<label>/ to keep it (plots into plots/).
+# The W4A16 benchmark (an NVIDIA GPU with torch and triton): the launches tuned on first use from empty caches, then
+# three runs of `kernelscope bench w4a16` per shape set, then the median tables of RESULTS.md.
+#   OUT=DIR bash benchmarks/w4a16/bench.sh      (writes under $OUT, default out/w4a16; about 10 minutes on an H100)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export PYTHONPATH=src
-OUT=${OUT:-out}
-mkdir -p "$OUT/w4a16"
-KS="python3 -m kernelscope"
-mode=" ${*:-all} "
-has() { [[ "$mode" == *" all "* || "$mode" == *" $1 "* ]]; }
-DEADLINE=${DEADLINE:-540}
-left() { local l=$((DEADLINE - SECONDS)); [ "$1" -lt "$l" ] && echo "$1" || echo $((l > 5 ? l : 5)); }
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+OUT=${OUT:-out/w4a16}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"; date -u
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/w4a16/gpu.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+# measure DIR SHAPES M IMPLS KERNELS: tune (empty tuning and Triton caches), three runs, the median table.
+measure() {
+  local dir=$1 shapes=$2 m=$3 impls=$4 kernels=$5
+  mkdir -p "$dir"
+  export KERNELSCOPE_CACHE_DIR=$dir/cache TRITON_CACHE_DIR=$(mktemp -d)
+  timeout 150 python3 -m kernelscope tune w4a16 --shapes "$shapes" --m "$m" --deadline 3 > "$dir/tune_log.txt" 2>&1
+  echo "tune rc=$? $(date -u +%T)"
+  for i in 1 2 3; do
+    extra=""; [ "$i" -gt 1 ] && extra="--no-cupti"
+    timeout 150 python3 -m kernelscope bench w4a16 --shapes "$shapes" --m "$m" --impl "$impls" --warmup 5 \
+      --repeats 20 --no-progress --no-color --width 230 $extra -o "$dir/run$i.json" > "$dir/bench$i.txt" 2>&1
+    echo "run $i rc=$? $(date -u +%T)"
+  done
+  python3 benchmarks/w4a16/median_table.py --kernels "$kernels" "$dir"/run{1,2,3}.json > "$dir/median_table.md"
+  cat "$dir/median_table.md"
+}
 
-if has test; then
-  timeout "$(left 150)" python3 -m pytest -q --maxfail=5 -p no:cacheprovider tests/gpu/test_bench_w4a16_gpu.py tests/kernels/test_marlin_gemm.py \
-    tests/test_bench_w4a16.py 2>&1 | tail -20 | tee "$OUT/w4a16/pytest.txt"
-fi
-if has record; then
-  # 5 shapes x 5 m x 3 implementations, L2 cleared before each of 30 timed calls.
-  timeout "$(left 360)" $KS bench w4a16 --m 1,4,16,64,256 \
-    --shapes 4096x4096,4096x14336,8192x8192,8192x28672,28672x8192 --groupsize 128 --impl w4a16,cublas,tinygemm \
-    -o "$OUT/w4a16/bench_w4a16_h100.json" -f --no-progress --width 150 --no-color 2>&1 | tee "$OUT/w4a16/bench.txt"
-  $KS plot "$OUT/w4a16/bench_w4a16_h100.json" --output-dir "$OUT/w4a16/plots" --baseline cublas
-fi
-echo "total ${SECONDS}s"
+# Layers of common models (outside the shipped table), m = 1 to 128, with and without programmatic dependent launch.
+measure "$OUT/layers" 5120x13824,13824x5120,3584x18944,5120x5120,4096x4096,6656x17920 1,16,32,64,128 \
+  w4a16,w4a16-pdl,cublas,tinygemm w4a16,w4a16-pdl
+# The shipped table's shapes at m = 32 and 64.
+measure "$OUT/table" 4096x4096,4096x14336,8192x8192,8192x28672,28672x8192 32,64 w4a16,cublas,tinygemm w4a16

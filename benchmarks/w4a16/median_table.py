@@ -1,10 +1,10 @@
-"""Median of several `kernelscope bench w4a16` runs, per point, as a Markdown table, with the issue 17 targets.
+"""Median of several `kernelscope bench w4a16` runs, per point, as a Markdown table, with the targets checked.
 
     python3 benchmarks/w4a16/median_table.py run1.json run2.json run3.json[.gz] [--timing graph_median_ms]
 
 Per (k, n, m) and implementation: the median over the runs of the chosen timing (graph time per call by
 default); % of floor = floor_ms (same in every run of one machine, the median taken) / that median;
-speedups = baseline median / this median. Targets (issue 17, graph time): m = 1 >= 75 % of the floor for
+speedups = baseline median / this median. Targets (graph time): m = 1 >= 75 % of the floor for
 layers of >= 32 MiB of packed weights, >= 55 % below; vs cuBLAS >= 2.5x at m <= 16 on >= 32 MiB layers,
 >= 1.5x at m = 64, >= 1.1x at m = 128; never slower than cuBLAS or tinygemm at m <= 128.
 """
@@ -44,7 +44,7 @@ def launch_text(lc: dict) -> str:
         stages = f" s{lc['num_stages']}" if "num_stages" in lc else ""  # a launch without it is shown without it
         return (f"gluon {lc['programs']} programs{regs}{stages}{' sync' if lc.get('sync_mma') else ''}"
                 f"{' pdl' if lc.get('pdl') else ''}")
-    if "block_m" not in lc:  # the Gluon kernel of the fourth session (a split of its column tiles)
+    if "block_m" not in lc:  # an older Gluon launch record (a split of its column tiles)
         return f"gluon 64 split {lc['split_k']}{regs}{' chained' if lc.get('pipeline') else ''}"
     stages = f" st{lc['num_stages']}" if lc.get("num_stages") != 3 else ""
     return f"{lc['block_m']}x{lc['block_n']} split {lc['split_k']}{stages}{regs}"
