@@ -106,12 +106,16 @@ def test_timeout_stops_ncu(tmp_path, monkeypatch):
         run_ncu(["true"], tmp_path / "r.ncu-rep", NcuOptions(ncu=FAKE_NCU, timeout_s=1.0), log_path=tmp_path / "log")
 
 
-def test_no_ncu_on_path(tmp_path, workload):
-    out = tmp_path / "s.json"
-    r = ks("run", "--counters", "-o", str(out), "--", sys.executable, str(workload),
-           env={"PATH": "/usr/bin:/bin"})
-    assert r.returncode == 1 and "ncu (Nsight Compute) is not on PATH" in r.stderr
-    assert Session.load(out).collectors["counters"].status == "failed"
+def test_no_ncu_on_path_is_said_before_the_workload_runs(tmp_path):
+    out, ran = tmp_path / "s.json", tmp_path / "ran"
+    w = tmp_path / "w.py"
+    w.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    r = ks("run", "--counters", "-o", str(out), "--", sys.executable, str(w), env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and "ncu (Nsight Compute) is not on PATH" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not ran.exists() and not out.exists()  # issue 36: not after a whole run of the workload
+    r = ks("run", "--counters", "--ncu", str(tmp_path / "no-ncu"), "-o", str(out), "--", sys.executable, str(w))
+    assert r.returncode == 2 and "ncu was not found at" in r.stderr and not ran.exists()
 
 
 def test_counter_options_need_counters_and_valid_values(workload):

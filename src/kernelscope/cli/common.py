@@ -102,12 +102,13 @@ def existing_files(args: Iterable[str]) -> list[str]:
 
 def load_session(path: str):
     """Session.load, with a damaged or missing file as one sentence and exit 2."""
+    from kernelscope.collect.file_kind import not_a_session
     from kernelscope.model import Session, SessionFileError
 
     try:
         session = Session.load(path)
     except SessionFileError as e:
-        fail(str(e))
+        fail(not_a_session(path) or str(e))  # another tool's file: say which command reads it
     skipped = session.skipped_on_load
     for line in skipped[:SKIPPED_NOTES]:
         print(f"kernelscope: note: {path}: {line}.", file=sys.stderr)

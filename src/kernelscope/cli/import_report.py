@@ -69,11 +69,16 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
 
 
 def _import_ncu(args: argparse.Namespace, report: Path) -> int:
+    from kernelscope.collect.file_kind import NCU_REPORT, file_kind
     from kernelscope.collect.trace.api import new_session
     from kernelscope.collect.ncu.merge import report_time_details, session_from_report
     from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
     from kernelscope.model import CollectorStatus
 
+    if report.is_file() and file_kind(report) != NCU_REPORT:  # before the reader is looked for: a PNG needs none
+        fail(f"{report} is neither an Nsight Compute report (it does not start as one) nor a PyTorch profiler "
+             "trace (not JSON): kernelscope import reads .ncu-rep files written by ncu -o and the profiler's "
+             ".json / .json.gz traces")
     out = Path(args.output) if args.output else report.with_suffix(".json")
     output_path(out, args.force_overwrite, [report], "session file")
     try:

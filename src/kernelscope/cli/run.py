@@ -133,10 +133,17 @@ def _counter_request(o: dict):
             timeout = -1.0
         if not timeout > 0:
             fail(f"--ncu-timeout takes a positive number of seconds, not {o['ncu_timeout']!r}")
-    return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
-                          launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
-                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
-                          steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+    request = CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
+                             launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
+                             clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
+                             steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+    from kernelscope.collect.ncu.runner import NcuRunError, find_ncu
+
+    try:  # before the workload runs: without ncu, the counter pass could only fail after it
+        find_ncu(o["ncu"])
+    except NcuRunError as e:
+        fail(f"{e} (or leave out --counters for the trace pass alone)")
+    return request
 
 
 def _ranks_opt(text: str | None) -> list[int] | None:
