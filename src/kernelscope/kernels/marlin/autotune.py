@@ -28,12 +28,12 @@ CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
 # chose registers, stages and mma.sync (tune_space.gluon_launch); older tunings timed the earlier rule's launch. 4: a
 # cluster launch joined the Gluon candidates (tune_space.gluon_cluster_launch). 5: the Gluon kernel joined the space at
 # 16 < m <= 64 (tune_space.gluon_wide_launches). 6: the cluster launch of grids between two and three programs an SM
-# leaves room for four (64 registers, NOTES.md v21)
+# leaves room for four (64 registers)
 CACHE_VERSION = 6
 FIRST_USE_DEADLINE_S = 3.0
 # The next candidate is expected to take up to this many times the slowest one so far: compiles vary (capped
-# registers, wider tiles), and with a margin of 1.0 four of 20 first-use tunings ran 0.0-0.5 s past 3 s on the
-# H100 (benchmarks/w4a16/runs/issue17_session3/final_tune_log.txt).
+# registers, wider tiles), and with a margin of 1.0 first-use tunings were measured running past the deadline
+# (docs/decisions/0004).
 NEXT_CANDIDATE_MARGIN = 1.5
 TOLERANCE = 1e-2  # relative Frobenius error, as the benchmark's check
 CHECK_COLUMNS = 512

@@ -1,10 +1,10 @@
 """Launch configurations of the W4A16 kernel: tuned per device, with a rule for the rest.
 
-A tuned table (``tuned_<gpu>.json`` beside this module, written from a run of
-``benchmarks/w4a16/tune.py``) holds the fastest configuration measured per layer
-shape (k, n) and token count m on one GPU model. :func:`choose_launch` looks the
-call up there by device name; for a GPU or shape that was not tuned it applies
-:func:`rule_launch`, the pattern the H100 tuning showed, and says so.
+A tuned table (``tuned_<gpu>.json`` beside this module; its ``how`` field says how
+it was measured) holds the fastest configuration measured per layer shape (k, n)
+and token count m on one GPU model. :func:`choose_launch` looks the call up there
+by device name; for a GPU or shape that was not tuned it applies :func:`rule_launch`
+and says so (docs/decisions/0004).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class LaunchChoice:
 
 
 def rule_launch(m: int, k: int, tma: bool = False) -> dict[str, Any]:
-    """The H100 tuning's pattern (benchmarks/w4a16/NOTES.md, round 12): transposed product everywhere, one
+    """The tuned launches' pattern (docs/decisions/0004): transposed product everywhere, one
     128-row block of k per iteration; for decode (m <= 16) 16-token tiles of 128 columns with k split 4
     ways; wider token tiles above. ``tma``: load tiles with the tensor memory accelerator (sm_90 and later)."""
     if m <= 16:

@@ -13,7 +13,7 @@ once, by :func:`to_kernel_layout`, into a layout that Triton loads well:
   turns nibbles i and i + 4 into one f16x2 register: two neighbouring k of
   32-deep slice i, as the MMA's register operand holds them, so the unpacked
   weights go to the tensor cores as they are (no shuffle, no trip through
-  shared memory; benchmarks/w4a16/NOTES.md v8, v9).
+  shared memory).
 * ``sk``: plain fp16 scales ``(k // groupsize, n)`` (Marlin's permutation undone).
 
 Dequantization is ``w = (q - 8) * scale``.  The MMAs take q - 8 (exact in fp16)
@@ -102,7 +102,7 @@ def _unpack_block(words, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, DEQUANT_A
     of 1024 + q: exact q - 8 after subtracting 1032, cheaper than an int-to-float conversion per
     weight (the interpreter's path); the PTX does the same two nibbles per instruction. The four
     slices are concatenated along k, so one dot takes the block and Triton issues its MMAs back to
-    back with one wait, where four dots wait after each (SASS compiled for sm_90, NOTES.md v11).
+    back with one wait, where four dots wait after each (SASS compiled for sm_90).
     """
     if DEQUANT_ASM:
         t0, t1, t2, t3 = tl.inline_asm_elementwise(_UNPACK_ASM, "=r,=r,=r,=r,r", [words],
@@ -240,8 +240,8 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         parts = part_ptr + tile_id * (SPLIT_K * BLOCK_M * BLOCK_N)
         # RAGGED_M (m not a multiple of BLOCK_M): only the rows of C that exist, since at m = 1 a
-        # 16-row tile would move 16x the partial sums; full tiles store unmasked (masks cost ~25 %
-        # at m = 256, measured on the H100: benchmarks/w4a16/NOTES.md)
+        # 16-row tile would move 16x the partial sums; full tiles store unmasked (masks measured
+        # slower at m = 256: docs/decisions/0004)
         part_mask = mask_m[:, None] if RAGGED_M else None
         tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=part_mask)
         if SKIP_SUM:  # measurement only: what the sum below costs (w4a16_matmul's _skip_split_sum)

@@ -11,7 +11,7 @@ from .layout_gluon import WORDS
 
 PACK_K = 128  # rows of k per block, as in gemm.py
 BLOCK_N = 64  # output columns per program
-MAX_M = 64  # tokens: one 64-token tile (128 spilled and ran slower than the Triton kernel: NOTES.md v20)
+MAX_M = 64  # tokens: one 64-token tile (a 128-token tile spilled and measured slower: docs/decisions/0001)
 
 
 def block_m_for(m: int) -> int:

@@ -1,12 +1,11 @@
 """The split-tile sum of the Gluon W4A16 kernel through distributed shared memory (``gluon_w4a16(..., cluster=S)``).
 
 Why: where S programs share a column tile, the stream-K sum (:func:`gluon_store._finish`) is four dependent L2
-trips (the partials' store, the fence, the counter, the last program's loads): 1.25-1.31 us at the end of a launch
-on the H100 (benchmarks/w4a16/NOTES.md v18). Here a tile's S programs are one thread-block cluster: programs 1..S-1
+trips (the partials' store, the fence, the counter, the last program's loads) at the end of a launch
+(docs/decisions/0002 has the measurements). Here a tile's S programs are one thread-block cluster: programs 1..S-1
 send their partials into program 0's shared memory with asynchronous remote stores (``st.async``) that count their
 bytes on an mbarrier there; program 0 waits for the bytes, adds the partials in program order (the stream-K sum's
-order, so the bits are the same) and stores C. No partial buffer, no counter, no memory fence: 0.29-0.54 us instead
-of 1.25-1.31 (NOTES.md v19).
+order, so the bits are the same) and stores C. No partial buffer, no counter, no memory fence.
 
 Gluon 3.6 exposes neither clusters nor distributed shared memory (its cross-CTA ``convert_layout`` fails to lower:
 ``nvvm.mapa`` is given a shared-memory pointer), so:

@@ -1,9 +1,6 @@
 """W4A16 decode GEMM for Hopper in Gluon (Triton 3.6's explicit-layout dialect), built like the attention kernel.
 
-Why a second kernel: in the Triton kernel (:mod:`gemm`) each program loads, unpacks and multiplies its blocks in the
-same warps, and the decode shapes need many k splits (up to 12 programs a column tile) to keep enough bytes in
-flight; the split-k sum at the end of the launch then costs 1.1-1.5 us a call (benchmarks/w4a16/NOTES.md v13).
-Here a program is warp-specialised, as the attention kernel is:
+A program is warp-specialised (why a second kernel beside :mod:`gemm`: docs/decisions/0001):
 
 * a producer warp copies each block's weights, activations and scales into a stage of shared memory with TMA,
   STAGES blocks ahead of the consumer, guarded by ready / empty mbarriers (:mod:`gluon_copies`);
@@ -16,7 +13,7 @@ Work is split stream-K: the grid is any number of programs, and each takes an ev
 tiles (:func:`work_split`). A tile shared by programs is summed by the one whose blocks complete it. A program is 8
 warps (the producer warp's partition is padded to a warpgroup), so two fit an SM at 96 registers a thread, three at
 80 and four at 64 (the consumer warpgroup still gets 104-168 by ``setmaxnreg``); :func:`tune_space.gluon_launch`
-picks the grid and the registers together (benchmarks/w4a16/NOTES.md v15, v16).
+picks the grid and the registers together.
 
 Swapped product, as the Triton kernel's decode launches: ``C^T (n x m) = W^T (n x k) A^T (k x m)``, so n fills the
 MMA's 64-row side and the m <= 64 tokens (padded to BLOCK_M = 8, 16, 32 or 64 by TMA's zero fill) its N side.
@@ -25,27 +22,22 @@ Weights: ``Bg``, the kernel layout ``Bk`` of :mod:`gemm` regrouped by :func:`to_
 128 k for 64 columns is one contiguous 4 KiB TMA box and each thread's four words of a block are one 16-byte
 shared-memory load (:mod:`layout_gluon`). The kernel also reads ``Bk`` itself, the Triton kernel's weights (so
 one copy of a model's weights serves both kernels): (16, 64) tiles in 128-byte-swizzled shared memory, read word
-by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way unswizzled); 1-3 % slower than Bg on the H100.
+by word with 2-way bank conflicts (``gl.bank_conflicts``; 4-way unswizzled).
 
 The consumer waits for each block's MMA before it unpacks the next and adds the block's sum times its scales in
 fp32, as the Triton kernel does. With ``sync_mma`` it multiplies with mma.sync instead (m16n8k16, each warp its 16
-columns, four independent 32-deep sums a block, the stage released as soon as its operands are in registers): 1-2 %
-faster at m <= 8 on the H100 where two or three programs share an SM, slower at m = 16 (twice the MMAs) and at
-four programs an SM (NOTES.md v16); :func:`tune_space.gluon_launch` sets it. A loop that chained the MMAs on weights
-scaled in fp16 at the unpack was 5-9 % slower on the H100 and was removed (NOTES.md v15).
+columns, four independent 32-deep sums a block, the stage released as soon as its operands are in registers);
+:func:`tune_space.gluon_launch` sets it.
 With ``pdl`` the launch is a programmatic dependent launch: the producer copies its first blocks' words and
 scales before ``griddepcontrol.wait`` (the launch before it may still run), and nothing reads the activations or
-writes C, the partials or the counters before it. Back to back it saves 1.2-1.8 us a call on the H100; after a
-kernel that does not let its dependents launch early (torch's) it costs 0.5-0.7 us, so it is opt-in (NOTES.md v17).
-Thread 0 prefetches the three TMA descriptors as the program starts (0.2-1.5 % faster on the H100). With ``records``
-each program writes its phase times (:mod:`gluon_record`); they showed a split-tile sum costs 1.25-1.31 us at the end
-of a launch, and two fence-free forms of it were slower (NOTES.md v18). With ``cluster`` a tile's programs are one
-thread-block cluster and sum through distributed shared memory instead (:mod:`gluon_cluster`): 0.29-0.54 us, but
-only grids that the clusters fit on the GPU gain (NOTES.md v19).
+writes C, the partials or the counters before it. It pays off only after a launch that lets its dependents start
+early, so it is opt-in. Thread 0 prefetches the three TMA descriptors as the program starts. With ``records``
+each program writes its phase times (:mod:`gluon_record`). With ``cluster`` a tile's programs are one thread-block
+cluster and sum through distributed shared memory instead of L2 (:mod:`gluon_cluster`; docs/decisions/0002).
 Past 16 tokens a shared tile's partials are stored column-major (a 32-byte sector per quad of threads; token-major,
-a 64-token tile's were one sector per element) and summed one slot at a time (four at once spilled). 128 tokens in
-one tile spilled and ran 6-35 % slower than the Triton kernel on the H100 (NOTES.md v20), so the scope stops at 64.
-Scope: sm_90, m <= 64, fp16, n a multiple of 64; see :func:`supported`.
+a 64-token tile's were one sector per element) and summed one slot at a time (four at once spilled).
+Scope: sm_90, m <= 64, fp16, n a multiple of 64; see :func:`supported`. The variants measured and not kept, with
+their figures, are in docs/decisions/0001.
 """
 from __future__ import annotations
 
@@ -161,8 +153,7 @@ def _sync_block(acc, b, bufs, bars, words_layout: gl.constexpr, w_layout: gl.con
                 KN: gl.constexpr):
     """Block b with mma.sync: its words, activations and scales into registers, the stage released to the producer
     at once, then each 32-deep nibble slice multiplied into its own sum (four chains of two MMAs instead of one of
-    eight), and the block's sum times its scales added (fp32). Adding a block's sums only after the next block's
-    MMAs were issued was no faster on the H100 (NOTES.md v16)."""
+    eight), and the block's sum times its scales added (fp32)."""
     ready, empty = bars
     w_smem, a_smem, s_smem = bufs
     stage = b % STAGES
@@ -236,7 +227,7 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
         k1 = gl.minimum(end - t * KB, KB)
         # ptxas places an MMA's wait before the unpack of a next block written between the MMA and the wait, so
         # each block is unpacked, multiplied and waited for; the other programs on the SM fill the wait (a loop
-        # that chained the MMAs on fp16-scaled weights was 5-9 % slower on the H100, NOTES.md v15)
+        # that chained the MMAs on fp16-scaled weights measured slower: docs/decisions/0001)
         acc = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=acc_layout)
         for _ in range(k0, k1):
             if SYNC_MMA:
@@ -259,7 +250,7 @@ def _consumer(bufs, bars, ptrs, work, M, N, PER_CHANNEL: gl.constexpr, PARTIALS:
 @gluon.jit
 def _prefetch_descriptors():
     """Thread 0 has the TMA unit fetch the three descriptors while the program sets up, rather than at its first
-    copies: 0.2-1.5 % faster at ten points on the H100 (NOTES.md v18). PTX names the parameters: the descriptors
+    copies (measured faster: docs/decisions/0001). PTX names the parameters: the descriptors
     are _w4a16_gluon's parameters 0, 5 and 10 (each flattened to the descriptor, its shape and its strides);
     ``tests/kernels/test_w4a16_gluon.py`` checks the SASS prefetches (UTMACCTL.PF) before the first copy."""
     gl.inline_asm_elementwise(
@@ -315,8 +306,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     block) units (stream-K, :func:`work_split`); None: one program a column tile. ``maxnreg`` caps each thread's
     registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
     partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
-    four at 64); a variant of 4 warps whose warpgroup issued its own copies (five an SM) was no faster on the H100
-    (NOTES.md v15). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes).
+    four at 64). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA (see the module's notes).
     ``pdl``: launch as a programmatic dependent launch, so that the launch starts while the one before it on the
     stream ends and copies its first blocks of weights meanwhile. Only for weights and scales that the launch just
     before does not write (a model's forward; not right after packing them). ``records``: an int64 tensor of at

@@ -6,7 +6,7 @@ consumer started and when the program had finished), so ``w4a16_matmul(kernel="g
 fills the session's Block -> SM layout. With RECORD = 8 four more follow (:data:`FIELDS`): when the program's first
 block of weights had landed in shared memory, when its last MMA was done (before its last tile's store), its blocks,
 and how many shared tiles it summed. Without RECORD nothing is compiled in (constexpr branches), so the kernel's
-SASS is unchanged. ``benchmarks/w4a16/gluon_phases.py`` reads the eight-value rows.
+SASS is unchanged.
 """
 from __future__ import annotations
 

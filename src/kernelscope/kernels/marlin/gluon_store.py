@@ -20,7 +20,7 @@ def _slot(parts, j, count, offs, mask, BLOCK_N: gl.constexpr, BLOCK_M: gl.conste
 def _tile_offsets(BLOCK_M: gl.constexpr, acc_layout: gl.constexpr):
     """Each accumulator element's index in a partial slot: token-major (BLOCK_M, BLOCK_N) for BLOCK_M <= 16, else
     column-major, where a thread's two neighbouring tokens and its quad's eight are one 32-byte sector (token-major,
-    each 4-byte element of a wide tile is a sector of its own: 1.6x slower at 128 tokens, NOTES.md v20)."""
+    each 4-byte element of a wide tile is a sector of its own; docs/decisions/0001)."""
     toks = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
     if BLOCK_M <= 16:

@@ -174,7 +174,7 @@ def w4a16_matmul(
     launch's grid, ``(ceil(m / block_m) * ceil(n / block_n), split_k, 1)``: every
     program writes the SM it ran on and its start and end time (GPU only).
     ``_skip_split_sum``: measurement only, the result is WRONG: the split-k partials are stored but never
-    added (benchmarks/w4a16/sweep_graph.py times what the in-launch sum costs, NOTES.md v13).
+    added, to time what the in-launch sum costs (docs/decisions/0001).
     ``out``, if given, receives the result.  Block sizes are powers of two;
     BLOCK_K must divide 128 so that a slice of k never straddles two scale groups.
     ``kernel="gluon"``: the Gluon decode kernel (:func:`gluon_hopper.gluon_w4a16`, sm_90, m <= 64) on the same

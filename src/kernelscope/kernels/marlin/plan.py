@@ -19,8 +19,8 @@ FLUSH_REGION = "l2_flush"  # the region that overwrites a buffer larger than L2 
 class GemmPlan:
     """Shapes and launch parameters of one ``w4a16_matmul`` call.
 
-    The defaults are the H100 tuning's launch for m = 16, k = n = 8192
-    (benchmarks/w4a16/NOTES.md, round 12): split_k = 8 gives ceil(n / 128) * 8
+    The defaults are the tuned launch for m = 16, k = n = 8192
+    (docs/decisions/0004): split_k = 8 gives ceil(n / 128) * 8
     programs (512 for n = 8192), a few per SM, so that enough loads are in
     flight to stream the weights at memory speed.
     """

@@ -1,13 +1,13 @@
 """The pruned launch space the W4A16 first-use tuner tries, best guesses first.
 
-What the H100 tuning rounds showed (benchmarks/w4a16/NOTES.md, round 12 and "where the gap stands"):
-decode launches (m <= 16) are fastest when the grid is about one full wave of programs at 3-4
+Decode launches (m <= 16) are fastest when the grid is about one full wave of programs at 3-4
 programs per SM with several 128-row k blocks per program, and the shapes the rule handles badly
 (5120x5120: 40 column tiles x split 4 = 160 programs on 132 SMs, 1.2 waves) are the ones whose
-program count falls just past a wave. So candidates are all (BLOCK_N, split-k) pairs that divide
-the shape, ordered by how well their programs fill whole waves (:func:`wave_score`); the rule
-comes first, so a tuning is never worse than the launch it replaces, and the shipped table's
-launches for the same m (other shapes) are added as warm-start candidates.
+program count falls just past a wave (the measurements: docs/decisions/0004). So candidates are
+all (BLOCK_N, split-k) pairs that divide the shape, ordered by how well their programs fill whole
+waves (:func:`wave_score`); the rule comes first, so a tuning is never worse than the launch it
+replaces, and the shipped table's launches for the same m (other shapes) are added as warm-start
+candidates.
 """
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ from .configs import rule_launch
 from .gluon_args import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, MAX_M as GLUON_MAX_M
 from .gluon_args import PACK_K as GLUON_PACK_K
 
-PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile (NOTES.md)
+PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile
 MAX_SPLIT_K = 16
 MIN_ITERS = 4  # 128-row k blocks per program below which each program's start and epilogue dominate
 # Registers capped at 80 (6 programs of 128 threads per SM instead of 4 at the 127 the compiler takes) for
-# 16-token grids just past one wave of 4 per SM: 4-4.5 % faster at 6656x17920 and 3584x18944 m = 1 on the
-# H100, slower where the grid fits 4 per SM (graph-time sweep, benchmarks/w4a16/NOTES.md v13).
+# 16-token grids just past one wave of 4 per SM: measured faster there and slower where the grid fits 4 per SM
+# (docs/decisions/0004).
 CAPPED_REGISTERS = 80
 CAPPED_PROGRAMS_PER_SM = 6
 # m > 16: 64x64 tiles with the largest split whose grid stays within this many programs per SM were the
-# fastest launch (or within 2 %) at 10 of 12 points of the same sweep.
+# fastest launch, or within 2 % of it, at most points swept (docs/decisions/0004).
 WIDE_PROGRAMS_PER_SM = 2.5
 
 
@@ -60,13 +60,12 @@ def wide_launch(m: int, k: int, n: int, sm_count: int, tma: bool) -> dict[str, A
 def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: list[dict[str, Any]] = (),
                limit: int = 10, gluon: bool = False) -> list[dict[str, Any]]:
     """Up to ``limit`` launches for (m, k, n): the rule, then the best-scored pairs, then warm-start launches.
-    ``gluon`` (the device runs the Gluon decode kernel): :func:`gluon_candidates` come first, before the rule. At
-    every decode point of the H100 tuning where both were timed, the Gluon launch ran 1.10-1.35x as fast as the
-    rule's (benchmarks/w4a16/runs/issue17_session5/tune_cache_gluon_after_rule.json.gz), so a tuning cut short by
-    its deadline still gets the better launch."""
+    ``gluon`` (the device runs the Gluon decode kernel): :func:`gluon_candidates` come first, before the rule, so
+    a tuning cut short by its deadline still gets the launch measured faster at every decode point where both were
+    timed (docs/decisions/0004)."""
     scored = []
     # m > 64: 64-token tiles too (two row tiles at m = 128): cuBLAS beat the 128-token tile at 5120x5120 and
-    # 4096x4096, m = 128, on the H100 (benchmarks/w4a16/RESULTS.md, 2026-11-23)
+    # 4096x4096, m = 128 (docs/decisions/0004)
     for bm, bn in [(token_tile(m), 64), (token_tile(m), 128)] + ([(64, 64), (64, 128)] if m > 64 else []):
         if n % bn:
             continue
@@ -106,26 +105,22 @@ def candidates(m: int, k: int, n: int, sm_count: int, tma: bool, warm_start: lis
 # (65536 registers / (256 threads x r), rounded down to 8): the consumer warpgroup still gets 104-168 registers by
 # setmaxnreg, without spills.
 GLUON_REGISTERS = {2: 96, 3: 80, 4: 64}
-# In the H100 sweeps (benchmarks/w4a16/runs/issue17_session5 and issue17_session6, m = 1 and 16) grids whose programs
-# share column tiles unevenly (stream-K shares) lost to grids of whole multiples of the tiles wherever one fitted in a
-# wave; so the grid is the largest multiple of the tiles within two programs an SM, else one program a tile with the
-# registers that make it one wave (up to four an SM), else two an SM sharing tiles (not measured past 4 an SM).
+# In the sweeps at m = 1 and 16 (docs/decisions/0004) grids whose programs share column tiles unevenly (stream-K
+# shares) lost to grids of whole multiples of the tiles wherever one fitted in a wave; so the grid is the largest
+# multiple of the tiles within two programs an SM, else one program a tile with the registers that make it one wave
+# (up to four an SM), else two an SM sharing tiles (not measured past 4 an SM).
 GLUON_PROGRAMS_PER_SM = 2
 GLUON_MAX_PROGRAMS_PER_SM = 4
-# Six stages were 1-3 % faster than four where two programs an SM each stream >= 32 blocks of k (5120x13824,
-# 13824x5120); four were as fast or faster everywhere else (up to 7 % at 8192x28672, four programs an SM).
+# Six stages were faster than four where two programs an SM each stream >= 32 blocks of k (5120x13824,
+# 13824x5120); four were as fast or faster everywhere else (docs/decisions/0004).
 GLUON_DEEP_STAGES, GLUON_DEEP_BLOCKS = 6, 32
-# mma.sync instead of the warpgroup MMA (gluon_hopper's sync_mma) at m <= 8 (one 8-token tile): 1-2 % faster on the
-# H100 at two or three programs an SM, 1 % slower at four (8192x28672), 7-22 % slower at m = 16 (ab_gluon.py runs of
-# benchmarks/w4a16/runs/issue17_session6).
+# mma.sync instead of the warpgroup MMA (gluon_hopper's sync_mma) at m <= 8 (one 8-token tile): measured faster at
+# two or three programs an SM, slower at four and at m = 16 (docs/decisions/0001).
 GLUON_SYNC_MMA_MAX_M = 8
 # 16 < m <= 64 (a 32- or 64-token tile): 128 registers a thread at launch (two programs an SM; the consumer warpgroup
-# gets 232, no spills) and four stages. In the H100 sweeps at m = 32 and 64 (benchmarks/w4a16/runs/issue17_session10)
-# the fastest of 5-8 grids was the largest multiple of the tiles within two programs an SM (5120x13824, 13824x5120,
-# 5120x5120, 8192x8192, 28672x8192); where the tiles are more, two an SM sharing tiles (3584x18944, 6656x17920 at
-# m = 32; 1 % behind one an SM at 6656x17920 m = 64) or one program a tile (8192x28672, 448 tiles: 5-16 % faster than
-# two an SM); and at 4096x4096 two programs a tile at one an SM (128; the multiple within two an SM, 256, was 4-12 %
-# slower).
+# gets 232, no spills) and four stages. In the sweeps at m = 32 and 64 the fastest grid was the largest multiple of
+# the tiles within two programs an SM; where the tiles are more, two an SM sharing tiles or one program a tile; and
+# at 4096x4096 two programs a tile at one an SM (docs/decisions/0004).
 GLUON_WIDE_REGISTERS = 128
 
 
@@ -162,11 +157,9 @@ def gluon_cluster_launch(k: int, n: int, sm_count: int, m: int) -> dict[str, Any
     Each tile's k blocks are split evenly over S programs (S divides them): S the largest with the grid at one
     program an SM (six stages); else S = 2 where the rule's grid is two programs a tile; else S the largest with the
     grid between two and three programs an SM, at the registers that leave room for four an SM (GLUON_REGISTERS[4],
-    four stages). On the H100 these were the fastest cluster grids (benchmarks/w4a16/NOTES.md v19): 4.2 % faster
-    than the rule at 4096x4096 (S = 2, one an SM), 2.5 % at 8192x8192 (S = 2) and 2 % at 5120x5120 (S = 4, 80
-    registers; at 64, 2.4-2.8 % faster again, NOTES.md v21); but 1.4-4.7 % slower at 28672x8192 and 3-9 % at
-    13824x5120, and clusters of three or more use only 124 of its 132 SMs (a grid past what they hold runs a second
-    wave, 1.3-1.5x slower). So the tuner times it after the rule's launch and keeps the faster."""
+    four stages). These were the fastest cluster grids measured, faster than the rule at some layers and slower at
+    others, and clusters of three or more may be placed on fewer SMs than the GPU has (a grid past what they hold
+    runs a second wave; docs/decisions/0002). So the tuner times it after the rule's launch and keeps the faster."""
     programs, _ = gluon_programs(k, n, sm_count)
     tiles, kb = n // GLUON_BLOCK_N, k // GLUON_PACK_K
     if programs <= tiles:  # whole tiles: no sum to move
@@ -203,9 +196,8 @@ def gluon_wide_launches(k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
 
 def gluon_candidates(m: int, k: int, n: int, sm_count: int) -> list[dict[str, Any]]:
     """The Gluon launches the tuner tries for m <= 64 on sm_90 (none for n not a multiple of 64). m <= 16: the
-    rule's, within 1.5 % of the fastest launch at every point of the H100 sweeps (benchmarks/w4a16/NOTES.md v16),
-    then where the rule's grid shares tiles the cluster launch of :func:`gluon_cluster_launch` (NOTES.md v19).
-    16 < m <= 64: :func:`gluon_wide_launches` (NOTES.md v20)."""
+    rule's (docs/decisions/0004), then where the rule's grid shares tiles the cluster launch of
+    :func:`gluon_cluster_launch`. 16 < m <= 64: :func:`gluon_wide_launches`."""
     if m > GLUON_MAX_M or n % GLUON_BLOCK_N or k % GLUON_PACK_K:
         return []
     if m > 16:
