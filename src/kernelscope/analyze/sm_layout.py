@@ -19,6 +19,7 @@ from kernelscope.analyze.kernel_table import KernelSummary, launch_config
 from kernelscope.analyze.occupancy import OccupancyResult
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model.session_schema import MAX_SM_COUNT
 from kernelscope.model import collectors as collector
 
 COMPUTED_LABEL = "computed from the launch, not measured"
@@ -131,9 +132,21 @@ class MeasuredLayout:
     overhead_noise: Metric  # the plain launches' own spread: an overhead smaller than it is not a measured slowdown
 
 
-def _ids_text(ids: list[int], limit: int = 8) -> str:
+def _ids_text(ids: list[int], limit: int = 8, total: int | None = None) -> str:
+    total = len(ids) if total is None else total
     head = ", ".join(str(i) for i in ids[:limit])
-    return head + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+    return head + (f" and {total - limit:,} more" if total > limit else "")
+
+
+def _first_missing(seen: Counter, expected: int, limit: int = 8) -> list[int]:
+    """The first ``limit`` block ids in 0..expected-1 with no record, found without walking the whole grid."""
+    out: list[int] = []
+    b = 0
+    while b < expected and len(out) < limit:
+        if b not in seen:
+            out.append(b)
+        b += 1
+    return out
 
 
 def _sm_timeline(smid: int, rows: list[tuple[int, int, int]], t0: int, t_last: int) -> SMTimeline:
@@ -183,11 +196,12 @@ def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | Non
                             f"the buffer was sized for grid {rec.grid}, the trace pass saw {launch.grid}"))
     seen = Counter(rec.block_id)
     outside = sorted(b for b in seen if not 0 <= b < expected)
-    missing = [b for b in range(expected) if b not in seen]
+    n_missing = expected - (len(seen) - len(outside))  # counted, not listed: a grid may have 2**62 blocks
+    missing = _first_missing(seen, expected)
     twice = sorted(b for b, n in seen.items() if n > 1)
-    checks.append(Check("every block recorded", not missing,
-                        f"{expected - len(missing):,} of {expected:,} blocks" +
-                        (f"; missing: {_ids_text(missing)}" if missing else "")))
+    checks.append(Check("every block recorded", not n_missing,
+                        f"{expected - n_missing:,} of {expected:,} blocks" +
+                        (f"; missing: {_ids_text(missing, total=n_missing)}" if n_missing else "")))
     checks.append(Check("each block recorded once", not twice,
                         "no duplicates" if not twice else f"recorded more than once: {_ids_text(twice)}"))
     if outside:
@@ -226,7 +240,7 @@ def measured_layout(launch: Launch, sm_count: int | None, overhead: Metric | Non
     used = {t.smid for t in sms}
     idle_count = None if not sm_count else max(0, sm_count - len(used))
     idle_ids = None
-    if sm_count and all(0 <= u < sm_count for u in used):
+    if sm_count and sm_count <= MAX_SM_COUNT and all(0 <= u < sm_count for u in used):
         idle_ids = tuple(i for i in range(sm_count) if i not in used)
     idle = sum(t.head_idle_ns + t.gap_idle_ns + t.tail_idle_ns for t in sms) + (idle_count or 0) * (span or 0)
     return MeasuredLayout(

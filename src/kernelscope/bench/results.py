@@ -7,14 +7,12 @@ from. No third-party imports: a results file loads and plots anywhere.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelscope.model.files import write_atomic
+from kernelscope.model.files import InputFileError, read_input, write_atomic
 from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, list_of, map_of, number, obj,
                                       one_of, optional, short_string, string)
 
@@ -158,14 +156,14 @@ class BenchResults:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "BenchResults":
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-            if raw[:2] == b"\x1f\x8b":  # gzip-compressed (results.json.gz), as session files may be
-                raw = gzip.decompress(raw)
+            raw = read_input(path)  # a regular file, bounded; gzip (results.json.gz) decompressed as a stream
             doc = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             raise ResultsFileError(f"{path} does not exist") from None
-        except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except InputFileError as e:
+            raise ResultsFileError(str(e) if not e.damaged else f"{path} is not a readable JSON file ({e.reason})"
+                                   ) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ResultsFileError(f"{path} is not a readable JSON file ({e})") from None
         except RecursionError:
             raise ResultsFileError(f"{path} is not a readable JSON file (nested too deeply)") from None

@@ -13,7 +13,8 @@ from typing import Sequence
 
 from kernelscope import __version__
 from kernelscope.cli.common import EXIT_USAGE
-from kernelscope.model.files import OutputFileError
+from kernelscope.model.escape import visible
+from kernelscope.model.files import INPUT_LIMIT_ENV, InputFileError, OutputFileError
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
 COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
@@ -52,9 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         return args.func(args)
-    except OutputFileError as e:  # a writer that could not finish (a full disk): the old file is intact
-        fail_message = str(e).rstrip(".") + "."
-        print(f"kernelscope: error: {fail_message}", file=sys.stderr)
+    except (OutputFileError, InputFileError) as e:  # a writer that could not finish (a full disk): the old file
+        fail_message = str(e).rstrip(".") + "."        # is intact; an input that is not a bounded regular file
+        print(f"kernelscope: error: {visible(fail_message)}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:  # past the bounds on what is read: still one sentence, not a traceback
+        print("kernelscope: error: out of memory reading the input; it is larger than this machine can hold "
+              f"(see {INPUT_LIMIT_ENV} in the README).", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("kernelscope: interrupted.", file=sys.stderr)
@@ -66,6 +71,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # an unexpected bug: one line, with a way to see more
         if os.environ.get("KERNELSCOPE_DEBUG"):
             raise
-        print(f"kernelscope: internal error: {type(e).__name__}: {e} (set KERNELSCOPE_DEBUG=1 for the traceback).",
-              file=sys.stderr)
+        print(f"kernelscope: internal error: {type(e).__name__}: {visible(str(e))} (set KERNELSCOPE_DEBUG=1 for the "
+              "traceback).", file=sys.stderr)
         return 1

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Iterable, NoReturn
 
+from kernelscope.model.escape import visible
+
 EXIT_USAGE = 2
 MIN_WIDTH = 40  # narrower, no panel can show a number whole
 
@@ -49,10 +51,17 @@ SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are coun
 
 
 def fail(msg: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Print one sentence on stderr and exit non-zero (no traceback)."""
+    """Print one sentence on stderr and exit non-zero (no traceback). The sentence may hold names from a file
+    or the command line: it goes through the one escaping path (model/escape.py) like everything printed."""
     msg = msg.rstrip(".") + "."
-    print(f"kernelscope: error: {msg}", file=sys.stderr)
+    print(f"kernelscope: error: {visible(msg)}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def note(msg: str, kind: str = "note") -> None:
+    """``kernelscope: note: ...`` on stderr, its text (file names, kernel names) escaped as fail() does."""
+    msg = msg.rstrip(".") + "."
+    print(f"kernelscope: {kind}: {visible(msg)}", file=sys.stderr)
 
 
 def exit_past_profiler_teardown(code: int) -> NoReturn:
@@ -111,9 +120,9 @@ def load_session(path: str):
         fail(not_a_session(path) or str(e))  # another tool's file: say which command reads it
     skipped = session.skipped_on_load
     for line in skipped[:SKIPPED_NOTES]:
-        print(f"kernelscope: note: {path}: {line}.", file=sys.stderr)
+        note(f"{path}: {line}")
     if len(skipped) > SKIPPED_NOTES:
-        print(f"kernelscope: note: {path}: {len(skipped) - SKIPPED_NOTES} more damaged parts skipped.", file=sys.stderr)
+        note(f"{path}: {len(skipped) - SKIPPED_NOTES} more damaged parts skipped")
     return session
 
 
@@ -145,7 +154,7 @@ def ceilings(session, path: str | None):
     except CalibrationFileError as e:
         fail(str(e))
     if other:
-        print(f"kernelscope: warning: {other}; the roofs and % of peak are that calibration's.", file=sys.stderr)
+        note(f"{other}; the roofs and % of peak are that calibration's", "warning")
     return found
 
 

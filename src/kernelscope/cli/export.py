@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from kernelscope.cli.common import fail, load_session, output_path, report
+from kernelscope.cli.common import fail, load_session, note, output_path, report
+from kernelscope.model.escape import visible
 
 FORMATS = ("chrome",)  # Trace Event Format JSON: ui.perfetto.dev, chrome://tracing
 
@@ -51,8 +51,8 @@ def main(args: argparse.Namespace) -> int:
     timed = trace.timed_events()
     if not timed:
         fail(nothing_to_draw(args.file, session))
-    write_atomic(out, trace.write_json)  # streamed: launch events written from their columns
-    for note in trace.notes:
-        print(f"kernelscope: note: {note}.", file=sys.stderr)
-    print(f"wrote {out}: {timed:,} events (open in ui.perfetto.dev or chrome://tracing)")
+    write_atomic(out, trace.write_json, force=args.force_overwrite)  # streamed: launch events from their columns
+    for line in trace.notes:
+        note(line)  # they name kernels: escaped like every string from a file
+    print(f"wrote {visible(str(out))}: {timed:,} events (open in ui.perfetto.dev or chrome://tracing)")
     return 0

@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import fail, output_path
+from kernelscope.cli.common import SKIPPED_NOTES, fail, note, output_path
+from kernelscope.model.escape import visible
 from kernelscope.model import collectors as collector
 
 NAME = "import"
@@ -38,7 +39,19 @@ def _is_trace_input(path: Path) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
+    from kernelscope.model.files import InputFileError, check_input
+
     inputs = [Path(p) for p in args.report]
+    for p in inputs:  # before anything opens them: a FIFO would block, a device would never end
+        try:
+            if not p.is_dir():
+                check_input(p)
+        except FileNotFoundError:
+            fail(f"{p}: no such file or directory")
+        except InputFileError as e:
+            fail(str(e))
+        except OSError as e:
+            fail(f"{p} cannot be read ({e.strerror or e})")
     if len(inputs) > 1 or _is_trace_input(inputs[0]):
         return _import_traces(args, inputs)
     return _import_ncu(args, inputs[0])
@@ -58,13 +71,13 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
         imported = import_traces(inputs)
     except TraceImportError as e:
         fail(str(e))
-    for note in imported.notes:
-        print(f"kernelscope: note: {note}.", file=sys.stderr)
-    session = imported.joined.session
-    session.save(out)
+    for line in imported.notes:
+        note(line)
+    session = _loadable(imported.joined.session, out)
+    session.save(out, force=args.force_overwrite)
     ranks = f"{len(session.ranks)} ranks, " if session.ranks else ""
-    print(f"kernelscope: {ranks}{len(session.launches):,} kernel launches from {len(imported.files)} trace file(s) "
-          f"written to {out}. View them with: kernelscope show {out}", file=sys.stderr)
+    print(visible(f"kernelscope: {ranks}{len(session.launches):,} kernel launches from {len(imported.files)} trace "
+                  f"file(s) written to {out}. View them with: kernelscope show {out}"), file=sys.stderr)
     return 0
 
 
@@ -94,8 +107,27 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     session.collectors[collector.COUNTERS] = CollectorStatus(
         "partial" if parsed.partial_note else "ok", parsed.partial_note, details)
     if parsed.partial_note:
-        print(f"kernelscope: note: {parsed.partial_note}.", file=sys.stderr)
-    session.save(out)
-    print(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
-          f"View them with: kernelscope show {out}", file=sys.stderr)
+        note(parsed.partial_note)
+    session = _loadable(session, out)
+    session.save(out, force=args.force_overwrite)
+    print(visible(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
+                  f"View them with: kernelscope show {out}"), file=sys.stderr)
+
+
+def _loadable(session, out: Path):
+    """The session as `show` will load it: the loader's own validator on what save() writes. A value no session
+    file may hold is one sentence (exit 2), not a file that `show` refuses; parts the loader would skip are
+    left out here, each named in a note."""
+    from kernelscope.model import SessionFileError
+
+    try:
+        checked = session.checked(out)
+    except SessionFileError as e:
+        fail(f"nothing was written: {e}")
+    for line in checked.skipped_on_load[:SKIPPED_NOTES]:
+        note(f"left out of {out}: {line}")
+    if len(checked.skipped_on_load) > SKIPPED_NOTES:
+        note(f"left out of {out}: {len(checked.skipped_on_load) - SKIPPED_NOTES} more parts")
+    checked.skipped_on_load = []
+    return checked
     return 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernelscope.cli.common import fail, load_session, output_path
+from kernelscope.cli.common import fail, load_session, note, output_path
+from kernelscope.model.escape import visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,18 +30,18 @@ def main(args: argparse.Namespace) -> int:
     for path, parts in zip(args.sessions[1:], groups[1:]):
         found = clock_offset(reference, parts)
         if found is None:
-            print(f"kernelscope: note: {path} shares no collective with {args.sessions[0]}, so its clock cannot be "
-                  "aligned; its ranks are kept on their own clock (alignment N/A).", file=sys.stderr)
+            note(f"{path} shares no collective with {args.sessions[0]}, so its clock cannot be aligned; its ranks "
+                 "are kept on their own clock (alignment N/A)")
             continue
         offset, error, used = found
         for p in parts:
             p.info.clock_offset_ns, p.info.alignment_error_ns = offset, error
-        print(f"kernelscope: {path}: clock offset {offset / 1e6:+.3f} ms, aligned on {used} collective ends, "
-              f"alignment error {duration(error)}.", file=sys.stderr)
+        print(visible(f"kernelscope: {path}: clock offset {offset / 1e6:+.3f} ms, aligned on {used} collective "
+                      f"ends, alignment error {duration(error)}."), file=sys.stderr)
     joined = join_ranks([p for parts in groups for p in parts], command=["merge", *args.sessions])
-    for note in joined.notes:
-        print(f"kernelscope: note: {note}.", file=sys.stderr)
-    joined.session.save(out)
-    print(f"kernelscope: {len(joined.session.ranks)} ranks from {len(args.sessions)} sessions written to {out}. "
-          f"View them with: kernelscope show {out}", file=sys.stderr)
+    for line in joined.notes:
+        note(line)
+    joined.session.save(out, force=args.force_overwrite)
+    print(visible(f"kernelscope: {len(joined.session.ranks)} ranks from {len(args.sessions)} sessions written to "
+                  f"{out}. View them with: kernelscope show {out}"), file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from kernelscope.model.escape import visible
 from kernelscope.cli.common import add_ceilings_arg, ceilings, load_session, non_negative, output_path, report
 
 
@@ -23,13 +24,13 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.model.files import write_atomic
     from kernelscope.render.renderers import get_renderer
 
-    out = output_path(args.output, args.force_overwrite, [args.file], "HTML report")
+    out = output_path(args.output, args.force_overwrite, [args.file, *filter(None, [args.ceilings])], "HTML report")
     session = load_session(args.file)
     renderer = get_renderer("html")
     shown = renderer.prepare(session)  # the session as stored: the page escapes its strings itself
     r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings))
     page = renderer.render(r).encode()
-    write_atomic(out, page)
-    print(f"wrote {out}: {len(page) / 1024:,.0f} KiB, {len(r.kernels)} kernel(s) with panels of "
+    write_atomic(out, page, force=args.force_overwrite)
+    print(f"wrote {visible(str(out))}: {len(page) / 1024:,.0f} KiB, {len(r.kernels)} kernel(s) with panels of "
           f"{len(r.summary.kernels)}; open it in any browser (nothing is fetched)")
     return 0

@@ -5,6 +5,7 @@ import argparse
 import importlib.util
 import sys
 
+from kernelscope.model.escape import visible
 from kernelscope.cli.common import (add_ceilings_arg, add_view_args, ceilings, fail, load_session, output_path,
                                    render_show, report)
 
@@ -28,7 +29,8 @@ def main(args: argparse.Namespace) -> int:
     if args.roofline_png:  # before anything is drawn: a missing library or a refused file is said first
         if importlib.util.find_spec("matplotlib") is None:
             fail("--roofline-png needs matplotlib: pip install 'kernelscope[plot]'")
-        png = output_path(args.roofline_png, args.force_overwrite, [args.file], "roofline PNG")
+        png = output_path(args.roofline_png, args.force_overwrite, [args.file, *filter(None, [args.ceilings])],
+                          "roofline PNG")
     session = load_session(args.file)
     if args.timeline is not None and args.timeline < 1:
         fail("--timeline N needs N >= 1 rows")
@@ -49,7 +51,7 @@ def _write_roofline(session, png, args: argparse.Namespace) -> None:
     r = report(session, None, 0, ceilings(session, args.ceilings))
     data = get_renderer("roofline-png").render(r)
     try:
-        write_atomic(png, data)
+        write_atomic(png, data, force=args.force_overwrite)
     except OSError as e:
         fail(f"cannot write {args.roofline_png} ({e.strerror})")
-    print(f"kernelscope: roofline written to {png}.", file=sys.stderr)
+    print(visible(f"kernelscope: roofline written to {png}."), file=sys.stderr)

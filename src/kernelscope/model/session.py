@@ -4,13 +4,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelscope.model.device import Device
-from kernelscope.model.files import write_atomic
+from kernelscope.model.files import InputFileError, read_input, write_atomic
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Launch, Region
 from kernelscope.model.launch_table import LaunchTable
@@ -216,34 +215,60 @@ class Session:
             s.set_launch_table(launch_table)
         return s
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically (temp file + rename), gzip-compressed when the name ends in .gz."""
+    def save(self, path: str | os.PathLike[str], force: bool = True) -> Path:
+        """Write atomically (temp file + rename), gzip-compressed when the name ends in .gz. ``force=False``
+        (a command without -f) never replaces a file, also not one created while the session was encoded."""
         path = Path(path)
         # Compact separators: a million-entry column written one entry a line would be most of the file.
         data = json.dumps(self.to_file_dict(), separators=(",", ":"), sort_keys=False).encode()
         if path.name.endswith(".gz"):
             data = gzip.compress(data, compresslevel=6, mtime=0)
-        return write_atomic(path, data)
+        return write_atomic(path, data, force=force)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Session":
         path = Path(path)
         try:
-            raw = path.read_bytes()
+            raw = read_input(path)  # a regular file, at most the input limit, decompressed as a bounded stream
         except FileNotFoundError:
             raise SessionFileError(f"{path}: no such session file.") from None
         except IsADirectoryError:
             raise SessionFileError(f"{path} is a directory, not a session file.") from None
+        except InputFileError as e:
+            if e.damaged:
+                raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
+            raise SessionFileError(str(e)) from None
         except OSError as e:
             raise SessionFileError(f"{path} cannot be read ({e.strerror}).") from None
         try:
-            if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
             doc = json.loads(raw)
-        except (OSError, EOFError, ValueError, zlib.error):
+        except ValueError:
             raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
         except RecursionError:
             raise SessionFileError(f"{path} is not a kernelscope session: its JSON is nested too deeply.") from None
+        del raw
+        return cls._from_file_doc(doc, path)
+
+    def checked(self, name: str | os.PathLike[str]) -> "Session":
+        """The session as ``load`` would read it back from the file ``save`` writes: the same validator on the
+        same document (an importer's values that no file may hold, such as a time past int64, NaN or nesting
+        deeper than the schema allows, are found here, before the file is written). Parts load would skip are
+        left out and named in ``skipped_on_load``; what load would refuse raises SessionFileError."""
+        try:
+            doc = json.loads(json.dumps(self.to_file_dict(), separators=(",", ":")))
+        except RecursionError:
+            raise SessionFileError(f"{name} would not load: its data is nested too deeply.") from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise SessionFileError(f"{name} would not load: a value cannot be written as JSON ({e}).") from None
+        try:
+            return self._from_file_doc(doc, Path(name))
+        except SessionFileError as e:
+            raise SessionFileError(str(e).replace(f"{name} is a damaged kernelscope session",
+                                                  f"{name} would not load", 1)) from None
+
+    @classmethod
+    def _from_file_doc(cls, doc: Any, path: Path) -> "Session":
+        """A decoded session file (any schema version this code reads), validated, as a Session."""
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise SessionFileError(f"{path} is JSON but not a kernelscope session file.")
         version = doc.get("schema_version")

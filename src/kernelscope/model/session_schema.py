@@ -47,8 +47,17 @@ _numeric_metric = metric(_finite)
 _text_metric = metric(string)
 _counter_metric = metric(either(_finite, string, expected="a number or a string"))  # ncu keeps a few as text
 
+# Device counts that size what the analyses build (one entry per SM, per warp slot): bounded at load, so
+# `sm_count: 1e9` is a skipped attribute with its field named, not a billion-element tuple. %smid is a 16-bit
+# register (block_records.smid below), so no GPU reports more SMs than 65536.
+MAX_SM_COUNT = 65536
+DEVICE_COUNT_BOUNDS = {"sm_count": MAX_SM_COUNT, "max_threads_per_sm": 1 << 16, "max_blocks_per_sm": 1 << 12,
+                       "warp_size": 1024, "max_threads_per_block": 1 << 16}
+_device_counts = {name: metric(number(1, most, integer=True)) for name, most in DEVICE_COUNT_BOUNDS.items()}
+
 numeric_metrics = map_of(lambda name: _numeric_metric)
-device_attributes = map_of(lambda name: _text_metric if name in TEXT_DEVICE_ATTRIBUTES else _numeric_metric)
+device_attributes = map_of(lambda name: _text_metric if name in TEXT_DEVICE_ATTRIBUTES
+                           else _device_counts.get(name, _numeric_metric))
 counter_metrics = map_of(lambda name: _counter_metric)
 
 

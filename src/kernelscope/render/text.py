@@ -9,25 +9,14 @@ become visible escapes and markup is escaped, so they print literally.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, TypeVar
 
 from rich.markup import escape
 
-from kernelscope.model import Region, Session
-
-# C0 controls except tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI on some terminals).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Unicode line and paragraph separators, bidi overrides and isolates: they reorder or break lines on screen.
-_INVISIBLE = re.compile(r"[\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from kernelscope.model import Session
+from kernelscope.model.escape import visible  # noqa: F401  (the one escaping path; renderers import it from here)
 
 T = TypeVar("T")
-
-
-def visible(s: str) -> str:
-    """Control characters shown as escapes: ``"\\x1b[31m"`` prints as ``\\x1b[31m``, never as red."""
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
 
 
 def plain(s: str) -> str:
@@ -64,8 +53,7 @@ def _copy(v: Any) -> Any:
         new.set_launch_table(v.launch_table().map_text(_copy))
         names = {r.name: "" for r in v.regions}
         names = {n: _copy(n) for n in names}  # regions repeat a few names: copy each name once
-        new.regions = [Region(names[r.name], r.cpu_start_ns, r.cpu_duration_ns, r.gpu_start_ns, r.gpu_duration_ns)
-                       for r in v.regions]
+        new.regions = [dataclasses.replace(r, name=names[r.name]) for r in v.regions]  # every field, rank too
         return new
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         changes = {f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}

@@ -12,6 +12,7 @@ changes the ceilings. torch and triton are imported only to measure.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kernelscope.model import Device, Metric, MetricMap
-from kernelscope.model.files import write_atomic
+from kernelscope.model.files import InputFileError, read_input, write_atomic
 from kernelscope.model.metric import metrics_from_dict, metrics_to_dict
 
 CACHE_ENV = "KERNELSCOPE_CACHE_DIR"
@@ -43,12 +44,20 @@ class CeilingKey:
     sm_clock_max_mhz: int
 
     def file_name(self) -> str:
-        slug = re.sub(r"[^A-Za-z0-9.]+", "-", self.device_name).strip("-")
-        return f"ceilings-{slug}-{re.sub(r'[^0-9A-Za-z.]+', '-', self.driver_version)}-{self.sm_clock_max_mhz}MHz.json"
+        slug = _slug(self.device_name, 80)  # a name over 255 bytes is refused by the file system
+        return f"ceilings-{slug}-{_slug(self.driver_version, 40)}-{self.sm_clock_max_mhz}MHz.json"
 
     def to_dict(self) -> dict[str, Any]:
         return {"device_name": self.device_name, "driver_version": self.driver_version,
                 "sm_clock_max_mhz": self.sm_clock_max_mhz}
+
+
+def _slug(text: str, most: int) -> str:
+    """``text`` as file-name characters; a longer one is cut and told apart by a hash of the whole."""
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+    if len(slug) <= most:
+        return slug
+    return f"{slug[:most - 17]}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def key_for_device(device: Device | None) -> tuple[CeilingKey | None, str | None]:
@@ -103,9 +112,14 @@ def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
 
 def load_calibration(path: Path) -> Calibration:
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(read_input(path))  # a regular file of bounded size: a FIFO or /dev/zero is refused
     except FileNotFoundError:
         raise CalibrationFileError(f"{path}: no such ceilings file") from None
+    except InputFileError as e:
+        raise CalibrationFileError(str(e) if not e.damaged else
+                                   f"{path} is not a kernelscope ceilings file: it is damaged or not JSON") from None
+    except RecursionError:
+        raise CalibrationFileError(f"{path} is not a kernelscope ceilings file: its JSON nests too deeply") from None
     except (OSError, ValueError):
         raise CalibrationFileError(f"{path} is not a kernelscope ceilings file: it is damaged or not JSON") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME or doc.get("version") != FORMAT_VERSION:
@@ -116,7 +130,7 @@ def load_calibration(path: Path) -> Calibration:
                            str(doc.get("measured_utc", "")), metrics_from_dict(doc["ceilings"]),
                            dict(doc.get("method") or {}), dict(doc.get("clock_check") or {}),
                            dict(doc.get("environment") or {}))
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise CalibrationFileError(f"{path} is a damaged ceilings file ({type(e).__name__}: {e})") from None
 
 

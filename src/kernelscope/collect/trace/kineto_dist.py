@@ -25,9 +25,9 @@ def _int(v: Any) -> int | None:
         return None
     try:
         i = int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 is read as infinity
         return None
-    return i if i >= 0 else None
+    return i if 0 <= i <= 2**63 - 1 else None
 
 
 def nccl_collective(kernel_name: str, args: dict[str, Any]) -> Collective | None:

@@ -4,10 +4,8 @@ into one session. A trace that cannot be read is left out with one sentence; the
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.collect.trace.kineto_dist import rank_info, trace_pid
 from kernelscope.model import CollectorStatus, RankInfo
+from kernelscope.model.files import InputFileError, read_input
 
 # tensorboard_trace_handler names files "<worker>.<ms>.pt.trace.json[.gz]", worker "<host>_<pid>" by default
 _HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
@@ -37,7 +36,7 @@ def trace_files(paths: list[Path]) -> list[Path]:
     """The files to read: each file given, and the .json / .json.gz files of each directory given (sorted)."""
     out: list[Path] = []
     for p in paths:
-        if p.is_dir():
+        if p.is_dir():  # is_file(): regular files only, a FIFO or device in the directory is passed over
             found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".json.gz")))
             if not found:
                 raise TraceImportError(f"{p} holds no .json or .json.gz trace files")
@@ -51,13 +50,12 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 def read_json(path: Path) -> Any:
     """The decoded JSON of a file, gzip or not. Raises ValueError with the reason."""
-    raw = path.read_bytes()
     try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        raw = read_input(path)  # a regular file, bounded; gzip decompressed as a stream that stops at the limit
+    except InputFileError as e:
+        raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
+    try:
         return json.loads(raw)
-    except (EOFError, OSError, zlib.error):
-        raise ValueError("it is truncated or not gzip") from None
     except UnicodeDecodeError:
         raise ValueError("it is not text JSON") from None
     except json.JSONDecodeError as e:
