@@ -133,17 +133,21 @@ def _counter_request(o: dict):
             timeout = -1.0
         if not timeout > 0:
             fail(f"--ncu-timeout takes a positive number of seconds, not {o['ncu_timeout']!r}")
-    request = CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
-                             launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
-                             clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
-                             steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+    return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
+                          launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
+                          clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
+                          steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+
+
+def _check_ncu(request) -> None:
+    """Before the workload runs, once the options are known good: without ncu the counter pass could only fail
+    after a whole run of the workload."""
     from kernelscope.collect.ncu.runner import NcuRunError, find_ncu
 
-    try:  # before the workload runs: without ncu, the counter pass could only fail after it
-        find_ncu(o["ncu"])
+    try:
+        find_ncu(request.ncu)
     except NcuRunError as e:
         fail(f"{e} (or leave out --counters for the trace pass alone)")
-    return request
 
 
 def _ranks_opt(text: str | None) -> list[int] | None:
@@ -180,6 +184,7 @@ def main(argv: list[str]) -> int:
     torchrun = is_torchrun(o["command"])
     if request is not None:
         _check_reports(out, o["force"], inputs, request, torchrun)
+        _check_ncu(request)
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
