@@ -1,15 +1,14 @@
 """Timing as production runs a kernel: N calls captured in one CUDA graph, and the CUPTI kernel duration.
 
-In LLM decoding the GEMMs run back to back inside CUDA graphs, so the ~4 us of per-call cost that a
-CUDA-event time carries (launch, event records; the harness's one-element fill measures 4.0 us on
-the H100, benchmarks/w4a16/NOTES.md) is not paid per call. :func:`time_cuda_graph` captures
+In LLM decoding the GEMMs run back to back inside CUDA graphs, so the per-call cost that a
+CUDA-event time carries (launch, event records) is not paid per call (the measurements:
+docs/decisions/0006). :func:`time_cuda_graph` captures
 ``calls_per_graph`` calls in one graph, replays it ``replays`` times with a pair of events around
 each replay, and reports ``replay time / calls_per_graph`` per call (``GRAPH_FORMULA``).
 
 Before the timed replays the graph is replayed for ``warmup_ms`` (25 ms by default, the warm-up time of
-Triton's ``do_bench``): a count of a few calls was too short at the 112 MiB layers, where the first timing after
-building the weights ran 15 % slow on the H100 although NVML read the full SM clock just before
-(benchmarks/w4a16/RESULTS.md, seventh session; ``harness_check.py``).
+Triton's ``do_bench``): a count of a few calls was too short at large layers, where the first timing after
+building the weights was measured slow although NVML read the full SM clock just before (docs/decisions/0006).
 
 Cold caches, as one layer of a model sees them (its weights were evicted by the other layers'):
 the graph cycles through ``variants`` (the same call on separate copies of the weights) so that
@@ -161,8 +160,8 @@ def time_cupti_kernels(fn: Callable[[], Any], *, calls: int = 10, flush_l2: bool
 
 def is_gpu_work(device_type: str, name: str, range_names: Sequence[str], user_annotation: bool) -> bool:
     """A GPU kernel, memcpy or memset record; not kineto's GPU-side copy of a ``record_function`` range
-    (a "gpu_user_annotation" with the range's name spanning the call's kernels: counting it doubled the
-    sum in the first H100 run, 2026-11-23)."""
+    (a "gpu_user_annotation" with the range's name spanning the call's kernels: counting it would double the
+    sum; docs/decisions/0006)."""
     return device_type == "CUDA" and not user_annotation and name not in range_names
 
 

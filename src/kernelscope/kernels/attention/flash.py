@@ -53,10 +53,10 @@ class FlashConfig:
 
 # Hopper: BLOCK_M 128 feeds the 64-row wgmma of one or two warpgroups; the
 # stages pipeline the TMA loads of K and V. Of the 12 combinations of BLOCK_N
-# 64/128, warps 4/8 and stages 2-4, these won or came within 3% somewhere on an
-# H100 (benchmarks/attention/NOTES.md); the rest lost everywhere or did not fit
-# in shared memory, and only cost compile time. BLOCK_M 64 (one warpgroup, more
-# CTAs per SM) wins at head dim 64 by 2-6 %; BLOCK_M 256 lost everywhere.
+# 64/128, warps 4/8 and stages 2-4, these won or came within 3% somewhere
+# (docs/decisions/0003); the rest lost everywhere or did not fit in shared
+# memory, and only cost compile time. BLOCK_M 64 (one warpgroup, more CTAs per
+# SM) wins at head dim 64; BLOCK_M 256 lost everywhere.
 HOPPER_CONFIGS = (
     FlashConfig(128, 64, 4, 2), FlashConfig(128, 64, 4, 3), FlashConfig(128, 64, 4, 4),
     FlashConfig(128, 64, 8, 3), FlashConfig(128, 128, 4, 3), FlashConfig(128, 128, 8, 3),
@@ -176,7 +176,7 @@ def _attn_fwd(desc_q, desc_k, desc_v, desc_o, heads, seq_q, seq_k, qk_scale, SEQ
 def _attn_fwd_ws(desc_q, desc_k, desc_v, out_ptr, heads, seq_q, seq_k, qk_scale, SEQ_BUCKET,
                  HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KEY_ALIGN: tl.constexpr, WARP_SPEC: tl.constexpr):
-    """_attn_fwd in the shape Triton 3.6's Hopper warp specialisation compiles (NOTES.md v6).
+    """_attn_fwd in the shape Triton 3.6's Hopper warp specialisation compiles (docs/decisions/0003).
 
     The pass splits the BLOCK_M rows between two consumer warpgroups beside a TMA producer
     warpgroup (FlashAttention-3's layout). It cannot split a 4-D descriptor's reshape nor a
@@ -337,16 +337,15 @@ def _flash_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, s
 
 
 def _use_warp_specialized(q: torch.Tensor) -> bool:
-    """Never by default: on an H100 (2026-11-23) the warp-specialised kernel compiled but its first
-    launch did not finish (benchmarks/attention/RESULTS.md, issue 17), so it runs only when a
-    config asks for it."""
+    """Never by default: the warp-specialised kernel compiles, but its first launch was measured not
+    to finish on an H100 (docs/decisions/0003), so it runs only when a config asks for it."""
     return False
 
 
 def _gluon_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the default path is a Gluon kernel (gluon_hopper.py: sm_90, seq_q == seq_k a multiple of 128,
-    head dim 64 or 128): at head dim 128 the warp-specialised one, 0.98-1.12x cuDNN on the H100 against
-    0.79-0.91x for this file's kernel (benchmarks/attention/RESULTS.md, issue 17)."""
+    head dim 64 or 128): at head dim 128 the warp-specialised one, measured faster than this file's kernel
+    (docs/decisions/0003)."""
     if not q.is_cuda:
         return False
     try:

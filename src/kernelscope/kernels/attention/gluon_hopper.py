@@ -1,7 +1,7 @@
 """Flash-attention forward for Hopper in Gluon (Triton 3.6's explicit-layout dialect), FlashAttention-3's order.
 
 Triton's `tl.dot` waits for each QK^T before the softmax that reads it and cannot keep a warpgroup MMA in flight
-across it (benchmarks/attention/NOTES.md v6, v7). Gluon issues the warpgroup MMAs itself (`warpgroup_mma(...,
+across it (docs/decisions/0003). Gluon issues the warpgroup MMAs itself (`warpgroup_mma(...,
 is_async=True)`, `warpgroup_mma_wait`) and moves K and V through shared memory with TMA copies and mbarriers it
 allocates, so each key block is processed in the order FlashAttention-3 gives one warpgroup:
 
@@ -33,8 +33,8 @@ _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 @dataclass(frozen=True)
 class GluonConfig:
     """One launch of the Gluon kernel. The default, one warpgroup for 128 query rows with 64-key blocks and two
-    K/V stages (98 KB of shared memory: two programs per SM), was the fastest of five on the H100 at head dim 128
-    (benchmarks/attention/NOTES.md v8)."""
+    K/V stages (98 KB of shared memory: two programs per SM), was the fastest of the launches measured at head dim
+    128 (docs/decisions/0003)."""
 
     block_m: int = 128
     block_n: int = 64
@@ -240,7 +240,7 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
 # ---- warp-specialised kernel (FlashAttention-3's partitions), the default at head dim 128: a 1-warp TMA producer
 # and two consumer warpgroups of 64 query rows each, sharing K and V through mbarrier-guarded stages (ready: the
 # producer's TMA arrived; empty: both consumers are done with it). The consumers wait on their own MMAs only, so
-# while one waits the other's softmax runs: 0.98-1.12x cuDNN on the H100 (benchmarks/attention/NOTES.md v9).
+# while one waits the other's softmax runs (docs/decisions/0003).
 
 @gluon.jit
 def _ws_consumer(descs, bars, bufs, row0, q_start, n, qk_scale, half, HEAD_DIM: gl.constexpr,
