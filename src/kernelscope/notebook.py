@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from kernelscope.model import Session
+from kernelscope.model.escape import visible
 
 
 class LoadedSession:
@@ -32,8 +33,9 @@ class LoadedSession:
 
     def __repr__(self) -> str:
         s = self.session
-        return (f"<kernelscope session {self.path or '(in memory)'}: {len(s.launches):,} launches, "
-                f"{len({x.kernel for x in s.launches}):,} kernels, {s.device.name if s.device else 'no device'}>")
+        return visible(f"<kernelscope session {self.path or '(in memory)'}: {len(s.launches):,} launches, "
+                       f"{len({x.kernel for x in s.launches}):,} kernels, "
+                       f"{s.device.name if s.device else 'no device'}>")  # the device name is from the file
 
     def html(self) -> str:
         from kernelscope.render.html import render_html

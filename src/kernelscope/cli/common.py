@@ -11,6 +11,7 @@ from kernelscope.model.escape import visible
 
 EXIT_USAGE = 2
 MIN_WIDTH = 40  # narrower, no panel can show a number whole
+MAX_WIDTH = 10_000  # wider than any terminal; the README states the bound
 
 
 def columns(text: str) -> int:
@@ -18,6 +19,8 @@ def columns(text: str) -> int:
     n = _int(text, "a number of columns")
     if n < MIN_WIDTH:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_WIDTH} columns, got {n}")
+    if n > MAX_WIDTH:  # wider, a line is megabytes: --width 99999999999 ran out of memory
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WIDTH} columns, got {text[:24]}")
     return n
 
 
@@ -45,7 +48,7 @@ def _int(text: str, what: str) -> int:
 
 def add_style_args(p: argparse.ArgumentParser) -> None:
     """--width and --no-color, the same on every command that draws."""
-    p.add_argument("--width", type=columns, metavar="COLS", help=f"render at this terminal width (>= {MIN_WIDTH})")
+    p.add_argument("--width", type=columns, metavar="COLS", help=f"render at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})")
     p.add_argument("--no-color", action="store_true", help="plain text output")
 SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
 
@@ -87,7 +90,7 @@ def output_path(path: str | Path, force: bool, inputs: Iterable[str | Path] = ()
 
 
 INSTALL = {  # how to get a library a command needs, said in its one-sentence error
-    "torch": "pip install torch (on a GPU machine, the CUDA build: https://pytorch.org/get-started/locally/)",
+    "torch": "pip install torch",  # replaced by collect.driver.torch_install(): the CPU or the CUDA build
     "triton": "pip install triton",
     "numpy": "pip install numpy",
     "matplotlib": "pip install 'kernelscope[plot]'",
@@ -95,13 +98,28 @@ INSTALL = {  # how to get a library a command needs, said in its one-sentence er
 
 
 def require_modules(command: str, *modules: str) -> None:
-    """Before any work: each library the command needs is importable, or one sentence with how to install it."""
+    """Before any work: each library the command needs is importable, or one sentence with how to install it
+    (torch: the CPU build where there is no GPU)."""
     import importlib.util
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
+        from kernelscope.collect.driver import torch_install
+
+        install = dict(INSTALL, torch=torch_install())
         fail(f"kernelscope {command} needs {' and '.join(missing)}, which this Python does not have: "
-             + "; ".join(INSTALL.get(m, f"pip install {m}") for m in missing))
+             + "; ".join(install.get(m, f"pip install {m}") for m in missing))
+
+
+def require_gpu(command: str, doing: str, *modules: str) -> None:
+    """Before any work, for a command that runs kernels on a GPU: first the GPU (asked of the driver, no torch
+    needed), then the libraries. A machine without a GPU is told so, not asked to install Triton."""
+    from kernelscope.collect.driver import driver_gpu
+
+    ok, why = driver_gpu()
+    if not ok:
+        fail(f"kernelscope {command} {doing} on an NVIDIA GPU, and there is no CUDA GPU here: {why}")
+    require_modules(command, *modules)
 
 
 def existing_files(args: Iterable[str]) -> list[str]:

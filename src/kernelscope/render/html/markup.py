@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from typing import Iterable, Union
 
+from kernelscope.model.escape import visible
+
 
 class Markup(str):
     """A string that is already HTML (built by these helpers); everything else is escaped, also when
@@ -22,7 +24,9 @@ Node = Union[str, int, float, Markup, None, Iterable["Node"]]
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML; control, zero-width and bidi characters (U+202E would reverse the text after it) made
+    visible first by the one escaping path, model/escape.visible."""
+    return html.escape(visible(str(text)), quote=True)
 
 
 def render(node: Node) -> Markup:

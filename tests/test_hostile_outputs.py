@@ -1,0 +1,242 @@
+"""Hostile output paths (issue 37, items 1, 4, 5, 6, 9): `-o X` never replaces a device, FIFO, socket,
+file-descriptor link or dangling symbolic link (also not with -f), never an input (--ceilings too), a file
+created while the command ran is never destroyed, and SIGTERM mid-write leaves no temporary file."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, ROOT
+from kernelscope.model.files import OutputFileError, check_output, write_atomic
+from test_fuzz_readers import run_cli
+
+SESSION = DATA / "session_h100_mixed.json.gz"
+
+
+def _one_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert lines[0].count(". ") == 0 or lines[0].endswith("."), err
+    return lines[0]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    p = tmp_path / "run.json.gz"
+    shutil.copy(SESSION, p)
+    return p
+
+
+def _fifo(d: Path) -> Path:
+    os.mkfifo(d / "fifo")
+    return d / "fifo"
+
+
+def _null_link(d: Path) -> Path:
+    (d / "mynull").symlink_to("/dev/null")
+    return d / "mynull"
+
+
+def _dangling(d: Path) -> Path:
+    (d / "dangling").symlink_to(d / "nowhere.json")
+    return d / "dangling"
+
+
+def _socket(d: Path) -> Path:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(d / "sock"))
+    s.close()
+    return d / "sock"
+
+
+SPECIAL = {"fifo": _fifo, "symlink to /dev/null": _null_link, "dangling symlink": _dangling, "socket": _socket}
+
+
+def _what_it_is(p: Path) -> tuple:
+    st = os.lstat(p)
+    return (stat.S_IFMT(st.st_mode), os.readlink(p) if stat.S_ISLNK(st.st_mode) else None,
+            stat.S_IFMT(os.stat(p).st_mode) if p.exists() else None)
+
+
+@pytest.mark.parametrize("force", [[], ["-f"]])
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_export_never_replaces_a_special_file(session, tmp_path, kind, force):
+    target = SPECIAL[kind](tmp_path)
+    before = _what_it_is(target)
+    code, out, err = run_cli(["export", str(session), "-o", str(target), *force])
+    assert code == 2, err
+    line = _one_error(err)
+    assert any(w in line for w in ("not a regular file", "does not exist", "already exists")), line
+    assert _what_it_is(target) == before  # still the FIFO / the link to /dev/null / the dangling link
+    assert not (tmp_path / "nowhere.json").exists()  # a dangling link is never followed
+    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+
+
+def test_a_character_device_made_with_mknod_is_never_replaced(session, tmp_path):
+    dev = tmp_path / "mynull"
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("mknod is not permitted here")
+    code, _, err = run_cli(["report", str(session), "-o", str(dev), "-f"])
+    assert code == 2 and "a character device, not a regular file" in _one_error(err)
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+@pytest.mark.parametrize("name", ["/proc/self/fd/1", "/dev/fd/2", "-", "/dev/stdout"])
+def test_fd_links_and_stdout_spellings_are_refused(session, name):
+    code, out, err = run_cli(["export", str(session), "-o", name, "-f"])
+    assert code == 2 and out == ""
+    assert any(w in _one_error(err) for w in ("file-descriptor", "standard stream")), err
+
+
+def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
+    fifo = _fifo(tmp_path)
+    with pytest.raises(OutputFileError, match="FIFO"):
+        write_atomic(fifo, b"data", force=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    with pytest.raises(OutputFileError, match="symbolic link to a file that does not exist"):
+        check_output(_dangling(tmp_path))
+
+
+def test_a_name_over_255_bytes_is_one_sentence(session, tmp_path):
+    code, _, err = run_cli(["export", str(session), "-o", str(tmp_path / ("x" * 300 + ".json"))])
+    assert code == 2 and "at most 255 bytes" in _one_error(err)
+
+
+def test_width_is_bounded(session):
+    code, out, err = run_cli(["show", str(session), "--width", "99999999999"])
+    assert code == 2 and "at most 10000 columns" in err and "Traceback" not in err and out == ""
+
+
+# -- every file a command reads is an input (item 4) ------------------------------------------------------------
+def test_the_ceilings_file_is_an_input_of_report_and_show(session, tmp_path):
+    ceilings = tmp_path / "c.json"
+    shutil.copy(DATA / "ceilings_h100.json", ceilings)
+    before = ceilings.read_bytes()
+    code, _, err = run_cli(["report", str(session), "--ceilings", str(ceilings), "-o", str(ceilings), "-f"])
+    assert code == 2 and "is also an input" in _one_error(err)
+    pytest.importorskip("matplotlib")
+    code, out, err = run_cli(["show", str(session), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
+                              "-f"])
+    assert code == 2 and "is also an input" in _one_error(err) and out == ""
+    assert ceilings.read_bytes() == before
+
+
+# -- no-clobber without -f is exclusive (item 5) ----------------------------------------------------------------
+def test_a_file_created_during_the_write_is_never_destroyed_without_force(tmp_path):
+    target = tmp_path / "out.json"
+    check_output(target)  # free when checked
+
+    def slow(f):
+        f.write(b"new")
+        target.write_text("someone else's")  # created between the check and the move into place
+
+    with pytest.raises(OutputFileError, match="created by something else"):
+        write_atomic(target, slow, force=False)
+    assert target.read_text() == "someone else's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no temporary file either
+
+
+def test_two_writers_without_force_cannot_both_win(tmp_path):
+    target = tmp_path / "out.json"
+    results: dict[str, str] = {}
+    inside = threading.Barrier(2)
+
+    def writer(name: str) -> None:
+        def data(f):
+            f.write(name.encode())
+            inside.wait(timeout=10)  # both have checked and written; both now try to take the name
+        try:
+            write_atomic(target, data, force=False)
+            results[name] = "won"
+        except OutputFileError:
+            results[name] = "refused"
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(results.values()) == ["refused", "won"]
+    winner = next(n for n, r in results.items() if r == "won")
+    assert target.read_text() == winner
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_path, monkeypatch):
+    out = tmp_path / "trace.json"
+    from kernelscope.render import chrome_trace
+
+    real = chrome_trace.ChromeTrace.write_json
+
+    def racing(self, f):
+        out.write_text("appeared meanwhile")
+        return real(self, f)
+
+    monkeypatch.setattr(chrome_trace.ChromeTrace, "write_json", racing)
+    code, _, err = run_cli(["export", str(session), "-o", str(out)])
+    assert code == 2 and "created by something else" in _one_error(err)
+    assert out.read_text() == "appeared meanwhile"
+
+
+# -- SIGTERM mid-write (item 9) ---------------------------------------------------------------------------------
+_SLOW_WRITER = """
+import sys, time
+from kernelscope.model.files import write_atomic
+def write(f):
+    for i in range(100_000):
+        f.write(b"N" * 16384)
+        f.flush()
+        if i % 64 == 0:
+            time.sleep(0.01)
+write_atomic(sys.argv[1], write, force=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
+    target = tmp_path / "session.json"
+    target.write_bytes(b"old")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+        if partial and partial[0].stat().st_size > 1 << 20:
+            break
+        time.sleep(0.02)
+    else:
+        p.kill()
+        pytest.fail("the writer never started writing")
+    p.send_signal(sig)
+    assert p.wait(timeout=20) == -sig  # it still dies of the signal, as SIGTERM's sender expects
+    assert target.read_bytes() == b"old"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind
+
+
+# -- internal errors that are one sentence now (item 6) ---------------------------------------------------------
+def test_a_device_name_longer_than_a_file_name_is_drawn(tmp_path, monkeypatch):
+    d = json.loads(gzip.decompress(SESSION.read_bytes()))
+    d["device"]["name"] = "NVIDIA " + "H" * 400  # the ceilings cache path was over 255 bytes
+    p = tmp_path / "long.json"
+    p.write_text(json.dumps(d))
+    monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run_cli(["show", str(p), "--width", "120", "--no-color"])
+    assert code == 0 and "internal error" not in err, err
+    from kernelscope.collect.calibrate.ceilings import CeilingKey
+
+    name = CeilingKey(d["device"]["name"], "550.1", 1980).file_name()
+    assert len(name.encode()) <= 255 and name != CeilingKey("NVIDIA " + "H" * 401, "550.1", 1980).file_name()
