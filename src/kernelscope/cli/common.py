@@ -48,7 +48,8 @@ def _int(text: str, what: str) -> int:
 
 def add_style_args(p: argparse.ArgumentParser) -> None:
     """--width and --no-color, the same on every command that draws."""
-    p.add_argument("--width", type=columns, metavar="COLS", help=f"render at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})")
+    p.add_argument("--width", type=columns, metavar="COLS",
+                   help=f"render at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})")
     p.add_argument("--no-color", action="store_true", help="plain text output")
 SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
 
@@ -90,7 +91,7 @@ def output_path(path: str | Path, force: bool, inputs: Iterable[str | Path] = ()
 
 
 INSTALL = {  # how to get a library a command needs, said in its one-sentence error
-    "torch": "pip install torch",  # replaced by collect.driver.torch_install(): the CPU or the CUDA build
+    "torch": "pip install torch (on a GPU machine, the CUDA build: https://pytorch.org/get-started/locally/)",
     "triton": "pip install triton",
     "numpy": "pip install numpy",
     "matplotlib": "pip install 'kernelscope[plot]'",
@@ -98,28 +99,13 @@ INSTALL = {  # how to get a library a command needs, said in its one-sentence er
 
 
 def require_modules(command: str, *modules: str) -> None:
-    """Before any work: each library the command needs is importable, or one sentence with how to install it
-    (torch: the CPU build where there is no GPU)."""
+    """Before any work: each library the command needs is importable, or one sentence with how to install it."""
     import importlib.util
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        from kernelscope.collect.driver import torch_install
-
-        install = dict(INSTALL, torch=torch_install())
         fail(f"kernelscope {command} needs {' and '.join(missing)}, which this Python does not have: "
-             + "; ".join(install.get(m, f"pip install {m}") for m in missing))
-
-
-def require_gpu(command: str, doing: str, *modules: str) -> None:
-    """Before any work, for a command that runs kernels on a GPU: first the GPU (asked of the driver, no torch
-    needed), then the libraries. A machine without a GPU is told so, not asked to install Triton."""
-    from kernelscope.collect.driver import driver_gpu
-
-    ok, why = driver_gpu()
-    if not ok:
-        fail(f"kernelscope {command} {doing} on an NVIDIA GPU, and there is no CUDA GPU here: {why}")
-    require_modules(command, *modules)
+             + "; ".join(INSTALL.get(m, f"pip install {m}") for m in missing))
 
 
 def existing_files(args: Iterable[str]) -> list[str]:
