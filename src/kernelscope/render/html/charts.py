@@ -10,6 +10,20 @@ from kernelscope.render.html.markup import Markup, el
 PALETTE = ("#2f6fde", "#d9480f", "#2b8a3e", "#ae3ec9", "#f59f00", "#0b7285", "#c2255c", "#5c940d", "#1864ab",
            "#e8590c", "#862e9c", "#087f5b")
 IDLE = "#e4e7ec"
+FONT_PX = 11  # svg text (markup.CSS)
+CHAR_EM = 0.68  # an upper bound of a character's width in system-ui, in em, for sizing label space
+MAX_LABEL_PX = 300  # a strip's label column at most; a longer label is cut, its whole text in a tooltip
+
+
+def text_px(text: str, size: int = FONT_PX) -> float:
+    """The width ``text`` takes at most in pixels: label space is made this wide, so no label is clipped."""
+    return len(text) * size * CHAR_EM
+
+
+def fit_label(text: str, width: float) -> str:
+    """``text`` cut (ending in …) to fit ``width`` px."""
+    room = int(width / (FONT_PX * CHAR_EM))
+    return text if len(text) <= room else text[: max(1, room - 1)] + "…"
 
 
 def svg(width: int, height: int, *children, label: str = "") -> Markup:
@@ -25,7 +39,7 @@ def pct_bar(pct: float | None, width: int = 120, color: str = PALETTE[0]) -> Mar
     return el("svg", el("rect", x=0, y=2, width=width, height=10, fill=IDLE),
               el("rect", x=0, y=2, width=f"{w:.1f}", height=10, fill=color),
               xmlns="http://www.w3.org/2000/svg", width=width, height=14, viewBox=f"0 0 {width} 14",
-              style="display:inline-block;vertical-align:middle;margin:0 6px 0 0")
+              style="display:inline-block;vertical-align:middle;margin:0 6px 0 0;max-width:none")
 
 
 def runs(cells: Sequence[object]) -> list[tuple[int, int, object]]:
@@ -43,13 +57,19 @@ def runs(cells: Sequence[object]) -> list[tuple[int, int, object]]:
 def strips(rows: Sequence[tuple[str, Sequence[object], str]], colors: dict[object, str], label_w: int = 90,
            note_w: int = 190, col_w: float = 1.5, row_h: int = 14, label: str = "") -> Markup:
     """One row per (label, cells, note): each cell a column, equal neighbouring cells one rect; a cell whose
-    value is not in ``colors`` is drawn idle. Bounded by rows x columns, never by the number of events."""
+    value is not in ``colors`` is drawn idle. Bounded by rows x columns, never by the number of events.
+    The label and note columns are at least ``label_w`` and ``note_w`` px and as wide as their longest text
+    (a label up to MAX_LABEL_PX, longer ones cut with the whole text as a tooltip)."""
     cols = max((len(c) for _, c, _ in rows), default=0)
+    label_w = int(min(MAX_LABEL_PX, max([label_w] + [text_px(n) + 10 for n, _, _ in rows])))
+    note_w = int(max([note_w] + [text_px(n) + 10 for _, _, n in rows]))
     width = int(label_w + cols * col_w + note_w)
     parts = []
     for r, (name, cells, note) in enumerate(rows):
         y = r * row_h
-        parts.append(el("text", name, x=label_w - 6, y=y + row_h - 3, text_anchor="end"))
+        shown = fit_label(name, label_w - 10)
+        parts.append(el("text", el("title", name) if shown != name else None, shown, x=label_w - 6, y=y + row_h - 3,
+                        text_anchor="end"))
         for first, n, v in runs(cells):
             parts.append(el("rect", x=f"{label_w + first * col_w:.1f}", y=y + 1, width=f"{n * col_w:.1f}",
                             height=row_h - 2, fill=colors.get(v, IDLE)))
@@ -78,7 +98,10 @@ def roofline(points: Sequence[tuple[str, float, float]], bandwidth: float | None
         ys.append(peak)
     x0, x1 = _log_axis(min(xs) / 2, max(xs) * 2)
     y0, y1 = _log_axis(min(ys) / 2, max(ys) * 2)
-    left, bottom, right, top = 70, 40, 20, 10
+    y_labels = [si(10 ** d, "FLOP/s") for d in range(y0, y1 + 1)]
+    left = int(max(70, max(text_px(t) for t in y_labels) + 10))  # room for the longest axis label
+    right = int(max(20, max((text_px(m) for m, _, _ in points), default=0) + 14))  # and for a mark at the right
+    bottom, top = 40, 10
     pw, ph = width - left - right, height - top - bottom
 
     def X(x: float) -> float:
@@ -91,9 +114,9 @@ def roofline(points: Sequence[tuple[str, float, float]], bandwidth: float | None
     for d in range(x0, x1 + 1):
         parts.append(el("line", x1=f"{X(10 ** d):.1f}", x2=f"{X(10 ** d):.1f}", y1=top, y2=top + ph, stroke="#eef1f6"))
         parts.append(el("text", f"{10 ** d:g}", x=f"{X(10 ** d):.1f}", y=top + ph + 14, text_anchor="middle"))
-    for d in range(y0, y1 + 1):
+    for d, text in zip(range(y0, y1 + 1), y_labels):
         parts.append(el("line", x1=left, x2=left + pw, y1=f"{Y(10**d):.1f}", y2=f"{Y(10**d):.1f}", stroke="#eef1f6"))
-        parts.append(el("text", si(10 ** d, "FLOP/s"), x=left - 4, y=f"{Y(10 ** d) + 4:.1f}", text_anchor="end"))
+        parts.append(el("text", text, x=left - 4, y=f"{Y(10 ** d) + 4:.1f}", text_anchor="end"))
     parts.append(el("text", "arithmetic intensity, FLOP/byte (log scale)", x=left + pw / 2, y=height - 6,
                     text_anchor="middle"))
     lo_x, hi_x = 10.0 ** x0, 10.0 ** x1

@@ -12,7 +12,7 @@ from kernelscope.render.header import collector_rows, header_rows
 from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
-from kernelscope.render.html.markup import Markup, el, kv, note, section, table
+from kernelscope.render.html.markup import Cell, Markup, el, kv, note, section, table
 
 TIMELINE_COLUMNS = 400
 TIMELINE_LANES = 8  # kernels by total time with a lane of their own; the rest share one
@@ -123,7 +123,7 @@ def timeline_section(tl, summary) -> Markup:
     more = f" (first {TIMELINE_ROWS} of {len(tl.rows):,})" if len(tl.rows) > TIMELINE_ROWS else ""
     body.append(el("details", el("summary", f"Rows in time order{more}"),
                    table(("Start ms", "Duration", "Idle before", "Kind", "Name", "Notes (counter pass)"), trows,
-                         num_from=1)))
+                         num_from=0, text_cols=(3, 4, 5))))
     body.append(note(f"Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back (not "
                      f"shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are ncu's % "
                      "of peak for the launches the counter pass measured."))
@@ -137,14 +137,14 @@ def _gpu_fields(s) -> list:
     for f in s.fields:
         label = LABELS.get(f.key, f.key)
         if f.count == 0:
-            cells = [el("span", f"N/A: {f.missing_reason}", class_="na"), "", "", ""]
+            cells = [Cell(el("span", f"N/A: {f.missing_reason}", class_="na"), colspan=4)]
         else:
             if f.count < n and f.missing_reason:
                 partly.setdefault(f.missing_reason, []).append(label)
             cells = [value_text(f.mean, f.unit), value_text(f.minimum, f.unit), value_text(f.peak, f.unit),
                      value_text(f.limit, f.unit) if f.limit is not None else ""]
         rows.append((label, *cells, f"{f.count}/{n}", f"{f.source}: {f.raw_name}"))
-    body: list = [table(("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source"), rows)]
+    body: list = [table(("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source"), rows, text_cols=(6,))]
     body += [note(f"N/A in some samples ({', '.join(v)}): {k}") for k, v in partly.items()]
     return body
 
@@ -205,7 +205,7 @@ def _gpu_plots(session, s, samples, width: int) -> list:
                           f"{value_text(lo, f.unit)}–{value_text(hi, f.unit)}"))
         body.append(el("h3", f"Against the kernel timeline ({t0 / 1e9:.3f} s to {t1 / 1e9:.3f} s, "
                              f"{'session clock' if s.on_timeline else 'since 1st sample'})"))
-        body.append(table((), plots, class_="kv", num_from=99))
+        body.append(el("div", *(el("div", part) for plot in plots for part in plot), class_="plots"))
     return body
 
 
@@ -235,7 +235,7 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
                       value_text(_f(x.value("power_w")), "W"), value_text(_f(x.value("temperature_c")), "C"),
                       "!" if w.flags else "", ks))
     body.append(table(("t", "GPU", "SM MHz", "power", "temp", "", "kernels that ran since the previous sample"),
-                      srows, num_from=0))
+                      srows, num_from=0, text_cols=(6,)))
     if len(picks) < len(samples):
         body.append(note(f"{len(picks)} of {len(samples)} samples shown: flagged ones first, the rest evenly spaced"))
     return section(title, *body, id_="gpu-stats")
