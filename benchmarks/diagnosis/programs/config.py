@@ -1,0 +1,79 @@
+"""The whole-program defect suite in one table (issue 35, the "check" half: written before the verdict rules
+changed, not tuned on them).
+
+Each program is one file taking --variant defect|fixed (controls: control only), --steps N, --warmup N and
+--tiny. ``expected_rule``: the verdict rule id that should come first on the defect variant and be absent (or
+under 5%) on the fixed one; controls have none and should get no finding above 20%. ``ranks``: 1 for a plain
+process, or the torchrun world sizes the program runs at.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RULE_IDS = ("tensor-cores-unused", "unfused-elementwise", "pageable-copies", "host-input-stall", "sync-in-loop",
+            "launch-bound", "straggler-rank")
+CONTROL = "control"
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    file: str  # relative to this directory
+    category: str  # one of RULE_IDS, or CONTROL
+    expected_rule: str | None  # None for controls
+    ranks: int | tuple[int, ...]  # 1, or the torchrun --nproc-per-node values
+    note: str
+    half: str = "check"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return (CONTROL,) if self.category == CONTROL else ("defect", "fixed")
+
+    @property
+    def world_sizes(self) -> tuple[int, ...]:
+        return (self.ranks,) if isinstance(self.ranks, int) else tuple(self.ranks)
+
+    @property
+    def distributed(self) -> bool:
+        return not isinstance(self.ranks, int)
+
+
+def _p(name: str, category: str, note: str, ranks: int | tuple[int, ...] = 1) -> Program:
+    return Program(name, f"{name}.py", category, None if category == CONTROL else category, ranks, note)
+
+
+PROGRAMS: tuple[Program, ...] = (
+    _p("tc_mlp_train", "tensor-cores-unused",
+       "FP32 MLP training (4096 wide, batch 4096), TF32 off; fixed: set_float32_matmul_precision('high')"),
+    _p("tc_conv_infer", "tensor-cores-unused",
+       "FP32 conv net inference (32x256x56x56), cuDNN TF32 off; fixed: bf16 autocast + channels_last"),
+    _p("unfused_gelu_chain", "unfused-elementwise",
+       "FP32 bias+tanh-GELU+scale+residual, 11 kernels over 256 MB tensors; fixed: one Triton kernel"),
+    _p("unfused_layernorm_chain", "unfused-elementwise",
+       "bf16 hand-written layer norm + SiLU + residual, 12 kernels incl. 2 reductions; fixed: one Triton row kernel"),
+    _p("pageable_h2d_train", "pageable-copies",
+       "4 x 32 MB pageable host->device input copies per step, small bf16 MLP; fixed: pinned + side-stream prefetch"),
+    _p("pageable_d2h_infer", "pageable-copies",
+       "4 x 32 MB device->host .cpu() results per step; fixed: pinned buffers, side-stream copies overlapping compute"),
+    _p("host_augment_numpy", "host-input-stall",
+       "numpy crop/flip/normalise of 128 images per step before a small CNN; fixed: the same augmentation on the GPU"),
+    _p("host_features_thread", "host-input-stall",
+       "numpy log-mel features in the loop before a bf16 encoder forward; fixed: 8 prefetching threads"),
+    _p("sync_item_train", "sync-in-loop",
+       "loss.item() + NaN check after each of 8 micro-batches; fixed: summed on the GPU, read once a step"),
+    _p("sync_check_infer", "sync-in-loop",
+       "bf16 24-block forward, .item() overflow check + .cpu() stat per block; fixed: one copy after the forward"),
+    _p("launch_param_loop", "launch-bound",
+       "hand-written momentum SGD over 1000 64x64 tensors, 3000 tiny launches; fixed: 2 ops over flat buffers"),
+    _p("launch_decode_loop", "launch-bound",
+       "64-token greedy decode of a 512-wide bf16 model, batch 1, eager; fixed: one CUDA graph replay"),
+    _p("straggler_ddp", "straggler-rank",
+       "DDP MLP, last rank gets 2x the batch; fixed: the same samples split evenly", ranks=(2, 4)),
+    _p("straggler_allreduce", "straggler-rank",
+       "matmuls then a 128 MB all_reduce, last rank does 2x the matmuls; fixed: work split evenly", ranks=(2, 4)),
+    _p("control_bf16_train", CONTROL, "bf16 MLP training, three 8192x8192 layers, batch 8192: tensor-core GEMMs"),
+    _p("control_graphed_decode", CONTROL,
+       "CUDA-graphed 16-token decode, batch 64, 4096-wide bf16 model: weight streaming at memory speed"),
+)
+
+BY_NAME = {p.name: p for p in PROGRAMS}
