@@ -1,6 +1,11 @@
 """Calibrate kernelscope's diagnosis against the defect suite (needs a GPU, ncu and nvcc).
 
-    PYTHONPATH=src python benchmarks/diagnosis/calibrate.py --out OUT [--work DIR] [--cases a,b]
+    PYTHONPATH=src python benchmarks/diagnosis/calibrate.py --out OUT [--work DIR] [--half tuning|check|all]
+        [--cases a,b]
+
+--half picks the suite half (default tuning: the issue-14 cases; check: the issue-35 variants the
+rules were never tuned on; all: both, too long for one 10-minute GPU command); --cases a subset,
+which must lie in --half when both are given. The table scores each half apart.
 
 1. checks and times every case in this process: each variant's result against the torch
    reference and against the other variant, then CUDA-event medians of --repeats calls,
@@ -35,7 +40,7 @@ for p in (ROOT, ROOT / "src"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from benchmarks.diagnosis.suite.config import CASES, CASE_BY_NAME, CaseSpec  # noqa: E402
+from benchmarks.diagnosis.suite.config import CASE_BY_NAME, HALVES, CaseSpec, cases_of  # noqa: E402
 
 RUN_CASE = HERE / "suite" / "run_case.py"
 MAX_PACK_BYTES = 15 * 1024 * 1024  # what comes back from the GPU machine: 16 MiB per file
@@ -220,10 +225,31 @@ def write_outputs(cases: list[CaseSpec], work: Path, out: Path, timings: dict, s
     return rows
 
 
+def select_cases(cases_arg: str | None, half: str | None) -> list[CaseSpec]:
+    """The cases --cases and --half name (ValueError with the reason for an unknown case or a case of
+    another half); neither given: the tuning half, as before the suite had halves."""
+    if half is None and not cases_arg:
+        half = "tuning"
+    pool = list(cases_of(None if half in (None, "all") else half))
+    if not cases_arg:
+        return pool
+    names = [n.strip() for n in cases_arg.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CASE_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASE_BY_NAME)}")
+    in_pool = {c.name for c in pool}
+    other = [n for n in names if n not in in_pool]
+    if other:
+        raise ValueError(f"case(s) {', '.join(other)} not in the {half} half")
+    return [CASE_BY_NAME[n] for n in dict.fromkeys(names)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path, help="where the table and packed sessions go")
     ap.add_argument("--work", type=Path, default=Path("/tmp/ks_diagnosis"), help="raw sessions, reports, logs")
+    ap.add_argument("--half", choices=(*HALVES, "all"), default=None,
+                    help="suite half: tuning (default without --cases), check, or all")
     ap.add_argument("--cases", help=f"comma-separated subset of: {', '.join(CASE_BY_NAME)}")
     ap.add_argument("--repeats", type=int, default=30, help="timed repeats per variant (default 30)")
     ap.add_argument("--steps", type=int, default=3, help="steps inside the region in each recorded run (default 3)")
@@ -234,13 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--skip-counters", action="store_true", help="build the table from sessions already in --work")
     args = ap.parse_args(argv)
-    names = [n.strip() for n in args.cases.split(",")] if args.cases else [c.name for c in CASES]
-    unknown = [n for n in names if n not in CASE_BY_NAME]
-    if unknown:
-        print(f"calibrate: error: unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASE_BY_NAME)}.",
-              file=sys.stderr)
+    try:
+        cases = select_cases(args.cases, args.half)
+    except ValueError as e:
+        print(f"calibrate: error: {e}.", file=sys.stderr)
         return 2
-    cases = [CASE_BY_NAME[n] for n in names]
     import torch
 
     if not torch.cuda.is_available():
@@ -272,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
                 elapsed = time.perf_counter() - T0
                 expect = 1.5 * max(took) if took else 30.0
                 if elapsed + expect > args.budget_s:
-                    statuses[(spec.name, v)] = (f"skipped: time budget ({elapsed:.0f} s used, the next run would end "
-                                                f"past --budget-s {args.budget_s:.0f}); run it with --cases {spec.name}")
+                    statuses[(spec.name, v)] = (f"skipped: time budget ({elapsed:.0f} s used, the next run would "
+                                                f"end past --budget-s {args.budget_s:.0f}); run it with --cases "
+                                                f"{spec.name}")
                 else:
                     t = time.perf_counter()
                     _, statuses[(spec.name, v)] = record(spec, v, args.work, args.steps, args.ncu_timeout)

@@ -340,3 +340,189 @@ def _control_add(spec, variant, device, p):
     x, y = torch.randn(p["n"], device=device), torch.randn(p["n"], device=device)
     z = torch.empty_like(x)
     return Prepared(spec, variant, lambda: torch.add(x, y, out=z), lambda: z, lambda: x.double() + y.double())
+
+
+
+# ---------------------------------------------------------------- check half (issue 35)
+
+BUILDERS["tail_effect_w8"] = BUILDERS["tail_effect_w4"] = _tail_effect  # same kernel, other waves and warps
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@builder("uncoalesced_bf16_transpose")
+def _uncoalesced_transpose(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.triton_kernels import transpose_kernel
+
+    r, c, br, bc = p["rows"], p["cols"], p["br"], p["bc"]
+    x = torch.randn(r, c, device=device).to(torch.bfloat16)
+    y = torch.empty(c, r, device=device, dtype=torch.bfloat16)
+    gather = variant == DEFECT
+    grid = (_cdiv(r * c, br * bc),) if gather else (r // br, c // bc)
+
+    def run():
+        transpose_kernel[grid](x, y, r, c, BR=br, BC=bc, GATHER=gather)
+    return Prepared(spec, variant, run, lambda: y, lambda: x.t(), atol=0, rtol=0, info={"grid": grid})
+
+
+@builder("small_grid_rmsnorm")
+def _small_grid_rmsnorm(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.triton_kernels import rms_rows_kernel
+
+    rows, row, warps = p["rows"], p["row"], p["num_warps"]
+    x = torch.randn(rows, row, device=device).half()
+    y = torch.empty_like(x)
+    grid, per = ((p["programs"],), _cdiv(rows, p["programs"])) if variant == DEFECT else ((rows,), 1)
+
+    def run():
+        rms_rows_kernel[grid](x, y, rows, per, ROW=row, num_warps=warps)
+
+    def ref():
+        xd = x.double()
+        return xd / torch.sqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+    return Prepared(spec, variant, run, lambda: y, ref, atol=1e-2, rtol=1e-2,
+                    info={"grid": grid, "rows_per_program": per, "num_warps": warps})
+
+
+@builder("fma_matmul_fp32")
+@builder("fma_matmul_fp16_rect")
+def _fma_matmul_any(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.triton_kernels import matmul_any_kernel
+
+    m, n, k, dtype = p["m"], p["n"], p["k"], _DTYPES[p["dtype"]]
+    bm, bn, bk, warps = p["defect_tile" if variant == DEFECT else "fixed_tile"]
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    c = torch.empty(m, n, device=device, dtype=dtype)
+    grid = (m // bm, n // bn)
+
+    def run():
+        matmul_any_kernel[grid](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, USE_DOT=variant != DEFECT, num_warps=warps)
+    # |c| ~ sqrt(k); fp16 output and TF32 operands (the fp32 fix) both keep ~10 bits: the max error over millions
+    # of elements is a few units of sqrt(k) / 1024 (a wrong result is off by ~sqrt(k))
+    tol = 8 * math.sqrt(k) / 1024
+    return Prepared(spec, variant, run, lambda: c, lambda: a.double() @ b.double(), atol=tol, rtol=1e-2,
+                    info={"grid": grid, "tile": (bm, bn, bk), "num_warps": warps, "dtype": p["dtype"]})
+
+
+@builder("launch_bound_bf16")
+def _launch_bound_bf16(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.triton_kernels import axpb_kernel
+
+    chunks, chunk, block = p["chunks"], p["chunk"], p["block"]
+    x = torch.randn(chunks * chunk, device=device).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    pieces = [(x[i * chunk:(i + 1) * chunk], y[i * chunk:(i + 1) * chunk]) for i in range(chunks)]
+
+    def run():
+        if variant == DEFECT:
+            for xi, yi in pieces:
+                axpb_kernel[(_cdiv(chunk, block),)](xi, yi, chunk, BLOCK=block)
+        else:
+            axpb_kernel[(_cdiv(x.numel(), block),)](x, y, x.numel(), BLOCK=block)
+    return Prepared(spec, variant, run, lambda: y, lambda: x.double() * 0.5 + 1, atol=1e-2, rtol=1e-2,
+                    info={"launches_per_step": chunks if variant == DEFECT else 1})
+
+
+@builder("bank_conflicts_wide_tile")
+def _bank_conflicts_wide(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.cuda_build import call
+
+    r, c = p["rows"], p["cols"]
+    x = torch.randn(r, c, device=device)
+    y = torch.empty(c, r, device=device)
+    return Prepared(spec, variant, lambda: call("transpose_wide", _ptr(x), _ptr(y), r, c, int(variant != DEFECT)),
+                    lambda: y, lambda: x.t())
+
+
+@builder("local_memory_k16")
+def _local_memory_k16(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.cuda_build import call, constant
+
+    k, n, shift = constant("window_k"), p["n"], p["shift"]
+    x = torch.randn(k, n, device=device)
+    w = torch.randn(k, device=device)
+    y = torch.empty(n, device=device)
+    run = lambda: call("window_array", _ptr(x), _ptr(w), _ptr(y), n, shift, int(variant == DEFECT))  # noqa: E731
+    ref = lambda: (torch.roll(x, -shift, 0).double() * w.double()[:, None]).sum(0)  # noqa: E731
+    return Prepared(spec, variant, run, lambda: y, ref, atol=1e-4, rtol=1e-4)
+
+
+@builder("divergence_lane4")
+def _divergence_lane4(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.cuda_build import call
+
+    n, iters = p["n"], p["iters"]
+    x = torch.rand(n, device=device)
+    y = torch.empty_like(x)
+
+    def ref():
+        cls = torch.arange(n, device=device) % 4
+        c = torch.tensor([0.999, 1.001, 0.998, 1.002], device=device, dtype=torch.float64)[cls]
+        d = torch.tensor([0.001, -0.001, 0.002, -0.002], device=device, dtype=torch.float64)[cls]
+        a = x.double()
+        for _ in range(iters):
+            a = a * c + d
+        return a
+    run = lambda: call("divergence4", _ptr(x), _ptr(y), n, iters, int(variant != DEFECT))  # noqa: E731
+    return Prepared(spec, variant, run, lambda: y, ref, atol=1e-4, rtol=1e-4)
+
+
+@builder("occupancy_smem_256")
+def _occupancy_smem_256(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.cuda_build import call
+
+    n, t, reps, threads = p["n"], p["table"], p["reps"], p["threads"]
+    x = torch.rand(n, device=device)
+    table = 1 + 1e-3 * torch.randn(t, device=device)
+    y = torch.empty_like(x)
+    smem = p["defect_smem"] if variant == DEFECT else 4 * t
+    run = lambda: call("smem_chain_threads", _ptr(x), _ptr(table), _ptr(y), n, t, reps, smem, threads)  # noqa: E731
+    return Prepared(spec, variant, run, lambda: y, lambda: _chain_reference(x, table, reps), atol=1e-4, rtol=1e-4,
+                    info={"dynamic_shared_memory_bytes": smem, "threads_per_block": threads})
+
+
+def _chase_reference(nxt: torch.Tensor, w: torch.Tensor, threads: int, rows: int, hops: int) -> torch.Tensor:
+    """Per thread: sum over hops h of (row & 255) * w[h % len(w)], row following nxt from (thread // 32) % rows."""
+    row = ((torch.arange(threads // 32, device=nxt.device) % rows)).long()
+    acc = torch.zeros(threads // 32, dtype=torch.float64, device=nxt.device)
+    wd, nl = w.double(), nxt.long()
+    for h in range(hops):
+        acc += (row & 255).double() * wd[h % len(w)]
+        row = nl[row]
+    return acc.repeat_interleave(32)
+
+
+@builder("occupancy_regs_hot")
+def _occupancy_regs_hot(spec, variant, device, p):
+    from benchmarks.diagnosis.suite.cuda_build import call, constant
+
+    threads, rows, hops, nw = p["threads"], p["rows"], p["hops"], constant("chase_w")
+    nxt = torch.randperm(rows, device=device).to(torch.int32)
+    w = 1 + 1e-2 * torch.randn(nw, device=device)
+    y = torch.empty(threads, device=device)
+    run = lambda: call("chase", _ptr(nxt), _ptr(w), _ptr(y), threads, rows, hops, int(variant == DEFECT))  # noqa: E731
+    return Prepared(spec, variant, run, lambda: y, lambda: _chase_reference(nxt, w, threads, rows, hops),
+                    atol=1e-2, rtol=1e-4, info={"weights": "registers" if variant == DEFECT else "shared memory"})
+
+
+@builder("control_gemm_bf16")
+def _control_gemm_bf16(spec, variant, device, p):
+    a = torch.randn(p["m"], p["k"], device=device).to(torch.bfloat16)
+    b = torch.randn(p["k"], p["n"], device=device).to(torch.bfloat16)
+    c = torch.empty(p["m"], p["n"], device=device, dtype=torch.bfloat16)
+    assert variant == CONTROL
+    # bf16 output (8 significant bits) of sums of k products of unit normals: |c| ~ sqrt(k)
+    return Prepared(spec, variant, lambda: torch.matmul(a, b, out=c), lambda: c, lambda: a.float() @ b.float(),
+                    atol=4 * math.sqrt(p["k"]) / 128, rtol=2e-2)
+
+
+@builder("control_softmax")
+def _control_softmax(spec, variant, device, p):
+    x = torch.randn(p["rows"], p["cols"], device=device).half()
+    out: dict[str, torch.Tensor] = {}
+    assert variant == CONTROL
+
+    def run():
+        out["y"] = torch.softmax(x, dim=-1)
+    return Prepared(spec, variant, run, lambda: out["y"], lambda: torch.softmax(x.double(), dim=-1),
+                    atol=1e-3, rtol=1e-2)

@@ -56,11 +56,14 @@ def build_library(arch: str) -> Path:
 @lru_cache(maxsize=None)
 def load_library(arch: str) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build_library(arch)))
-    P, I, V = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
-    F = ctypes.POINTER(ctypes.c_float)
+    P, I, V = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p  # noqa: E741
     sigs = {"transpose": [P, P, I, I, V], "local_array": [P, P, P, I, I, I, V], "divergence": [P, P, I, I, I, V],
             "smem_chain": [P, P, P, I, I, I, I, V], "reg_chain": [P, P, P, I, I, I, V],
-            "reg_table_len": [], "local_k": []}
+            "reg_table_len": [], "local_k": [],
+            # check half (issue 35)
+            "transpose_wide": [P, P, I, I, I, V], "window_array": [P, P, P, I, I, I, V],
+            "divergence4": [P, P, I, I, I, V], "smem_chain_threads": [P, P, P, I, I, I, I, I, V],
+            "chase": [P, P, P, I, I, I, I, V], "window_k": [], "chase_w": []}
     for name, args in sigs.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ctypes.c_int
