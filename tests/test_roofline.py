@@ -52,7 +52,7 @@ def render(panel) -> str:
     ("counters_h100_cuda", "copy_coalesced", MEMORY, "L2"),
     ("counters_h100_cuda", "transpose_smem", LATENCY, None),  # memory 59.1%, SM 22.2%, occupancy 90%
     ("counters_h100_cuda", "wmma_gemm", MEMORY, "L1/TEX"),  # L1 97.6%, DRAM 1.5%
-    ("session_h100_counters", "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", COMPUTE, "SM"),
+    ("session_h100_counters", "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", COMPUTE, "tensor pipe"),
     ("session_h100_counters", "matmul_kernel", MEMORY, "L2"),
     ("session_h100_counters", "unrolled_elementwise_kernel", LATENCY, None),
 ])

@@ -6,7 +6,8 @@ import pytest
 from conftest import DATA, run_cli
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.rules.base import NO_COUNTERS
-from kernelscope.analyze.verdict import TOP_GAINS, TOP_KERNELS, session_verdict
+from kernelscope.analyze.recommend import TIMELINE_RULES
+from kernelscope.analyze.verdict import KERNEL_GAIN_FORMULA, TOP_KERNELS, session_verdict
 from kernelscope.model import Session
 
 COUNTERS = DATA / "session_h100_counters.json.gz"
@@ -43,13 +44,22 @@ def test_time_by_kind_and_region_sum_what_was_recorded(recorded):
     assert sum(regions.values()) == v.kernel_time_ns  # innermost region: nothing counted twice
 
 
-def test_gains_are_the_analysis_ranking(recorded):
+def test_kernel_findings_are_the_analysis_ranking_as_shares_of_wall_time(recorded):
     _, a, v = recorded
-    ranked = [r for r in a.ranked if r.session_gain_pct is not None and r.gain_pct is not None][:TOP_GAINS]
+    ranked = [r for r in a.ranked if r.session_gain_pct is not None and r.gain_pct is not None
+              and r.finding.rule_id not in TIMELINE_RULES]
     assert ranked, "the recorded counter session has estimated findings"
-    assert [(g.session_gain_pct, g.gain_pct) for g in v.gains] == [(r.session_gain_pct, r.gain_pct) for r in ranked]
-    assert v.gains[0].session_gain_pct >= v.gains[-1].session_gain_pct
-    assert v.unranked == len(a.ranked) - len(ranked)
+    (b,) = v.breakdown.ranks
+    busy = b.ns("kernels") / b.wall_ns
+    kernel = [f for f in v.findings if f.scope == "kernel"]
+    # every kernel finding is one of the analysis's, its gain in wall time by the named formula
+    by_key = {(r.finding.rule_id, r.gain_pct): r for r in ranked}
+    for f in kernel:
+        r = by_key[(f.rule, f.kernel_gain_pct)]
+        assert f.gain_pct == pytest.approx(r.session_gain_pct * busy)
+        assert f.gain_formula.startswith(KERNEL_GAIN_FORMULA)
+    assert [f.gain_pct for f in v.findings] == sorted((f.gain_pct for f in v.findings), reverse=True)
+    assert v.unranked == len([r for r in a.ranked if r.session_gain_pct is None or r.gain_pct is None])
 
 
 def test_what_was_not_measured_names_the_kernels_without_counters(recorded):

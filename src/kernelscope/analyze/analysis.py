@@ -266,6 +266,16 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
         return (
             f"{head}; first fix: {top.finding.title or top.finding.rule_id}{who}, about {top.gain_pct:.0f}% of its time"
         )
+    # estimates that are not gains of the kernel (NVIDIA's local or unconfirmed ones) are named, never called
+    # "little left": the verdict must not contradict the recommendations listed under it
+    other = [r for r in recs.recommendations if r.gain_pct is None and (r.local_pct or r.vendor_pct or 0) >=
+             VERDICT_MIN_GAIN_PCT]
+    if other:
+        top = max(other, key=lambda r: r.local_pct or r.vendor_pct or 0.0)
+        est = top.local_pct if top.local_pct is not None else top.vendor_pct
+        kind = "of one unit's work, not of the kernel" if top.local_pct is not None else "not confirmed by kernelscope"
+        return (f"{head}; no kernel-wide estimate of {VERDICT_MIN_GAIN_PCT:.0f}% or more; NVIDIA's "
+                f"{top.finding.title or top.finding.rule_id} estimates {est:.0f}% ({kind})")
     return f"{head}; no finding predicts {VERDICT_MIN_GAIN_PCT:.0f}% or more: little left to gain here"
 
 

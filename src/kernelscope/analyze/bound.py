@@ -3,7 +3,8 @@
 Order of the tests (thresholds in analyze.thresholds):
 1. launch-bound (timeline): short kernel, and the GPU idled before its launches
    at least as long as it ran (gaps shorter than a host wait);
-2. from the counter pass (ncu's speed-of-light %): memory-bound or
+2. from the counter pass (ncu's speed-of-light %): compute-bound on the tensor
+   pipe when it is the busiest unit at SOL_BOUND_PCT or more; else memory-bound or
    compute-bound when that unit is at SOL_BOUND_PCT or more, the larger wins;
 3. below that everywhere: occupancy-limited when theoretical or achieved
    occupancy is under OCCUPANCY_LIMITED_PCT, latency-bound otherwise.
@@ -73,6 +74,13 @@ def from_counters(x: Launch) -> Bound:
         return Bound(UNKNOWN, "", f"the counter pass lacks {', '.join(missing)}", ())
     ev: list[tuple[str, Any]] = [(sm[1], sm[0]), (mem[1], mem[0])]
     cut = th.SOL_BOUND_PCT
+    tensor = _pct(x, "tensor_pipe_pct")
+    if tensor is not None and tensor[0] >= cut and tensor[0] >= mem[0] and tensor[0] > sm[0]:
+        # ncu's SM throughput does not count the tensor pipe fully: a GEMM whose tensor pipe is the busiest unit is
+        # compute-bound on it, whatever the L1 traffic of feeding it reads
+        ev.append((tensor[1], tensor[0]))
+        return Bound(COMPUTE, "counters", f"tensor pipe {tensor[0]:.1f}% of peak >= {cut:.0f}% and at or above "
+                     f"memory {mem[0]:.1f}%", tuple(ev), "tensor pipe")
     if max(sm[0], mem[0]) >= cut:
         if mem[0] >= sm[0]:
             level = busiest_memory_level(x)

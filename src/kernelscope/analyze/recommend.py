@@ -23,7 +23,7 @@ A rule that cannot run says why (NotEvaluated); none is silently skipped.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
@@ -114,10 +114,31 @@ def gain_basis(f: Finding) -> str:
     return r.gain_formula if r else "not estimated"
 
 
+# Rules that name a symptom rather than a cause, most generic last: on equal gains (to 0.1 point) a specific cause
+# ranks first, and the dominant stall explains the finding it comes with rather than competing with it.
+GENERIC_RULES: dict[str, int] = {"occupancy-limit": 1, "dominant-stall": 2}
+
+
 def rank_key(r: Recommendation) -> tuple:
     tier = 0 if r.gain_pct is not None else 1 if (r.local_pct is not None or r.vendor_pct is not None) else 2
-    return (tier, -(r.gain_pct or r.local_pct or r.vendor_pct or 0.0), r.source != "kernelscope", r.finding.rule_id,
-            r.finding.title)
+    return (tier, -round(r.gain_pct or r.local_pct or r.vendor_pct or 0.0, 1),
+            GENERIC_RULES.get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
+            r.finding.rule_id, r.finding.title)
+
+
+def _stall_explains(recs: list[Recommendation]) -> list[Recommendation]:
+    """The dominant stall is why a kernel waits, not a fix of its own: when another finding with a gain is there, it
+    is folded into the best of them (kept in ``merged``)."""
+    stall = [r for r in recs if r.source == "kernelscope" and r.finding.rule_id == "dominant-stall"]
+    others = [r for r in recs if r not in stall and r.gain_pct is not None]
+    if not stall or not others:
+        return recs
+    top = others[0]
+    kept = [r for r in recs if r not in stall]
+    i = kept.index(top)
+    kept[i] = replace(top, merged=top.merged + ("dominant-stall",) + sum((r.merged for r in stall), ()),
+                      ncu_estimates=top.ncu_estimates + sum((r.ncu_estimates for r in stall), ()))
+    return kept
 
 
 def launch_cycle_share(ctx: RuleContext) -> float | None:
@@ -214,6 +235,7 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
                                    None if gain is None else gain * share, ncu_estimates=ncu,
                                    merged=tuple(merged.get(rid, ()))))
     recs.sort(key=rank_key)
+    recs = _stall_explains(recs)
     return KernelRecommendations(ctx.kernel.name, tuple(recs), tuple(skipped), len(RULES) - len(skipped))
 
 

@@ -84,5 +84,6 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     analysis = analyze_session(session, ceilings, summary)
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
+    ranks = ranks_report(session)
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
-                  session_verdict(session, analysis), ranks_report(session), memory_report(session))
+                  session_verdict(session, analysis, ranks), ranks, memory_report(session))

@@ -140,3 +140,8 @@ SPREAD_IQR_MIN_LAUNCHES = 4
 # than this share of all kernel time: a 0.1% tail effect on a tiny kernel is
 # true but not where an author should look first (each kernel's panel still lists it).
 SESSION_LIST_MIN_GAIN_PCT = 0.5
+
+# A kernel that is not compute-bound is still a SIMT matmul when at least this share of its warp instructions issue
+# on the FMA pipe (with the operand reuse above): a matmul reading its operands from global memory issues about one
+# FMA per two loads plus address arithmetic (a third of its instructions), a copy or stencil almost none.
+FMA_MATMUL_MIN_FMA_SHARE = 0.2

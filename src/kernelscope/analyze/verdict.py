@@ -1,18 +1,37 @@
-"""The session's verdict, the first thing `show` says: where the GPU time goes, what to fix first, and
-what was not measured. Plain data, every number taken from the session analysis or the recorded
-durations it sums; nothing is estimated here that the analysis did not estimate.
+"""The session's verdict, the first thing `show` says: where the wall time goes (analyze/breakdown.py), what
+to fix first, and what was not measured. Plain data, every number taken from the session analysis or the
+recorded durations it sums.
+
+Findings come from the program rules (analyze/program_rules.py: host syncs, launch overhead, copies, host
+stalls, FP32 matmuls, unfused chains, stragglers) and the kernel rules (analyze/recommend.py), in one list
+ranked by gain as a share of wall time. A kernel finding's gain becomes a share of wall time by
+KERNEL_GAIN_FORMULA. Communication kernels get communication findings only; a generic symptom (GENERIC_RULES)
+that another finding on the same kernel explains is folded into it; the kernel rules about the launch cycle
+give way to the program rules that see the whole run. Gains that claim the same time (one breakdown
+category) are combined, never summed (COMBINED_FORMULA).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from typing import Any
+
+from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.kernel_table import SessionSummary
+from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
+from kernelscope.analyze.ranks import RanksReport
+from kernelscope.analyze.recommend import TIMELINE_RULES
 from kernelscope.model import Session
 
 TOP_KERNELS = 3  # kernels named in "by kernel"; the rest are summed as one share
-TOP_GAINS = 3  # the largest estimated gains across the session
+TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every one)
+GENERIC_RULES = ("dominant-stall",)  # symptoms: explained by a specific finding on the same kernel
+KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all kernel time x kernel time's share of "
+                       "the window's wall time (breakdown, mean over ranks)")
+COMBINED_FORMULA = ("per breakdown category 1 - product(1 - gain) over its findings, capped at the category's share; "
+                    "categories (disjoint time) added")
 NO_REGION = "(no region)"
 SHARE_FORMULA = "time / sum of all kernel durations"
 
@@ -26,12 +45,29 @@ class TimeShare:
 
 
 @dataclass(frozen=True)
-class Gain:
-    kernel: str  # label as in the kernel table
-    rule: str  # the finding's title (or rule id)
-    source: str  # "kernelscope" | "ncu-rule"
-    gain_pct: float  # % of this kernel's time
-    session_gain_pct: float  # % of all kernel time (recommend.SESSION_GAIN_FORMULA)
+class Finding:
+    """One line of the verdict: a program finding or a kernel finding, its gain a share of wall time."""
+
+    rule: str  # rule id (program_rules / analyze.rules) or NVIDIA's rule name
+    category: str  # the breakdown category whose time it gives back (analyze/breakdown.CATEGORIES)
+    title: str
+    kernel: str | None  # label as in the kernel table; None for program findings about no one kernel
+    gain_pct: float  # % of the window's wall time
+    gain_formula: str
+    evidence: tuple[tuple[str, Any], ...]
+    fix: str
+    message: str = ""
+    source: str = "kernelscope"  # "kernelscope" | "ncu-rule"
+    scope: str = "program"  # "program" | "kernel"
+    rank: int | None = None
+    kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
+    explains: tuple[str, ...] = ()  # generic findings folded into this one
+
+
+@dataclass(frozen=True)
+class RuleNotEvaluated:
+    rule: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -51,9 +87,17 @@ class SessionVerdict:
     by_kind_missing: str | None  # why there is no split by kind (no timeline: counter-pass-only session)
     by_region: tuple[TimeShare, ...]  # kernel time by innermost region (largest TOP_KERNELS, then the rest
     #                                   as one); empty when no launch has one
-    gains: tuple[Gain, ...]  # at most TOP_GAINS, largest session gain first
+    findings: tuple[Finding, ...]  # every finding with a gain, largest first
     unranked: int  # findings with no kernel-time estimate (shown in the kernels' panels, not ranked here)
     not_measured: tuple[NotMeasured, ...]
+    breakdown: bd.Breakdown = bd.Breakdown(())
+    not_evaluated: tuple[RuleNotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
+    combined_gain_pct: float | None = None  # COMBINED_FORMULA over findings
+    combined_formula: str = COMBINED_FORMULA
+
+    @property
+    def gains(self) -> tuple[Finding, ...]:
+        return self.findings[:TOP_GAINS]
 
 
 def _shares(totals: dict[str, tuple[int, int]], whole: int) -> tuple[TimeShare, ...]:
@@ -108,12 +152,84 @@ def _by_region(session: Session, whole: int) -> tuple[TimeShare, ...]:
                                            sum(r.count for r in rest)),)
 
 
-def _gains(analysis: SessionAnalysis) -> tuple[tuple[Gain, ...], int]:
+def _kernels_share_of_wall(b: bd.Breakdown) -> float | None:
+    shares = [r.ns(bd.KERNELS) / r.wall_ns for r in b.ranks if r.wall_ns > 0]
+    return sum(shares) / len(shares) if shares else None
+
+
+def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[Finding], int]:
+    """The kernel rules' findings with a gain, as shares of wall time; communication kernels and the launch-cycle
+    rules left out (module docstring); generic symptoms folded into a specific finding on the same kernel."""
     labels = {k.kernel.name: k.kernel.label for k in analysis.kernels}
+    busy = _kernels_share_of_wall(b)
+    program = bool(b.ranks)
     ranked = [r for r in analysis.ranked if r.session_gain_pct is not None and r.gain_pct is not None]
-    gains = tuple(Gain(labels.get(r.kernel, r.short_name), r.finding.title or r.finding.rule_id, r.source,
-                       r.gain_pct, r.session_gain_pct) for r in ranked[:TOP_GAINS])
-    return gains, len(analysis.ranked) - len(ranked)
+    unranked = len(analysis.ranked) - len(ranked)
+    by_kernel: dict[str, list] = defaultdict(list)
+    for r in ranked:
+        if bd.COMM_KERNEL_RE.search(r.kernel) or (program and r.finding.rule_id in TIMELINE_RULES):
+            continue
+        by_kernel[r.kernel].append(r)
+    out: list[Finding] = []
+    for kernel, recs in by_kernel.items():
+        specific = [r for r in recs if r.finding.rule_id not in GENERIC_RULES]
+        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in GENERIC_RULES) if specific else ()
+        for i, r in enumerate(specific or recs):
+            gain = r.session_gain_pct
+            formula = KERNEL_GAIN_FORMULA if busy is not None else "gain % of the kernel's time x its share of all " \
+                "kernel time (no breakdown of wall time)"
+            if busy is not None:
+                gain *= busy
+            f = r.finding
+            out.append(Finding(
+                f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,
+                f"{formula}; kernel gain: {r.gain_basis}", f.evidence, f.message, f.message, r.source, "kernel", None,
+                r.gain_pct, folded if i == 0 else ()))
+    return out, unranked
+
+
+def _combined(findings: list[Finding], b: bd.Breakdown) -> float | None:
+    if not findings:
+        return None
+    cap = {c: max((r.ns(c) / r.wall_ns * 100 for r in b.ranks if r.wall_ns), default=100.0) for c in bd.CATEGORIES}
+    by_cat: dict[str, float] = defaultdict(lambda: 1.0)
+    for f in findings:
+        by_cat[f.category] *= 1 - min(100.0, f.gain_pct) / 100
+    total = sum(min(100 * (1 - keep), cap.get(c, 100.0) if b.ranks else 100.0) for c, keep in by_cat.items())
+    return min(100.0, total)
+
+
+def _one_per_rule(found: list) -> list:
+    """Several ranks with the same program finding: one finding, the largest, naming every rank's gain."""
+    by_rule: dict[str, list] = defaultdict(list)
+    for f in found:
+        by_rule[f.rule].append(f)
+    out = []
+    for fs in by_rule.values():
+        top = max(fs, key=lambda f: f.gain_pct)
+        if len(fs) > 1:
+            per = ", ".join(f"rank {f.rank}: {f.gain_pct:.1f}%" for f in sorted(fs, key=lambda f: f.rank or 0))
+            top = replace(top, evidence=top.evidence + (("ranks with this finding (gain % of wall)", per),),
+                          rank=None)
+        out.append(top)
+    return out
+
+
+def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None
+              ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated]]:
+    b, gaps, acts = bd.breakdown(session, ranks.collectives if ranks is not None else None)
+    cc = session.device.compute_capability if session.device is not None else None
+    ctx = ProgramContext(session, b, gaps, acts, ranks, tuple(cc) if cc else None)
+    found, skipped = run_program_rules(ctx) if b.ranks else ([], [])
+    not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
+    if not b.ranks:
+        not_eval += [RuleNotEvaluated(r.rule, b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
+    program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
+                       f.message, "kernelscope", "program", f.rank) for f in _one_per_rule(found)]
+    kernel, unranked = _kernel_findings(analysis, b)
+    every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
+                                                   f.rule in GENERIC_RULES, f.rule, f.kernel or ""))
+    return b, every, unranked, not_eval
 
 
 def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasured, ...]:
@@ -138,9 +254,9 @@ def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasu
     return tuple(out)
 
 
-def session_verdict(session: Session, analysis: SessionAnalysis) -> SessionVerdict:
+def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None = None) -> SessionVerdict:
     summary = analysis.summary
-    gains, unranked = _gains(analysis)
+    b, findings, unranked, not_eval = _findings(session, analysis, ranks)
     return SessionVerdict(
         summary.total_kernel_ns,
         summary.launch_count,
@@ -149,7 +265,10 @@ def session_verdict(session: Session, analysis: SessionAnalysis) -> SessionVerdi
         _by_kind(session, analysis),
         analysis.timeline.missing_reason,
         _by_region(session, summary.total_kernel_ns),
-        gains,
+        tuple(findings),
         unranked,
         _not_measured(session, analysis),
+        b,
+        tuple(not_eval),
+        _combined(findings, b),
     )

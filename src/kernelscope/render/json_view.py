@@ -88,6 +88,35 @@ def timeline_json(tl: Timeline, limit: int) -> dict[str, Any]:
             **({"barriers": [vars(b) for b in tl.barriers]} if tl.barriers else {})}
 
 
+def _plain(v: Any) -> Any:
+    return v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
+
+
+def verdict_json(v: Any) -> dict[str, Any] | None:
+    """The verdict as `show --json` writes it: the wall-time breakdown, then every finding best first."""
+    if v is None:
+        return None
+    return {
+        "breakdown": {
+            "formula": v.breakdown.formula, "missing_reason": v.breakdown.missing_reason,
+            "ranks": [{"rank": r.rank, "window_start_ns": r.window_start_ns, "window_end_ns": r.window_end_ns,
+                       "wall_ns": r.wall_ns, "window": r.window_basis, "steps": r.steps,
+                       "median_step_ns": r.median_step_ns,
+                       "categories": [{"category": s.category, "ns": s.total_ns, "share_pct": round(100 * s.share, 3),
+                                       "count": s.count} for s in r.shares],
+                       "sync_calls": dict(r.sync_calls)} for r in v.breakdown.ranks]},
+        "findings": [{"rule": f.rule, "category": f.category, "title": f.title, "kernel": f.kernel,
+                      "gain_pct": round(f.gain_pct, 3), "gain_formula": f.gain_formula,
+                      "evidence": [[str(k), _plain(x)] for k, x in f.evidence], "fix": f.fix, "message": f.message,
+                      "source": f.source, "scope": f.scope, "rank": f.rank,
+                      "kernel_gain_pct": f.kernel_gain_pct, "explains": list(f.explains)} for f in v.findings],
+        "combined_gain_pct": None if v.combined_gain_pct is None else round(v.combined_gain_pct, 3),
+        "combined_formula": v.combined_formula,
+        "not_evaluated": [{"rule": n.rule, "reason": n.reason} for n in v.not_evaluated],
+        "not_measured": [{"what": n.what, "reason": n.reason, "kernels": n.kernels} for n in v.not_measured],
+    }
+
+
 def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, Any]:
     """The document of `show --json`: the report's kernels (the --kernel matches, else every kernel)."""
     session, summary = report.session, report.summary
@@ -113,6 +142,7 @@ def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, An
         "gpu_samples": [x.to_dict() for x in session.samples],
         "total_kernel_ns": summary.total_kernel_ns,
         "launch_count": summary.launch_count,
+        "verdict": verdict_json(report.verdict),
         "kernels": [_kernel(k) for k in report.kernels],
         **({} if timeline_limit is None else {"timeline": timeline_json(report.analysis.timeline, timeline_limit)}),
     }

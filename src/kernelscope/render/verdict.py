@@ -1,5 +1,6 @@
-"""The session verdict panel (analyze/verdict.py's data): where the time goes, the largest estimated
-gains across the session, and what was not measured. `show` draws it right after the header.
+"""The session verdict panel (analyze/verdict.py's data): where the wall time goes (per rank), the findings
+ranked by their gain in wall time, what no rule could evaluate and what was not measured. `show` draws it right
+after the header.
 Strings from the session come made plain (render/text.display_copy) and go into markup as they are;
 each name gets its own row, so none is split across lines."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.verdict import SessionVerdict, TimeShare
 from kernelscope.render.fmt import duration
 
@@ -25,9 +27,39 @@ def time_line(v: SessionVerdict) -> str:
     return f"{duration(v.kernel_time_ns)} of kernel time in {v.launches:,} launches of {v.kernel_count} kernels"
 
 
-def gain_text(gain) -> str:
-    who = "" if gain.source == "kernelscope" else " (NVIDIA's rule)"
-    return f"{gain.kernel}: {gain.rule}{who}, about {gain.gain_pct:.0f}% of its time"
+def gain_text(f) -> str:
+    """A finding in one line: what, where, and (kernel findings) its gain in the kernel's own time."""
+    who = "" if f.source == "kernelscope" else " (NVIDIA's rule)"
+    where = f"{f.kernel}: " if f.kernel and f.scope == "kernel" else ""
+    own = f", about {f.kernel_gain_pct:.0f}% of its time" if f.kernel_gain_pct is not None else ""
+    rank = f" [rank {f.rank}]" if f.rank is not None and f.scope == "program" and f.rule != "straggler-rank" else ""
+    return f"{where}{f.title}{who}{own}{rank}"
+
+
+def fix_text(f) -> str:
+    return f"fix: {f.fix}" if f.fix and f.scope == "program" else ""
+
+
+def breakdown_rows(v: SessionVerdict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Header and rows of the wall-time breakdown: one row per category any rank spent time in, one column per
+    rank (share of its window's wall time)."""
+    ranks = v.breakdown.ranks
+    head = ("where the wall time goes",) + tuple(f"rank {r.rank}" if len(ranks) > 1 else "share" for r in ranks)
+    rows = []
+    for c in bd.CATEGORIES:
+        if any(r.ns(c) for r in ranks):
+            label = ("GPU idle: " + c) if c in bd.IDLE else c
+            rows.append((label,) + tuple(pct(r.ns(c) / r.wall_ns if r.wall_ns else None) for r in ranks))
+    return head, rows
+
+
+def window_text(v: SessionVerdict) -> str:
+    out = []
+    for r in v.breakdown.ranks:
+        who = f"rank {r.rank}: " if len(v.breakdown.ranks) > 1 else ""
+        step = f", median step {duration(r.median_step_ns)}" if r.median_step_ns else ""
+        out.append(f"{who}{duration(r.wall_ns)} of wall time, {r.window_basis}{step}")
+    return "; ".join(out)
 
 
 def unranked_text(v: SessionVerdict) -> str:
@@ -38,7 +70,7 @@ def unranked_text(v: SessionVerdict) -> str:
 
 def no_gain_text(v: SessionVerdict) -> str:
     counters = any(n.kernels for n in v.not_measured)
-    return "Largest gains: no finding estimates a gain in kernel time" + (
+    return "Findings: no rule estimates a gain in wall time" + (
         " (some kernels lack counters: see below)" if counters else "")
 
 
@@ -47,7 +79,14 @@ def not_measured_text(n) -> str:
     return f"{n.what}{who}: {n.reason}"
 
 
-GAINS_TITLE = "Largest gains: estimated share of all kernel time (the kernel's gain x its share of kernel time)"
+GAINS_TITLE = "Findings, largest estimated gain first (share of the window's wall time)"
+
+
+def combined_text(v: SessionVerdict) -> str:
+    if v.combined_gain_pct is None or len(v.findings) < 2:
+        return ""
+    return (f"together at most {v.combined_gain_pct:.1f}% of the wall time: gains that claim the same time are "
+            "combined, not added")
 
 
 def _rows(t: Table, label: str, rows: Sequence[TimeShare], names: dict[str, str] | None = None) -> None:
@@ -64,9 +103,12 @@ class VerdictPanel:
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold", no_wrap=True)
         head.add_column(overflow="fold")
+        if v.breakdown.ranks:
+            head.add_row("Window", window_text(v))
         head.add_row("Time", time_line(v))
         if not v.by_kind and v.by_kind_missing:
             head.add_row("  by kind", f"N/A: {v.by_kind_missing}")
+        parts: list = [head, *_breakdown_table(v)]
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold", no_wrap=True)
         t.add_column(justify="right", no_wrap=True)
@@ -75,29 +117,53 @@ class VerdictPanel:
         _rows(t, "  by kind", v.by_kind, KIND_NAMES)  # GPU time of kernels, copies, memsets
         _rows(t, "  by kernel", v.by_kernel)
         _rows(t, "  by region", v.by_region)
-        parts: list = [head, t]
-        g = Table.grid(padding=(0, 2))
-        g.add_column(style="bold", no_wrap=True)
-        g.add_column(justify="right", no_wrap=True)
-        g.add_column(overflow="fold")
-        unranked = unranked_text(v)
-        if v.gains:
-            parts.append(Text(GAINS_TITLE, style="bold"))
-            for i, gain in enumerate(v.gains, 1):
-                g.add_row(f"  {i}.", f"{gain.session_gain_pct:.1f}%", gain_text(gain))
-            if unranked:
-                g.add_row("", "", f"[dim]{unranked}[/]")
-            parts.append(g)
-        else:
-            parts.append(Text(no_gain_text(v), style="bold"))
-            if unranked:
-                parts.append(Text(f"  {unranked}", style="dim"))
-        if v.not_measured:
-            parts.append(Text("Not measured", style="bold"))
-            nm = Table.grid(padding=(0, 1))
-            nm.add_column(no_wrap=True)
-            nm.add_column(overflow="fold")
-            for n in v.not_measured:
-                nm.add_row("", not_measured_text(n))
-            parts.append(nm)
+        parts.append(t)
+        parts += _findings(v)
+        parts += _listed("Not evaluated", [f"{n.rule}: {n.reason}" for n in v.not_evaluated])
+        parts += _listed("Not measured", [not_measured_text(n) for n in v.not_measured])
         yield Panel(Group(*parts), title="Verdict", title_align="left")
+
+
+def _breakdown_table(v: SessionVerdict) -> list:
+    if not v.breakdown.ranks:
+        return []
+    cols, rows = breakdown_rows(v)
+    b = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False)
+    b.add_column(cols[0], style="bold", overflow="fold", min_width=12)
+    for c in cols[1:]:
+        b.add_column(c, justify="right", no_wrap=True)
+    for row in rows:
+        b.add_row(*row)
+    return [b]
+
+
+def _findings(v: SessionVerdict) -> list:
+    unranked = unranked_text(v)
+    if not v.gains:
+        return [Text(no_gain_text(v), style="bold")] + ([Text(f"  {unranked}", style="dim")] if unranked else [])
+    g = Table.grid(padding=(0, 2))
+    g.add_column(style="bold", no_wrap=True)
+    g.add_column(justify="right", no_wrap=True)
+    g.add_column(overflow="fold")
+    for i, f in enumerate(v.gains, 1):
+        g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", gain_text(f))
+        if fix_text(f):
+            g.add_row("", "", f"[dim]{fix_text(f)}[/]")
+    more = len(v.findings) - len(v.gains)
+    notes = [f"{more} smaller finding{'s' if more != 1 else ''}: show --json lists every one" if more > 0 else "",
+             combined_text(v), unranked]
+    for n in notes:
+        if n:
+            g.add_row("", "", f"[dim]{n}[/]")
+    return [Text(GAINS_TITLE, style="bold"), g]
+
+
+def _listed(title: str, lines: list[str]) -> list:
+    if not lines:
+        return []
+    t = Table.grid(padding=(0, 1))
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    for line in lines:
+        t.add_row("", line)
+    return [Text(title, style="bold"), t]

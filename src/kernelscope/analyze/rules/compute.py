@@ -72,7 +72,13 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     if mm is None or tensor is None:
         return NotEvaluated(fma_instead_of_tensor.rule_id, "the report lacks MMA instruction counts or tensor pipe "
                             "utilization")
-    if mm or tensor[0] >= th.FMA_MATMUL_MAX_TENSOR_PIPE_PCT or ctx.bound.bound != COMPUTE:
+    if mm or tensor[0] >= th.FMA_MATMUL_MAX_TENSOR_PIPE_PCT:
+        return None
+    fma, inst = raw(x, "sm__inst_executed_pipe_fma.sum"), value(x, "instructions_executed")
+    fma_share = fma / inst[0] if fma is not None and inst is not None and inst[0] > 0 else None
+    # a SIMT matmul is compute-bound when it tiles its operands, and memory- or latency-bound on cache traffic when
+    # it reads them from global memory: there its FMA share of the instructions tells it from other cache-bound code
+    if ctx.bound.bound != COMPUTE and (fma_share is None or fma_share < th.FMA_MATMUL_MIN_FMA_SHARE):
         return None
     loads, dram_read = value(x, "global_load_sectors"), value(x, "dram_bytes_read")
     if loads is None or dram_read is None or dram_read[0] <= 0:
@@ -88,6 +94,8 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     sm = value(x, "sm_throughput_pct")
     if sm is not None:
         evidence.append((sm[1], sm[0]))
+    if fma_share is not None:
+        evidence.append(("FMA-pipe share of executed instructions (derived)", fma_share))
     for name in ("sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fma_type_fp16.sum"):
         if (n := raw(x, name)) is not None:  # collected from this change on (sm_90)
             evidence.append((name, n))
@@ -100,7 +108,8 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
         evidence += [(f"measured {fma_roof[0]} rate, FLOP/s (calibration)", fma_roof[1]),
                      (f"measured {tc_roof[0]} rate, FLOP/s (calibration)", tc_roof[1])]
         gain = (1.0 - fma_roof[1] / tc_roof[1]) * 100.0
-    msg = (f"Compute-bound with no MMA instruction (tensor pipe {tensor[0]:.1f}% busy) while each operand byte is "
+    state = "Compute-bound" if ctx.bound.bound == COMPUTE else f"{ctx.bound.bound.capitalize()}, FMA-heavy,"
+    msg = (f"{state} with no MMA instruction (tensor pipe {tensor[0]:.1f}% busy) while each operand byte is "
            f"read {reuse:.0f} times from cache per byte from DRAM: a matmul-like loop done with FMAs on the CUDA "
            "cores. With fp16/bf16 (or tf32) operands, use tensor cores: tl.dot in Triton, mma/wgmma (CUTLASS) in "
            "CUDA, or cuBLAS through torch.matmul.")

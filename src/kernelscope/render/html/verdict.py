@@ -3,13 +3,16 @@ from __future__ import annotations
 
 from kernelscope.render.fmt import duration
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.verdict import (GAINS_TITLE, KIND_NAMES, gain_text, no_gain_text, not_measured_text, pct,
-                                        time_line, unranked_text)
+from kernelscope.render.verdict import (GAINS_TITLE, KIND_NAMES, breakdown_rows, combined_text, fix_text, gain_text,
+                                        no_gain_text, not_measured_text, pct, time_line, unranked_text, window_text)
 
 
 def verdict_section(v) -> Markup:
-    body: list = [kv([("Time", time_line(v))] + ([("By kind", f"N/A: {v.by_kind_missing}")]
-                                                  if not v.by_kind and v.by_kind_missing else []))]
+    body: list = [kv(([("Window", window_text(v))] if v.breakdown.ranks else []) + [("Time", time_line(v))]
+                     + ([("By kind", f"N/A: {v.by_kind_missing}")] if not v.by_kind and v.by_kind_missing else []))]
+    if v.breakdown.ranks:
+        cols, brows = breakdown_rows(v)
+        body.append(table(cols, brows, num_from=1))
     rows = []
     for label, shares, names in (("by kind", v.by_kind, KIND_NAMES), ("by kernel", v.by_kernel, {}),
                                  ("by region", v.by_region, {})):
@@ -18,13 +21,18 @@ def verdict_section(v) -> Markup:
     if rows:
         body.append(table(("", "Share", "Time", "What"), rows, num_from=1))
     if v.gains:
-        body.append(table(("#", "Of all kernel time", "Finding"),
-                          [(f"{i}.", f"{g.session_gain_pct:.1f}%", gain_text(g)) for i, g in enumerate(v.gains, 1)],
-                          caption=GAINS_TITLE, num_from=1))
+        body.append(table(("#", "Of wall time", "Finding", "Fix"),
+                          [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g), fix_text(g).removeprefix("fix: "))
+                           for i, g in enumerate(v.gains, 1)], caption=GAINS_TITLE, num_from=1))
+        if combined_text(v):
+            body.append(note(combined_text(v)))
     else:
         body.append(el("p", no_gain_text(v)))
     if unranked_text(v):
         body.append(note(unranked_text(v)))
+    if v.not_evaluated:
+        body.append(el("h3", "Not evaluated"))
+        body.append(el("ul", *(el("li", f"{n.rule}: {n.reason}") for n in v.not_evaluated)))
     if v.not_measured:
         body.append(el("h3", "Not measured"))
         body.append(el("ul", *(el("li", not_measured_text(n)) for n in v.not_measured)))

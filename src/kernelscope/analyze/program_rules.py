@@ -1,0 +1,370 @@
+"""Program rules: causes a whole program's wall time shows, each a small function over the breakdown
+(analyze/breakdown.py), the GPU activities and the collectives.
+
+Each rule returns a ProgramFinding (its gain a share of the window's wall time, with the formula), NotEvaluated
+with the data it lacked, or None when it looked and found nothing. Every rule names what it reads in ``needs``.
+Name patterns, not if-chains: the tables below say which kernel names are FP32 FMA matmuls and which are
+elementwise kernels, and the per-architecture rate ratio a tensor-core matmul gains over FMA.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kernelscope.analyze import breakdown as bd
+from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
+from kernelscope.analyze.intervals import total, union
+from kernelscope.analyze.ranks import RanksReport
+from kernelscope.analyze.thresholds import HOST_WAIT_GAP_NS
+from kernelscope.model import Session
+from kernelscope.model.names import short_kernel_name
+
+# A finding's gain under this share of wall time is not worth a line in the verdict.
+MIN_GAIN_PCT = 3.0
+# Host syncs, host stalls: a cause must recur to be a property of the loop, not a one-off (a final print).
+MIN_RECURRENCES = 3
+# An elementwise chain: at least this many elementwise kernels in a row over tensors of one size.
+MIN_CHAIN = 3
+
+# Library kernels that do a matmul or convolution in FP32 on the FMA pipes (no tensor cores), by name: cuBLAS's
+# and CUTLASS's SIMT GEMMs, cuDNN's FP32 implicit GEMMs. Their TF32 twins carry "tf32" in the name.
+FMA_MATMUL_NAMES = re.compile(
+    r"sgemm|simt|gemm_f32f32_f32f32|implicit_gemm_f32f32_f32f32|_f32f32_f32f32_f32|"
+    r"fprop.*f32f32_f32f32|dgrad.*f32f32_f32f32|wgrad.*f32f32_f32f32|gemv2?T?_kernel.*float|"
+    r"gemmSN_(NN|TN|NT)_kernel.*float|cutlass.*sgemm|_ffma_",
+    re.IGNORECASE)
+TENSOR_MATMUL_NAMES = re.compile(r"tf32|bf16|f16|h884|h1688|h16816|hmma|wgmma|gmma|nvjet|s1688|s16816",
+                                 re.IGNORECASE)
+# PyTorch's eager elementwise and reduction kernels (one op each), by name.
+ELEMENTWISE_NAMES = re.compile(r"elementwise_kernel|vectorized_elementwise|unrolled_elementwise|"
+                               r"reduce_kernel|CatArrayBatchedCopy|index_elementwise")
+
+# Dense TF32 tensor-core rate over FP32 FMA rate, per SM architecture (the vendors' datasheets: A100 156/19.5,
+# H100 SXM 494.7/66.9). It bounds what turning on TF32 can give an FMA matmul; it is not a measurement.
+TF32_OVER_FP32_RATE: dict[tuple[int, int], float] = {(8, 0): 8.0, (9, 0): 7.4}
+TF32_SOURCE = "datasheet dense TF32 / FP32 rate ratio of sm_{}{}"
+
+
+@dataclass(frozen=True)
+class ProgramFinding:
+    rule: str
+    category: str  # the breakdown category whose time it would give back (analyze/breakdown.CATEGORIES)
+    title: str
+    message: str
+    gain_pct: float  # % of the window's wall time
+    gain_formula: str
+    evidence: tuple[tuple[str, Any], ...]
+    fix: str
+    kernel: str | None = None  # the kernel it names, when it names one
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    rule: str
+    reason: str
+
+
+@dataclass
+class ProgramContext:
+    session: Session
+    breakdown: Breakdown
+    gaps: dict[int, list[Gap]]
+    activities: dict[int, list[GpuActivity]]
+    ranks: RanksReport | None
+    arch: tuple[int, int] | None  # compute capability
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def windowed(self, rank: int) -> list[GpuActivity]:
+        b = self.breakdown.rank(rank)
+        if b is None:
+            return []
+        return [a for a in self.activities.get(rank, []) if a.start_ns >= b.window_start_ns and
+                a.start_ns < b.window_end_ns]
+
+
+Outcome = "ProgramFinding | NotEvaluated | None"
+
+
+@dataclass(frozen=True)
+class ProgramRule:
+    rule: str
+    title: str
+    needs: str  # the data it reads, in words
+    check: Callable[[ProgramContext], list]
+
+
+PROGRAM_RULES: list[ProgramRule] = []
+
+
+def program_rule(rule: str, title: str, needs: str) -> Callable[[Callable[[ProgramContext], list]], ProgramRule]:
+    def wrap(fn: Callable[[ProgramContext], list]) -> ProgramRule:
+        r = ProgramRule(rule, title, needs, fn)
+        PROGRAM_RULES.append(r)
+        return r
+    return wrap
+
+
+def _pct(ns: float, wall: int) -> float:
+    return 100.0 * ns / wall if wall > 0 else 0.0
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def _one_rank(ctx: ProgramContext) -> bool:
+    return len(ctx.breakdown.ranks) == 1
+
+
+@program_rule("tensor-cores-unused", "FP32 matmuls on the FMA pipes, not the tensor cores",
+              "kernel names and times of the trace pass, the device's compute capability")
+def tensor_cores_unused(ctx: ProgramContext) -> list:
+    if ctx.arch is None:
+        return [NotEvaluated("tensor-cores-unused", "the session has no device compute capability")]
+    ratio = TF32_OVER_FP32_RATE.get(ctx.arch)
+    out: list = []
+    for b in ctx.breakdown.ranks:
+        acts = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS and FMA_MATMUL_NAMES.search(a.name)
+                and not TENSOR_MATMUL_NAMES.search(a.name)]
+        if not acts:
+            continue
+        if ratio is None:
+            return [NotEvaluated("tensor-cores-unused", f"FP32 FMA matmuls ran, but no TF32 / FP32 rate ratio is known "
+                                 f"for sm_{ctx.arch[0]}{ctx.arch[1]} to estimate the gain")]
+        fma_ns = total(union([(a.start_ns, a.end_ns) for a in acts]))
+        names: dict[str, int] = {}
+        for a in acts:
+            names[a.name] = names.get(a.name, 0) + a.end_ns - a.start_ns
+        top = max(names, key=names.__getitem__)
+        gain = _pct(fma_ns * (1 - 1 / ratio), b.wall_ns)
+        if gain < MIN_GAIN_PCT:
+            continue
+        out.append(ProgramFinding(
+            "tensor-cores-unused", bd.KERNELS, "FP32 matmuls run on the FMA pipes, not the tensor cores",
+            f"{len(acts):,} launches of {len(names)} FP32 SIMT matmul/convolution kernel(s) take "
+            f"{_pct(fma_ns, b.wall_ns):.1f}% of the wall time; TF32 or bf16 would run them on the tensor cores",
+            gain, f"FMA matmul time x (1 - 1 / {ratio}) / wall time ({TF32_SOURCE.format(*ctx.arch)})",
+            (("FP32 FMA matmul kernels (trace pass names)", len(names)), ("their launches in the window", len(acts)),
+             ("their time, ms", _ms(fma_ns)), ("wall time of the window, ms", _ms(b.wall_ns)),
+             ("largest", short_kernel_name(top)), ("TF32 / FP32 rate ratio (datasheet)", ratio)),
+            "allow TF32: torch.set_float32_matmul_precision('high') (or torch.backends.cuda.matmul.allow_tf32 = True "
+            "and torch.backends.cudnn.allow_tf32 = True), or run the model under torch.autocast('cuda', "
+            "dtype=torch.bfloat16)", short_kernel_name(top), b.rank))
+    return out
+
+
+@program_rule("sync-in-loop", "host syncs in the loop",
+              "the trace pass's synchronize and blocking-copy calls and the GPU idle gaps after them (one rank)")
+def sync_in_loop(ctx: ProgramContext) -> list:
+    if not _one_rank(ctx):
+        return [NotEvaluated("sync-in-loop", "a multi-rank session keeps no per-rank synchronize calls")]
+    b = ctx.breakdown.ranks[0]
+    n, ns = b.count(bd.AFTER_SYNC), b.ns(bd.AFTER_SYNC)
+    gain = _pct(ns, b.wall_ns)
+    if n < MIN_RECURRENCES or gain < MIN_GAIN_PCT:
+        return []
+    calls = ", ".join(f"{name} ({k:,})" for name, k in b.sync_calls)
+    per_step = f"; {n / b.steps:.1f} per step" if b.steps else ""
+    return [ProgramFinding(
+        "sync-in-loop", bd.AFTER_SYNC, "the host waits for the GPU inside the loop",
+        f"{n:,} times the host blocked until the GPU finished{per_step}, and the GPU idled until the host launched "
+        f"again: {gain:.1f}% of the wall time",
+        gain, "GPU idle from the end of its work to the next launch, after each blocking call / wall time",
+        (("blocking calls followed by GPU idle", n), ("calls", calls), ("GPU idle after them, ms", _ms(ns)),
+         ("median idle after one, µs", round(ns / n / 1e3, 1)), ("wall time of the window, ms", _ms(b.wall_ns)),
+         ("Python stack of the calls", "not recorded by the trace pass")),
+        "remove the sync from the loop: keep values on the GPU (accumulate losses or counters in a tensor, compare "
+        "with torch ops) and read them once after the loop; .item(), .cpu(), .tolist(), print(tensor), "
+        "torch.cuda.synchronize() and data-dependent shapes (nonzero, masked indexing) each block the host",
+        None, b.rank)]
+
+
+@program_rule("launch-bound", "launch-bound: the GPU waits for the host to launch",
+              "GPU idle gaps up to thresholds.HOST_WAIT_GAP_NS between activities of the trace pass")
+def launch_bound(ctx: ProgramContext) -> list:
+    out: list = []
+    for b in ctx.breakdown.ranks:
+        ns, n = b.ns(bd.LAUNCHING), b.count(bd.LAUNCHING)
+        gain = _pct(ns, b.wall_ns)
+        if gain < MIN_GAIN_PCT or n < MIN_RECURRENCES:
+            continue
+        kernels = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS]
+        median = statistics.median([a.end_ns - a.start_ns for a in kernels]) if kernels else 0
+        syncs = b.count(bd.AFTER_SYNC) >= MIN_RECURRENCES
+        fix = ("capture the loop in a CUDA graph (torch.cuda.graphs, or torch.compile(mode='reduce-overhead')), or "
+               "launch fewer, larger kernels (batch the small ops; torch.compile fuses them)")
+        if syncs:
+            fix = "first remove the host syncs from the loop (a graph cannot hold them), then " + fix
+        out.append(ProgramFinding(
+            "launch-bound", bd.LAUNCHING, "launch-bound: the GPU waits for the host to launch each kernel",
+            f"{n:,} gaps of launch overhead between kernels of median {median / 1e3:.1f} µs: the GPU idles "
+            f"{gain:.1f}% of the wall time while the host launches",
+            gain, "GPU idle in gaps up to the host-wait threshold (launch overhead) / wall time",
+            (("launch-overhead gaps", n), ("their total, ms", _ms(ns)),
+             ("median kernel duration, µs", round(median / 1e3, 2)), ("kernels in the window", len(kernels)),
+             ("gap threshold, µs", HOST_WAIT_GAP_NS / 1e3), ("wall time of the window, ms", _ms(b.wall_ns))),
+            fix, None, b.rank))
+    return out
+
+
+def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
+    """Runs of consecutive elementwise kernels over tensors of one size (one grid), back to back or launch gaps
+    apart; any other kernel, copy or longer gap ends a run."""
+    runs: list[list[GpuActivity]] = []
+    cur: list[GpuActivity] = []
+    for a in acts:
+        if a.category not in (bd.KERNELS, bd.COPIES, bd.MEMSETS):
+            continue
+        ok = a.category == bd.KERNELS and bool(ELEMENTWISE_NAMES.search(a.name))
+        if ok and cur and (a.grid != cur[-1].grid or a.start_ns - cur[-1].end_ns > HOST_WAIT_GAP_NS):
+            runs.append(cur)
+            cur = []
+        if ok:
+            cur.append(a)
+        else:
+            runs.append(cur)
+            cur = []
+    runs.append(cur)
+    return [r for r in runs if len(r) >= MIN_CHAIN]
+
+
+@program_rule("unfused-elementwise", "unfused elementwise chains",
+              "kernel names, grids and times of the trace pass")
+def unfused_elementwise(ctx: ProgramContext) -> list:
+    out: list = []
+    for b in ctx.breakdown.ranks:
+        chains = _chains(ctx.windowed(b.rank))
+        if not chains:
+            continue
+        saved = sum(c[-1].end_ns - c[0].start_ns - max(a.end_ns - a.start_ns for a in c) for c in chains)
+        chain_ns = sum(c[-1].end_ns - c[0].start_ns for c in chains)
+        gain = _pct(saved, b.wall_ns)
+        if gain < MIN_GAIN_PCT:
+            continue
+        lengths = [len(c) for c in chains]
+        names: dict[str, int] = {}
+        for c in chains:
+            for a in c:
+                k = short_kernel_name(a.name)
+                names[k] = names.get(k, 0) + 1
+        out.append(ProgramFinding(
+            "unfused-elementwise", bd.KERNELS, "chains of elementwise kernels that one fused kernel would do",
+            f"{len(chains):,} chains of {min(lengths)}-{max(lengths)} elementwise kernels over tensors of one size "
+            f"each read and write the whole tensor: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
+            gain, "(chain span - its longest kernel) summed over chains / wall time: a fused kernel makes one pass, "
+            "about as long as the longest kernel of the chain",
+            (("chains", len(chains)), ("kernels per chain (median)", statistics.median(lengths)),
+             ("time in chains, ms", _ms(chain_ns)), ("wall time of the window, ms", _ms(b.wall_ns)),
+             ("kernels in them", ", ".join(sorted(names, key=lambda k: -names[k])[:4]))),
+            "fuse the chain into one kernel: torch.compile the function that computes it, or write one Triton "
+            "kernel; in-place ops (add_, mul_) do not fuse", None, b.rank))
+    return out
+
+
+@program_rule("pageable-copies", "copies from pageable host memory",
+              "copy names (Pageable), times and the kernels they do not overlap, from the trace pass")
+def pageable_copies(ctx: ProgramContext) -> list:
+    out: list = []
+    for b in ctx.breakdown.ranks:
+        acts = ctx.windowed(b.rank)
+        pageable = [a for a in acts if a.category == bd.COPIES and "pageable" in a.name.lower()]
+        if not pageable:
+            continue
+        kernels = union([(a.start_ns, a.end_ns) for a in acts if a.category in (bd.KERNELS, bd.COMMUNICATION)])
+        copies = union([(a.start_ns, a.end_ns) for a in pageable])
+        exposed = total(copies) - total(_intersect(copies, kernels))
+        cap = b.wall_ns - b.ns(bd.KERNELS) - b.ns(bd.COMMUNICATION)
+        gain = _pct(min(exposed, cap), b.wall_ns)
+        if gain < MIN_GAIN_PCT:
+            continue
+        nbytes = sum(a.bytes or 0 for a in pageable)
+        dur = total(copies)
+        rate = nbytes / (dur * 1e-9) / 1e9 if dur and nbytes else None
+        h2d = sum(1 for a in pageable if "htod" in a.name.lower())
+        out.append(ProgramFinding(
+            "pageable-copies", bd.COPIES, "copies from pageable host memory serialise with compute",
+            f"{len(pageable):,} copies to or from pageable memory ({h2d:,} host to device) take "
+            f"{_pct(dur, b.wall_ns):.1f}% of the wall time with no kernel running beside them",
+            gain, "pageable copy time not overlapped with kernels / wall time (a pinned, asynchronous copy on a side "
+            "stream overlaps compute), at most the wall time no kernel covers",
+            (("pageable copies", len(pageable)), ("their time, ms", _ms(dur)), ("not overlapped with kernels, ms",
+             _ms(exposed)), ("bytes", nbytes), ("achieved rate, GB/s", None if rate is None else round(rate, 2)),
+             ("wall time of the window, ms", _ms(b.wall_ns))),
+            "pin the host buffers (tensor.pin_memory(), DataLoader(pin_memory=True)) and copy with "
+            ".to('cuda', non_blocking=True) on a side stream, a batch ahead of the compute that needs it",
+            None, b.rank))
+    return out
+
+
+def _intersect(a: list, b: list) -> list:
+    from kernelscope.analyze.intervals import intersect
+    return intersect(a, b)
+
+
+@program_rule("host-input-stall", "the GPU starves while the host does other work",
+              "GPU idle gaps longer than thresholds.HOST_WAIT_GAP_NS with no blocking call before them")
+def host_input_stall(ctx: ProgramContext) -> list:
+    out: list = []
+    for b in ctx.breakdown.ranks:
+        ns, n = b.ns(bd.HOST_ELSEWHERE), b.count(bd.HOST_ELSEWHERE)
+        gain = _pct(ns, b.wall_ns)
+        if gain < MIN_GAIN_PCT or n < MIN_RECURRENCES:
+            continue
+        gaps = sorted(g.end_ns - g.start_ns for g in ctx.gaps.get(b.rank, []) if g.category == bd.HOST_ELSEWHERE)
+        per_step = f", {n / b.steps:.1f} per step" if b.steps else ""
+        out.append(ProgramFinding(
+            "host-input-stall", bd.HOST_ELSEWHERE, "the GPU starves while the host works on something else",
+            f"{n:,} gaps{per_step} (median {statistics.median(gaps) / 1e6:.2f} ms) in which the host neither launched "
+            f"nor waited for the GPU: {gain:.1f}% of the wall time",
+            gain, "GPU idle in gaps longer than the host-wait threshold with no blocking call / wall time",
+            (("gaps", n), ("their total, ms", _ms(ns)), ("median gap, ms", round(statistics.median(gaps) / 1e6, 3)),
+             ("longest gap, ms", _ms(gaps[-1])), ("wall time of the window, ms", _ms(b.wall_ns))),
+            "prepare the next inputs while the GPU computes: DataLoader(num_workers > 0, pin_memory=True, "
+            "prefetch_factor), a background thread, or do the preprocessing on the GPU", None, b.rank))
+    return out
+
+
+@program_rule("straggler-rank", "a straggler rank the others wait for",
+              "NCCL kernels of every rank matched by collective (analyze/collectives)")
+def straggler_rank(ctx: ProgramContext) -> list:
+    if len(ctx.breakdown.ranks) < 2:
+        return []
+    if ctx.ranks is None or ctx.ranks.collectives.missing_reason:
+        why = ctx.ranks.collectives.missing_reason if ctx.ranks else "no ranks analysis"
+        return [NotEvaluated("straggler-rank", why or "no collectives")]
+    st = ctx.ranks.collectives.run_straggler
+    if st is None:
+        return []
+    others = [b for b in ctx.breakdown.ranks if b.rank != st.rank]
+    waits = [_pct(b.ns(bd.WAITING), b.wall_ns) for b in others]
+    gain = statistics.mean(waits) if waits else 0.0
+    if gain < MIN_GAIN_PCT:
+        return []
+    computes = {r.info.rank: r.compute_ns for r in ctx.ranks.summary.ranks}
+    slow = ctx.breakdown.rank(st.rank)
+    mine = [("its kernel time in the window, % of wall", round(_pct(slow.ns(bd.KERNELS), slow.wall_ns), 1))] \
+        if slow else []
+    return [ProgramFinding(
+        "straggler-rank", bd.WAITING, f"rank {st.rank} is the straggler: the other ranks wait for it",
+        f"rank {st.rank} arrived last at {st.collectives:,} collectives; the other ranks spend {gain:.1f}% of their "
+        f"wall time waiting for it inside NCCL kernels",
+        gain, "mean over the other ranks of (their wait at collectives for the last rank / their wall time)",
+        tuple([("straggler rank", st.rank), ("collectives it arrived last at", st.collectives),
+               ("wait it caused, ms", _ms(st.caused_wait_ns))] + mine +
+              [(f"rank {b.rank} waits, % of wall", round(w, 1)) for b, w in zip(others, waits)] +
+              [(f"rank {r} kernel time, ms", _ms(ns)) for r, ns in sorted(computes.items())]),
+        f"balance the work: give rank {st.rank} the same batch, sequence lengths and extra work as the others (or "
+        "move its extra work off the step), then check its GPU and clocks; the other ranks wait because it arrives "
+        "late, not because NCCL is slow", None, st.rank)]
+
+
+def run_program_rules(ctx: ProgramContext) -> tuple[list[ProgramFinding], list[NotEvaluated]]:
+    found: list[ProgramFinding] = []
+    skipped: list[NotEvaluated] = []
+    for r in PROGRAM_RULES:
+        for out in r.check(ctx):
+            (found if isinstance(out, ProgramFinding) else skipped).append(out)
+    return found, skipped
