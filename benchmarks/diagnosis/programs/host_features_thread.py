@@ -12,7 +12,7 @@ import torch
 import harness
 
 CPU_SKIP = None
-SIZES = {"full": dict(batch=16, frames=200, frame_len=400, mels=80, dim=2048, layers=8, ahead=8, pool=4),
+SIZES = {"full": dict(batch=16, frames=200, frame_len=400, mels=80, dim=2048, layers=12, ahead=8, pool=4),
          "tiny": dict(batch=2, frames=4, frame_len=16, mels=4, dim=8, layers=2, ahead=2, pool=2)}
 
 
