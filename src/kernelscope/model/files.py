@@ -290,23 +290,22 @@ def read_input(path: str | os.PathLike[str], decompress: bool = True) -> bytearr
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else between stat and open
             raise InputFileError(p, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
         head = f.read(2)
-        if not (decompress and head == b"\x1f\x8b"):
-            data = bytearray(head)
-            data += f.read(limit + 1 - len(head))
-            if len(data) > limit:
-                raise _too_large(p, limit, False)
-            return data
         f.seek(0)
-        data = bytearray()
+        if not (decompress and head == b"\x1f\x8b"):
+            return _read_bounded(f, p, limit, False)  # in chunks: read(limit) would allocate the limit up front
         try:
             with gzip.GzipFile(fileobj=f, mode="rb") as z:
-                while True:
-                    chunk = z.read(_READ_CHUNK)  # at most a chunk: a bomb inflates one chunk at a time
-                    if not chunk:
-                        break
-                    data += chunk
-                    if len(data) > limit:
-                        raise _too_large(p, limit, True)
+                return _read_bounded(z, p, limit, True)  # a bomb inflates one chunk at a time, up to the limit
         except (OSError, EOFError, zlib.error):
             raise InputFileError(p, "is damaged: its gzip data is cut short or corrupt", damaged=True) from None
-        return data
+
+
+def _read_bounded(f: BinaryIO, p: Path, limit: int, decompressed: bool) -> bytearray:
+    data = bytearray()
+    while True:
+        chunk = f.read(_READ_CHUNK)
+        if not chunk:
+            return data
+        data += chunk
+        if len(data) > limit:
+            raise _too_large(p, limit, decompressed)
