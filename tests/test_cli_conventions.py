@@ -86,12 +86,27 @@ def test_count_options_refuse_zero_and_negatives_everywhere():
     assert positive("3") == 3 and non_negative("0") == 0
 
 
-def test_commands_that_need_torch_say_so_first(monkeypatch):
+@pytest.mark.parametrize("gpu", [True, False])
+@pytest.mark.parametrize("lacking", ["torch", "triton"])
+def test_commands_that_need_torch_say_so_first(monkeypatch, gpu, lacking):
+    """Without torch: learn (CPU) asks for it, with the CPU build where there is no GPU. bench, profile and tune
+    ask for torch or triton on a GPU machine and say there is no GPU elsewhere (issue 36: not "install triton"
+    on a laptop)."""
+    from kernelscope.collect import driver
+
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a))
-    for argv in (["bench", "attention"], ["profile", "attention"], ["learn", "marlin"]):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == lacking else real(n, *a))
+    monkeypatch.setattr(driver, "driver_gpu", lambda: (True, "") if gpu else (False, "no driver here"))
+    commands = [["bench", "attention"], ["bench", "w4a16"], ["profile", "attention"],
+                ["tune", "w4a16", "--shapes", "4096x4096"]]
+    for argv in commands + ([["learn", "marlin"]] if lacking == "torch" else []):
         code, out, err = run_cli(argv)
-        assert code == 2 and "needs torch" in err and "pip install torch" in err, (argv, err)
+        assert code == 2 and "Traceback" not in err, (argv, err)
+        if gpu or argv[0] == "learn":
+            assert f"needs {lacking}" in err and f"pip install {lacking}" in err, (argv, err)
+            assert ("download.pytorch.org/whl/cpu" in err) == (lacking == "torch" and not gpu), (argv, err)
+        else:
+            assert "no CUDA GPU here: no driver here" in err and "install" not in err, (argv, err)
 
 
 def test_roofline_png_without_matplotlib_says_so_before_drawing(monkeypatch, tmp_path):

@@ -164,3 +164,27 @@ def test_a_probe_that_breaks_is_reported_not_raised(monkeypatch):
     monkeypatch.setattr(doctor, "probe_triton", broken)
     (c,) = doctor.run_checks()
     assert c.status == MISSING and "RuntimeError: boom" in c.found
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_missing_torch_is_fixed_with_the_build_this_machine_can_use(monkeypatch, gpu):
+    """Issue 36: no GPU, no CUDA build (plain `pip install torch` pulls a multi-GB one on Linux)."""
+    from kernelscope.collect import driver
+
+    monkeypatch.setattr(doctor, "_module", lambda name: (None, "ModuleNotFoundError: torch"))
+    monkeypatch.setattr(driver, "driver_gpu", lambda: (True, "") if gpu else (False, "no driver"))
+    c = doctor.probe_torch()
+    assert c.status == MISSING and c.fix.startswith("pip install torch")
+    assert ("--index-url https://download.pytorch.org/whl/cpu" in c.fix) == (not gpu)
+
+
+def test_doctor_says_only_true_things_about_what_each_command_needs():
+    """demo and learn run without Triton (a recorded launch), demo without torch; top reads NVML (issue 36)."""
+    triton = doctor.probe_triton()
+    torch = doctor.probe_torch()
+    for name in ("bench", "profile", "tune"):
+        assert name in triton.needed_for
+    assert "demo and learn show a recorded launch without it" in triton.needed_for
+    assert "without it demo shows a recorded session" in torch.needed_for
+    text = _text([Check("NVML", MISSING, "not here", doctor.FIX_NVML, "live GPU stats")])
+    assert "top needs NVML" in text and "export and top read" not in text

@@ -340,9 +340,15 @@ def test_sampler_without_a_driver_says_why():
 
 
 def test_sampler_without_nvidia_ml_py_says_why(monkeypatch):
+    from kernelscope.collect.nvml import api
+
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    monkeypatch.setattr(api, "driver_library", lambda: True)  # a driver, without its Python binding
     reason = GpuSampler([(0, None)], 10).start()
     assert reason is not None and "nvidia-ml-py is not installed" in reason
+    monkeypatch.setattr(api, "driver_library", lambda: False)  # no driver: the binding would not help
+    reason = GpuSampler([(0, None)], 10).start()
+    assert reason is not None and "no NVIDIA driver" in reason and "install" not in reason
 
 
 def test_sampler_off_and_unknown_device():

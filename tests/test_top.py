@@ -127,13 +127,20 @@ def _cli(code: str) -> list[str]:
     return [sys.executable, "-c", boot + code]
 
 
-def test_without_nvidia_ml_py_the_cli_says_so():
-    code = (
-        "import sys; sys.modules['pynvml'] = None; from kernelscope.cli import main; sys.exit(main(['top', '--once']))"
-    )
+@pytest.mark.parametrize("driver", [True, False])
+def test_without_nvidia_ml_py_the_cli_says_so(driver):
+    """Where the driver's NVML library is, the binding is what is missing; where it is not, installing the binding
+    would not help, and top says there is no driver instead (issue 36)."""
+    code = ("import sys; sys.modules['pynvml'] = None; from kernelscope.collect.nvml import api; "
+            f"api.driver_library = lambda: {driver}; "
+            "from kernelscope.cli import main; sys.exit(main(['top', '--once']))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
-    assert p.returncode != 0 and "nvidia-ml-py is not installed" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    if driver:
+        assert "nvidia-ml-py is not installed" in p.stderr
+    else:
+        assert "no NVIDIA driver here" in p.stderr and "install" not in p.stderr
 
 
 def test_once_json_through_the_command_line():

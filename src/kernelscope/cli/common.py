@@ -91,7 +91,7 @@ def output_path(path: str | Path, force: bool, inputs: Iterable[str | Path] = ()
 
 
 INSTALL = {  # how to get a library a command needs, said in its one-sentence error
-    "torch": "pip install torch (on a GPU machine, the CUDA build: https://pytorch.org/get-started/locally/)",
+    "torch": "pip install torch",  # replaced by collect.driver.torch_install(): the CPU or the CUDA build
     "triton": "pip install triton",
     "numpy": "pip install numpy",
     "matplotlib": "pip install 'kernelscope[plot]'",
@@ -99,13 +99,33 @@ INSTALL = {  # how to get a library a command needs, said in its one-sentence er
 
 
 def require_modules(command: str, *modules: str) -> None:
-    """Before any work: each library the command needs is importable, or one sentence with how to install it."""
+    """Before any work: each library the command needs is importable, or one sentence with how to install it
+    (torch: the CPU build where there is no GPU)."""
     import importlib.util
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
+        from kernelscope.collect.driver import torch_install
+
+        install = dict(INSTALL, torch=torch_install())
         fail(f"kernelscope {command} needs {' and '.join(missing)}, which this Python does not have: "
-             + "; ".join(INSTALL.get(m, f"pip install {m}") for m in missing))
+             + "; ".join(install.get(m, f"pip install {m}") for m in missing))
+
+
+def require_gpu(command: str, doing: str, *modules: str) -> None:
+    """require_modules for a command that runs kernels on a GPU: where a library is missing, the GPU is asked
+    of the driver first (no torch needed), so a machine without one is told so, not asked to install Triton.
+    With the libraries there, the command checks its arguments before it looks for the GPU."""
+    import importlib.util
+
+    from kernelscope.collect.driver import driver_gpu
+
+    if all(importlib.util.find_spec(m) is not None for m in modules):
+        return
+    ok, why = driver_gpu()
+    if not ok:
+        fail(f"kernelscope {command} {doing} on an NVIDIA GPU, and there is no CUDA GPU here: {why}")
+    require_modules(command, *modules)
 
 
 def existing_files(args: Iterable[str]) -> list[str]:

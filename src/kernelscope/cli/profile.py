@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_modules
+from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_gpu
 from kernelscope.model import collectors as collector
 
 WORKLOAD = "kernelscope.kernels.attention.workload"
@@ -107,7 +107,7 @@ def _tune(workload: list[str]) -> str:
 
 
 def main_attention(args: argparse.Namespace) -> int:
-    require_modules("profile attention", "torch", "triton")
+    require_gpu("profile attention", "runs the kernels", "torch", "triton")
     from kernelscope.kernels.attention import IMPLEMENTATIONS
 
     if args.impl not in IMPLEMENTATIONS:

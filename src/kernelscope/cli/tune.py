@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernelscope.cli.common import fail, positive, require_modules
+from kernelscope.cli.common import fail, positive, require_gpu
 
 
 def _seconds(text: str) -> float:
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main_w4a16(args: argparse.Namespace) -> int:
-    require_modules("tune w4a16", "torch", "triton")
+    require_gpu("tune w4a16", "times kernel launches", "torch", "triton")
     from kernelscope.bench.w4a16 import make_cases, parse_shapes
     from kernelscope.cli.bench.common import int_list
 

@@ -64,10 +64,12 @@ def probe_gpu() -> Check:
 
 
 def probe_torch() -> Check:
-    need = "the trace pass (kernelscope run), demo"
+    need = "the trace pass (kernelscope run), learn, and demo's own run (without it demo shows a recorded session)"
     torch, err = _module("torch")
     if torch is None:
-        return Check("PyTorch", MISSING, f"cannot import torch ({err})", FIX_TORCH, need)
+        from kernelscope.collect.driver import torch_install
+
+        return Check("PyTorch", MISSING, f"cannot import torch ({err})", torch_install(), need)
     cuda = getattr(torch.version, "cuda", None)
     if not cuda:
         return Check("PyTorch", LIMITED, f"torch {torch.__version__}, a CPU-only build", FIX_TORCH, need)
@@ -77,7 +79,8 @@ def probe_torch() -> Check:
 
 
 def probe_triton() -> Check:
-    need = "the built-in kernels (demo, learn, bench)"
+    need = ("running the built-in kernels on a GPU (bench, profile, tune; demo and learn show a recorded launch "
+            "without it)")
     triton, err = _module("triton")
     if triton is None:
         return Check("Triton", MISSING, f"cannot import triton ({err})", FIX_TRITON, need)

@@ -74,17 +74,37 @@ def query_device(ordinal: int = 0) -> Device:
                   compute_capability=(major or 0, minor or 0), attributes=attrs)
 
 
+def driver_gpu() -> tuple[bool, str]:
+    """The first question of :func:`gpu_available`, answered by the driver alone (no torch): (True, "") when the
+    CUDA driver sees a device, else (False, why not). Commands ask it before asking for libraries, so a machine
+    without a GPU is told so rather than asked to install Triton."""
+    try:
+        if device_count() == 0:
+            return False, "the CUDA driver reports no devices"
+    except DriverUnavailable as e:
+        return False, str(e)
+    return True, ""
+
+
+TORCH_CUDA = "pip install torch (the CUDA build for this GPU: https://pytorch.org/get-started/locally/)"
+TORCH_CPU = "pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build: there is no GPU here)"
+
+
+def torch_install() -> str:
+    """How to install torch on this machine: the CUDA build where the driver sees a GPU, else the CPU build
+    (plain `pip install torch` on Linux pulls a multi-GB CUDA build that nothing here could use)."""
+    return TORCH_CUDA if driver_gpu()[0] else TORCH_CPU
+
+
 def gpu_available(also_needs: tuple[str, ...] = ()) -> tuple[bool, str]:
     """The one answer to "can kernelscope run CUDA kernels here": (True, "") or (False, why not, in a few words).
 
     In order: a CUDA driver with at least one device, torch (and the modules in ``also_needs``)
     installed, and a torch built with CUDA that sees the GPU. Callers add what they needed it for.
     """
-    try:
-        if device_count() == 0:
-            return False, "the CUDA driver reports no devices"
-    except DriverUnavailable as e:
-        return False, str(e)
+    ok, why = driver_gpu()
+    if not ok:
+        return False, why
     missing = [m for m in ("torch", *also_needs) if importlib.util.find_spec(m) is None]
     if missing:
         return False, f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed in this Python"

@@ -39,5 +39,5 @@ class DoctorView:
                 f.add_row(", ".join(names), Text(fix))
             yield f
         ready = sum(c.status == OK for c in self.checks)
-        yield Text(f"{ready} of {len(self.checks)} checks ok. show, diff, export and top read recorded sessions "
-                   "and need none of these.")
+        yield Text(f"{ready} of {len(self.checks)} checks ok. show, diff, export and report read recorded sessions "
+                   "and need none of these; top needs NVML.")

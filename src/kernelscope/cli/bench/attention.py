@@ -8,7 +8,7 @@ from typing import Any, Callable
 from kernelscope.cli.bench.common import (
     check_timing_args, chosen_impls, int_list, names, print_tables, progress, require_cuda, results_path,
 )
-from kernelscope.cli.common import fail, positive, require_modules
+from kernelscope.cli.common import fail, positive, require_gpu
 
 DEFAULT_IMPLS = "flash,naive,sdpa-flash,sdpa-cudnn"
 
@@ -35,7 +35,7 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
 
 
 def main_attention(args: argparse.Namespace) -> int:
-    require_modules("bench attention", "torch", "triton")
+    require_gpu("bench attention", "times kernels", "torch", "triton")
     from kernelscope.bench.attention import SweepSettings, make_cases, run_attention_sweep
     from kernelscope.kernels.attention import IMPLEMENTATIONS, get_impl
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from kernelscope.cli.bench.common import (
     check_timing_args, chosen_impls, int_list, print_tables, progress, require_cuda, results_path,
 )
-from kernelscope.cli.common import exit_past_profiler_teardown, fail, require_modules
+from kernelscope.cli.common import exit_past_profiler_teardown, fail, require_gpu
 
 DEFAULT_M = "1,4,16,64,256"
 DEFAULT_SHAPES = "4096x4096,4096x14336,8192x8192,8192x28672,28672x8192"
@@ -41,7 +41,7 @@ def add_parser(benches: argparse._SubParsersAction, add_common: Callable[[argpar
 
 
 def main_w4a16(args: argparse.Namespace) -> int:
-    require_modules("bench w4a16", "torch", "triton")
+    require_gpu("bench w4a16", "times kernels", "torch", "triton")
     from kernelscope.bench.w4a16 import IMPLEMENTATIONS, W4A16Settings, make_cases, parse_shapes, run_w4a16_sweep
 
     ms = int_list(args.m, "--m")

@@ -44,8 +44,27 @@ def load(nvml: Nvml | None = None) -> Nvml:
     try:
         import pynvml
     except ImportError:
+        if not driver_library():  # installing the binding would not help: say what is missing first
+            raise NvmlUnavailable("there is no NVIDIA driver here (its NVML library, libnvidia-ml, was not found), "
+                                  "so there are no GPU stats to read") from None
         raise NvmlUnavailable("nvidia-ml-py is not installed (pip install 'kernelscope[nvml]')") from None
     return pynvml
+
+
+NVML_LIBRARIES = ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll")  # installed by the NVIDIA driver
+
+
+def driver_library() -> bool:
+    """Whether the NVIDIA driver's NVML library loads here (nvidia-ml-py is only the Python binding to it)."""
+    import ctypes
+
+    for name in NVML_LIBRARIES:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
 
 
 def start(nvml: Nvml) -> None:
