@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import pytest

@@ -3,6 +3,7 @@ sequence reaching the terminal, in every command that draws a session."""
 from __future__ import annotations
 
 import gzip
+import shutil
 import json
 from pathlib import Path
 
@@ -68,3 +69,126 @@ def test_chrome_trace_shows_control_characters_as_text(hostile_session, tmp_path
     doc = json.loads(out.read_text())
     names = [e["name"] for e in doc["traceEvents"] if "PWNED" in str(e.get("name"))]
     assert names and all("\x1b" not in n and SHOWN in n for n in names)
+
+
+# -- issue 37 item 3: escapes on stderr, in keys, in repr, invisible and bidi characters ---------------------------
+TERMINAL_ATTACK = "\x1b]0;PWNED\x07\x1b[2K\rkernelscope: all good"  # sets the window title, fakes a line
+RAW = ("\x1b", "\x07", "\r", "\x9b", "\x00", "\x08", "\u202e", "\u200b", "\u200d", "\u200f", "\ufeff")
+
+
+def _no_raw(text: str) -> None:
+    bad = [repr(c) for c in RAW if c in text]
+    assert not bad, f"raw {bad} in {text[-2000:]!r}"
+
+
+def _expanded(name: str = "session_h100_instrumented.json.gz") -> dict:
+    from kernelscope.model import Session
+
+    return Session.load(DATA / name).to_dict()  # schema 1: one object per launch, keys where they were
+
+
+def _put_key(d: dict, where: str) -> None:
+    """A key that is a terminal attack, with a value the schema refuses, so the load error or note names it."""
+    if where == "launches[0].metrics":
+        d["launches"][0]["metrics"][TERMINAL_ATTACK] = {"value": "x", "source": "cupti", "raw_name": "m"}
+    elif where == "collectors":
+        d["collectors"][TERMINAL_ATTACK] = {"status": "bogus"}
+    elif where == "device.attributes":
+        d["device"]["attributes"][TERMINAL_ATTACK] = {"value": [1], "source": "device-spec", "raw_name": "a"}
+    elif where == "environment":
+        d["environment"][TERMINAL_ATTACK] = {"x": "NAN"}
+    elif where == "declared_work.units":
+        d["declared_work"] = [{"region": "r", "occurrence": 0, "units": {TERMINAL_ATTACK: -1}}]
+    elif where == "ranks[].process_groups":
+        d["ranks"] = [{"rank": 0, "world_size": 1, "process_groups": [{TERMINAL_ATTACK: "NAN"}]}]
+
+
+@pytest.mark.parametrize("where", ["launches[0].metrics", "collectors", "device.attributes", "environment",
+                                   "declared_work.units", "ranks[].process_groups"])
+def test_json_keys_in_load_errors_are_escaped(tmp_path, where):
+    d = _expanded()
+    _put_key(d, where)
+    p = tmp_path / "keys.json"
+    p.write_text(json.dumps(d).replace('"NAN"', "NaN"))
+    code, out, err = run_cli(["show", str(p), "--json"])
+    assert code in (0, 2) and "Traceback" not in err and "internal error" not in err, err
+    assert "PWNED" in err, (where, err)  # the path is named...
+    _no_raw(err)  # ...escaped: no title set, no line erased
+    assert "\\x1b]0;PWNED\\x07" in err
+
+
+def test_export_notes_escape_kernel_names(tmp_path):
+    d = _expanded()
+    for x in d["launches"]:
+        x["kernel"] = "\x1b[2K\rmatmul\x07\x08\x9b\u202e\u200b" + x["kernel"]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    code, out, err = run_cli(["export", str(p), "-o", str(tmp_path / "t.json")])
+    assert code == 0, err
+    assert "kernelscope: note:" in err and "matmul" in err
+    _no_raw(err)
+    _no_raw(out)
+
+
+def test_import_dir_escapes_skipped_file_names(tmp_path):
+    d = tmp_path / "traces"
+    d.mkdir()
+    (d / "\x1b]0;PWNED\x07\u202egnp.json").write_text("{}")  # JSON, not a trace: left out, with its name
+    shutil.copy(DATA / "ranks" / "job2_rank0.pt.trace.json.gz", d / "rank0.pt.trace.json.gz")
+    code, out, err = run_cli(["import", str(d), "-o", str(tmp_path / "s.json")])
+    assert code == 0, err
+    assert "PWNED" in err and "\\u202egnp.json" in err
+    _no_raw(err)
+
+
+def test_repr_of_a_loaded_session_escapes_the_device_name(tmp_path):
+    import kernelscope
+
+    d = _expanded("session_h100_mixed.json.gz")
+    d["device"]["name"] = TERMINAL_ATTACK + "\u202e"
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    text = repr(kernelscope.load(p))
+    assert "PWNED" in text
+    _no_raw(text)
+
+
+def test_invisible_and_bidi_characters_are_shown():
+    from kernelscope.model.escape import visible
+    from kernelscope.render.html.markup import esc
+
+    assert visible("ge\u200bmm") == "ge\\u200bmm" != visible("gemm")
+    for c in ("\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\ufeff", "\u202a", "\u202e", "\u2066", "\u2069",
+              "\u061c", "\u00ad", "\U000e0041"):
+        assert c not in visible(f"a{c}b") and "\\" in visible(f"a{c}b")
+    assert visible("tab\tnew\nline é ü 中文") == "tab\tnew\nline é ü 中文"  # printable text untouched
+    assert "\u202e" not in esc("evil\u202etxt.exe") and "\\u202e" in esc("evil\u202etxt.exe")
+    assert esc("<b>") == "&lt;b&gt;"
+
+
+def test_two_names_that_differ_by_a_zero_width_space_print_differently(tmp_path):
+    d = _expanded("session_h100_mixed.json.gz")
+    first = d["launches"][0]["kernel"]
+    for x in d["launches"]:
+        if x["kernel"] == first:
+            x["kernel"] = "gemm_kernel"
+        else:
+            x["kernel"] = "gemm\u200b_kernel"
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    code, out, err = run_cli(["show", str(p), "--width", "200", "--no-color", "--panels", "0"])
+    assert code == 0, err
+    assert "gemm\\u200b_kernel" in out and "gemm_kernel" in out
+    _no_raw(out)
+
+
+def test_html_report_shows_bidi_overrides_as_escapes(tmp_path):
+    d = _expanded("session_h100_mixed.json.gz")
+    for x in d["launches"]:
+        x["kernel"] = "evil\u202ecod.exe\u200b" + x["kernel"]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    code, _, err = run_cli(["report", str(p), "-o", str(tmp_path / "r.html")])
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert "\u202e" not in page and "\u200b" not in page and "evil\\u202ecod.exe" in page

@@ -10,7 +10,7 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session, non_negative
+from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session, non_negative, note
 
 EXIT_SLOWER = 1
 
@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         if not d.kernels:
             fail(f"no kernel of either session matches --kernel {args.kernel!r}")
     if d.device.warning:
-        print(f"kernelscope: warning: {d.device.warning}.", file=sys.stderr)
+        note(d.device.warning, "warning")  # device names from the files: escaped like every such string
     if args.json:
         from kernelscope.render.diff_json import diff_json
 
