@@ -192,3 +192,26 @@ def test_html_report_shows_bidi_overrides_as_escapes(tmp_path):
     assert code == 0, err
     page = (tmp_path / "r.html").read_text()
     assert "\u202e" not in page and "\u200b" not in page and "evil\\u202ecod.exe" in page
+
+
+def test_display_copy_keeps_the_rank_of_regions_of_a_schema_2_session(tmp_path):
+    """Issue 37 item 10: the copy rebuilt regions without ``rank`` when the launches were columns (schema 2, what
+    save() writes), so `show --timeline` drew rank-1 regions as rank 0. A recorded two-rank torchrun session,
+    as recorded (schema 1) and as saved again (schema 2), must give the same timeline rows."""
+    from kernelscope.analyze.timeline import build_timeline
+    from kernelscope.model import Session
+    from kernelscope.render.text import display_copy
+
+    one = Session.load(DATA / "ranks" / "session_h200x2_run_torchrun.json.gz")
+    one.save(tmp_path / "again.json.gz")
+    two = Session.load(tmp_path / "again.json.gz")
+    assert two.launch_table() is two.__dict__.get("_launches_table")  # held as columns: the path that lost rank
+    assert [r.rank for r in display_copy(two).regions] == [r.rank for r in one.regions]
+    assert {r.rank for r in one.regions} == {0, 1}
+
+    def rows(s):
+        return [(r.name, r.rank, r.start_ns, r.on_gpu) for r in build_timeline(display_copy(s)).rows]
+
+    region_rows = [r for r in rows(one) if not r[3] or r[0] in {g.name for g in one.regions}]
+    assert any(rank == 1 for _, rank, _, _ in region_rows)
+    assert rows(two) == rows(one)
