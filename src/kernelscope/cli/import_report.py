@@ -112,6 +112,7 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     session.save(out, force=args.force_overwrite)
     print(visible(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
                   f"View them with: kernelscope show {out}"), file=sys.stderr)
+    return 0
 
 
 def _loadable(session, out: Path):
@@ -130,4 +131,3 @@ def _loadable(session, out: Path):
         note(f"left out of {out}: {len(checked.skipped_on_load) - SKIPPED_NOTES} more parts")
     checked.skipped_on_load = []
     return checked
-    return 0
