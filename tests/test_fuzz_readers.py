@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from fuzz_inputs import Mutated, mutated_bytes, mutated_json
+from fuzz_inputs import SPECIAL_FILES, Mutated, mutated_bytes, mutated_json, special_file
 
 EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
 COMMAND_TIMEOUT_S = 30.0
@@ -75,10 +75,29 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+# Characters no string from a file may put on stderr raw: terminal controls, bidi overrides, zero-width marks.
+RAW_ON_STDERR = ("\x1b", "\x07", "\r", "\x08", "\x00", "\x9b", "\u202e", "\u200b", "\u200d", "\u200f", "\ufeff",
+                 "\u2066", "\u2028")
+INPUT_LIMIT_MB = "64"  # the fuzz suite's input limit (KERNELSCOPE_MAX_INPUT_MB): a 256 MiB gzip bomb passes it
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _input_limit():
+    old = os.environ.get("KERNELSCOPE_MAX_INPUT_MB")
+    os.environ["KERNELSCOPE_MAX_INPUT_MB"] = INPUT_LIMIT_MB
+    yield
+    if old is None:
+        del os.environ["KERNELSCOPE_MAX_INPUT_MB"]
+    else:
+        os.environ["KERNELSCOPE_MAX_INPUT_MB"] = old
+
+
 def check_answer(argv: list[str], m: Mutated, code: int, err: str) -> None:
     TALLY[f"{argv[0]}: exit {code}"] += 1
     where = f"kernelscope {' '.join(argv)} on a mutated input ({m.what})"
     assert "Traceback" not in err and "internal error" not in err, f"{where}: {err[-2000:]}"
+    raw = [repr(c) for c in RAW_ON_STDERR if c in err]
+    assert not raw, f"{where}: raw {raw} on stderr: {err[-2000:]!r}"
     assert code in (0, 2), f"{where} exited {code}: {err[-2000:]}"
     errors = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
     if code == 2:
@@ -149,6 +168,35 @@ def test_import_survives_mutated_ncu_reports(fixture, tmp):
         argv = ["import", str(p), "-o", str(tmp / f"imported{TALLY['files']}.json")]
         code, _, err = run_cli(argv)
         check_answer(argv, m, code, err)
+
+    run()
+
+
+def _reader_commands(bad: str, tmp: Path) -> list[list[str]]:
+    good = str(DATA / "session_h100_mixed.json.gz")
+    n = TALLY["files"]
+    return [["show", bad], ["show", bad, "--json"], ["export", bad, "-o", str(tmp / f"t{n}.json")],
+            ["report", bad, "-o", str(tmp / f"r{n}.html")], ["diff", bad, good], ["diff", good, bad],
+            ["merge", good, bad, "-o", str(tmp / f"m{n}.json")], ["import", bad, "-o", str(tmp / f"i{n}.json")],
+            ["plot", bad, "--output-dir", str(tmp / f"p{n}")], ["show", good, "--ceilings", bad, "--json"]]
+
+
+def test_readers_refuse_files_that_are_not_files(tmp):
+    """A FIFO, a device, a directory, a dangling link, a gzip bomb past the limit: every command that reads a file
+    answers with one sentence and exit 2 in bounded time (run_cli's alarm: a blocking open fails the test)."""
+    where = tmp / "special"
+    where.mkdir(exist_ok=True)
+
+    @settings(FUZZ, max_examples=max(10, EXAMPLES))
+    @given(st.sampled_from(SPECIAL_FILES), st.integers(0, 9))
+    def run(kind: str, which: int) -> None:
+        TALLY["special inputs"] += 1
+        bad = special_file(kind, where)
+        argv = _reader_commands(str(bad), tmp)[which]
+        code, _, err = run_cli(argv)
+        m = Mutated(b"", "", kind)
+        check_answer(argv, m, code, err)
+        assert code == 2, f"kernelscope {' '.join(argv)} on {kind}: exit {code}: {err[-1000:]}"
 
     run()
 
