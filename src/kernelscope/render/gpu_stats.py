@@ -142,12 +142,14 @@ class GpuStatsPanel:
             t.add_column(name, justify="left" if name in ("Field", "Source") else "right", no_wrap=name != "Source",
                          overflow="fold")
         partly: dict[str, list[str]] = {}  # reason -> fields that lack a value in some samples
+        never: dict[str, list[str]] = {}  # reason -> fields with no value in any sample
         n = self.summary.samples
         for f in self.summary.fields:
             label = LABELS.get(f.key, f.key)
             src = f"{f.source}: {f.raw_name}" if wide else f.source
-            if f.count == 0:
-                cells = [Text(f"N/A: {f.missing_reason}", style="dim"), "", ""]
+            if f.count == 0:  # the reason goes under the table: in a number column it would squeeze the others
+                never.setdefault(f.missing_reason or "no reason recorded", []).append(label)
+                cells = [Text("N/A", style="dim"), "", ""]
             else:
                 if f.count < n and f.missing_reason:
                     partly.setdefault(f.missing_reason, []).append(label)
@@ -155,8 +157,10 @@ class GpuStatsPanel:
             if wide:
                 cells.append(value_text(f.limit, f.unit) if f.limit is not None and f.count else "")
             t.add_row(label, *cells, f"{f.count}/{n}", src)
-        notes = [Text(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
-                 for reason, fields in partly.items()]
+        notes = [Text(f"N/A in every sample ({', '.join(fields)}): {reason}", style="dim")
+                 for reason, fields in never.items()]
+        notes += [Text(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
+                  for reason, fields in partly.items()]
         return t, notes
 
     def _throttle_lines(self) -> list[Text]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from kernelscope.analyze.memory import (ALLOCATED_FORMULA, BASELINE_FORMULA, RESERVED_FORMULA, MemoryPoint,
                                         MemoryReport, MemoryUnavailable)
@@ -64,7 +65,7 @@ class MemoryPanel:
                      f"{size_bytes(m.baseline_reserved_bytes)} reserved ({BASELINE_FORMULA})")
         head.add_row("History", f"{m.events:,} allocator events over {duration(m.end_ns - m.start_ns)}, "
                      f"device {m.device_index}")
-        width = max(10, min(100, options.max_width - 30))
+        width = max(10, min(100, options.max_width - 4 - 9 - 1 - 1))  # panel border and padding, label, gap
         lo = 0
         hi = max(m.peak_reserved_bytes, m.peak_allocated_bytes)
         chart = Table.grid(padding=(0, 1))
@@ -73,18 +74,18 @@ class MemoryPanel:
         for label, key, style in (("allocated", "allocated_bytes", "cyan"), ("reserved", "reserved_bytes", "blue")):
             cols = columns_max(m.points, m.start_ns, m.end_ns, width, key)
             chart.add_row(f"{label:>9}", f"[{style}]{sparkline(cols, lo, hi)}[/]")
-        chart.add_row("", f"[dim]0 .. {size_bytes(hi)}, {duration(m.end_ns - m.start_ns)} left to right "
-                      "(the largest value of each column)[/]")
+        scale = Text(f"{'':9} 0 .. {size_bytes(hi)}, {duration(m.end_ns - m.start_ns)} left to right (the largest "
+                     "value of each column)", style="dim")  # under the chart, wrapping at its spaces
         top = Table(title="Largest allocations live at the peak", title_justify="left", expand=True)
         top.add_column("Size", justify="right", no_wrap=True)
         top.add_column("Allocated at", justify="right", no_wrap=True)
         top.add_column("Python stack (innermost first)", overflow="fold")
         for a in m.top_at_peak[: self.top]:
             top.add_row(size_bytes(a.size_bytes), duration(a.allocated_at_ns), stack_text(a.stack))
-        parts: list = [head, chart, top]
+        parts: list = [head, chart, scale, top]
         if m.region_peaks:
             reg = Table(title="Peak allocated per region", title_justify="left")
-            reg.add_column("Region")
+            reg.add_column("Region", overflow="fold")  # a long region name wraps, never cut
             reg.add_column("Entries", justify="right")
             reg.add_column("Peak allocated", justify="right")
             reg.add_column("Largest growth", justify="right")

@@ -8,6 +8,7 @@ Takes precomputed data (analyze/collectives.py, analyze/ranks.py) only.
 """
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.table import Table
@@ -26,44 +27,47 @@ def _pct(part: int, whole: int) -> str:
     return f"{part / whole * 100:.0f}%" if whole else "N/A"
 
 
-class RanksPanel:
-    def __init__(self, summary: RanksSummary) -> None:
-        self.summary = summary
+# -- what both the terminal and the HTML report show (the same words and numbers) -------------------
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        t = Table(box=None, pad_edge=False, header_style="bold")
-        for name in ("Rank", "Host", "GPU", "Kernels", "Compute", "Comm.", "Idle", "Overlap", "Waiting"):
-            t.add_column(name, justify="left" if name in ("Host", "GPU") else "right")
-        for r in self.summary.ranks:
-            i = r.info
-            gpu = f"{i.device_index}" if i.device_index is not None else "N/A"
-            if i.device_name:
-                gpu += f" {visible(i.device_name).removeprefix('NVIDIA ')}"
-            t.add_row(str(i.rank), visible(i.host) if i.host else "N/A (not in the trace)", gpu, f"{r.kernels:,}",
-                      f"{duration(r.compute_ns)} {_pct(r.compute_ns, r.span_ns)}",
-                      f"{duration(r.communication_ns)} {_pct(r.communication_ns, r.span_ns)}",
-                      f"{duration(r.idle_ns)} {_pct(r.idle_ns, r.span_ns)}",
-                      "N/A (no NCCL kernels)" if r.overlap_pct is None else f"{r.overlap_pct:.0f}%",
-                      f"{duration(r.wait_ns)} at {r.collectives}")
-        lines: list = [t]
-        imb = self.summary.compute_imbalance_pct
-        lines.append(Text(f"compute imbalance across ranks: {'N/A' if imb is None else f'{imb:.1f}%'} "
-                          f"({IMBALANCE_FORMULA}); overlap = {OVERLAP_FORMULA}; % of each rank's span "
-                          "(first kernel start to last kernel end)", style="dim"))
-        world = {r.info.world_size for r in self.summary.ranks if r.info.world_size}
-        nccl = {r.info.nccl_version for r in self.summary.ranks if r.info.nccl_version}
-        aligned = [r.info for r in self.summary.ranks if r.info.alignment_error_ns is not None]
-        facts = [f"world size {', '.join(map(str, sorted(world)))}" if world else "world size N/A"]
-        if nccl:
-            facts.append("NCCL " + ", ".join(sorted(nccl)))
-        if aligned:
-            facts.append("clocks aligned on collective ends: " + ", ".join(
-                f"rank {i.rank} offset {duration(abs(i.clock_offset_ns))}{'' if i.clock_offset_ns >= 0 else ' back'}, "
-                f"error {duration(i.alignment_error_ns)}" for i in aligned))
-        lines.append(Text(" · ".join(facts), style="dim"))
-        for note in self.summary.notes:
-            lines.append(Text(f"note: {visible(note)}", style="yellow"))
-        yield Panel(Group(*lines), title=f"Ranks ({len(self.summary.ranks)})", title_align="left")
+RANK_HEADERS = ("Rank", "Host", "GPU", "Kernels", "Compute", "Comm.", "Idle", "Overlap", "Waiting")
+RANK_TEXT_COLUMNS = (1, 2)  # Host and GPU: text; the rest numbers
+
+
+def rank_rows(summary: RanksSummary) -> list[tuple[str, ...]]:
+    """One row per rank, in RANK_HEADERS' order."""
+    rows = []
+    for r in summary.ranks:
+        i = r.info
+        gpu = f"{i.device_index}" if i.device_index is not None else "N/A"
+        if i.device_name:
+            gpu += f" {visible(i.device_name).removeprefix('NVIDIA ')}"
+        rows.append((str(i.rank), visible(i.host) if i.host else "N/A (not in the trace)", gpu, f"{r.kernels:,}",
+                     f"{duration(r.compute_ns)} {_pct(r.compute_ns, r.span_ns)}",
+                     f"{duration(r.communication_ns)} {_pct(r.communication_ns, r.span_ns)}",
+                     f"{duration(r.idle_ns)} {_pct(r.idle_ns, r.span_ns)}",
+                     "N/A (no NCCL kernels)" if r.overlap_pct is None else f"{r.overlap_pct:.0f}%",
+                     f"{duration(r.wait_ns)} at {r.collectives}"))
+    return rows
+
+
+def rank_notes(summary: RanksSummary) -> list[tuple[str, str]]:
+    """The lines under the ranks table, each (text, kind): kind 'formula', 'fact' or 'note'."""
+    imb = summary.compute_imbalance_pct
+    out = [(f"compute imbalance across ranks: {'N/A' if imb is None else f'{imb:.1f}%'} ({IMBALANCE_FORMULA}); "
+            f"overlap = {OVERLAP_FORMULA}; % of each rank's span (first kernel start to last kernel end)", "formula")]
+    world = {r.info.world_size for r in summary.ranks if r.info.world_size}
+    nccl = {r.info.nccl_version for r in summary.ranks if r.info.nccl_version}
+    aligned = [r.info for r in summary.ranks if r.info.alignment_error_ns is not None]
+    facts = [f"world size {', '.join(map(str, sorted(world)))}" if world else "world size N/A"]
+    if nccl:
+        facts.append("NCCL " + ", ".join(sorted(nccl)))
+    if aligned:
+        facts.append("clocks aligned on collective ends: " + ", ".join(
+            f"rank {i.rank} offset {duration(abs(i.clock_offset_ns))}{'' if i.clock_offset_ns >= 0 else ' back'}, "
+            f"error {duration(i.alignment_error_ns)}" for i in aligned))
+    out.append((" · ".join(facts), "fact"))
+    out += [(f"note: {visible(n)}", "note") for n in summary.notes]
+    return out
 
 
 def barrier_lines(row: CollectiveRow) -> list[str]:
@@ -72,61 +76,156 @@ def barrier_lines(row: CollectiveRow) -> list[str]:
             for t in row.ranks if t.wait_ns >= WAIT_MARK_MIN_NS and t.rank != row.straggler_rank]
 
 
+COLLECTIVE_HEADERS = ("Group", "#", "Operation", "Bytes")  # then start and wait per rank, then COLLECTIVE_TAIL
+COLLECTIVE_TAIL = ("Straggler", "Bus bw")
+
+
+def collective_origin(a: CollectiveAnalysis) -> int:
+    """Starts are shown since the first collective."""
+    return min(row.start_ns for row in a.rows) if a.rows else 0
+
+
+def collective_cells(row: CollectiveRow, origin: int) -> tuple[list[str], list[tuple[int, str, str] | None], list[str]]:
+    """A collective's cells: the head (group, #, operation, bytes), per rank of ``row.ranks`` (rank, start since
+    the first collective, wait) and the tail (straggler, bus bandwidth)."""
+    head = [visible(row.process_group), str(row.index), visible(row.name),
+            size_bytes(row.bytes) if row.bytes is not None else "N/A"]
+    per_rank = [(x.rank, f"+{duration(x.start_ns - origin)}", duration(x.wait_ns)) for x in row.ranks]
+    tail = ["N/A" if row.straggler_rank is None else f"rank {row.straggler_rank}",
+            "N/A" if row.busbw_gb_s is None else f"{row.busbw_gb_s:.1f} GB/s"]
+    return head, per_rank, tail
+
+
+def collective_notes(a: CollectiveAnalysis, limit: int) -> list[tuple[str, str]]:
+    """The lines under the collectives table, each (text, kind): 'more', 'formula', 'straggler', 'also', 'warmup',
+    'barrier' or 'note'."""
+    out: list[tuple[str, str]] = []
+    if len(a.rows) > limit:
+        out.append((f"... {len(a.rows) - limit} more collectives (show --json lists all)", "more"))
+    out.append((f"wait = {WAIT_FORMULA}; bus bw = {BUSBW_FORMULA}, algbw = bytes / (latest end - last arrival); "
+                "start = since the first collective", "formula"))
+    s = a.run_straggler
+    if s is not None and s.worst is not None:
+        out.append((f"straggler of the run: rank {s.rank}, last to arrive at {s.collectives} of {len(a.rows)} "
+                    f"collectives, others waited {duration(s.caused_wait_ns)} in all; worst: {s.sentence}",
+                    "straggler"))
+        for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
+            out.append((f"also last to arrive: rank {other.rank} at {other.collectives} collectives, others waited "
+                        f"{duration(other.caused_wait_ns)} in all"
+                        + (f"; worst: {other.sentence}" if other.worst is not None else ""), "also"))
+    late_at_warmup = [x for x in a.stragglers if x.warmup_wait_ns > 0]
+    for x in late_at_warmup:
+        out.append((f"warm-up: rank {x.rank} last at {x.warmup_collectives} warm-up collectives, others waited "
+                    f"{duration(x.warmup_wait_ns)} (left out of the run's straggler)", "warmup"))
+    if late_at_warmup:
+        out.append((f"warm-up = {WARMUP_RULE}", "formula"))
+    marks = [line for row in a.rows for line in barrier_lines(row)]
+    out += [(line, "barrier") for line in marks[:limit]]
+    if len(marks) > limit:
+        out.append((f"... {len(marks) - limit} more waits", "more"))
+    out += [(f"note: {visible(p)}", "note") for p in a.problems]
+    return out
+
+
+# -- the terminal ------------------------------------------------------------------------------------
+
+STYLE = {"formula": "dim", "fact": "dim", "more": "dim", "warmup": "dim", "note": "yellow", "straggler": "bold",
+         "also": "", "barrier": ""}
+GAP = 2  # columns between two table columns (padding 1 on each side)
+
+
+def stacked(headers: list[str], left: set[int], mains: list[list[str]], subs: list[list[str]], width: int,
+            caption: str) -> list[Text]:
+    """A table too wide for the terminal, as lines: each row's ``mains`` in aligned columns (``left``: the
+    left-aligned ones), its ``subs`` under it, joined by ' · ' as many to a line as fit ``width``."""
+    widths = [max(cell_len(r[i]) for r in [headers, *mains]) for i in range(len(headers))]
+
+    def line(cells: list[str]) -> str:
+        return (" " * GAP).join(c.ljust(w) if i in left else c.rjust(w)
+                                for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [Text(line(headers), style="bold"), Text(f"  {caption}", style="dim")]
+    indent = " " * (widths[0] + GAP)
+    for cells, parts in zip(mains, subs):
+        out.append(Text(line(cells)))
+        current = ""
+        for p in parts:
+            if current and cell_len(indent + current + " · " + p) > width:
+                out.append(Text(indent + current, style="dim"))
+                current = p
+            else:
+                current = f"{current} · {p}" if current else p
+        if current:
+            out.append(Text(indent + current, style="dim"))
+    return out
+
+
+class RanksPanel:
+    """A row per rank where the table fits the terminal; else each rank's own columns on a line and its
+    compute, communication and idle time under them."""
+
+    def __init__(self, summary: RanksSummary) -> None:
+        self.summary = summary
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        t = Table(box=None, pad_edge=False, header_style="bold")
+        for i, name in enumerate(RANK_HEADERS):
+            t.add_column(name, justify="left" if i in RANK_TEXT_COLUMNS else "right", no_wrap=True)
+        rows = rank_rows(self.summary)
+        for row in rows:
+            t.add_row(*row)
+        inner = options.max_width - 4  # the panel's border and padding
+        if console.measure(t).maximum <= inner:
+            lines: list = [t]
+        else:
+            main, sub = (0, 1, 2, 3, 7, 8), (4, 5, 6)
+            lines = stacked([RANK_HEADERS[i] for i in main], {1, 2}, [[r[i] for i in main] for r in rows],
+                            [[f"{RANK_HEADERS[i].lower()} {r[i]}" for i in sub] for r in rows], inner,
+                            "compute, communication and idle time of each rank, under it")
+        lines += [Text(text, style=STYLE[kind]) for text, kind in rank_notes(self.summary)]
+        yield Panel(Group(*lines), title=f"Ranks ({len(self.summary.ranks)})", title_align="left")
+
+
 class CollectivesPanel:
+    """A table with a start and a wait column per rank where it fits the terminal; where it does not (80
+    columns, or many ranks), each collective is a line of its own columns and, under it, its ranks' starts and
+    waits, as many to a line as fit: nothing is cut."""
+
     def __init__(self, analysis: CollectiveAnalysis, limit: int = 20) -> None:
         self.analysis, self.limit = analysis, limit
+
+    def _table(self, rows: list) -> Table:
+        a = self.analysis
+        t = Table(box=None, pad_edge=False, header_style="bold")
+        for name in COLLECTIVE_HEADERS:
+            t.add_column(name, justify="left" if name in ("Group", "Operation") else "right")
+        for r in a.ranks:
+            t.add_column(f"r{r} start", justify="right")
+            t.add_column(f"r{r} wait", justify="right")
+        for name in COLLECTIVE_TAIL:
+            t.add_column(name, justify="right")
+        for head, per_rank, tail in rows:
+            by_rank = {r: (start, wait) for r, start, wait in per_rank}
+            cells = list(head)
+            for r in a.ranks:
+                cells += list(by_rank.get(r, ("—", "—")))
+            t.add_row(*cells, *tail)
+        return t
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         a = self.analysis
         if a.missing_reason:
             yield Panel(Text(f"N/A: {a.missing_reason}"), title="Collectives", title_align="left")
             return
-        t = Table(box=None, pad_edge=False, header_style="bold")
-        t.add_column("Group", justify="left")
-        t.add_column("#", justify="right")
-        t.add_column("Operation", justify="left")
-        t.add_column("Bytes", justify="right")
-        for r in a.ranks:
-            t.add_column(f"r{r} start", justify="right")
-            t.add_column(f"r{r} wait", justify="right")
-        t.add_column("Straggler", justify="right")
-        t.add_column("Bus bw", justify="right")
-        origin = min(row.start_ns for row in a.rows) if a.rows else 0
-        for row in a.rows[: self.limit]:
-            by_rank = {x.rank: x for x in row.ranks}
-            cells = [visible(row.process_group), str(row.index), visible(row.name),
-                     size_bytes(row.bytes) if row.bytes is not None else "N/A"]
-            for r in a.ranks:
-                x = by_rank.get(r)
-                cells += ["—", "—"] if x is None else [f"+{duration(x.start_ns - origin)}", duration(x.wait_ns)]
-            cells.append("N/A" if row.straggler_rank is None else f"rank {row.straggler_rank}")
-            cells.append("N/A" if row.busbw_gb_s is None else f"{row.busbw_gb_s:.1f} GB/s")
-            t.add_row(*cells)
-        lines: list = [t]
-        if len(a.rows) > self.limit:
-            lines.append(Text(f"... {len(a.rows) - self.limit} more collectives (show --json lists all)", style="dim"))
-        lines.append(Text(f"wait = {WAIT_FORMULA}; bus bw = {BUSBW_FORMULA}, algbw = bytes / (latest end - last "
-                          "arrival); start = since the first collective", style="dim"))
-        s = a.run_straggler
-        if s is not None and s.worst is not None:
-            lines.append(Text(f"straggler of the run: rank {s.rank}, last to arrive at {s.collectives} of "
-                              f"{len(a.rows)} collectives, others waited {duration(s.caused_wait_ns)} in all; worst: "
-                              f"{s.sentence}", style="bold"))
-            for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
-                lines.append(Text(f"also last to arrive: rank {other.rank} at {other.collectives} collectives, others "
-                                  f"waited {duration(other.caused_wait_ns)} in all"
-                                  + (f"; worst: {other.sentence}" if other.worst is not None else "")))
-        late_at_warmup = [x for x in a.stragglers if x.warmup_wait_ns > 0]
-        for x in late_at_warmup:
-            lines.append(Text(f"warm-up: rank {x.rank} last at {x.warmup_collectives} warm-up collectives, others "
-                              f"waited {duration(x.warmup_wait_ns)} (left out of the run's straggler)", style="dim"))
-        if late_at_warmup:
-            lines.append(Text(f"warm-up = {WARMUP_RULE}", style="dim"))
-        marks = [line for row in a.rows for line in barrier_lines(row)]
-        for line in marks[: self.limit]:
-            lines.append(Text(line))
-        if len(marks) > self.limit:
-            lines.append(Text(f"... {len(marks) - self.limit} more waits", style="dim"))
-        for p in a.problems:
-            lines.append(Text(f"note: {visible(p)}", style="yellow"))
+        origin = collective_origin(a)
+        rows = [collective_cells(row, origin) for row in a.rows[: self.limit]]
+        table = self._table(rows)
+        inner = options.max_width - 4  # the panel's border and padding
+        if console.measure(table).maximum <= inner:
+            lines: list = [table]
+        else:
+            lines = stacked(list(COLLECTIVE_HEADERS + COLLECTIVE_TAIL), {0, 2}, [head + tail for head, _, tail in rows],
+                            [[f"r{r} {start} wait {wait}" for r, start, wait in per_rank] for _, per_rank, _ in rows],
+                            inner, "start and wait of each rank, under it")
+        lines += [Text(text, style=STYLE[kind]) for text, kind in collective_notes(a, self.limit)]
         yield Panel(Group(*lines), title=f"Collectives ({len(a.rows)})", title_align="left")
