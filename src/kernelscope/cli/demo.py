@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         out = output_path(args.output, args.force_overwrite, what="session file") if args.output else None
         session, label = bundled_session()
         if out is not None:
-            session.save(out)
+            session.save(out, force=args.force_overwrite)
             print(f"kernelscope: demo: no CUDA GPU here, so nothing was profiled; {out} holds a copy of the session "
                   f"recorded on {label}, bundled with kernelscope.", file=sys.stderr)
         banner = (f"No CUDA GPU is available here ({reason}); showing a session recorded on {label}, "
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
         session = record_session(DEMO_PLAN, command=["kernelscope", "demo"])
     except RuntimeError as e:
         fail(f"the demo workload failed: {e}", 1)
-    session.save(out)
+    session.save(out, force=args.force_overwrite)
     err = session.environment.get("w4a16_relative_error")
     plan = DEMO_PLAN
     print(f"kernelscope: demo: W4A16 GEMM m={plan.m} k={plan.k} n={plan.n}, relative error vs the fp32 reference "

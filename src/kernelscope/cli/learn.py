@@ -58,14 +58,14 @@ def _bundled():
     return Session.from_dict(json.loads(gzip.decompress(raw)))
 
 
-def _session_and_plan(args: argparse.Namespace):
-    """(session, plan, banner): from --session, a fresh GPU run, or the bundled H100 recording."""
+def _session_and_plan(args: argparse.Namespace, given=None):
+    """(session, plan, banner): from --session (``given``, loaded already), a fresh GPU run, or the bundled H100
+    recording."""
     from kernelscope.collect.driver import gpu_available
     from kernelscope.kernels.marlin.walkthrough import plan_of
 
-    if args.session:
-        session = load_session(args.session)
-        return session, _plan(plan_of(session), args), None
+    if given is not None:
+        return given, _plan(plan_of(given), args), None
     ok, reason = gpu_available(also_needs=("triton",))
     if ok:
         from kernelscope.kernels.marlin.workload import record_session
@@ -77,7 +77,7 @@ def _session_and_plan(args: argparse.Namespace):
         shape = [f"--{x}={getattr(plan, x)}" for x in ("m", "k", "n")]
         session = record_session(plan, command=["kernelscope", "learn", "marlin", *shape])
         if out is not None:
-            session.save(out)
+            session.save(out, force=args.force_overwrite)
             print(f"kernelscope: session written to {out}", file=sys.stderr)
         return session, plan, None
     session = _bundled()
@@ -97,6 +97,7 @@ def main(args: argparse.Namespace) -> int:
         fail(f"there is no walkthrough for {args.topic!r}; topics: {', '.join(TOPICS)}")
     if args.width is not None and args.width < 40:
         fail(f"--width must be at least 40 columns, got {args.width}")
+    given = load_session(args.session) if args.session else None  # a bad file is said before torch is imported
     require_modules("learn marlin", "torch", "numpy")
     try:
         from kernelscope.kernels.marlin.explain import real_layer_example
@@ -107,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.render.console import make_console
     from kernelscope.render.walkthrough import NeedsGpuNote, WalkthroughView
 
-    session, plan, banner = _session_and_plan(args)
+    session, plan, banner = _session_and_plan(args, given)
     recorded_here = not args.session and banner is None
     try:
         walk = build_walkthrough(session, plan)

@@ -217,8 +217,16 @@ def _write_and_move(out: Path, data: Data, force: bool, temporary: list[str]) ->
         f.flush()
         os.fsync(f.fileno())  # the bytes are on disk before the name points at them
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; an output is an ordinary file
+    place_file(tmp, out, force)
+
+
+def place_file(tmp: str | os.PathLike[str], out: str | os.PathLike[str], force: bool) -> None:
+    """Move the finished temporary file ``tmp`` (same directory) to ``out``: without ``force`` only if the name
+    is free (FileExistsError otherwise), with it over a regular file only (OutputFileError for anything else).
+    For writers whose temporary file another program wrote (ncu's report)."""
+    out = Path(out)
     if not force:
-        _link_into_place(tmp, out)
+        _link_into_place(str(tmp), out)
         return
     special = _special_output(out, "output")  # again: it may have changed since the check
     if special is not None:

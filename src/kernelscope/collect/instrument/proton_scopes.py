@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.collect.instrument import scope_sink
+from kernelscope.model.files import write_atomic
 from kernelscope.collect.instrument.proton_trace import (
     ProtonTraceError,
     read_proton_trace,
@@ -169,7 +170,7 @@ class ProtonScopes:
             raise ProtonScopesError("Proton wrote no trace file: no instrumented kernel ran inside ProtonScopes")
         text = files[0].read_text(errors="replace")
         if self.keep:
-            Path(self.keep).write_text(text)
+            write_atomic(self.keep, text.encode())  # through the one write helper, as every output
         try:
             kernels = read_proton_trace(text, files[0].name)
         except ProtonTraceError as e:

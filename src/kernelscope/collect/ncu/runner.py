@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from kernelscope.collect.ncu.fields import EXTRA_METRICS, SECTIONS
-from kernelscope.model.files import write_atomic
+from kernelscope.model.files import OutputFileError, place_file, write_atomic
 
 PERMISSION_MARKER = "ERR_NVGPUCTRPERM"
 
@@ -144,9 +144,9 @@ def _run_ncu(ncu: str, command: list[str], rep: Path, temp_base: Path, temp_rep:
     try:
         with open(temp_rep, "rb") as f:  # on disk before the name points at it, as model.files does
             os.fsync(f.fileno())
-        os.replace(temp_rep, rep)
-    except OSError as e:
-        raise NcuRunError(f"the ncu report could not be moved to {rep} ({e.strerror or e})") from None
+        place_file(temp_rep, rep, force=True)  # run checked the name; a device or FIFO there is still refused
+    except (OSError, OutputFileError) as e:
+        raise NcuRunError(f"the ncu report could not be moved to {rep} ({getattr(e, 'strerror', None) or e})") from None
     return NcuRunResult(report=rep, exit_code=rc, log=log)
 
 
