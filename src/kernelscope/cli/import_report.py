@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     for p in inputs:  # before anything opens them: a FIFO would block, a device would never end
         try:
             if not p.is_dir():
-                check_input(p)
+                check_input(p)  # and within the input limit: ncu_report reads a report whole
         except FileNotFoundError:
             fail(f"{p}: no such file or directory")
         except InputFileError as e:

@@ -271,14 +271,18 @@ def _too_large(path: Path, limit: int, decompressed: bool) -> InputFileError:
 
 
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:
-    """``path`` is a regular file (from its stat, without opening it); FileNotFoundError and
-    IsADirectoryError as open() would raise them, InputFileError for a FIFO, device or socket."""
+    """``path`` is a regular file of at most the input limit (from its stat, without opening it);
+    FileNotFoundError and IsADirectoryError as open() would raise them, InputFileError for a FIFO, device or
+    socket, or a file over the limit."""
     p = Path(path)
     st = os.stat(p)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", str(p))
     if not stat.S_ISREG(st.st_mode):
         raise InputFileError(p, f"is {_kind(st.st_mode)}, not a regular file; give a file on disk")
+    limit = input_limit_bytes()
+    if st.st_size > limit:
+        raise _too_large(p, limit, False)
     return st
 
 
@@ -290,9 +294,7 @@ def read_input(path: str | os.PathLike[str], decompress: bool = True) -> bytearr
     not regular, too large, or (``damaged``) not whole gzip data. Memory: the bytes returned plus one MiB."""
     p = Path(path)
     limit = input_limit_bytes()
-    st = check_input(p)
-    if st.st_size > limit:
-        raise _too_large(p, limit, False)
+    check_input(p)
     fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else between stat and open
