@@ -215,3 +215,19 @@ def test_display_copy_keeps_the_rank_of_regions_of_a_schema_2_session(tmp_path):
     region_rows = [r for r in rows(one) if not r[3] or r[0] in {g.name for g in one.regions}]
     assert any(rank == 1 for _, rank, _, _ in region_rows)
     assert rows(two) == rows(one)
+
+
+def test_diff_device_warning_prints_names_without_escaping_backslashes(tmp_path):
+    """Issue 37 item 11: the warning was built from the terminal copies (Rich markup escaped), so stderr showed
+    `\\[bold red]`; it is built from the stored names and escaped for the terminal only."""
+    paths = []
+    for i, name in enumerate(["[bold red]GPU A\x1b[31m", "GPU B\u202e"]):
+        d = _expanded("session_h100_mixed.json.gz")
+        d["device"]["name"] = name
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(d))
+    code, out, err = run_cli(["diff", *map(str, paths), "--width", "200", "--no-color"])
+    assert code == 0, err
+    warning = next(ln for ln in err.splitlines() if ln.startswith("kernelscope: warning:"))
+    assert "[bold red]GPU A\\x1b[31m" in warning and "GPU B\\u202e" in warning and "\\[" not in warning
+    _no_raw(err)

@@ -45,6 +45,9 @@ def main(args: argparse.Namespace) -> int:
     if args.ranks is not None:
         sa, sb = _rank(sa, args.a, args.ranks[0]), _rank(sb, name_b, args.ranks[1])
         name_a, name_b = f"{name_a} rank {args.ranks[0]}", f"{name_b} rank {args.ranks[1]}"
+    from kernelscope.analyze.diff import device_note
+
+    warning = device_note(sa, sb).warning  # from the names as stored: stderr is not Rich markup
     if not args.json:  # the terminal prints the sessions' strings: make them plain text first
         from kernelscope.render.text import display_copy
 
@@ -58,8 +61,8 @@ def main(args: argparse.Namespace) -> int:
             fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
         if not d.kernels:
             fail(f"no kernel of either session matches --kernel {args.kernel!r}")
-    if d.device.warning:
-        note(d.device.warning, "warning")  # device names from the files: escaped like every such string
+    if warning:
+        note(warning, "warning")  # device names from the files: escaped like every such string
     if args.json:
         from kernelscope.render.diff_json import diff_json
 
