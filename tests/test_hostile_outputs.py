@@ -240,3 +240,20 @@ def test_a_device_name_longer_than_a_file_name_is_drawn(tmp_path, monkeypatch):
 
     name = CeilingKey(d["device"]["name"], "550.1", 1980).file_name()
     assert len(name.encode()) <= 255 and name != CeilingKey("NVIDIA " + "H" * 401, "550.1", 1980).file_name()
+
+
+def test_plot_names_from_the_results_file_stay_inside_the_output_dir(tmp_path):
+    """The benchmark name in a results file became the PNGs' name prefix as it was: '../x' wrote beside
+    --output-dir, not in it."""
+    pytest.importorskip("matplotlib")
+    d = json.loads((DATA / "bench_attention_h100.json").read_text())
+    d["benchmark"] = "../escaped\x1b[31m"
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps(d))
+    out = tmp_path / "plots"
+    code, stdout, err = run_cli(["plot", str(results), "--output-dir", str(out)])
+    assert code == 0, err
+    written = sorted(p.name for p in out.iterdir())
+    assert written and all(n.startswith("escaped-31m_") for n in written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "r.json"]  # nothing beside it
+    assert "\x1b" not in stdout + err

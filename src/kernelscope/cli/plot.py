@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 
 from kernelscope.cli.common import fail, output_path
@@ -44,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.bench.plots import write_plots
 
     try:
-        paths = write_plots(results, args.output_dir, baseline=baseline, prefix=results.benchmark,
+        paths = write_plots(results, args.output_dir, baseline=baseline, prefix=_file_prefix(results.benchmark),
                             check=lambda path: output_path(path, args.force_overwrite, [args.results], "plot"))
     except OSError as e:
         fail(f"cannot write the plots into {args.output_dir}: {e.strerror or e}")
@@ -54,3 +55,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"kernelscope: no speedup plot: {default or 'no default baseline'} has no successful rows; choose one "
               "with --baseline.", file=sys.stderr)
     return 0
+
+
+def _file_prefix(benchmark: str) -> str:
+    """The benchmark's name from the results file as the PNGs' name prefix: letters, digits, '_', '-' and inner
+    dots only, at most 64 characters, so a name such as '../../x' never writes outside --output-dir."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", benchmark).strip(".-")[:64]
+    return slug or "results"
