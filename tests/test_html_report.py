@@ -21,7 +21,7 @@ NUM = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
 # column, how much of a long name or of the timeline it left out (the page shows the full name; its table says
 # "first N of M")
 TERMINAL_ONLY = ("more characters: show --json", "FLOP/s │", "one column =", "more rows (show --timeline")
-SESSIONS = sorted(p.name for p in DATA.glob("session_h100_*.json.gz"))
+SESSIONS = sorted(p.name for p in DATA.glob("session_h100_*.json.gz")) + ["ranks/session_h200x2_run_torchrun.json.gz"]
 
 
 def _env():
@@ -42,6 +42,28 @@ def test_every_number_show_prints_is_in_the_page(name: str) -> None:
     missing = [(n, line.strip()[:120]) for line in term.splitlines() if not any(t in line for t in TERMINAL_ONLY)
                for n in NUM.findall(line) if n not in numbers and len(n) < 20]  # longer: the SM strips' digits
     assert not missing, missing[:10]
+
+
+def test_multi_rank_report_has_the_ranks_and_collectives_panels() -> None:
+    """A two-rank session's page holds the Ranks and Collectives sections show draws, with their numbers and the
+    run's straggler, and links to them; a one-rank session's page has neither."""
+    name = "ranks/session_h200x2_run_torchrun.json.gz"
+    term = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / name), "--no-color", "--width",
+                           "250", "--all-kernels"], capture_output=True, text=True, env=_env(), check=True).stdout
+    page = render_html(build_report(recorded(name)))
+    text = page_text(page)
+    assert 'id="ranks"' in page and 'id="collectives"' in page
+    assert 'href="#ranks"' in page and 'href="#collectives"' in page
+    panels = term[term.index("Ranks ("):]
+    assert "Collectives (24)" in panels and "Collectives (24)" in text
+    numbers = set(NUM.findall(text))
+    missing = [(n, line.strip()[:120]) for line in panels.splitlines() for n in NUM.findall(line) if n not in numbers]
+    assert not missing, missing[:10]
+    straggler = next(line for line in panels.splitlines() if "straggler of the run" in line)
+    assert "straggler of the run: rank 1, last to arrive at 7 of 24 collectives" in straggler
+    assert "straggler of the run: rank 1, last to arrive at 7 of 24 collectives" in text
+    one = render_html(build_report(recorded("session_h100_samples.json.gz")))
+    assert 'id="ranks"' not in one and 'id="collectives"' not in one
 
 
 def test_session_strings_are_text_never_markup() -> None:

@@ -33,8 +33,9 @@ RANK_HEADERS = ("Rank", "Host", "GPU", "Kernels", "Compute", "Comm.", "Idle", "O
 RANK_TEXT_COLUMNS = (1, 2)  # Host and GPU: text; the rest numbers
 
 
-def rank_rows(summary: RanksSummary) -> list[tuple[str, ...]]:
-    """One row per rank, in RANK_HEADERS' order."""
+def rank_rows(summary: RanksSummary) -> list[tuple[str | tuple[str, str], ...]]:
+    """One row per rank, in RANK_HEADERS' order; a time with its share of the span (or the collectives it was
+    waited at) is a pair, which the terminal prints on one line."""
     rows = []
     for r in summary.ranks:
         i = r.info
@@ -42,11 +43,11 @@ def rank_rows(summary: RanksSummary) -> list[tuple[str, ...]]:
         if i.device_name:
             gpu += f" {visible(i.device_name).removeprefix('NVIDIA ')}"
         rows.append((str(i.rank), visible(i.host) if i.host else "N/A (not in the trace)", gpu, f"{r.kernels:,}",
-                     f"{duration(r.compute_ns)} {_pct(r.compute_ns, r.span_ns)}",
-                     f"{duration(r.communication_ns)} {_pct(r.communication_ns, r.span_ns)}",
-                     f"{duration(r.idle_ns)} {_pct(r.idle_ns, r.span_ns)}",
+                     (duration(r.compute_ns), _pct(r.compute_ns, r.span_ns)),
+                     (duration(r.communication_ns), _pct(r.communication_ns, r.span_ns)),
+                     (duration(r.idle_ns), _pct(r.idle_ns, r.span_ns)),
                      "N/A (no NCCL kernels)" if r.overlap_pct is None else f"{r.overlap_pct:.0f}%",
-                     f"{duration(r.wait_ns)} at {r.collectives}"))
+                     (duration(r.wait_ns), f"at {r.collectives}")))
     return rows
 
 
@@ -171,7 +172,7 @@ class RanksPanel:
         t = Table(box=None, pad_edge=False, header_style="bold")
         for i, name in enumerate(RANK_HEADERS):
             t.add_column(name, justify="left" if i in RANK_TEXT_COLUMNS else "right", no_wrap=True)
-        rows = rank_rows(self.summary)
+        rows = [tuple(" ".join(c) if isinstance(c, tuple) else c for c in row) for row in rank_rows(self.summary)]
         for row in rows:
             t.add_row(*row)
         inner = options.max_width - 4  # the panel's border and padding

@@ -32,6 +32,18 @@ def mark_text(m: MarkRow) -> str:
     return " · ".join(parts)
 
 
+def barrier_text(b) -> str:
+    """'barrier: allreduce 0.85 ms GPU0 waits for GPU3': a timeline row's wait inside a collective."""
+    return f"barrier: {b.collective} {duration(b.wait_ns)} GPU{b.rank} waits for GPU{b.straggler_rank}"
+
+
+def multi_rank_note(tl) -> str:
+    """What the timeline of several ranks adds under its table."""
+    return (f"Several ranks: idle before is measured on the row's own rank; barrier = a rank waiting inside a "
+            f"collective for the last to arrive (wait = {WAIT_FORMULA}; GPU<n> is rank n; {len(tl.barriers)} marked, "
+            f"waits under {duration(BARRIER_MARK_MIN_NS)} are not).")
+
+
 class TimelinePanel:
     def __init__(self, timeline: Timeline, limit: int = 200) -> None:
         self.timeline, self.limit = timeline, limit
@@ -69,8 +81,8 @@ class TimelinePanel:
         for r in shown:
             while marks and marks[0].t_ns < r.start_ns:  # marks in time order among the rows
                 m = marks.pop(0)
-                rows.append((f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]",
-                             f"[magenta]◆ {m.name}[/]", mark_text(m)))
+                rows.append((("",) if multi else ()) + (f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "",
+                                                          "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]", mark_text(m)))
             if r.kind == "region":
                 where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
                 rows.append(((str(r.rank),) if multi else ()) + (
@@ -83,7 +95,7 @@ class TimelinePanel:
             notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
             if r.barrier is not None:
                 b = r.barrier
-                said = f"barrier: {b.collective} {duration(b.wait_ns)} GPU{b.rank} waits for GPU{b.straggler_rank}"
+                said = barrier_text(b)
                 notes = f"[magenta]{escape(said)}[/]" + (f" · {notes}" if notes else "")
             rows.append(((str(r.rank),) if multi else ()) + (
                 _offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
@@ -104,7 +116,5 @@ class TimelinePanel:
                      "torch.cuda.memory_allocated()/memory_reserved() then and the values given" if tl.marks else "")
                      + ".[/]")
         if multi:
-            parts.append(f"[dim]Several ranks: idle before is measured on the row's own rank; barrier = a rank "
-                         f"waiting inside a collective for the last to arrive (wait = {WAIT_FORMULA}; GPU<n> is rank "
-                         f"n; {len(tl.barriers)} marked, waits under {duration(BARRIER_MARK_MIN_NS)} are not).[/]")
+            parts.append(f"[dim]{escape(multi_rank_note(tl))}[/]")
         yield Panel(Group(*parts), title="8 · Timeline", title_align="left")

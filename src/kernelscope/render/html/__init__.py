@@ -16,6 +16,7 @@ from kernelscope.render.html.analysis import (
 from kernelscope.render.html.kernel import config_section, phases_section, sm_layout_section, warp_section
 from kernelscope.render.html.memory import memory_section
 from kernelscope.render.html.markup import CSS, Markup, el, kv, render, scoped_css
+from kernelscope.render.html.ranks import collectives_section, ranks_section
 from kernelscope.render.html.session import gpu_stats_section, header_section, kernel_table_section, timeline_section
 from kernelscope.render.html.verdict import verdict_section
 
@@ -56,6 +57,10 @@ def render_html(report) -> str:
         tail.append(gpu_stats_section(s, report.gpu_stats))
     nav += [el("a", "timeline", href="#timeline")] + ([el("a", "GPU stats", href="#gpu-stats")]
                                                       if report.gpu_stats is not None else [])
+    ranks = getattr(report, "ranks", None)
+    if ranks is not None and ranks.multi_rank:  # a multi-GPU session: the Ranks and Collectives panels, as show
+        tail += [ranks_section(ranks.summary), collectives_section(ranks.collectives)]
+        nav += [el("a", "ranks", href="#ranks"), el("a", "collectives", href="#collectives")]
     verdict = [verdict_section(report.verdict)] if getattr(report, "verdict", None) is not None else []
     body = el("main", el("h1", title), el("nav", *nav), header_section(s), *verdict,
               kernel_table_section(report.summary),

@@ -7,7 +7,7 @@ from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.render.fmt import dim3_compact, duration, truncate
-from kernelscope.render.timeline import mark_text
+from kernelscope.render.timeline import barrier_text, mark_text, multi_rank_note
 from kernelscope.render.header import collector_rows, header_rows
 from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
@@ -81,8 +81,10 @@ def timeline_section(tl, summary) -> Markup:
     if tl.missing_reason is not None:
         return section(title, el("p", f"N/A: {tl.missing_reason}.", class_="na"), id_="timeline")
     busy_pct = 100.0 * tl.gpu_busy_ns / tl.span_ns if tl.span_ns else 0.0
+    multi = any(r.rank is not None for r in tl.rows)  # several ranks: a Rank column, barriers in the notes
+    of_any = " of any rank (the Ranks panel has each rank's)" if multi else ""
     rows: list = [("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
-                               "kernels and copies")]
+                               f"kernels and copies{of_any}")]
     for g in tl.gaps:
         what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else
                 "host doing other work (Python, synchronize, data preparation)")
@@ -106,27 +108,38 @@ def timeline_section(tl, summary) -> Markup:
     trows = []
     shown = tl.rows[:TIMELINE_ROWS]
     marks = [m for m in tl.marks if len(shown) == len(tl.rows) or m.t_ns <= shown[-1].start_ns]
+    def rank(r) -> tuple:
+        return (str(r.rank) if r.rank is not None else "",) if multi else ()
+
     for r in shown:
         while marks and marks[0].t_ns < r.start_ns:  # kernelscope.mark() points in time order among the rows
             m = marks.pop(0)
-            trows.append((f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m)))
+            trows.append(("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}",
+                                          mark_text(m)))
         if r.kind == "region":
-            trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region", f"▸ {r.name}",
-                          "" if r.on_gpu else "(CPU span: no GPU work seen)"))
+            trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region",
+                                    f"▸ {r.name}", "" if r.on_gpu else "(CPU span: no GPU work seen)"))
             continue
         gap = f"{duration(r.gap_before_ns)} {r.gap_kind}" if r.gap_before_ns is not None and r.gap_kind in (
             LAUNCH_GAP, HOST_WAIT) else ""
         notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
-        trows.append((f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
-                      labels.get(r.name, r.short_name), notes))
-    trows += [(f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m)) for m in marks]
+        if r.barrier is not None:
+            notes = barrier_text(r.barrier) + (f" · {notes}" if notes else "")
+        trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
+                                labels.get(r.name, r.short_name), notes))
+    trows += [("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m))
+              for m in marks]
     more = f" (first {TIMELINE_ROWS} of {len(tl.rows):,})" if len(tl.rows) > TIMELINE_ROWS else ""
+    head = ("Start ms", "Duration", "Idle before", "Kind", "Name",
+            "Notes (barriers, counter pass)" if multi else "Notes (counter pass)")
     body.append(el("details", el("summary", f"Rows in time order{more}"),
-                   table(("Start ms", "Duration", "Idle before", "Kind", "Name", "Notes (counter pass)"), trows,
-                         num_from=0, text_cols=(3, 4, 5))))
+                   table(("Rank",) * multi + head, trows, num_from=0,
+                         text_cols=tuple(i + multi for i in (3, 4, 5)))))
     body.append(note(f"Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back (not "
                      f"shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are ncu's % "
                      "of peak for the launches the counter pass measured."))
+    if multi:
+        body.append(note(multi_rank_note(tl)))
     return section(title, *body, id_="timeline")
 
 
