@@ -156,7 +156,7 @@ def test_h100_panel_snapshot_at_120_columns(h100):
     text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 120)
     assert_snapshot("gpu_stats_h100_samples.w120.txt", text)
     assert max(len(line) for line in text.splitlines()) <= 120
-    assert "9 · GPU stats" in text and "sw_power_cap" in text and "nvjet_sm90" in text and "!" in text
+    assert "GPU stats · device" in text and "sw_power_cap" in text and "nvjet_sm90" in text and "!" in text
 
 
 def test_h100_panel_fits_a_narrow_terminal(h100):
@@ -172,6 +172,6 @@ def test_show_adds_the_panel_only_when_there_are_samples(h100):
     def show(session):
         return render(ShowView(build_report(session, None, 0), with_analysis=False))
 
-    assert "9 · GPU stats" in show(h100)
+    assert "GPU stats · device" in show(h100)
     older = Session.load(DATA / "session_h100_mixed.json.gz")  # written before samples existed
-    assert older.samples == [] and "9 · GPU stats" not in show(older)
+    assert older.samples == [] and "GPU stats · device" not in show(older)

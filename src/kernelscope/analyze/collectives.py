@@ -244,9 +244,18 @@ def _stragglers(rows: list[CollectiveRow]) -> tuple[Straggler, ...]:
     return tuple(sorted(out, key=lambda s: (-s.caused_wait_ns, -s.warmup_wait_ns, s.rank)))
 
 
+def _wait(ns: float) -> str:
+    """A wait in the unit that shows it: 3.60 ms, 1.41 µs, 800 ns (a 1.41 µs wait is not "0.00 ms")."""
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} µs"
+    return f"{ns:.0f} ns"
+
+
 def straggler_sentence(row: CollectiveRow) -> str:
     """'rank 1 arrives 3.6 ms after rank 0 at allreduce #2 (group 0); rank 0 waits'."""
     waiting = [t.rank for t in row.ranks if t.wait_ns > 0 and t.rank != row.straggler_rank]
     who = "rank " + ", ".join(map(str, waiting)) if waiting else "no rank"
-    return (f"rank {row.straggler_rank} arrives {row.spread_ns / 1e6:.2f} ms after rank {row.first_rank} at "
+    return (f"rank {row.straggler_rank} arrives {_wait(row.spread_ns)} after rank {row.first_rank} at "
             f"{row.name} #{row.index} (group {row.process_group}); {who} wait{'s' if len(waiting) == 1 else ''}")

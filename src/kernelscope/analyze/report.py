@@ -78,8 +78,9 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     except re.error as e:
         raise ReportError(f"--kernel {kernel_regex!r} is not a valid regular expression ({e})") from None
     if kernel_regex is not None and not selected:
-        raise ReportError(f"no kernel matches --kernel {kernel_regex!r}; {len(summary.kernels)} kernels are in the "
-                          "session")
+        n = len(summary.kernels)
+        raise ReportError(f"no kernel matches --kernel {kernel_regex!r}; {n} kernel{'s are' if n != 1 else ' is'} in "
+                          "the session")
     ceilings = ceilings if ceilings is not None else Ceilings.none()
     analysis = analyze_session(session, ceilings, summary)
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)

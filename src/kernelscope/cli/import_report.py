@@ -75,7 +75,7 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
         note(line)
     session = _loadable(imported.joined.session, out)
     session.save(out, force=args.force_overwrite)
-    ranks = f"{len(session.ranks)} ranks, " if session.ranks else ""
+    ranks = f"{len(session.ranks)} rank{'s' if len(session.ranks) != 1 else ''}, " if session.ranks else ""
     print(visible(f"kernelscope: {ranks}{len(session.launches):,} kernel launches from {len(imported.files)} trace "
                   f"file(s) written to {out}. View them with: kernelscope show {out}"), file=sys.stderr)
     return 0
@@ -110,8 +110,9 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
         note(parsed.partial_note)
     session = _loadable(session, out)
     session.save(out, force=args.force_overwrite)
-    print(visible(f"kernelscope: {len(parsed.kernels)} kernel results from {report} written to {out}. "
-                  f"View them with: kernelscope show {out}"), file=sys.stderr)
+    results = f"{len(parsed.kernels)} kernel result{'s' if len(parsed.kernels) != 1 else ''}"
+    print(visible(f"kernelscope: {results} from {report} written to {out}. View them with: kernelscope show {out}"),
+          file=sys.stderr)
     return 0
 
 

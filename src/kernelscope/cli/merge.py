@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from kernelscope.collect.ranks import join_ranks, split_ranks
     from kernelscope.collect.ranks_align import clock_offset
-    from kernelscope.render.fmt import duration
+    from kernelscope.render.fmt import duration, plural
 
     if len(args.sessions) < 2:
         fail("merge needs at least two session files")
@@ -36,12 +36,14 @@ def main(args: argparse.Namespace) -> int:
         offset, error, used = found
         for p in parts:
             p.info.clock_offset_ns, p.info.alignment_error_ns = offset, error
-        print(visible(f"kernelscope: {path}: clock offset {offset / 1e6:+.3f} ms, aligned on {used} collective "
+        shift = f"{'-' if offset < 0 else '+'}{duration(abs(offset))}" if offset else "0 ns"  # not "-0.000 ms"
+        print(visible(f"kernelscope: {path}: clock offset {shift}, aligned on {used} collective "
                       f"ends, alignment error {duration(error)}."), file=sys.stderr)
     joined = join_ranks([p for parts in groups for p in parts], command=["merge", *args.sessions])
     for line in joined.notes:
         note(line)
     joined.session.save(out, force=args.force_overwrite)
-    print(visible(f"kernelscope: {len(joined.session.ranks)} ranks from {len(args.sessions)} sessions written to "
-                  f"{out}. View them with: kernelscope show {out}"), file=sys.stderr)
+    ranks = plural(len(joined.session.ranks), "rank")
+    print(visible(f"kernelscope: {ranks} from {len(args.sessions)} sessions written to {out}. View them with: "
+                  f"kernelscope show {out}"), file=sys.stderr)
     return 0

@@ -170,7 +170,7 @@ class SummaryPanel:
             rules = f"{recs.rules_run} kernelscope rule{'s' if recs.rules_run != 1 else ''}"
             parts.append(f"[bold]Recommendations[/]: none. No rule fired on the data collected ({rules} looked).")
         parts.append(MissingList(k))
-        yield fitted_panel(parts, f"10 · Profiling summary · {k.kernel.label}", options.max_width)
+        yield fitted_panel(parts, f"Profiling summary · {k.kernel.label}", options.max_width)
 
 
 class MissingList:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, KernelSummary
 from kernelscope.model import Metric
-from kernelscope.render.fmt import count, dim3, duration, size_bytes
+from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes
 from kernelscope.render.fit import fitted_panel
 
 _LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks/SM cap"}
@@ -38,9 +38,10 @@ class KernelConfigPanel:
         t.add_column("Value", overflow="fold", ratio=5)
         t.add_column("Source", style="dim", overflow="fold", ratio=6)
         cfg, m = c.config, c.metrics
-        t.add_row("Grid", f"{dim3(cfg.grid)} = {cfg.blocks:,} blocks", c.grid_source)
+        t.add_row("Grid", f"{dim3(cfg.grid)} = {plural(cfg.blocks, 'block')}", c.grid_source)
         warps = -(-cfg.threads_per_block // 32)
-        t.add_row("Block", f"{dim3(cfg.block)} = {cfg.threads_per_block:,} threads, {warps} warps", c.block_source)
+        t.add_row("Block", f"{dim3(cfg.block)} = {plural(cfg.threads_per_block, 'thread')}, {plural(warps, 'warp')}",
+                  c.block_source)
         t.add_row("Threads", f"{cfg.blocks * cfg.threads_per_block:,}", "derived: grid blocks × threads per block")
         regs = m.get("registers_per_thread")
         t.add_row("Registers / thread", count(cfg.registers_per_thread) if cfg.registers_per_thread is not None
@@ -100,8 +101,8 @@ class KernelConfigPanel:
         shown = k.configs[: self.max_configs]
         for i, c in enumerate(shown):
             if len(k.configs) > 1:
-                parts.append(Text(f"\nConfiguration {i + 1} of {len(k.configs)}: {c.launches} launches, "
-                                  f"{duration(c.total_ns)}", style="bold"))
+                parts.append(Text(f"\nConfiguration {i + 1} of {len(k.configs)}: "
+                                  f"{plural(c.launches, 'launch', 'launches')}, {duration(c.total_ns)}", style="bold"))
             parts.append(self._config_table(c))
         if len(k.configs) > len(shown):
             parts.append(Text(f"… {len(k.configs) - len(shown)} more configurations (see --json)", style="dim"))

@@ -27,6 +27,11 @@ def size_bytes(n: int | float | None) -> str:
     return f"{n:.0f} B"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """"1 block", "2 blocks", "1,024 blocks": the count with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def count(n: int | None) -> str:
     return "N/A" if n is None else f"{n:,}"
 

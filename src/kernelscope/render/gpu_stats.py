@@ -12,7 +12,7 @@ from rich.text import Text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.model import Launch, Session
-from kernelscope.render.fmt import size_bytes
+from kernelscope.render.fmt import plural, size_bytes
 from kernelscope.model import collectors as collector
 
 BLOCKS = " ▁▂▃▄▅▆▇█"  # index 0: nothing; 1..8: one to eight eighths
@@ -111,7 +111,7 @@ class GpuStatsPanel:
         s = self.summary
         every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
         over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
-        return f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+        return f"GPU stats · device {s.device_index} · {plural(s.samples, 'sample')}{every}{over}"
 
     def _cost(self) -> list[Text]:
         out = []

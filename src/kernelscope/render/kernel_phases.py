@@ -11,7 +11,7 @@ from kernelscope.analyze.phases import (
     SHARE_FORMULA,
     ScopedLaunchView,
 )
-from kernelscope.render.fmt import bar
+from kernelscope.render.fmt import bar, plural
 from kernelscope.render.warp_execution import no_scopes_panel, phase_letters
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
 
@@ -33,7 +33,7 @@ class KernelPhasesPanel:
         u = v.unit
         letters = dict(zip(s.names, phase_letters(s.names)))
         span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
-        head = Text(f"{v.blocks:,} blocks, {v.warps:,} warps recorded; median block span {span} "
+        head = Text(f"{plural(v.blocks, 'block')}, {plural(v.warps, 'warp')} recorded; median block span {span} "
                     f"(first to last scope record of a block)")
         cols = [Column("phase", "left")] + [Column(c) for c in (
             "scopes", "warps", f"per warp median ({u})", "min", "max", f"starts at ({u})")] + [
@@ -51,7 +51,7 @@ class KernelPhasesPanel:
             parts.append(Text("Overlap between phases (pipeline stages working at once):"))
             for o in v.overlaps[: self.overlap_limit]:
                 parts.append(Text(f"  {o.a} ∥ {o.b}: {100 * o.fraction_median:.1f}% of the block span "
-                                  f"(median over {o.blocks:,} blocks)"))
+                                  f"(median over {plural(o.blocks, 'block')})"))
         else:
             parts.append(Text("Overlap between phases: none measured (no two phases ran at once in any block)"))
         parts.append(Text(f"derived: {PER_WARP_FORMULA}; share = {SHARE_FORMULA}; overlap = "

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from kernelscope.analyze.kernel_table import SessionSummary
 from kernelscope.render.fit import Column, fit_tables
-from kernelscope.render.fmt import dim3_compact, duration
+from kernelscope.render.fmt import dim3_compact, duration, plural
 
 
 class KernelTable:
@@ -35,7 +35,7 @@ class KernelTable:
         cols = [Column("#"), Column("Kernel", "left", wrap=True, min_width=20), Column("Calls"), Column("Total"),
                 Column("%"), Column("Mean", droppable=True), Column("Grid / Block", "left")]
         yield from fit_tables(options.max_width, cols, rows, keys=2, box=HEAVY_HEAD, expand=False,
-                              title=f"Kernels by total GPU time ({s.launch_count} launches, "
+                              title=f"Kernels by total GPU time ({plural(s.launch_count, 'launch', 'launches')}, "
                                     f"{duration(s.total_kernel_ns)})", title_justify="left")
         if more_configs:
             # summary.launch_config groups launches by grid, block, registers and shared memory

@@ -12,7 +12,7 @@ from kernelscope.analyze.sm_layout import (
     OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData, SMTimeline,
 )
 from kernelscope.model import Metric
-from kernelscope.render.fmt import bar, duration
+from kernelscope.render.fmt import bar, duration, plural
 from kernelscope.render.fit import fitted_panel
 
 SHADES = " ▁▂▃▄▅▆▇█"
@@ -24,13 +24,13 @@ def _v(m: Metric, fmt: str = "{:,}") -> str:
 
 def _computed_view(c: ComputedLayout, width: int) -> list:
     if c.waves.is_missing:
-        return [Text(f"{c.blocks:,} blocks. Waves and tail: N/A: {c.waves.missing_reason}")]
+        return [Text(f"{plural(c.blocks, 'block')}. Waves and tail: N/A: {c.waves.missing_reason}")]
     slots = int(c.concurrent_blocks.value)  # type: ignore[arg-type]
     count = int(c.wave_count.value)  # type: ignore[arg-type]
     last = int(c.last_wave_blocks.value)  # type: ignore[arg-type]
     waves = float(c.waves.value)  # type: ignore[arg-type]
-    parts: list = [Text(f"{c.blocks:,} blocks / ({c.active_blocks_per_sm} resident per SM × {c.sm_count} SMs = "
-                        f"{slots:,} at once) = {waves:.2f} waves → {count} wave(s)")]
+    parts: list = [Text(f"{plural(c.blocks, 'block')} / ({c.active_blocks_per_sm} resident per SM × {c.sm_count} SMs = "
+                        f"{slots:,} at once) = {waves:.2f} waves → {plural(count, 'wave')}")]
     bar_width = max(10, min(50, width - 40))
     shown = list(range(count)) if count <= 6 else [0, 1, -1, count - 2, count - 1]
     for i in shown:
@@ -39,7 +39,7 @@ def _computed_view(c: ComputedLayout, width: int) -> list:
             continue
         n = last if i == count - 1 else slots
         parts.append(Text(f"  wave {i + 1:>3} {bar(100.0 * n / slots, bar_width)} {n:,} of {slots:,} slots"))
-    parts.append(Text(f"Last (tail) wave: {last:,} blocks, {_v(c.last_wave_idle_slots)} slots idle, at least "
+    parts.append(Text(f"Last (tail) wave: {plural(last, 'block')}, {_v(c.last_wave_idle_slots)} slots idle, at least "
                       f"{_v(c.last_wave_idle_sms)} of {c.sm_count} SMs without a block (exactly that many if the "
                       "scheduler spreads blocks one per SM first)"))
     parts.append(Text(f"Block slots used: {_v(c.slot_use_pct, '{:.1f}%')} if every block takes as long"))
@@ -89,7 +89,7 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
     t = Table(show_header=False, box=None, padding=(0, 1), expand=True)
     t.add_column("", style="bold", no_wrap=True, min_width=18)
     t.add_column("Value", overflow="fold")
-    t.add_row("Blocks recorded", f"{m.recorded_blocks:,} rows for {m.expected_blocks:,} blocks")
+    t.add_row("Blocks recorded", f"{plural(m.recorded_blocks, 'row')} for {plural(m.expected_blocks, 'block')}")
     if m.idle_sm_count is None:
         idle = "the SM count was not recorded"
     else:

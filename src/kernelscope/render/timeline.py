@@ -51,7 +51,7 @@ class TimelinePanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         tl = self.timeline
         if tl.missing_reason is not None:
-            yield Panel(f"N/A: {tl.missing_reason}.", title="8 · Timeline", title_align="left")
+            yield Panel(f"N/A: {tl.missing_reason}.", title="Timeline", title_align="left")
             return
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold", no_wrap=True)
@@ -117,4 +117,4 @@ class TimelinePanel:
                      + ".[/]")
         if multi:
             parts.append(f"[dim]{escape(multi_rank_note(tl))}[/]")
-        yield Panel(Group(*parts), title="8 · Timeline", title_align="left")
+        yield Panel(Group(*parts), title="Timeline", title_align="left")

@@ -11,6 +11,7 @@ from kernelscope.analyze.phases import IDLE_FORMULA, ScopedLaunchView, WarpIdle
 from kernelscope.analyze.warp_state import WarpStateView
 from kernelscope.model import PhaseScopes, WarpScopes
 from kernelscope.render.fit import fitted_panel
+from kernelscope.render.fmt import plural
 
 IDLE = "·"
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
@@ -77,7 +78,7 @@ class WarpExecutionPanel:
         strip_w = max(10, width - 34)
         sm = ws[0].smid
         parts: list = [Text(f"block {block}" + (f" on SM {sm}" if sm is not None else "") +
-                            f" · {len(ws)} warps · span {span:,} {s.time_unit} · one column = "
+                            f" · {plural(len(ws), 'warp')} · span {span:,} {s.time_unit} · one column = "
                             f"{span / strip_w:,.0f} {s.time_unit}")]
         for w in ws[: self.max_warps]:
             line = Text(f"warp {w.warp:>2} ")
@@ -128,6 +129,6 @@ class WarpExecutionPanel:
             body = self._timeline(s, block, options.max_width - 4) + stalls
         if self.block is not None and block != self.block:
             body.append(Text(f"note: block {self.block} has no recorded scopes; showing block {block} "
-                             f"({len({w.block_id for w in s.warps})} blocks recorded)", style="yellow"))
+                             f"({plural(len({w.block_id for w in s.warps}), 'block')} recorded)", style="yellow"))
         body += [Text(f"problem: {p}", style="yellow") for p in s.problems]
         yield fitted_panel(body, title, options.max_width)

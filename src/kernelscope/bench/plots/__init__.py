@@ -22,7 +22,14 @@ DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}
 def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
                 prefix: str = "attention", check: Callable[[Path], Any] | None = None) -> list[Path]:
     """Write the PNGs into output_dir and return their paths. The speedup plot divides by ``baseline``
-    (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows."""
+    (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows.
+    ``check`` sees every file (exists? an input?) before matplotlib is imported (1-2 s) and before any is written."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    planned = plot_paths(results, out, baseline, prefix)
+    for path in planned:
+        if check is not None:
+            check(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,13 +37,26 @@ def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str |
 
     from kernelscope.bench.plots.figure import save_figure
 
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     figs = list(figures(results, baseline))
-    for name, _, _ in figs:  # every file is checked (exists? an input?) before any is written
-        if check is not None:
-            check(out / f"{prefix}_{name}.png")
-    return [save_figure(plt, fig, out / f"{prefix}_{name}.png", title) for name, fig, title in figs]
+    drawn = [out / f"{prefix}_{name}.png" for name, _, _ in figs]
+    if drawn != planned:  # PLOTS out of step with the figure modules: a bug, said before anything is written
+        raise RuntimeError(f"plot_paths named {[p.name for p in planned]}, the figures {[p.name for p in drawn]}")
+    return [save_figure(plt, fig, path, title) for path, (_, fig, title) in zip(drawn, figs)]
+
+
+# The figures each benchmark's module draws, in order; "speedup" follows where the baseline has successful rows.
+PLOTS = {"attention": ("latency", "tflops", "memory"), "w4a16": ("time", "floor")}
+
+
+def plot_paths(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
+               prefix: str = "attention") -> list[Path]:
+    """The PNGs write_plots writes, named without drawing (or importing matplotlib)."""
+    if baseline is None:
+        baseline = DEFAULT_BASELINES.get(results.benchmark)
+    names = list(PLOTS["w4a16" if results.benchmark == "w4a16" else "attention"])
+    if baseline is not None and any(r.impl == baseline and r.status == "ok" for r in results.rows):
+        names.append("speedup")
+    return [Path(output_dir) / f"{prefix}_{name}.png" for name in names]
 
 
 def figures(results: "BenchResults", baseline: str | None = None) -> list[tuple[str, Any, str]]:
