@@ -146,11 +146,12 @@ def timeline_section(tl, summary) -> Markup:
 def _gpu_fields(s) -> list:
     """The summary table of every sampled field, and which fields NVML left out of some samples."""
     n = s.samples
-    rows, partly = [], {}
+    rows, partly, never = [], {}, {}
     for f in s.fields:
         label = LABELS.get(f.key, f.key)
-        if f.count == 0:
-            cells = [Cell(el("span", f"N/A: {f.missing_reason}", class_="na"), colspan=4)]
+        if f.count == 0:  # the reason once under the table, for every field it holds for (as the terminal)
+            never.setdefault(f.missing_reason or "no reason recorded", []).append(label)
+            cells = [Cell(el("span", "N/A", class_="na"), colspan=4)]
         else:
             if f.count < n and f.missing_reason:
                 partly.setdefault(f.missing_reason, []).append(label)
@@ -158,6 +159,7 @@ def _gpu_fields(s) -> list:
                      value_text(f.limit, f.unit) if f.limit is not None else ""]
         rows.append((label, *cells, f"{f.count}/{n}", f"{f.source}: {f.raw_name}"))
     body: list = [table(("Field", "Mean", "Min", "Peak", "Ceiling", "Samples", "Source"), rows, text_cols=(6,))]
+    body += [note(f"N/A in every sample ({', '.join(v)}): {k}") for k, v in never.items()]
     body += [note(f"N/A in some samples ({', '.join(v)}): {k}") for k, v in partly.items()]
     return body
 
