@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import DATA, assert_snapshot, run_cli
-from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, diff_sessions
+from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, UNSTEADY, diff_sessions
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.model import Session
 from kernelscope.render.diff_view import DiffView
@@ -58,12 +58,13 @@ def test_scaled_durations_are_slower_unless_within_the_spread():
     for k in d.kernels:
         assert k.change_pct == pytest.approx(25.0, abs=0.1)
         beyond = k.spread_ns is None or abs(k.b.median_ns - k.a.median_ns) > k.spread_ns
-        assert k.verdict == (SLOWER if beyond else NOISE), k.name
+        unsteady = not beyond and k.spread_ns > max(k.a.median_ns, k.b.median_ns)
+        assert k.verdict == (SLOWER if beyond else UNSTEADY if unsteady else NOISE), k.name
         slower += k.verdict == SLOWER
     assert slower >= 10
     # distribution_elementwise ran at several sizes with one configuration: its spread hides +25%
     dist = next(k for k in d.kernels if k.short_name.startswith("distribution_elementwise") and k.a.launches > 4)
-    assert dist.verdict == NOISE and dist.spread_ns > dist.b.median_ns - dist.a.median_ns
+    assert dist.verdict in (NOISE, UNSTEADY) and dist.spread_ns > dist.b.median_ns - dist.a.median_ns
 
 
 def test_changes_smaller_than_the_spread_are_noise_not_wins():
@@ -81,7 +82,7 @@ def test_two_real_recordings_of_the_same_workload_differ_only_by_noise():
     d = diff(a, b)
     assert d.device.warning is None
     assert not d.slower_than(2.0)
-    assert all(k.verdict in (NOISE, FASTER, SLOWER, SAME) for k in d.kernels)
+    assert all(k.verdict in (NOISE, UNSTEADY, FASTER, SLOWER, SAME) for k in d.kernels)
     assert sum(k.verdict == NOISE for k in d.kernels) >= 7
     nvjet = next(k for k in d.kernels if "nvjet" in k.name)  # the counter pass measured it in both
     counters = {c.label: c for c in nvjet.counters}
@@ -146,3 +147,31 @@ def test_diff_snapshots(tmp_path):
     m = Session.load(MIXED)
     assert_snapshot("diff_mixed_scaled_1.25.w120.txt", render(DiffView(diff(m, scaled(m, 1.25)), "mixed",
                                                                        "mixed x1.25", 10.0)))
+
+
+def test_percentages_change_in_points_not_relative_percent():
+    """Issue 36: DRAM 16.9% -> 17.0% is +0.1 pp; a relative "+0.8%" (or "+483.8%" from 1% to 5.8%) misleads."""
+    from kernelscope.analyze.diff import _metric_change
+    from kernelscope.model import Metric
+
+    ch = _metric_change("DRAM %", Metric(1.0, "%", "ncu", "x"), Metric(5.838, "%", "ncu", "x"))
+    assert ch.change_pct is None and ch.change_pp == pytest.approx(4.838)
+    assert _metric_change("DRAM bytes", Metric(100, "byte", "ncu", "x"), Metric(150, "byte", "ncu", "x")).change_pct \
+        == pytest.approx(50.0)
+    r = run_cli("diff", str(DATA / "session_h100_analysis.json.gz"), str(DATA / "session_h100_counters.json.gz"),
+                "--width", "160", "--no-color")
+    rows = [" ".join(line.split()) for line in r.stdout.splitlines()]
+    assert any(row.startswith("│ DRAM % 16.9% 17.0% +0.1 pp") for row in rows), rows
+    assert not [row for row in rows if " % " in row and row.rstrip(" │").endswith("%") and "pp" not in row
+                and row.startswith(("│ SM %", "│ DRAM %", "│ memory %", "│ tensor %"))]
+    assert "→ ?" not in r.stdout and "latency → unknown" in " ".join(rows)
+
+
+def test_a_rank_diff_calls_a_collective_that_varies_more_than_it_takes_unsteady_not_noise():
+    """The torchrun recording's broadcast: 23.58 µs on rank 0, 161.39 µs on rank 1 (+584%), spread 396 µs."""
+    r = run_cli("diff", str(DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"), "--ranks", "0", "1", "--width",
+                "160", "--no-color")
+    assert r.returncode == 0, r.stderr
+    row = next(" ".join(line.split()) for line in r.stdout.splitlines() if "Broadcast_RING_LL [24 / 544]" in line)
+    assert "+584.3%" in row and " unsteady " in row and " noise " not in row, row
+    assert "unsteady: within the spread, and spread > max(median A, median B)" in " ".join(r.stdout.split())

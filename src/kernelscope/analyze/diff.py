@@ -19,6 +19,10 @@ from kernelscope.model import Metric, Session
 
 NOISE_FORMULA = "|median B - median A| <= max(spread A, spread B)"
 FASTER, SLOWER, NOISE, SAME, ONLY_A, ONLY_B = "faster", "slower", "noise", "same", "only in A", "only in B"
+# Within the spread, and the spread is larger than the kernel's median itself: its launches vary too much for any
+# change to be told (an NCCL kernel's time holds its wait for the other ranks). Not called noise: +584% is no noise.
+UNSTEADY = "unsteady"
+UNSTEADY_FORMULA = "within the spread, and spread > max(median A, median B)"
 
 # Counters compared for kernels the counter pass measured in both sessions (label, model name).
 COMPARED_COUNTERS = (("DRAM bytes", "dram_bytes"), ("SM %", "sm_throughput_pct"), ("memory %", "memory_throughput_pct"),
@@ -38,7 +42,8 @@ class CounterChange:
     label: str
     a: Metric | None
     b: Metric | None
-    change_pct: float | None
+    change_pct: float | None  # relative change, (b - a) / a x 100; None for a percentage (see change_pp)
+    change_pp: float | None = None  # a percentage's change in percentage points, b - a (18.9% -> 19.4%: +0.5 pp)
 
 
 @dataclass(frozen=True)
@@ -111,13 +116,15 @@ def _verdict(a: DurationStats, b: DurationStats) -> tuple[str, float | None, str
     if delta == 0:
         return SAME, spread, basis, single
     if spread is not None and abs(delta) <= spread:
-        return NOISE, spread, basis, single
+        return (UNSTEADY if spread > max(a.median_ns, b.median_ns) else NOISE), spread, basis, single
     return (SLOWER if delta > 0 else FASTER), spread, basis, single
 
 
 def _metric_change(label: str, a: Metric | None, b: Metric | None) -> CounterChange:
     va = None if a is None or a.is_missing or not isinstance(a.value, (int, float)) else float(a.value)
     vb = None if b is None or b.is_missing or not isinstance(b.value, (int, float)) else float(b.value)
+    if (a is not None and a.unit == "%") or (b is not None and b.unit == "%"):  # a relative change of a percentage
+        return CounterChange(label, a, b, None, None if va is None or vb is None else vb - va)  # misleads: points
     return CounterChange(label, a, b, change_pct(va, vb))
 
 

@@ -12,7 +12,7 @@ def diff_json(d: SessionDiff, a: str, b: str, fail_pct: float | None) -> dict:
     def change(c):
         def val(m):
             return None if m is None or m.is_missing else m.value
-        return {"label": c.label, "a": val(c.a), "b": val(c.b), "change_pct": c.change_pct}
+        return {"label": c.label, "a": val(c.a), "b": val(c.b), "change_pct": c.change_pct, "change_pp": c.change_pp}
 
     return {
         "schema": "kernelscope-diff/1", "a": a, "b": b, "device_warning": d.device.warning,

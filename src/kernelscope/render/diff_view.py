@@ -5,15 +5,15 @@ from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 
-from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, SessionDiff
+from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, UNSTEADY, UNSTEADY_FORMULA, SessionDiff
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration
 from kernelscope.render.analysis_panel import number, rate_cell
 
-_VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim"}
+_VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim", UNSTEADY: "yellow"}
 _BOUND = {"memory-bound": "memory", "compute-bound": "compute", "latency-bound": "latency",
-          "occupancy-limited": "occupancy", "launch-bound": "launch", "unknown": "?"}
+          "occupancy-limited": "occupancy", "launch-bound": "launch", "unknown": "unknown"}
 
 
 def _name(k, label: str) -> str:
@@ -73,11 +73,16 @@ class DiffView:
             for ch in k.throughput + k.counters:
                 if (ch.a is None or ch.a.is_missing) and (ch.b is None or ch.b.is_missing):
                     continue
-                c.add_row(ch.label, _cell(ch.a), _cell(ch.b), pct(ch.change_pct))
+                c.add_row(ch.label, _cell(ch.a), _cell(ch.b),
+                          pct(ch.change_pct) if ch.change_pp is None else f"{ch.change_pp:+.1f} pp")
             parts.append(c)
         note = (f"[dim]Change = (median B - median A) / median A; noise when {NOISE_FORMULA} (spread: IQR from 4 "
-                "launches, max - min below). Counters are those of the first launch the counter pass measured.[/]")
+                "launches, max - min below). Counters are those of the first launch the counter pass measured; a "
+                "percentage changes in percentage points (pp = B - A).[/]")
         parts.append(note)
+        if any(k.verdict == UNSTEADY for k in d.kernels):
+            parts.append(f"[dim]unsteady: {UNSTEADY_FORMULA}: the launches vary more than the kernel takes, so no "
+                         "change can be told from them (a collective's time holds its wait for the other ranks).[/]")
         if any(k.single_launch for k in d.kernels):
             parts.append("[dim]* one launch in each session: no spread to judge the change by.[/]")
         if split:
