@@ -48,6 +48,46 @@ class TimelinePanel:
     def __init__(self, timeline: Timeline, limit: int = 200) -> None:
         self.timeline, self.limit = timeline, limit
 
+    def _rows(self, tl: Timeline, multi: bool, labels: dict[str, str], origin: int) -> tuple[list[tuple], int]:
+        """The table rows, kernels, regions and marks in time order, at most ``limit`` of them all (a million
+        marks drew a million lines, quadratically); and how many rows and marks were left out."""
+        rows = []
+        marks, m_next, shown = tl.marks, 0, 0  # marks in time order among the rows; the limit counts both
+
+        def mark_row(m) -> tuple:
+            return (("",) if multi else ()) + (f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]",
+                                               f"[magenta]◆ {m.name}[/]", mark_text(m))
+
+        for r in tl.rows:
+            while m_next < len(marks) and marks[m_next].t_ns < r.start_ns and len(rows) < self.limit:
+                rows.append(mark_row(marks[m_next]))
+                m_next += 1
+            if len(rows) >= self.limit:
+                break
+            shown += 1
+            if r.kind == "region":
+                where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
+                rows.append(((str(r.rank),) if multi else ()) + (
+                    f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
+                    "[dim]region[/]", f"[dim]▸ {r.name}[/]", where))
+                continue
+            gap = ""
+            if r.gap_before_ns is not None and r.gap_kind in _GAP_STYLE:
+                gap = f"[{_GAP_STYLE[r.gap_kind]}]{duration(r.gap_before_ns)} {r.gap_kind}[/]"
+            notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
+            if r.barrier is not None:
+                b = r.barrier
+                said = barrier_text(b)
+                notes = f"[magenta]{escape(said)}[/]" + (f" · {notes}" if notes else "")
+            rows.append(((str(r.rank),) if multi else ()) + (
+                _offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
+                labels.get(r.name, r.short_name), notes))
+        while shown == len(tl.rows) and m_next < len(marks) and len(rows) < self.limit:  # marks after the last row
+            rows.append(mark_row(marks[m_next]))
+            m_next += 1
+        hidden = len(tl.rows) - shown + len(marks) - m_next  # rows and marks past the limit: counted, not drawn
+        return rows, hidden
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         tl = self.timeline
         if tl.missing_reason is not None:
@@ -75,40 +115,12 @@ class TimelinePanel:
             cols[-1] = Column("Notes (barriers, counter pass)", "left", wrap=True)
         labels = distinct_short_names(tl.kernel_names())
         origin = next(r.start_ns for r in tl.rows if r.kind != "region")
-        rows = []
-        shown = tl.rows[: self.limit]
-        marks = [m for m in tl.marks if not shown or len(shown) == len(tl.rows) or m.t_ns <= shown[-1].start_ns]
-        for r in shown:
-            while marks and marks[0].t_ns < r.start_ns:  # marks in time order among the rows
-                m = marks.pop(0)
-                rows.append((("",) if multi else ()) + (f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "",
-                                                          "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]", mark_text(m)))
-            if r.kind == "region":
-                where = "" if r.on_gpu else " [dim](CPU span: no GPU work seen)[/]"
-                rows.append(((str(r.rank),) if multi else ()) + (
-                    f"[dim]{_offset(r.start_ns - origin)}[/]", f"[dim]{duration(r.duration_ns)}[/]", "",
-                    "[dim]region[/]", f"[dim]▸ {r.name}[/]", where))
-                continue
-            gap = ""
-            if r.gap_before_ns is not None and r.gap_kind in _GAP_STYLE:
-                gap = f"[{_GAP_STYLE[r.gap_kind]}]{duration(r.gap_before_ns)} {r.gap_kind}[/]"
-            notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
-            if r.barrier is not None:
-                b = r.barrier
-                said = barrier_text(b)
-                notes = f"[magenta]{escape(said)}[/]" + (f" · {notes}" if notes else "")
-            rows.append(((str(r.rank),) if multi else ()) + (
-                _offset(r.start_ns - origin), duration(r.duration_ns), gap, r.kind,
-                labels.get(r.name, r.short_name), notes))
-        for m in marks:
-            rows.append((("",) if multi else ()) + (
-                f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]", f"[magenta]◆ {m.name}[/]",
-                mark_text(m)))
+        rows, hidden = self._rows(tl, multi, labels, origin)
         # at 80 columns the notes go to a second table, of the launches that have them
         tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
         parts: list = [head, *tables]
-        if len(tl.rows) > self.limit:
-            parts.append(f"[dim]… {len(tl.rows) - self.limit} more rows (show --timeline N to see more)[/]")
+        if hidden:
+            parts.append(f"[dim]… {hidden} more rows (show --timeline N to see more)[/]")
         parts.append(f"[dim]Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back "
                      f"(not shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are "
                      "ncu's % of peak for the launches the counter pass measured (SM, memory, DRAM, tensor pipe, "

@@ -1,0 +1,41 @@
+"""Output that keeps its bounds whatever the session holds (issue 37, item 8): `show --timeline N` draws at most
+N rows, marks included, in time linear in the marks (a million marks drew a million lines, quadratically)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+from kernelscope.model import Session
+from kernelscope.model.memory import Mark
+from test_fuzz_readers import run_cli
+
+
+@pytest.fixture(scope="module")
+def marked(tmp_path_factory) -> tuple[Path, int]:
+    s = Session.load(DATA / "session_h100_mixed.json.gz")
+    first = min(x.start_ns for x in s.launches if x.start_ns is not None)
+    last = max(x.start_ns + x.duration_ns for x in s.launches if x.start_ns is not None)
+    n = 50_000
+    s.marks = [Mark(f"m{i}", wall_time_ns=i, t_ns=first + (last - first) * i // n, values={"i": i})
+               for i in range(n)]
+    p = tmp_path_factory.mktemp("sizes") / "marks.json.gz"
+    s.save(p)
+    return p, len(s.launches)
+
+
+@pytest.mark.parametrize("limit", [20, 200])
+def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
+    path, launches = marked
+    t = time.monotonic()
+    code, out, err = run_cli(["show", str(path), "--timeline", str(limit), "--panels", "0", "--width", "160",
+                              "--no-color"])
+    took = time.monotonic() - t
+    assert code == 0, err
+    drawn = [ln for ln in out.splitlines() if "◆ m" in ln]
+    assert 0 < len(drawn) <= limit
+    more = next(ln for ln in out.splitlines() if "more rows (show --timeline N" in ln)
+    assert int(more.split("…")[1].split()[0]) >= 50_000 - limit  # what was left out is counted
+    assert took < 25, took
