@@ -103,15 +103,32 @@ def _scale(f: FieldStats) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (0.0, hi or 1.0)
 
 
+def stats_title(s: GpuStatsSummary) -> str:
+    """The panel's title: the samples it summarises (those inside the trace; the others are counted in a note)
+    and their measured spacing, which is not the sampler's set interval (sampler_text): the sampler also reads
+    once as the workload ends."""
+    apart = f", median {s.interval_ms_median:.0f} ms apart" if s.interval_ms_median is not None else ""
+    over = f", over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
+    return f"GPU stats · device {s.device_index} · {plural(s.samples, 'sample')}{apart}{over}"  # 80 columns hold it
+
+
+def sampler_text(d: dict) -> str:
+    """What the sampler says of itself (its collector details): every reading it took, of every device, inside
+    the trace or not, and what they cost."""
+    n = d.get("samples")
+    readings = plural(n, "reading") if isinstance(n, int) else "N/A readings"
+    return (f"Sampler (measured): {readings} in all (set to one every {d.get('interval_ms', 0):g} ms, and one as the "
+            f"workload ended), {d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time "
+            f"per reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the "
+            f"Python GIL included); GPM: {d.get('gpm', 'N/A')}")
+
+
 class GpuStatsPanel:
     def __init__(self, session: Session, summary: GpuStatsSummary, max_rows: int = 12) -> None:
         self.session, self.summary, self.max_rows = session, summary, max_rows
 
     def _title(self) -> str:
-        s = self.summary
-        every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
-        over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
-        return f"GPU stats · device {s.device_index} · {plural(s.samples, 'sample')}{every}{over}"
+        return stats_title(self.summary)
 
     def _cost(self) -> list[Text]:
         out = []
@@ -122,15 +139,7 @@ class GpuStatsPanel:
         st = self.session.collectors.get(collector.SAMPLER)
         d = st.details if st else {}
         if "read_ms_mean" in d:
-            out.append(
-                Text(
-                    f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
-                    f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per reading "
-                    f"{d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the Python "
-                    f"GIL included); GPM: {d.get('gpm', 'N/A')}",
-                    style="dim",
-                )
-            )
+            out.append(Text(sampler_text(d), style="dim"))
         return out
 
     def _summary_table(self, wide: bool) -> tuple[Table, list[Text]]:

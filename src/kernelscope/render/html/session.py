@@ -9,7 +9,8 @@ from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.render.fmt import dim3_compact, duration, truncate
 from kernelscope.render.timeline import barrier_text, mark_text, multi_rank_note
 from kernelscope.render.header import collector_rows, header_rows
-from kernelscope.render.gpu_stats import LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, value_text
+from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, sampler_text,
+                                          stats_title, value_text)
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
 from kernelscope.render.html.markup import Cell, Markup, el, kv, note, section, table
@@ -182,14 +183,7 @@ def _gpu_notes(session, s) -> list:
     st = session.collectors.get("sampler")
     d = st.details if st else {}
     if "read_ms_mean" in d:
-        body.append(
-            note(
-                f"Sampler (measured): {d.get('samples', 'N/A')} readings every {d.get('interval_ms', 0):g} ms, "
-                f"{d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time per "
-                f"reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for "
-                f"the Python GIL included); GPM: {d.get('gpm', 'N/A')}"
-            )
-        )
+        body.append(note(sampler_text(d)))
     if s.outside_trace:
         body.append(note(f"{s.outside_trace} more sample(s), taken before the trace began or after it ended, are kept "
                          "in the session but not summarised"))
@@ -227,9 +221,7 @@ def _gpu_plots(session, s, samples, width: int) -> list:
 def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Markup:
     """Panel 9 from analyze.gpu_stats.GpuStatsSummary: the summary table, clock events, each series plotted
     against the kernels' busy time, and sample rows."""
-    every = f" every {s.interval_ms_median:.0f} ms" if s.interval_ms_median is not None else ""
-    over = f" over {s.span_ns / 1e9:.2f} s" if s.span_ns else ""
-    title = f"9 · GPU stats · device {s.device_index} · {s.samples} samples{every}{over}"
+    title = stats_title(s)
     body: list = _gpu_fields(s)
     body += _gpu_notes(session, s)
     samples = s.used
