@@ -183,7 +183,7 @@ def test_the_numbers_cut_before_are_whole_at_80_columns():
     text, _ = cli("show", str(RUN1), "--kernel", "^matmul_kernel$", width=80)
     assert "524,288" in text and "8,388,608" in text  # requests and sectors of the matmul's global loads
     diff, _ = cli("diff", str(RUN1), str(RUN2), width=80)
-    assert "29.49 µs" in diff and "-0.2%" in diff and "memory → ?" in diff
+    assert "29.49 µs" in diff and "-0.2%" in diff and "memory → unknown" in diff
     roof = render(_roofline(), 80)
     assert " 585 " in roof  # the cuDNN attention kernel's FLOP/byte
 
