@@ -2,10 +2,13 @@
 counter-pass launch (one column per raw ncu metric name) and per collective. pandas is an optional extra
 (`pip install 'kernelscope[pandas]'`); it is imported here only, when a frame is asked for.
 
-Values are the collectors' own (a missing one is NaN, its reason in ``df.attrs["missing"]``); units
-are in ``df.attrs["units"]``, keyed by column."""
+Columns are snake_case with the unit in the name where it has one (``total_ns``, ``sm_ncu_pct``), a share is
+a percentage (``_pct``), never a bare 0-1 fraction. Values are the collectors' own; a missing one is NaN in a
+number column and None in any other, never both, its reason in ``df.attrs["missing"]``. Every column that holds
+a number has its unit in ``df.attrs["units"]`` (an index or id says so)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 PANDAS_MISSING = "DataFrames need pandas, which this Python does not have: pip install 'kernelscope[pandas]'"
@@ -24,8 +27,20 @@ def _pd():
     return pandas
 
 
+def column_name(label: str, unit: str = "") -> str:
+    """A column for a labelled value: snake_case words, then the unit ('SM (ncu)', '%' -> sm_ncu_pct;
+    'compute', 'FLOP/s' -> compute_flop_per_s)."""
+    unit_word = {"%": "pct", "ns": "ns", "byte": "bytes"}.get(unit, unit.replace("/", " per "))
+    words = re.findall(r"[a-z0-9]+", f"{label} {unit_word}".lower())
+    return "_".join(words)
+
+
 def _frame(rows: list[dict[str, Any]], columns: list[str], units: dict[str, str], missing: dict[str, str]):
-    df = _pd().DataFrame(rows, columns=columns)
+    pd = _pd()
+    df = pd.DataFrame(rows, columns=columns)
+    for c in df.columns:  # one marker for a missing value per column: NaN among numbers, None among the rest
+        if df[c].dtype == object:
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
     df.attrs["units"] = {k: v for k, v in units.items() if k in df.columns}
     df.attrs["missing"] = missing
     return df
@@ -33,36 +48,50 @@ def _frame(rows: list[dict[str, Any]], columns: list[str], units: dict[str, str]
 
 def kernels_df(report):
     """One row per kernel of the session (analyze.report.Report: every kernel is in report.analysis)."""
-    rows = []
+    rows, units, missing = [], dict(KERNEL_UNITS), {}
     for a in report.analysis.kernels:
         k = a.kernel
         c = k.configs[0]
         occ = c.occupancy
         row = {"kernel": k.name, "short_name": k.short_name, "label": k.label, "launches": k.launches,
                "total_ns": k.total_ns, "mean_ns": k.mean_ns, "median_ns": k.median_ns, "min_ns": k.min_ns,
-               "max_ns": k.max_ns, "share_of_kernel_time": k.share_of_kernel_time, "configs": len(k.configs),
-               "grid": c.config.grid, "block": c.config.block, "registers_per_thread": c.config.registers_per_thread,
+               "max_ns": k.max_ns, "share_of_kernel_time_pct": 100.0 * k.share_of_kernel_time,
+               "configs": len(k.configs), "grid": c.config.grid, "block": c.config.block,
+               "registers_per_thread": c.config.registers_per_thread,
                "shared_memory_per_block_bytes": c.config.shared_memory_per_block_bytes,
                "theoretical_occupancy_pct": occ.theoretical_occupancy_pct if occ else None,
                "waves_per_sm": c.waves_per_sm, "bound": a.bound.bound, "limiter": a.bound.limiter,
                "verdict": a.verdict, "profiled_launches": a.profiled_launches, "regions": k.regions}
         for label, m in a.throughput + a.pct_of_peak:
-            row[f"{label} ({m.unit})"] = None if m.is_missing else m.value
+            col = column_name(label, m.unit)
+            row[col] = None if m.is_missing else m.value
+            units[col] = m.unit
+            if m.is_missing:
+                missing.setdefault(col, str(m.missing_reason))
         rows.append(row)
     columns = list(rows[0]) if rows else ["kernel", "launches", "total_ns"]
-    return _frame(rows, columns, {"total_ns": "ns", "mean_ns": "ns", "median_ns": "ns", "min_ns": "ns",
-                                  "max_ns": "ns", "shared_memory_per_block_bytes": "byte"}, {})
+    return _frame(rows, columns, units, missing)
 
 
-LAUNCH_COLUMNS = ("launch", "kernel", "start_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
-                  "block_z", "stream", "device_index", "correlation_id", "regions", "counter_pass", "instrumented",
-                  "scoped")
+KERNEL_UNITS = {"launches": "launch", "total_ns": "ns", "mean_ns": "ns", "median_ns": "ns", "min_ns": "ns",
+                "max_ns": "ns", "share_of_kernel_time_pct": "% of all kernel time", "configs": "configuration",
+                "grid": "block (x, y, z)", "block": "thread (x, y, z)", "registers_per_thread": "register/thread",
+                "shared_memory_per_block_bytes": "byte/block", "theoretical_occupancy_pct": "%",
+                "waves_per_sm": "wave", "profiled_launches": "launch"}
+
+
+LAUNCH_COLUMNS = ("launch", "kernel", "rank", "start_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x",
+                  "block_y", "block_z", "stream", "device_index", "correlation_id", "regions", "counter_pass",
+                  "instrumented", "scoped")
+LAUNCH_UNITS = {"launch": "index", "rank": "index", "start_ns": "ns", "duration_ns": "ns", "grid_x": "block",
+                "grid_y": "block", "grid_z": "block", "block_x": "thread", "block_y": "thread", "block_z": "thread",
+                "stream": "id", "device_index": "index", "correlation_id": "id"}
 
 
 def _metric_column(key: str) -> str:
-    """A launch metric's column: its key, or metric:key where the key is also a launch field (the counter pass's
-    own duration_ns is not the trace pass's)."""
-    return f"metric:{key}" if key in LAUNCH_COLUMNS else key
+    """A launch metric's column: its key, or metric_<key> where the key is also a launch field (the counter
+    pass's own duration_ns is not the trace pass's)."""
+    return f"metric_{key}" if key in LAUNCH_COLUMNS else key
 
 
 def launches_df(session):
@@ -73,7 +102,7 @@ def launches_df(session):
             keys.setdefault(_metric_column(key), m.unit)
     rows, missing = [], {}
     for i, x in enumerate(session.launches):
-        row = {"launch": i, "kernel": x.kernel, "start_ns": x.start_ns, "duration_ns": x.duration_ns,
+        row = {"launch": i, "kernel": x.kernel, "rank": x.rank, "start_ns": x.start_ns, "duration_ns": x.duration_ns,
                "grid_x": x.grid[0], "grid_y": x.grid[1], "grid_z": x.grid[2], "block_x": x.block[0],
                "block_y": x.block[1], "block_z": x.block[2], "stream": x.stream, "device_index": x.device_index,
                "correlation_id": x.correlation_id, "regions": tuple(x.regions), "counter_pass": bool(x.counters),
@@ -83,7 +112,9 @@ def launches_df(session):
             if m.is_missing:
                 missing.setdefault(_metric_column(key), str(m.missing_reason))
         rows.append(row)
-    return _frame(rows, list(LAUNCH_COLUMNS) + sorted(keys), {"start_ns": "ns", "duration_ns": "ns", **keys}, missing)
+    if not any(x.rank is not None for x in session.launches):  # a one-process session: a rank of None says why
+        missing["rank"] = "a one-process session: its launches carry no rank"
+    return _frame(rows, list(LAUNCH_COLUMNS) + sorted(keys), {**LAUNCH_UNITS, **keys}, missing)
 
 
 def counters_df(session):
@@ -102,7 +133,8 @@ def counters_df(session):
             if m.is_missing:
                 missing.setdefault(raw, str(m.missing_reason))
         rows.append(row)
-    return _frame(rows, ["launch", "kernel", "occurrence"] + sorted(names), names, missing)
+    return _frame(rows, ["launch", "kernel", "occurrence"] + sorted(names),
+                  {"launch": "index", "occurrence": "index", **names}, missing)
 
 
 def collectives_df(session, ranks_report):
@@ -127,8 +159,9 @@ def collectives_df(session, ranks_report):
                          "end_ns": t.end_ns, "duration_ns": t.end_ns - t.start_ns, "wait_ns": t.wait_ns,
                          "last_to_arrive": t.rank == row.straggler_rank, "spread_ns": row.spread_ns,
                          "bytes": row.bytes, "algbw_gb_s": row.algbw_gb_s, "busbw_gb_s": row.busbw_gb_s})
-    units = {"start_ns": "ns", "end_ns": "ns", "duration_ns": "ns", "wait_ns": "ns", "spread_ns": "ns",
-             "bytes": "byte", "algbw_gb_s": "GB/s", "busbw_gb_s": "GB/s"}
+    units = {"index": "index", "rank": "index", "device_index": "index", "start_ns": "ns", "end_ns": "ns",
+             "duration_ns": "ns", "wait_ns": "ns", "spread_ns": "ns", "bytes": "byte", "algbw_gb_s": "GB/s",
+             "busbw_gb_s": "GB/s"}
     return _frame(rows, list(COLLECTIVE_COLUMNS), units, missing)
 
 
@@ -147,5 +180,6 @@ def memory_df(history, series, reason: str | None = None):
     missing = {"memory": reason} if reason else {}
     if series is not None and series.problems:
         missing["allocated_bytes"] = "; ".join(series.problems)
-    return _frame(rows, list(MEMORY_COLUMNS), {"t_ns": "ns", "size_bytes": "byte", "allocated_bytes": "byte",
+    return _frame(rows, list(MEMORY_COLUMNS), {"event": "index", "t_ns": "ns", "address": "address",
+                                               "size_bytes": "byte", "allocated_bytes": "byte",
                                                "reserved_bytes": "byte"}, missing)
