@@ -39,3 +39,21 @@ def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
     more = next(ln for ln in out.splitlines() if "more rows (show --timeline N" in ln)
     assert int(more.split("…")[1].split()[0]) >= 50_000 - limit  # what was left out is counted
     assert took < 25, took
+
+
+def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
+    """`show --brief` laid out every argument of the command: 10^7 of them took 154 s."""
+    s = Session.load(DATA / "session_h100_mixed.json.gz")
+    s.command = [f"arg{i}" for i in range(300_000)]
+    p = tmp_path / "cmd.json.gz"
+    s.save(p)
+    t = time.monotonic()
+    code, out, err = run_cli(["show", str(p), "--brief", "--no-color", "--width", "120"])
+    assert code == 0, err
+    assert time.monotonic() - t < 20
+    assert "more arguments)" in out and len(out) < 100_000
+    from kernelscope.render.header import COMMAND_CHARS, command_text
+
+    assert len(command_text(s.command)) < COMMAND_CHARS + 40
+    assert command_text(["python", "train.py", "--lr", "3e-4"]) == "python train.py --lr 3e-4"
+    assert command_text(["x" * 5000]).endswith("… (3,000 more characters)")

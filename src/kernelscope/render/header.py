@@ -12,6 +12,29 @@ from kernelscope.model import collectors as collector
 _STATUS_STYLE = {"ok": "green", "partial": "yellow", "not-run": "dim", "failed": "red"}
 
 
+COMMAND_CHARS = 2000  # a command drawn longer is cut: ten million arguments took minutes to lay out
+
+
+def command_text(command: list[str], most: int = COMMAND_CHARS) -> str:
+    """The command line as drawn: whole arguments up to ``most`` characters, then how many were left out."""
+    out: list[str] = []
+    used = 0
+    for i, arg in enumerate(command):
+        if used + len(arg) > most:
+            if not out:  # one argument longer than the bound: its start (no dangling markup-escape backslash)
+                out.append(arg[:most].rstrip("\\"))
+                i += 1
+            left = len(command) - i
+            if left:
+                out.append(f"… ({left:,} more argument{'s' if left != 1 else ''})")
+            else:
+                out.append(f"… ({len(arg) - most:,} more characters)")
+            break
+        out.append(arg)
+        used += len(arg) + 1
+    return " ".join(out)
+
+
 def header_rows(s: Session) -> list[tuple[str, str]]:
     """(label, text) of the header above the collectors: device, clocks, command, when recorded or captured."""
     rows: list[tuple[str, str]] = []
@@ -41,7 +64,7 @@ def header_rows(s: Session) -> list[tuple[str, str]]:
             clocks.append(f"driver {drv}")
         if clocks:
             rows.append(("", " · ".join(clocks)))
-    rows.append(("Command", " ".join(s.command) or "(Python API)"))
+    rows.append(("Command", command_text(s.command) or "(Python API)"))
     outcome = s.outcome if s.exit_code is None else f"{s.outcome}, exit code {s.exit_code}"
     counters = s.collectors.get(collector.COUNTERS)
     details = counters.details if counters is not None else {}
