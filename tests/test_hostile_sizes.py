@@ -57,3 +57,18 @@ def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     assert len(command_text(s.command)) < COMMAND_CHARS + 40
     assert command_text(["python", "train.py", "--lr", "3e-4"]) == "python train.py --lr 3e-4"
     assert command_text(["x" * 5000]).endswith("… (3,000 more characters)")
+
+
+def test_the_html_timeline_keeps_its_row_bound_with_many_marks(marked, tmp_path):
+    """`report` with a million marks wrote a 153 MB page though the README bounds it to the first 200 rows."""
+    from kernelscope.render.html.session import TIMELINE_ROWS
+
+    path, _ = marked
+    out = tmp_path / "r.html"
+    t = time.monotonic()
+    code, _, err = run_cli(["report", str(path), "-o", str(out), "--panels", "0"])
+    assert code == 0, err
+    assert time.monotonic() - t < 25
+    page = out.read_text()
+    assert 0 < page.count("◆ m") <= TIMELINE_ROWS
+    assert f"first {TIMELINE_ROWS} of" in page and len(page) < 3_000_000

@@ -107,16 +107,22 @@ def timeline_section(tl, summary) -> Markup:
     origin = next((r.start_ns for r in tl.rows if r.kind != "region"), 0)
     labels = distinct_short_names(r.name for r in tl.rows[:TIMELINE_ROWS] if r.kind == "kernel")
     trows = []
-    shown = tl.rows[:TIMELINE_ROWS]
-    marks = [m for m in tl.marks if len(shown) == len(tl.rows) or m.t_ns <= shown[-1].start_ns]
+    marks, m_next, shown = tl.marks, 0, 0  # the TIMELINE_ROWS bound counts rows and marks: a million marks
+    # made a 153 MB page, with a quadratic pop(0)
+
     def rank(r) -> tuple:
         return (str(r.rank) if r.rank is not None else "",) if multi else ()
 
-    for r in shown:
-        while marks and marks[0].t_ns < r.start_ns:  # kernelscope.mark() points in time order among the rows
-            m = marks.pop(0)
-            trows.append(("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}",
-                                          mark_text(m)))
+    def mark_row(m) -> tuple:
+        return ("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m))
+
+    for r in tl.rows:
+        while m_next < len(marks) and marks[m_next].t_ns < r.start_ns and len(trows) < TIMELINE_ROWS:
+            trows.append(mark_row(marks[m_next]))  # kernelscope.mark() points in time order among the rows
+            m_next += 1
+        if len(trows) >= TIMELINE_ROWS:
+            break
+        shown += 1
         if r.kind == "region":
             trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region",
                                     f"▸ {r.name}", "" if r.on_gpu else "(CPU span: no GPU work seen)"))
@@ -128,9 +134,11 @@ def timeline_section(tl, summary) -> Markup:
             notes = barrier_text(r.barrier) + (f" · {notes}" if notes else "")
         trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
                                 labels.get(r.name, r.short_name), notes))
-    trows += [("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m))
-              for m in marks]
-    more = f" (first {TIMELINE_ROWS} of {len(tl.rows):,})" if len(tl.rows) > TIMELINE_ROWS else ""
+    while shown == len(tl.rows) and m_next < len(marks) and len(trows) < TIMELINE_ROWS:  # after the last row
+        trows.append(mark_row(marks[m_next]))
+        m_next += 1
+    total = len(tl.rows) + len(marks)
+    more = f" (first {len(trows)} of {total:,})" if shown + m_next < total else ""
     head = ("Start ms", "Duration", "Idle before", "Kind", "Name",
             "Notes (barriers, counter pass)" if multi else "Notes (counter pass)")
     body.append(el("details", el("summary", f"Rows in time order{more}"),
