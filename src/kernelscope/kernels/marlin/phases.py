@@ -129,6 +129,12 @@ def _load_phase(p: GemmPlan, b: _Bytes, compiled: dict | None) -> Phase:
                        _d(shared, "byte", "metadata.shared", "Triton's compiled kernel metadata") if shared is not None
                        else Metric.missing("metadata.shared", "recorded only when kernelscope learn marlin runs the "
                                            "kernel itself", "derived", "byte")))
+    stage = a_tile if p.prefetch else a_tile + bk_tile
+    if isinstance(shared, int) and stage * p.num_stages > shared:  # the estimate must not stand unexplained
+        figs.append(Figure("estimate vs compiler", _d(
+            f"{stage * p.num_stages - shared:,} B more than allocated: room for {shared // stage} of the "
+            f"{p.num_stages} stages' tiles (Triton's pipeliner sets the buffers it keeps)", "",
+            "stage buffers - metadata.shared", "estimate - allocated; floor(allocated / one stage's tiles)")))
     if p.tma:
         what = ("Per iteration each program has the tensor memory accelerator (TMA) copy its A tile and Bk tile "
                 f"into shared memory, one bulk copy per tile, {p.num_stages} stages deep (rows of A past m are "
