@@ -139,3 +139,32 @@ def test_cli_never_overwrites_its_input(tmp_path) -> None:
     src.write_bytes((DATA / "session_h100_proton.json.gz").read_bytes())
     r = _cli("report", str(src), "-o", str(src), "-f")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_svg_strip_labels_are_whole_up_to_the_label_column_limit() -> None:
+    """The label column is as wide as its longest label (the SM layout's '… 121 more full waves' was clipped at
+    the left edge); past MAX_LABEL_PX a label is cut and its whole text kept as the tooltip."""
+    from kernelscope.render.html.charts import MAX_LABEL_PX, strips, text_px
+
+    short = "… 121 more full waves"
+    page = strips([(short, [], ""), ("wave 1", [1, 1], "2,112 of 2,112 slots")], {1: "#000"})
+    assert f">{short}</text>" in page
+    name = "sm90_xmma_gemm_" + "x" * 100
+    assert text_px(name) > MAX_LABEL_PX
+    page = strips([(name, [1], "")], {1: "#000"})
+    assert f"<title>{name}</title>" in page and f">{name}</text>" not in page and "…</text>" in page
+
+
+def test_roofline_draws_every_roof_inside_the_plot() -> None:
+    """A roof far under the top one (fp32 FMA under the tensor-core roofs) was drawn below the plot's frame."""
+    from kernelscope.render.html.charts import roofline
+
+    page = roofline([("1", 500.0, 5e14)], 3e12, [("bf16 matmul", 7.9e14), ("fp16 matmul", 7.5e14),
+                                                 ("fp32 FMA", 6.6e13)], lambda v, u: f"{v:g} {u}")
+    frame = re.search(r'<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"', page)
+    top, bottom = int(frame[2]), int(frame[2]) + int(frame[4])
+    roof_line = r'<line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)" y2="\1" stroke="#344054"'
+    roofs = [float(y) for y in re.findall(roof_line, page)]
+    assert len(roofs) == 3 and all(top <= y <= bottom for y in roofs), (roofs, top, bottom)
+    labels = sorted(float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="end">\w+ matmul', page))
+    assert len(labels) == 2 and labels[1] - labels[0] >= 11  # two close roofs: their labels do not overlap

@@ -22,7 +22,7 @@ def text_px(text: str, size: int = FONT_PX) -> float:
 
 def fit_label(text: str, width: float) -> str:
     """``text`` cut (ending in …) to fit ``width`` px."""
-    room = int(width / (FONT_PX * CHAR_EM))
+    room = int(width / (FONT_PX * CHAR_EM) + 1e-6)  # text_px's own width holds its text whole
     return text if len(text) <= room else text[: max(1, room - 1)] + "…"
 
 
@@ -61,8 +61,8 @@ def strips(rows: Sequence[tuple[str, Sequence[object], str]], colors: dict[objec
     The label and note columns are at least ``label_w`` and ``note_w`` px and as wide as their longest text
     (a label up to MAX_LABEL_PX, longer ones cut with the whole text as a tooltip)."""
     cols = max((len(c) for _, c, _ in rows), default=0)
-    label_w = int(min(MAX_LABEL_PX, max([label_w] + [text_px(n) + 10 for n, _, _ in rows])))
-    note_w = int(max([note_w] + [text_px(n) + 10 for _, _, n in rows]))
+    label_w = math.ceil(min(MAX_LABEL_PX, max([label_w] + [text_px(n) + 10 for n, _, _ in rows])))
+    note_w = math.ceil(max([note_w] + [text_px(n) + 10 for _, _, n in rows]))
     width = int(label_w + cols * col_w + note_w)
     parts = []
     for r, (name, cells, note) in enumerate(rows):
@@ -95,7 +95,7 @@ def roofline(points: Sequence[tuple[str, float, float]], bandwidth: float | None
     peak = max((v for _, v in peaks), default=None)
     if bandwidth and peak:
         xs.append(peak / bandwidth)
-        ys.append(peak)
+    ys += [v for _, v in peaks]  # every roof inside the plot, the lowest too
     x0, x1 = _log_axis(min(xs) / 2, max(xs) * 2)
     y0, y1 = _log_axis(min(ys) / 2, max(ys) * 2)
     y_labels = [si(10 ** d, "FLOP/s") for d in range(y0, y1 + 1)]
@@ -120,13 +120,18 @@ def roofline(points: Sequence[tuple[str, float, float]], bandwidth: float | None
     parts.append(el("text", "arithmetic intensity, FLOP/byte (log scale)", x=left + pw / 2, y=height - 6,
                     text_anchor="middle"))
     lo_x, hi_x = 10.0 ** x0, 10.0 ** x1
-    for i, (name, p) in enumerate(peaks):
+    label_ys: list[float] = []
+    for i, (name, p) in enumerate(sorted(peaks, key=lambda kv: -kv[1])):
         start = p / bandwidth if bandwidth else lo_x
         if start < hi_x:
             parts.append(el("line", x1=f"{X(max(start, lo_x)):.1f}", x2=f"{X(hi_x):.1f}", y1=f"{Y(p):.1f}",
                             y2=f"{Y(p):.1f}", stroke="#344054", stroke_width=1.5 if p == peak else 1,
                             stroke_dasharray=None if p == peak else "4 3"))
-            parts.append(el("text", name, x=f"{X(hi_x) - 4:.1f}", y=f"{Y(p) - 4:.1f}", text_anchor="end"))
+            y = Y(p) - 4  # above its roof; under it where the roof above left its label too near
+            if any(abs(y - u) < FONT_PX + 1 for u in label_ys):
+                y = Y(p) + FONT_PX + 2
+            label_ys.append(y)
+            parts.append(el("text", name, x=f"{X(hi_x) - 4:.1f}", y=f"{y:.1f}", text_anchor="end"))
     if bandwidth:
         end = (peak / bandwidth) if peak else hi_x
         a, b = lo_x, min(end, hi_x)
