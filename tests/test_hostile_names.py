@@ -231,3 +231,26 @@ def test_diff_device_warning_prints_names_without_escaping_backslashes(tmp_path)
     warning = next(ln for ln in err.splitlines() if ln.startswith("kernelscope: warning:"))
     assert "[bold red]GPU A\\x1b[31m" in warning and "GPU B\\u202e" in warning and "\\[" not in warning
     _no_raw(err)
+
+
+def test_free_form_details_of_the_wrong_type_and_markup_in_na_reasons(tmp_path):
+    """Collector details are free-form JSON: a string where the sampler wrote a number was an internal error
+    (ValueError from a format spec) in show and report; an N/A reason with markup showed `\\[bold red]`."""
+    d = _expanded("session_h100_samples.json.gz")
+    d["collectors"]["sampler"]["details"].update(read_ms_mean="x", interval_ms="y", gpm="[bold red]on[/]")
+    for sample in d["samples"]:
+        for m in sample["metrics"].values():
+            if m.get("value") is None:
+                m["missing_reason"] = "[bold red]not supported[/] here\x1b[2K"
+    d["collectors"]["ranks"] = {"status": "ok", "reason": None, "details": {"notes": 5}}
+    d["collectors"].setdefault("instrument", {"status": "ok", "reason": None, "details": {}})
+    d["collectors"]["instrument"]["details"]["unattached"] = 7
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    code, out, err = run_cli(["show", str(p), "--no-color", "--width", "200"])
+    assert code == 0 and "internal error" not in err, err
+    assert "every N/A ms" in out and "GPM: [bold red]on[/]" in out
+    assert "[bold red]not supported[/] here\\x1b[2K" in out and "\\[bold" not in out
+    _no_raw(out)
+    code, _, err = run_cli(["report", str(p), "-o", str(tmp_path / "r.html")])
+    assert code == 0 and "internal error" not in err, err

@@ -118,7 +118,8 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
     mean = sum(computes) / len(computes) if computes else 0
     imbalance = (max(computes) - mean) / mean * 100 if len(computes) > 1 and mean > 0 else None
     status = session.collectors.get("ranks")
-    notes = tuple(str(n) for n in (status.details.get("notes") or [] if status else [])) + collectives.problems
+    listed = status.details.get("notes") if status else None  # free-form details: a list only if it is one
+    notes = tuple(str(n) for n in (listed if isinstance(listed, list) else [])) + collectives.problems
     return RanksSummary(tuple(out), imbalance, notes)
 
 

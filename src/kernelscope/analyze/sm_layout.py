@@ -262,6 +262,8 @@ def instrumentation_overhead(session: Session, launch: Launch) -> Metric:
     name = f"instrumented vs plain duration ({len(instrumented)} vs {len(plain)} launches)"
     status = session.collectors.get(collector.INSTRUMENT)
     unattached = [] if status is None else status.details.get("unattached") or []
+    if not isinstance(unattached, list):  # free-form details from a file: anything at all
+        unattached = []
     if any(isinstance(u, dict) and u.get("kernel") in (launch.kernel, short_kernel_name(launch.kernel))
            for u in unattached):
         return Metric.missing(name, "some instrumented launches of this kernel could not be matched to the trace, "

@@ -116,10 +116,15 @@ def sampler_text(d: dict) -> str:
     """What the sampler says of itself (its collector details): every reading it took, of every device, inside
     the trace or not, and what they cost."""
     n = d.get("samples")
-    readings = plural(n, "reading") if isinstance(n, int) else "N/A readings"
-    return (f"Sampler (measured): {readings} in all (set to one every {d.get('interval_ms', 0):g} ms, and one as the "
-            f"workload ended), {d.get('sampler_thread_cpu_ms', 0):.1f} ms of sampler-thread CPU in all; wall time "
-            f"per reading {d['read_ms_mean']:.2f} ms mean, {d.get('read_ms_max', 0):.2f} ms max (waits for the "
+    readings = plural(n, "reading") if isinstance(n, int) and not isinstance(n, bool) else "N/A readings"
+
+    def num(key: str, spec: str) -> str:  # free-form details from a file: a number, or N/A
+        v = d.get(key, 0)
+        return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else "N/A"
+
+    return (f"Sampler (measured): {readings} in all (set to one every {num('interval_ms', 'g')} ms, and one as "
+            f"the workload ended), {num('sampler_thread_cpu_ms', '.1f')} ms of sampler-thread CPU in all; wall time "
+            f"per reading {num('read_ms_mean', '.2f')} ms mean, {num('read_ms_max', '.2f')} ms max (waits for the "
             f"Python GIL included); GPM: {d.get('gpm', 'N/A')}")
 
 
@@ -139,7 +144,7 @@ class GpuStatsPanel:
         st = self.session.collectors.get(collector.SAMPLER)
         d = st.details if st else {}
         if "read_ms_mean" in d:
-            out.append(Text(sampler_text(d), style="dim"))
+            out.append(Text.from_markup(sampler_text(d), style="dim"))  # d's strings are markup-escaped
         return out
 
     def _summary_table(self, wide: bool) -> tuple[Table, list[Text]]:
@@ -166,9 +171,9 @@ class GpuStatsPanel:
             if wide:
                 cells.append(value_text(f.limit, f.unit) if f.limit is not None and f.count else "")
             t.add_row(label, *cells, f"{f.count}/{n}", src)
-        notes = [Text(f"N/A in every sample ({', '.join(fields)}): {reason}", style="dim")
+        notes = [Text.from_markup(f"N/A in every sample ({', '.join(fields)}): {reason}", style="dim")
                  for reason, fields in never.items()]
-        notes += [Text(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
+        notes += [Text.from_markup(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
                   for reason, fields in partly.items()]
         return t, notes
 
@@ -218,7 +223,7 @@ class GpuStatsPanel:
             if f is None:
                 continue
             if f.count == 0:
-                t.add_row(LABELS[key], Text(f"N/A: {f.missing_reason}", style="dim", no_wrap=False), "")
+                t.add_row(LABELS[key], Text.from_markup(f"N/A: {f.missing_reason}", style="dim"), "")
                 continue
             lo, hi = _scale(f)
             cols = bucket(times, f.series, t0, t1, width)

@@ -89,7 +89,8 @@ def collector_rows(s: Session) -> list[tuple[str, str, str]]:
     for name, st in sorted(s.collectors.items()):
         text = f": {st.reason}" if st.reason else ""
         if name == collector.COUNTERS and "ranks_profiled" in st.details:  # under torchrun (rank_counters.py)
-            profiled = ", ".join(map(str, st.details["ranks_profiled"])) or "none"
+            ranks = st.details["ranks_profiled"]  # free-form details from a file: a list if it is one
+            profiled = (", ".join(map(str, ranks)) if isinstance(ranks, list) else str(ranks)) or "none"
             text += f" · ranks profiled: {profiled} · NCCL kernels never profiled (they deadlock under replay)"
         out.append((name, st.status, text))
     return out
