@@ -257,3 +257,23 @@ def test_plot_names_from_the_results_file_stay_inside_the_output_dir(tmp_path):
     assert written and all(n.startswith("escaped-31m_") for n in written)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "r.json"]  # nothing beside it
     assert "\x1b" not in stdout + err
+
+
+def test_a_workload_that_catches_ctrl_c_itself_is_still_an_interrupted_run(tmp_path):
+    """Issue 37 item 11: the workload swallowed KeyboardInterrupt and exited 0, and so did `run`."""
+    script = tmp_path / "stubborn.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntry:\n    time.sleep(60)\n"
+                      "except KeyboardInterrupt:\n    pass\n")
+    out = tmp_path / "s.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
+                          str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.stdout.readline().strip() == "ready"
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+    p.wait(timeout=60)
+    assert p.returncode == 130, p.stderr.read()[-2000:]
+    from kernelscope.model import Session
+
+    s = Session.load(out)
+    assert s.outcome == "interrupted" and s.exit_code == 130

@@ -93,14 +93,18 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         proc = subprocess.Popen(child, env=env)
     except OSError as e:
         raise RunError(f"cannot start {child[0]!r}: {e.strerror}") from None
+    interrupted = False
     while True:
         try:
             proc.wait()
             break
         except KeyboardInterrupt:
+            interrupted = True
             continue
     rc = proc.returncode
     exit_code = 128 - rc if rc < 0 else rc
+    if interrupted and exit_code == 0:  # a workload that catches Ctrl-C itself and exits 0 was still interrupted
+        exit_code = 130
     written = output.exists() and output.stat().st_mtime_ns != before
     session: Session | None = None
     if written:
@@ -115,6 +119,8 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         session.collectors[collector.TRACE] = CollectorStatus(
             "failed", f"the workload process {why} before kernelscope could write its trace; nothing was collected")
     session.exit_code = exit_code
+    if interrupted and session.outcome == "complete":
+        session.outcome = "interrupted"
     if exit_code != 0 and session.outcome == "complete":
         session.outcome = "workload-failed"
     session.save(output)
