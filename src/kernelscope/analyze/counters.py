@@ -84,6 +84,12 @@ class SharedRow:
     wavefronts: Metric
     bank_conflicts: Metric
     wavefronts_per_instruction: Metric
+    # (wavefronts - bank conflicts) / instructions: what the accesses need without the replays; above
+    # WIDEST_ACCESS_WAVEFRONTS the instructions move more than a warp's widest per-thread access each
+    unconflicted_per_instruction: Metric | None = None
+
+
+WIDEST_ACCESS_WAVEFRONTS = 4  # a warp's 16-byte-per-thread access: 32 x 16 B = 512 B, 4 wavefronts of 128 B
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,12 @@ def _shared(x: Launch, kind: str) -> SharedRow:
                          "shared wavefronts / shared instructions (1 = no conflicts for 32-bit accesses)", waves, inst)
     else:
         ratio = _missing_from("wavefronts per instruction", "wavefront/inst", waves, inst)
-    return SharedRow(kind, inst, waves, _m(x, f"shared_{kind}_bank_conflicts"), ratio)
+    conflicts = _m(x, f"shared_{kind}_bank_conflicts")
+    plain = None
+    if not ratio.is_missing and not conflicts.is_missing:
+        plain = _derived((float(waves.value) - float(conflicts.value)) / float(inst.value), "wavefront/inst",
+                         "(shared wavefronts - bank conflicts) / shared instructions", waves, conflicts, inst)
+    return SharedRow(kind, inst, waves, conflicts, ratio, plain)
 
 
 def transactions(x: Launch) -> TransactionsView:

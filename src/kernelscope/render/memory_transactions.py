@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, RenderResult
 
-from kernelscope.analyze.counters import SECTOR_BYTES, TransactionsView
+from kernelscope.analyze.counters import SECTOR_BYTES, WIDEST_ACCESS_WAVEFRONTS, TransactionsView
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
 from kernelscope.render.fmt import short_cell as _short
 
@@ -30,6 +30,14 @@ class MemoryTransactionsPanel:
             if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
                 reasons.append(f"global {r.kind}: {m.missing_reason}")
         notes = [f"[dim]N/A {text}[/]" for text in reasons]
+        for r in self.view.shared_access:  # many wavefronts per instruction with few conflicts: say why
+            plain = r.unconflicted_per_instruction
+            if plain is not None and float(plain.value) > WIDEST_ACCESS_WAVEFRONTS:
+                notes.append(f"[dim]Shared {r.kind}s: {float(plain.value):,.1f} wavefronts per instruction without "
+                             f"the bank conflicts ((wavefronts - bank conflicts) / instructions), more than the "
+                             f"{WIDEST_ACCESS_WAVEFRONTS} a warp's widest per-thread access (32 x 16 B) needs: on "
+                             "average an instruction moves more than 512 B of shared memory (as bulk copies do), "
+                             "which the bank-conflict count does not explain.[/]")
         note = (f"[dim]Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                 "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. "
                 "A warp's 4-byte coalesced access needs 4 sectors per request.[/]")
