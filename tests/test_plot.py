@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, run_cli
 
 pytest.importorskip("matplotlib")
 
