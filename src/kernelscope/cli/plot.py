@@ -46,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         paths = write_plots(results, args.output_dir, baseline=baseline, prefix=_file_prefix(results.benchmark),
-                            check=lambda path: output_path(path, args.force_overwrite, [args.results], "plot"))
+                            check=lambda path: output_path(path, args.force_overwrite, [args.results], "plot"),
+                            force=args.force_overwrite)
     except OSError as e:
         fail(f"cannot write the plots into {args.output_dir}: {e.strerror or e}")
     for path in paths:

@@ -20,10 +20,12 @@ DEFAULT_BASELINES = {"attention": "sdpa-flash", "w4a16": "cublas"}
 
 
 def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str | None = None,
-                prefix: str = "attention", check: Callable[[Path], Any] | None = None) -> list[Path]:
+                prefix: str = "attention", check: Callable[[Path], Any] | None = None,
+                force: bool = True) -> list[Path]:
     """Write the PNGs into output_dir and return their paths. The speedup plot divides by ``baseline``
     (default: the benchmark's, DEFAULT_BASELINES) and is drawn only if that implementation has rows.
-    ``check`` sees every file (exists? an input?) before matplotlib is imported (1-2 s) and before any is written."""
+    ``check`` sees every file (exists? an input?) before matplotlib is imported (1-2 s) and before any is written;
+    without ``force`` a PNG that appeared since is kept (model/files.write_atomic)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     planned = plot_paths(results, out, baseline, prefix)
@@ -41,7 +43,7 @@ def write_plots(results: "BenchResults", output_dir: str | Path, baseline: str |
     drawn = [out / f"{prefix}_{name}.png" for name, _, _ in figs]
     if drawn != planned:  # PLOTS out of step with the figure modules: a bug, said before anything is written
         raise RuntimeError(f"plot_paths named {[p.name for p in planned]}, the figures {[p.name for p in drawn]}")
-    return [save_figure(plt, fig, path, title) for path, (_, fig, title) in zip(drawn, figs)]
+    return [save_figure(plt, fig, path, title, force) for path, (_, fig, title) in zip(drawn, figs)]
 
 
 # The figures each benchmark's module draws, in order; "speedup" follows where the baseline has successful rows.

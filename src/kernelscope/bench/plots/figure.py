@@ -63,10 +63,11 @@ def finish_figure(fig: Any, axes: list[Any], full_title: str) -> None:
     fig.tight_layout(rect=(0, 0, 1, 1 - (0.5 if legend is not None else 0.3) / inches))
 
 
-def save_figure(plt: Any, fig: Any, path: Path, full_title: str) -> Path:
+def save_figure(plt: Any, fig: Any, path: Path, full_title: str, force: bool = True) -> Path:
     """The PNG (the title also as PNG text, for tools); the figure is closed."""
     try:  # through the one writer: never half a PNG where a good one was
-        write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Title": full_title}))
+        write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=90, metadata={"Title": full_title}),
+                     force=force)
     finally:
         plt.close(fig)
     return path
