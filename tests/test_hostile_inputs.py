@@ -226,3 +226,18 @@ def test_what_import_writes_loads(tmp_path, case):
     assert code == 0, err
     code, _, err = run_cli(["show", str(out), "--json"])
     assert code == 0 and "error" not in err, err
+
+
+@pytest.mark.parametrize("name", ["session_h100_samples.json.gz", "session_h100_counters.json.gz"])
+def test_a_launch_without_a_start_time_beside_gpu_samples(tmp_path, name):
+    """Found by the long fuzz run: a launch with no start (the schema allows it: seen only by the counter pass)
+    in a session with GPU samples was an internal error (sorting None with ints) in show and report."""
+    from kernelscope.model import Session
+
+    d = Session.load(DATA / name).to_dict()
+    del d["launches"][6]["start_ns"]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    for argv in (["show", str(p), "--width", "120"], ["report", str(p), "-o", str(tmp_path / "r.html")]):
+        code, _, err = run_cli(argv)
+        assert code == 0 and "internal error" not in err, err

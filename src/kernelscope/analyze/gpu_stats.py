@@ -174,7 +174,7 @@ def kernels_in_windows(
     launches: Sequence[Launch], windows: Sequence[tuple[int, int]]
 ) -> list[tuple[tuple[str, int], ...]]:
     """For each [start, end] window (session clock), the kernels that ran in it and for how long."""
-    ordered = sorted(launches, key=lambda x: x.start_ns)
+    ordered = sorted((x for x in launches if x.start_ns is not None), key=lambda x: x.start_ns)  # untimed: nowhere
     starts = [x.start_ns for x in ordered]
     longest = max((x.duration_ns for x in ordered), default=0)
     out = []

@@ -80,7 +80,7 @@ def kernel_busy(launches: Sequence[Launch], t0: int, t1: int, width: int) -> lis
     edges = [t0 + span * i // width for i in range(width + 1)]
     busy = [0] * width
     merged: list[list[int]] = []
-    for x in sorted(launches, key=lambda x: x.start_ns):
+    for x in sorted((x for x in launches if x.start_ns is not None), key=lambda x: x.start_ns):  # untimed: nowhere
         s, e = x.start_ns, x.start_ns + x.duration_ns
         if merged and s <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], e)
