@@ -223,7 +223,9 @@ class GpuStatsPanel:
             if f is None:
                 continue
             if f.count == 0:
-                t.add_row(LABELS[key], Text.from_markup(f"N/A: {f.missing_reason}", style="dim"), "")
+                why = Text.from_markup(f"N/A: {f.missing_reason}", style="dim")
+                why.no_wrap = False  # the reason wraps in the strip's no-wrap column, never cut
+                t.add_row(LABELS[key], why, "")
                 continue
             lo, hi = _scale(f)
             cols = bucket(times, f.series, t0, t1, width)

@@ -8,6 +8,20 @@ from kernelscope.render.fit import Column, fit_tables, fitted_panel
 from kernelscope.render.fmt import short_cell as _short
 
 
+def shared_wavefront_notes(view: TransactionsView) -> list[str]:
+    """Many wavefronts per instruction with few conflicts, said why (the terminal and the HTML report)."""
+    out = []
+    for r in view.shared_access:
+        plain = r.unconflicted_per_instruction
+        if plain is not None and float(plain.value) > WIDEST_ACCESS_WAVEFRONTS:
+            out.append(f"Shared {r.kind}s: {float(plain.value):,.1f} wavefronts per instruction without the bank "
+                       f"conflicts ((wavefronts - bank conflicts) / instructions), more than the "
+                       f"{WIDEST_ACCESS_WAVEFRONTS} a warp's widest per-thread access (32 x 16 B) needs: on average an "
+                       "instruction moves more than 512 B of shared memory (as bulk copies do), which the "
+                       "bank-conflict count does not explain.")
+    return out
+
+
 class MemoryTransactionsPanel:
     def __init__(self, view: TransactionsView, title: str) -> None:
         self.view, self.title = view, title
@@ -30,14 +44,7 @@ class MemoryTransactionsPanel:
             if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
                 reasons.append(f"global {r.kind}: {m.missing_reason}")
         notes = [f"[dim]N/A {text}[/]" for text in reasons]
-        for r in self.view.shared_access:  # many wavefronts per instruction with few conflicts: say why
-            plain = r.unconflicted_per_instruction
-            if plain is not None and float(plain.value) > WIDEST_ACCESS_WAVEFRONTS:
-                notes.append(f"[dim]Shared {r.kind}s: {float(plain.value):,.1f} wavefronts per instruction without "
-                             f"the bank conflicts ((wavefronts - bank conflicts) / instructions), more than the "
-                             f"{WIDEST_ACCESS_WAVEFRONTS} a warp's widest per-thread access (32 x 16 B) needs: on "
-                             "average an instruction moves more than 512 B of shared memory (as bulk copies do), "
-                             "which the bank-conflict count does not explain.[/]")
+        notes += [f"[dim]{text}[/]" for text in shared_wavefront_notes(self.view)]
         note = (f"[dim]Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                 "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. "
                 "A warp's 4-byte coalesced access needs 4 sectors per request.[/]")

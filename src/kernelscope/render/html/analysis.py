@@ -12,6 +12,7 @@ from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
                                                roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, short_cell
+from kernelscope.render.memory_transactions import shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.ncu_findings import plain
@@ -56,6 +57,7 @@ def counter_sections(cv, label: str) -> list[Markup]:
         if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
             reasons.append(f"global {r.kind}: {m.missing_reason}")
     out.append(section(f"5 · Memory transactions · {title}", g, s, *(note(f"N/A {x}") for x in reasons),
+                       *(note(x) for x in shared_wavefront_notes(t)),
                        note(f"Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                             "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. A "
                             "warp's 4-byte coalesced access needs 4 sectors per request.")))
