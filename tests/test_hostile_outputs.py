@@ -277,3 +277,28 @@ def test_a_workload_that_catches_ctrl_c_itself_is_still_an_interrupted_run(tmp_p
 
     s = Session.load(out)
     assert s.outcome == "interrupted" and s.exit_code == 130
+
+
+def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
+    """--keep-trace FILE was os.replace()d into place unchecked: over a FIFO or device, over a file without -f,
+    and not at all across file systems."""
+    script = tmp_path / "w.py"
+    script.write_text("print('hi')\n")
+    fifo = _fifo(tmp_path)
+    for target, extra, phrase in ((fifo, ["-f"], "not a regular file"), (script, ["-f"], "is also an input"),
+                                  (tmp_path / "dangling", [], "does not exist")):
+        if target.name == "dangling":
+            _dangling(tmp_path)
+        code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
+                                sys.executable, str(script)])
+        assert code == 2 and phrase in _one_error(err), err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "s.json").exists()
+    from kernelscope.collect.trace.recorder import _keep  # what the trace pass does with the trace (needs CUDA)
+
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": []}')
+    _keep(str(trace), str(tmp_path / "kept.json"))
+    assert json.loads((tmp_path / "kept.json").read_text()) == {"traceEvents": []}
+    _keep(str(trace), str(fifo))  # a FIFO appeared after the check: said, never replaced
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import tempfile
 from collections import Counter
 from typing import Any
@@ -20,6 +22,8 @@ from kernelscope.collect.trace.quiet import profiler_notices_silenced
 from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.collect.memory.recorder import MemoryRecorder
 from kernelscope.model import CollectorStatus, Device, Session
+from kernelscope.model.escape import visible
+from kernelscope.model.files import OutputFileError, write_atomic
 from kernelscope.model.memory import StepWindow
 from kernelscope.model import collectors as collector
 
@@ -195,9 +199,8 @@ class TraceRecorder:
             return
         finally:
             if self.keep_trace:
-                os.replace(path, self.keep_trace)
-            else:
-                os.unlink(path)
+                _keep(path, self.keep_trace)
+            os.unlink(path)
         s = self.session
         s.set_launch_table(parsed.table)  # launches stay columns: a long run holds a million of them
         s.activities, s.regions = parsed.activities, parsed.regions
@@ -250,3 +253,13 @@ class TraceRecorder:
         s.device.attributes.update(metrics)
         s.collectors[collector.NVML] = CollectorStatus("not-run", reason) if reason else CollectorStatus(
             "ok", details={"what": "one snapshot at the end of the run"})
+
+
+def _keep(path: str, keep: str) -> None:
+    """--keep-trace: the profiler's trace copied through the one write helper (model/files.write_atomic): across
+    file systems, never over a device or FIFO; a failure is said, the session is still written."""
+    try:
+        with open(path, "rb") as src:
+            write_atomic(keep, lambda f: shutil.copyfileobj(src, f))
+    except (OSError, OutputFileError) as e:
+        print(f"kernelscope: note: the trace was not kept: {visible(str(e))}.", file=sys.stderr)
