@@ -174,3 +174,34 @@ def test_write_atomic_keeps_the_old_file_when_the_writer_raises(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_atomic(target, boom)
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+# Files written outside model/files.py: each a private hand-off between kernelscope's own processes, never a
+# path a user named (issue 37: "every writer goes through write_atomic").
+PRIVATE_WRITES = {"kernelscope/collect/ncu/rank_counters.py": ("write_text",),  # spec and result between ranks
+                  "kernelscope/collect/trace/recorder.py": ("replace",)}  # the step window's trace to a temp file
+
+
+def test_every_writer_goes_through_model_files():
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "src" / "kernelscope").rglob("*.py")):
+        rel = path.relative_to(ROOT / "src").as_posix()
+        if rel == "kernelscope/model/files.py" or rel.startswith("kernelscope/kernels/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            mode = next((a.value for a in node.args[1:2] if isinstance(a, ast.Constant)), None)
+            mode = next((k.value.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)),
+                        mode)
+            if (name in ("write_text", "write_bytes") or (owner in ("os", "shutil") and name in (
+                    "replace", "rename", "move", "copy", "copyfile")) or
+                    (name == "open" and isinstance(mode, str) and any(c in mode for c in "wax"))):
+                if name not in PRIVATE_WRITES.get(rel, ()):
+                    found.append(f"{rel}:{node.lineno} {name}")
+    assert not found, f"writes outside model/files.write_atomic: {found}"
