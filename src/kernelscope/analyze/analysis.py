@@ -274,8 +274,8 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
         top = max(other, key=lambda r: r.local_pct or r.vendor_pct or 0.0)
         est = top.local_pct if top.local_pct is not None else top.vendor_pct
         kind = "of one unit's work, not of the kernel" if top.local_pct is not None else "not confirmed by kernelscope"
-        return (f"{head}; no kernel-wide estimate of {VERDICT_MIN_GAIN_PCT:.0f}% or more; NVIDIA's "
-                f"{top.finding.title or top.finding.rule_id} estimates {est:.0f}% ({kind})")
+        return (f"{head}; no finding estimates {VERDICT_MIN_GAIN_PCT:.0f}% or more of the kernel's time (NVIDIA's "
+                f"{top.finding.title or top.finding.rule_id}: {est:.0f}%, {kind})")
     return f"{head}; no finding predicts {VERDICT_MIN_GAIN_PCT:.0f}% or more: little left to gain here"
 
 

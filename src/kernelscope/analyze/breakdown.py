@@ -12,9 +12,11 @@ nanosecond of the window lands in one category, in this order of precedence wher
 - the GPU idles (a gap: nothing runs), classed by what the host did:
   ``between queued kernels`` (gap up to thresholds.BACK_TO_BACK_GAP_NS: the GPU switching),
   ``after host syncs`` (a synchronize or blocking copy that was waiting when the GPU went idle returned inside the
-  gap: the GPU idles for the host's round trip; the part after the return beyond thresholds.HOST_WAIT_GAP_NS is
-  the host's other work),
-  ``host launching`` (gap up to thresholds.HOST_WAIT_GAP_NS: launch overhead),
+  gap: the GPU idles for the host's round trip; when the host then takes longer than
+  thresholds.HOST_STALL_GAP_NS to launch again, that part is the host's other work),
+  ``at step boundaries`` (a gap that holds the start of a step and is shorter than thresholds.HOST_STALL_GAP_NS:
+  the loop's own turn, the profiler's step bookkeeping included; no rule claims it),
+  ``host launching`` (gap up to thresholds.HOST_STALL_GAP_NS: the host's per-op cost, dispatch and launch),
   ``host elsewhere`` (longer gaps: the host neither launched nor waited, e.g. input preprocessing).
 
 Gaps are measured per rank on the session clock (trace pass start times); host syncs are classed in one-rank
@@ -30,15 +32,16 @@ from dataclasses import dataclass
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.intervals import Interval, total, union
-from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
+from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
 from kernelscope.model import Session
 
 KERNELS, COMMUNICATION, WAITING, COPIES, MEMSETS = ("kernels", "communication", "waiting for other ranks", "copies",
                                                     "memsets")
-SWITCHING, AFTER_SYNC, LAUNCHING, HOST_ELSEWHERE = ("between queued kernels", "after host syncs", "host launching",
-                                                    "host elsewhere")
-CATEGORIES = (KERNELS, COMMUNICATION, WAITING, COPIES, MEMSETS, SWITCHING, AFTER_SYNC, LAUNCHING, HOST_ELSEWHERE)
-IDLE = (SWITCHING, AFTER_SYNC, LAUNCHING, HOST_ELSEWHERE)
+SWITCHING, AFTER_SYNC, LAUNCHING, STEP_BOUNDARY, HOST_ELSEWHERE = (
+    "between queued kernels", "after host syncs", "host launching", "at step boundaries", "host elsewhere")
+CATEGORIES = (KERNELS, COMMUNICATION, WAITING, COPIES, MEMSETS, SWITCHING, AFTER_SYNC, LAUNCHING, STEP_BOUNDARY,
+              HOST_ELSEWHERE)
+IDLE = (SWITCHING, AFTER_SYNC, LAUNCHING, STEP_BOUNDARY, HOST_ELSEWHERE)
 SHARE_FORMULA = "category time in the window / window wall time"
 STEP_RE = re.compile(r"ProfilerStep#(\d+)$")
 COMM_KERNEL_RE = re.compile(r"^nccl|ncclDevKernel|ncclKernel", re.IGNORECASE)
@@ -197,7 +200,8 @@ class Gap:
     sync_call: str | None = None
 
 
-def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_syncs: bool) -> list[Gap]:
+def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_syncs: bool,
+                  step_starts: list[int] | None = None) -> list[Gap]:
     """The idle intervals of the window, each classed by what the host did (module docstring)."""
     gaps: list[Interval] = []
     cur = lo
@@ -210,6 +214,7 @@ def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_
     syncs = sorted(((h.cpu_end_ns, h.cpu_start_ns, h.name) for h in session.host_syncs), key=lambda x: x[0]) \
         if use_syncs else []
     ends = [x[0] for x in syncs]
+    steps = sorted(step_starts or [])
     out: list[Gap] = []
     for g0, g1 in gaps:
         n = g1 - g0
@@ -222,14 +227,21 @@ def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_
             k -= 1
         if sync is not None:
             back = max(g0, min(sync[0], g1))
-            if g1 - back <= HOST_WAIT_GAP_NS:
+            if g1 - back <= HOST_STALL_GAP_NS:
                 out.append(Gap(g0, g1, AFTER_SYNC, sync[2]))
             else:
                 if back > g0:
                     out.append(Gap(g0, back, AFTER_SYNC, sync[2]))
                 out.append(Gap(back, g1, HOST_ELSEWHERE))
             continue
-        cat = SWITCHING if n <= BACK_TO_BACK_GAP_NS else LAUNCHING if n <= HOST_WAIT_GAP_NS else HOST_ELSEWHERE
+        j = bisect.bisect_right(steps, g0)
+        boundary = j < len(steps) and steps[j] < g1
+        if n <= BACK_TO_BACK_GAP_NS:
+            cat = SWITCHING
+        elif n <= HOST_STALL_GAP_NS:
+            cat = STEP_BOUNDARY if boundary else LAUNCHING
+        else:
+            cat = HOST_ELSEWHERE
         out.append(Gap(g0, g1, cat))
     return out
 
@@ -254,7 +266,8 @@ def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_r
     waits = min(ns[COMMUNICATION], _rank_waits(collectives, rank, lo, hi)) if multi_rank and ns[COMMUNICATION] else 0
     ns[COMMUNICATION] -= waits
     ns[WAITING] = waits
-    gaps = classify_gaps(session, covered, lo, hi, use_syncs=not multi_rank)
+    starts = [s for _, s, _ in step_spans(session, rank)]
+    gaps = classify_gaps(session, covered, lo, hi, use_syncs=not multi_rank, step_starts=starts)
     gap_n: Counter[str] = Counter()
     for g in gaps:
         ns[g.category] = ns.get(g.category, 0) + g.end_ns - g.start_ns

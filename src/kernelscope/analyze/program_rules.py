@@ -17,7 +17,7 @@ from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
 from kernelscope.analyze.intervals import total, union
 from kernelscope.analyze.ranks import RanksReport
-from kernelscope.analyze.thresholds import HOST_WAIT_GAP_NS
+from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS
 from kernelscope.model import Session
 from kernelscope.model.names import short_kernel_name
 
@@ -183,7 +183,7 @@ def sync_in_loop(ctx: ProgramContext) -> list:
 
 
 @program_rule("launch-bound", "launch-bound: the GPU waits for the host to launch",
-              "GPU idle gaps up to thresholds.HOST_WAIT_GAP_NS between activities of the trace pass")
+              "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass")
 def launch_bound(ctx: ProgramContext) -> list:
     out: list = []
     for b in ctx.breakdown.ranks:
@@ -200,26 +200,26 @@ def launch_bound(ctx: ProgramContext) -> list:
             fix = "first remove the host syncs from the loop (a graph cannot hold them), then " + fix
         out.append(ProgramFinding(
             "launch-bound", bd.LAUNCHING, "launch-bound: the GPU waits for the host to launch each kernel",
-            f"{n:,} gaps of launch overhead between kernels of median {median / 1e3:.1f} µs: the GPU idles "
-            f"{gain:.1f}% of the wall time while the host launches",
-            gain, "GPU idle in gaps up to the host-wait threshold (launch overhead) / wall time",
-            (("launch-overhead gaps", n), ("their total, ms", _ms(ns)),
+            f"{n:,} gaps of host overhead between kernels of median {median / 1e3:.1f} µs: the GPU idles "
+            f"{gain:.1f}% of the wall time while the host dispatches and launches the next op",
+            gain, "GPU idle in gaps up to the host-stall threshold with no host sync (per-op overhead) / wall time",
+            (("host-overhead gaps", n), ("their total, ms", _ms(ns)),
              ("median kernel duration, µs", round(median / 1e3, 2)), ("kernels in the window", len(kernels)),
-             ("gap threshold, µs", HOST_WAIT_GAP_NS / 1e3), ("wall time of the window, ms", _ms(b.wall_ns))),
+             ("gap threshold, µs", HOST_STALL_GAP_NS / 1e3), ("wall time of the window, ms", _ms(b.wall_ns))),
             fix, None, b.rank))
     return out
 
 
 def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
-    """Runs of consecutive elementwise kernels over tensors of one size (one grid), back to back or launch gaps
-    apart; any other kernel, copy or longer gap ends a run."""
+    """Runs of consecutive elementwise and reduction kernels, no more than thresholds.HOST_STALL_GAP_NS apart; any
+    other kernel or copy, or a longer gap, ends a run."""
     runs: list[list[GpuActivity]] = []
     cur: list[GpuActivity] = []
     for a in acts:
         if a.category not in (bd.KERNELS, bd.COPIES, bd.MEMSETS):
             continue
         ok = a.category == bd.KERNELS and bool(ELEMENTWISE_NAMES.search(a.name))
-        if ok and cur and (a.grid != cur[-1].grid or a.start_ns - cur[-1].end_ns > HOST_WAIT_GAP_NS):
+        if ok and cur and a.start_ns - cur[-1].end_ns > HOST_STALL_GAP_NS:
             runs.append(cur)
             cur = []
         if ok:
@@ -239,8 +239,9 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
         chains = _chains(ctx.windowed(b.rank))
         if not chains:
             continue
-        saved = sum(c[-1].end_ns - c[0].start_ns - max(a.end_ns - a.start_ns for a in c) for c in chains)
-        chain_ns = sum(c[-1].end_ns - c[0].start_ns for c in chains)
+        # kernel time only: the gaps between a chain's launches are launch overhead (launch-bound's share)
+        saved = sum(sum(a.end_ns - a.start_ns for a in c) - max(a.end_ns - a.start_ns for a in c) for c in chains)
+        chain_ns = sum(sum(a.end_ns - a.start_ns for a in c) for c in chains)
         gain = _pct(saved, b.wall_ns)
         if gain < MIN_GAIN_PCT:
             continue
@@ -252,10 +253,10 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
                 names[k] = names.get(k, 0) + 1
         out.append(ProgramFinding(
             "unfused-elementwise", bd.KERNELS, "chains of elementwise kernels that one fused kernel would do",
-            f"{len(chains):,} chains of {min(lengths)}-{max(lengths)} elementwise kernels over tensors of one size "
-            f"each read and write the whole tensor: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
-            gain, "(chain span - its longest kernel) summed over chains / wall time: a fused kernel makes one pass, "
-            "about as long as the longest kernel of the chain",
+            f"{len(chains):,} chains of {min(lengths)}-{max(lengths)} elementwise and reduction kernels in a row, "
+            f"each reading and writing whole tensors: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
+            gain, "(kernel time of the chain - its longest kernel) summed over chains / wall time: a fused kernel "
+            "makes one pass over the data, about as long as the chain's longest kernel",
             (("chains", len(chains)), ("kernels per chain (median)", statistics.median(lengths)),
              ("time in chains, ms", _ms(chain_ns)), ("wall time of the window, ms", _ms(b.wall_ns)),
              ("kernels in them", ", ".join(sorted(names, key=lambda k: -names[k])[:4]))),
@@ -305,7 +306,7 @@ def _intersect(a: list, b: list) -> list:
 
 
 @program_rule("host-input-stall", "the GPU starves while the host does other work",
-              "GPU idle gaps longer than thresholds.HOST_WAIT_GAP_NS with no blocking call before them")
+              "GPU idle gaps longer than thresholds.HOST_STALL_GAP_NS with no blocking call before them")
 def host_input_stall(ctx: ProgramContext) -> list:
     out: list = []
     for b in ctx.breakdown.ranks:
@@ -340,7 +341,9 @@ def straggler_rank(ctx: ProgramContext) -> list:
         return []
     others = [b for b in ctx.breakdown.ranks if b.rank != st.rank]
     waits = [_pct(b.ns(bd.WAITING), b.wall_ns) for b in others]
-    gain = statistics.mean(waits) if waits else 0.0
+    n = len(ctx.breakdown.ranks)
+    # balancing spreads the straggler's extra work over all n ranks: the step shortens by the wait x (n - 1) / n
+    gain = statistics.mean(waits) * (n - 1) / n if waits else 0.0
     if gain < MIN_GAIN_PCT:
         return []
     computes = {r.info.rank: r.compute_ns for r in ctx.ranks.summary.ranks}
@@ -349,9 +352,10 @@ def straggler_rank(ctx: ProgramContext) -> list:
         if slow else []
     return [ProgramFinding(
         "straggler-rank", bd.WAITING, f"rank {st.rank} is the straggler: the other ranks wait for it",
-        f"rank {st.rank} arrived last at {st.collectives:,} collectives; the other ranks spend {gain:.1f}% of their "
-        f"wall time waiting for it inside NCCL kernels",
-        gain, "mean over the other ranks of (their wait at collectives for the last rank / their wall time)",
+        f"rank {st.rank} arrived last at {st.collectives:,} collectives; the other ranks spend "
+        f"{statistics.mean(waits):.1f}% of their wall time waiting for it inside NCCL kernels",
+        gain, "mean over the other ranks of (their wait at collectives for the last rank / their wall time) x (n - 1) "
+        "/ n: balanced, the straggler's extra work is spread over all n ranks",
         tuple([("straggler rank", st.rank), ("collectives it arrived last at", st.collectives),
                ("wait it caused, ms", _ms(st.caused_wait_ns))] + mine +
               [(f"rank {b.rank} waits, % of wall", round(w, 1)) for b, w in zip(others, waits)] +

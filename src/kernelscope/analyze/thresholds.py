@@ -145,3 +145,16 @@ SESSION_LIST_MIN_GAIN_PCT = 0.5
 # on the FMA pipe (with the operand reuse above): a matmul reading its operands from global memory issues about one
 # FMA per two loads plus address arithmetic (a third of its instructions), a copy or stencil almost none.
 FMA_MATMUL_MIN_FMA_SHARE = 0.2
+# ... and at least this many FMA-pipe thread instructions per DRAM byte: a matmul's inner loop reuses each operand
+# byte for many multiply-adds, while a transpose or stencil whose FMA pipe is busy with index arithmetic (IMAD runs
+# there too) does a few per byte. The H100 check-half recordings: SIMT matmuls 153 and 1,034; a bf16 transpose 2.5,
+# elementwise and norm kernels 0.6-36.
+FMA_MATMUL_MIN_FMA_PER_DRAM_BYTE = 64.0
+
+# -- wall-time breakdown (analyze/breakdown.py) -------------------------------------------------
+
+# A GPU-idle gap longer than this, with no host sync behind it, is the host doing other work (input preparation,
+# preprocessing): shorter ones are the host's per-op cost between launches (Python, the framework's dispatch and the
+# launch itself; under the profiler 50-500 µs is common). In the H100 whole-program recordings of 2026-11-26 the
+# input-stall programs' gaps were 19-126 ms, the eager decode loop's and the sync loop's 50-1,900 µs (median 70-120).
+HOST_STALL_GAP_NS = 1_000_000

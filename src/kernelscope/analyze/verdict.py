@@ -30,6 +30,9 @@ TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every o
 GENERIC_RULES = ("dominant-stall",)  # symptoms: explained by a specific finding on the same kernel
 KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all kernel time x kernel time's share of "
                        "the window's wall time (breakdown, mean over ranks)")
+# A finding whose fix cannot work until another's is done comes right after it, whatever its gain: a CUDA graph cannot
+# hold a loop that syncs with the host.
+PREREQUISITES: dict[str, tuple[str, ...]] = {"launch-bound": ("sync-in-loop",)}
 COMBINED_FORMULA = ("per breakdown category 1 - product(1 - gain) over its findings, capped at the category's share; "
                     "categories (disjoint time) added")
 NO_REGION = "(no region)"
@@ -229,7 +232,18 @@ def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | 
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
                                                    f.rule in GENERIC_RULES, f.rule, f.kernel or ""))
-    return b, every, unranked, not_eval
+    return b, _prerequisites_first(every), unranked, not_eval
+
+
+def _prerequisites_first(findings: list[Finding]) -> list[Finding]:
+    out = list(findings)
+    for rule, before in PREREQUISITES.items():
+        i = next((k for k, f in enumerate(out) if f.rule == rule), None)
+        j = max((k for k, f in enumerate(out) if f.rule in before), default=None)
+        if i is not None and j is not None and j > i:
+            f = out.pop(i)
+            out.insert(j, f)  # j moved down by one: right after its prerequisite
+    return out
 
 
 def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasured, ...]:

@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze import breakdown as bd
+from kernelscope.analyze.breakdown import CATEGORIES, IDLE
 from kernelscope.analyze.verdict import SessionVerdict, TimeShare
 from kernelscope.render.fmt import duration
 
@@ -46,9 +46,9 @@ def breakdown_rows(v: SessionVerdict) -> tuple[tuple[str, ...], list[tuple[str, 
     ranks = v.breakdown.ranks
     head = ("where the wall time goes",) + tuple(f"rank {r.rank}" if len(ranks) > 1 else "share" for r in ranks)
     rows = []
-    for c in bd.CATEGORIES:
+    for c in CATEGORIES:
         if any(r.ns(c) for r in ranks):
-            label = ("GPU idle: " + c) if c in bd.IDLE else c
+            label = ("GPU idle: " + c) if c in IDLE else c
             rows.append((label,) + tuple(pct(r.ns(c) / r.wall_ns if r.wall_ns else None) for r in ranks))
     return head, rows
 

@@ -78,7 +78,10 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     fma_share = fma / inst[0] if fma is not None and inst is not None and inst[0] > 0 else None
     # a SIMT matmul is compute-bound when it tiles its operands, and memory- or latency-bound on cache traffic when
     # it reads them from global memory: there its FMA share of the instructions tells it from other cache-bound code
-    if ctx.bound.bound != COMPUTE and (fma_share is None or fma_share < th.FMA_MATMUL_MIN_FMA_SHARE):
+    dram = value(x, "dram_bytes")
+    per_byte = fma * 32 / dram[0] if fma is not None and dram is not None and dram[0] > 0 else None
+    if ctx.bound.bound != COMPUTE and (fma_share is None or fma_share < th.FMA_MATMUL_MIN_FMA_SHARE or
+                                       per_byte is None or per_byte < th.FMA_MATMUL_MIN_FMA_PER_DRAM_BYTE):
         return None
     loads, dram_read = value(x, "global_load_sectors"), value(x, "dram_bytes_read")
     if loads is None or dram_read is None or dram_read[0] <= 0:
@@ -96,6 +99,8 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
         evidence.append((sm[1], sm[0]))
     if fma_share is not None:
         evidence.append(("FMA-pipe share of executed instructions (derived)", fma_share))
+    if per_byte is not None:
+        evidence.append(("FMA-pipe thread instructions per DRAM byte (derived)", per_byte))
     for name in ("sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fma_type_fp16.sum"):
         if (n := raw(x, name)) is not None:  # collected from this change on (sm_90)
             evidence.append((name, n))
