@@ -241,3 +241,16 @@ def test_a_launch_without_a_start_time_beside_gpu_samples(tmp_path, name):
     for argv in (["show", str(p), "--width", "120"], ["report", str(p), "-o", str(tmp_path / "r.html")]):
         code, _, err = run_cli(argv)
         assert code == 0 and "internal error" not in err, err
+
+
+def test_a_world_size_of_10_to_the_18_is_counted_not_listed(tmp_path):
+    """join_ranks listed every rank without a trace (range(world_size)): a trace saying world size 10**18 never
+    finished importing."""
+    def edit(doc):
+        doc["distributedInfo"]["world_size"] = 10**18
+        return json.dumps(doc)
+    trace = _trace_with(tmp_path, "t.json", edit)
+    code, _, err = run_cli(["import", str(trace), "-o", str(tmp_path / "s.json")])
+    assert "internal error" not in err and code in (0, 2), err
+    assert "999,999,999,999,999,999 of 1,000,000,000,000,000,000 ranks have no trace" in err
+    assert "and 999,999,999,999,999,983 more" in err

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from kernelscope.model import CollectorStatus, RankInfo, Session
 
+MISSING_RANKS_NAMED = 16  # ranks without a trace named in the note; the rest are counted
+
 
 @dataclass
 class RankPart:
@@ -75,9 +77,16 @@ def check_parts(parts: list[RankPart]) -> tuple[list[RankPart], list[str]]:
             continue
         kept[p.info.rank] = p
     if world is not None:
-        missing = [r for r in range(world) if r not in kept]
-        if missing:
-            notes.append(f"{len(missing)} of {world} ranks have no trace (rank {', '.join(map(str, missing))}): "
+        n_missing = world - len(kept)  # counted, not listed: a file may say world size 10**18
+        missing: list[int] = []
+        r = 0
+        while r < world and len(missing) < MISSING_RANKS_NAMED:
+            if r not in kept:
+                missing.append(r)
+            r += 1
+        if n_missing:
+            more = f" and {n_missing - len(missing):,} more" if n_missing > len(missing) else ""
+            notes.append(f"{n_missing:,} of {world:,} ranks have no trace (rank {', '.join(map(str, missing))}{more}): "
                          f"showing ranks {', '.join(map(str, sorted(kept)))}; waits are measured among those only")
     return [kept[r] for r in sorted(kept)], notes
 
