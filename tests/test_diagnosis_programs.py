@@ -33,7 +33,9 @@ score = load("score")
 measure = load("measure")
 NAMES = [p.name for p in config.PROGRAMS]
 # (rtol, atol) where the fix changes the arithmetic (bf16 autocast, fp32 accumulation in a fused kernel)
-TOLERANCE = {"tc_conv_infer": (5e-2, 5e-2), "unfused_layernorm_chain": (2e-2, 0.15)}
+TOLERANCE = {"tc_conv_infer": (5e-2, 5e-2), "unfused_layernorm_chain": (2e-2, 0.15),
+             "holdout_tf32_attention": (5e-2, 5e-2), "holdout_sync_nonzero": (1e-4, 1e-4),
+             "holdout_unfused_adam": (1e-4, 1e-6)}
 # the programs are torch programs: building and running them needs torch (the README's test command runs without)
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="could not import 'torch'")
 
@@ -42,7 +44,7 @@ def test_the_table_is_consistent():
     assert len(set(NAMES)) == len(NAMES)
     for p in config.PROGRAMS:
         assert (PROGRAMS_DIR / p.file).is_file(), p.file
-        assert p.half == "check"
+        assert p.half in config.HALVES and (p.half == "holdout") == p.name.startswith("holdout_"), p.name
         assert p.note
         if p.category == config.CONTROL:
             assert p.expected_rule is None and p.variants == ("control",)
@@ -53,9 +55,23 @@ def test_the_table_is_consistent():
             assert p.distributed and p.world_sizes == (2, 4)
         else:
             assert p.ranks == 1
+    check = [p for p in config.PROGRAMS if p.half == "check"]
     for rule in config.RULE_IDS:
-        assert sum(p.category == rule for p in config.PROGRAMS) >= 2, rule
-    assert sum(p.category == config.CONTROL for p in config.PROGRAMS) >= 2
+        assert sum(p.category == rule for p in check) >= 2, rule
+    assert sum(p.category == config.CONTROL for p in check) >= 2
+
+
+def test_the_holdout_half_covers_every_single_gpu_rule():
+    holdout = [p for p in config.PROGRAMS if p.half == "holdout"]
+    assert all(not p.distributed for p in holdout)  # one GPU
+    for rule in config.RULE_IDS:
+        if rule != "straggler-rank":
+            assert sum(p.category == rule for p in holdout) >= 1, rule
+    assert sum(p.category == "sync-in-loop" for p in holdout) >= 2
+    assert sum(p.category == config.CONTROL for p in holdout) >= 1
+    # measure.py selects exactly the holdout half by name
+    args = measure.argparse.Namespace(programs=config.names("holdout"), ranks_only=False, single_only=False, part=None)
+    assert measure.select(args) == holdout
 
 
 @needs_torch

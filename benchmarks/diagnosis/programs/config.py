@@ -1,5 +1,8 @@
-"""The whole-program defect suite in one table (issue 35, the "check" half: written before the verdict rules
-changed, not tuned on them).
+"""The whole-program defect suite in one table (issue 35). Two halves: "check", written before the verdict rules
+changed, not tuned on them; "holdout" (holdout_*.py), written later without reading the rules, kept unseen by
+them while they are tuned on the check half. Only the holdout half on one GPU, from the repository root:
+``measure.py --programs "$(cd benchmarks/diagnosis/programs && python -c \
+"import config; print(config.names('holdout'))")"``.
 
 Each program is one file taking --variant defect|fixed (controls: control only), --steps N, --warmup N and
 --tiny. ``expected_rule``: the verdict rule id that should come first on the defect variant and be absent (or
@@ -38,8 +41,13 @@ class Program:
         return not isinstance(self.ranks, int)
 
 
-def _p(name: str, category: str, note: str, ranks: int | tuple[int, ...] = 1) -> Program:
-    return Program(name, f"{name}.py", category, None if category == CONTROL else category, ranks, note)
+def _p(name: str, category: str, note: str, ranks: int | tuple[int, ...] = 1, half: str = "check") -> Program:
+    return Program(name, f"{name}.py", category, None if category == CONTROL else category, ranks, note, half)
+
+
+def _h(name: str, category: str, note: str) -> Program:
+    """A holdout program: written later, without reading the verdict rules, never used to tune them."""
+    return _p(name, category, note, half="holdout")
 
 
 PROGRAMS: tuple[Program, ...] = (
@@ -74,6 +82,29 @@ PROGRAMS: tuple[Program, ...] = (
     _p("control_bf16_train", CONTROL, "bf16 MLP training, three 8192x8192 layers, batch 8192: tensor-core GEMMs"),
     _p("control_graphed_decode", CONTROL,
        "CUDA-graphed 16-token decode, batch 64, 4096-wide bf16 model: weight streaming at memory speed"),
+    # the holdout half: different structure, sizes and dtypes; kept unseen by the rules while they are tuned
+    _h("holdout_sync_nonzero", "sync-in-loop",
+       "fp16 detection head, per-image mask indexing + torch.unique + top-min(100,n); fixed: fixed-shape where/topk"),
+    _h("holdout_sync_cpu_print", "sync-in-loop",
+       "bf16 transformer training, float(loss) + metrics.cpu() logged per micro-batch; fixed: one .cpu() a step"),
+    _h("holdout_launch_small_mlp", "launch-bound",
+       "FP32 32-64-64-10 MLP run per sample over 4 batches of 64 (~1,500 launches); fixed: one call per batch"),
+    _h("holdout_unfused_adam", "unfused-elementwise",
+       "hand-written AdamW, 16 elementwise ops per 64M-element FP32 tensor, 4 tensors; fixed: one Triton kernel each"),
+    _h("holdout_pageable_eval", "pageable-copies",
+       "64 MB pageable fp16 batch .to(device) per step, 4-block bf16 MLP eval; fixed: pinned + side-stream prefetch"),
+    _h("holdout_host_tokenize", "host-input-stall",
+       "pure-Python tokenisation of 64 documents per step before a bf16 encoder; fixed: a background thread + queue"),
+    _h("holdout_tf32_attention", "tensor-cores-unused",
+       "hand-written FP32 attention (q@k.T, softmax, @v), 4 layers, TF32 off; fixed: bf16 autocast + SDPA"),
+    _h("holdout_control_compiled", CONTROL,
+       "CUDA-graphed bf16 2-block transformer forward, width 4096, flash attention: tensor-core GEMMs"),
 )
+HALVES = ("check", "holdout")
 
 BY_NAME = {p.name: p for p in PROGRAMS}
+
+
+def names(half: str) -> str:
+    """The comma-separated names of one half, for measure.py --programs."""
+    return ",".join(p.name for p in PROGRAMS if p.half == half)
