@@ -39,7 +39,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG_RUN, 
 TALLY: Counter = Counter()
 
 SESSIONS = ["session_h100_mixed", "session_h100_counters", "session_h100_instrumented", "session_h100_proton",
-            "session_h100_raises"]
+            "session_h100_raises", "ranks/session_h200x2_run_torchrun"]  # the last: ranks, world size, collectives
 
 
 def _doc(name: str) -> dict:
