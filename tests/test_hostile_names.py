@@ -254,3 +254,25 @@ def test_free_form_details_of_the_wrong_type_and_markup_in_na_reasons(tmp_path):
     _no_raw(out)
     code, _, err = run_cli(["report", str(p), "-o", str(tmp_path / "r.html")])
     assert code == 0 and "internal error" not in err, err
+
+
+def test_load_errors_raised_to_python_callers_are_escaped_too(tmp_path):
+    """kernelscope.load() in a notebook raises SessionFileError: its message (shown in a traceback, not through
+    the command line's fail()) names the field path with the key escaped."""
+    import kernelscope
+    from kernelscope.model import SessionFileError
+
+    d = _expanded("session_h100_mixed.json.gz")
+    d["ranks"] = [{"rank": 0, "world_size": 1, "process_groups": [{TERMINAL_ATTACK: "NAN"}]}]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d).replace('"NAN"', "NaN"))
+    with pytest.raises(SessionFileError) as e:
+        kernelscope.load(p)
+    assert "PWNED" in str(e.value)
+    _no_raw(str(e.value))
+    d = _expanded("session_h100_mixed.json.gz")
+    d["schema_version"] = TERMINAL_ATTACK
+    p.write_text(json.dumps(d))
+    with pytest.raises(SessionFileError) as e:
+        kernelscope.load(p)
+    _no_raw(str(e.value))

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernelscope.model.escape import visible
+
 
 INT64 = 2**63 - 1
 Path = str
@@ -44,8 +46,11 @@ def _describe(v: Any) -> str:
 
 
 def _join(path: Path, key: str | int) -> Path:
+    """The field path of a member: a key from the file is escaped here (model/escape.visible), so the path is
+    safe wherever the message goes (a terminal, a notebook's traceback, a log)."""
     if isinstance(key, int):
         return f"{path}[{key}]"
+    key = visible(key)
     return f"{path}.{key}" if path else key
 
 

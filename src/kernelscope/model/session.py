@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.model.device import Device
+from kernelscope.model.escape import visible
 from kernelscope.model.files import InputFileError, read_input, write_atomic
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Launch, Region
@@ -274,7 +275,7 @@ class Session:
         version = doc.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise SessionFileError(
-                f"{path} uses session schema version {version}, and this kernelscope reads versions "
+                f"{path} uses session schema version {visible(str(version))[:40]}, and this kernelscope reads versions "
                 f"{' and '.join(map(str, READABLE_VERSIONS))}."
             )
         table = None
