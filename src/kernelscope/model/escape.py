@@ -25,6 +25,8 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2
 def visible(s: str) -> str:
     """``s`` with control and invisible characters shown as escapes: ``"\\x1b[31m"`` prints as ``\\x1b[31m``,
     never as red; U+202E prints as ``\\u202e``, never reversing the text after it."""
+    if s.isprintable():  # the common case, in C: every character escaped below is non-printable (Cc, Cf, Zl, Zp)
+        return s
     s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) <= 0xFFFF
                           else f"\\U{ord(m.group()):08x}", s)
