@@ -276,3 +276,15 @@ def test_load_errors_raised_to_python_callers_are_escaped_too(tmp_path):
     with pytest.raises(SessionFileError) as e:
         kernelscope.load(p)
     _no_raw(str(e.value))
+
+
+def test_the_fast_path_of_visible_skips_nothing_it_must_escape():
+    """visible() returns printable strings unchanged: that is exact only while no character it escapes is
+    printable, over every code point."""
+    import re
+
+    from kernelscope.model.escape import _CONTROL, _INVISIBLE
+
+    every = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)  # surrogates are no characters
+    escaped = re.findall(f"{_CONTROL.pattern}|{_INVISIBLE.pattern}", every)
+    assert len(escaped) > 100 and not [hex(ord(c)) for c in escaped if c.isprintable()]
