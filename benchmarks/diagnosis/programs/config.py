@@ -11,7 +11,7 @@ process, or the torchrun world sizes the program runs at.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 RULE_IDS = ("tensor-cores-unused", "unfused-elementwise", "pageable-copies", "host-input-stall", "sync-in-loop",
             "launch-bound", "straggler-rank")
@@ -27,6 +27,9 @@ class Program:
     ranks: int | tuple[int, ...]  # 1, or the torchrun --nproc-per-node values
     note: str
     half: str = "check"
+    # why the measurements leave this program out of the first-finding and gain scores (a flaw of the program the
+    # GPU run showed, e.g. a fix that is not faster); None: scored
+    excluded: str | None = None
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -85,8 +88,11 @@ PROGRAMS: tuple[Program, ...] = (
     # the holdout half: different structure, sizes and dtypes; kept unseen by the rules while they are tuned
     _h("holdout_sync_nonzero", "sync-in-loop",
        "fp16 detection head, per-image mask indexing + torch.unique + top-min(100,n); fixed: fixed-shape where/topk"),
-    _h("holdout_sync_cpu_print", "sync-in-loop",
-       "bf16 transformer training, float(loss) + metrics.cpu() logged per micro-batch; fixed: one .cpu() a step"),
+    replace(_h("holdout_sync_cpu_print", "sync-in-loop",
+               "bf16 transformer training, float(loss) + metrics.cpu() logged per micro-batch; fixed: one .cpu() "
+               "a step"),
+            excluded="no measurable defect: on the H100 (2026-11-26) the fixed twin ran 10% slower (33.2 against "
+                     "36.5 ms a step), so there is no gain to diagnose"),
     _h("holdout_launch_small_mlp", "launch-bound",
        "FP32 32-64-64-10 MLP run per sample over 4 batches of 64 (~1,500 launches); fixed: one call per batch"),
     _h("holdout_unfused_adam", "unfused-elementwise",

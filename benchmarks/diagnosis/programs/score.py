@@ -92,10 +92,13 @@ def score_case(variant: str, expected_rule: str | None, findings: list[dict] | N
 
 
 def totals(rows: list[dict]) -> dict:
-    """Counts of each check over the rows that could be judged: {check: [passed, judged]}."""
+    """Counts of each check over the rows that could be judged: {check: [passed, judged]}. An excluded program
+    (config.Program.excluded) counts for no check but the fixed twin's."""
     t: dict[str, list[int]] = {}
     for r in rows:
         for key in ("planted_first", "gain_within", "fixed_clean", "control_clean", "names_straggler"):
+            if r.get("excluded") and key != "fixed_clean":
+                continue
             if r.get(key) is not None:
                 c = t.setdefault(key, [0, 0])
                 c[0] += bool(r[key])
@@ -128,12 +131,24 @@ def sessions_dir(path: Path, tmp: Path) -> Path:
     return tmp / "sessions" if (tmp / "sessions").is_dir() else tmp
 
 
+def _program_info(name: str) -> tuple[str, str | None]:
+    """(half, excluded reason) of a program in config.PROGRAMS ("name@N" for a world size N)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        from config import BY_NAME
+    finally:
+        sys.path.pop(0)
+    p = BY_NAME.get(name.split("@")[0])
+    return (p.half, p.excluded) if p is not None else ("?", None)
+
+
 def score_all(sessions: Path, timings: dict) -> list[dict]:
     rows = []
     for name, e in timings.get("programs", {}).items():
+        half, excluded = _program_info(name)
         for variant, fname in (e.get("sessions") or {}).items():
-            row = {"name": name, "category": e.get("category"), "expected_rule": e.get("expected_rule"),
-                   "real_gain_pct": e.get("real_gain_pct")}
+            row = {"name": name, "half": half, "category": e.get("category"), "expected_rule": e.get("expected_rule"),
+                   "real_gain_pct": e.get("real_gain_pct"), **({"excluded": excluded} if excluded else {})}
             path = sessions / fname if fname else None
             if path is None or not path.exists():
                 rows.append({**row, "variant": variant, "status": "no session"})
@@ -164,13 +179,16 @@ def _cell(v: object) -> str:
 
 
 def markdown(rows: list[dict], t: dict, device: str = "") -> str:
-    cols = ("name", "variant", "expected_rule", "status", "first_rule", "planted_gain_pct", "real_gain_pct",
+    cols = ("name", "half", "variant", "expected_rule", "status", "first_rule", "planted_gain_pct", "real_gain_pct",
             "planted_first", "gain_within", "fixed_clean", "control_clean", "max_gain_pct", "names_straggler",
-            "planted_not_evaluated")
-    lines = [f"Whole-program suite (check half){', ' + device if device else ''}", "",
+            "excluded")
+    lines = [f"Whole-program suite{', ' + device if device else ''}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in cols) + " |" for r in rows]
-    lines += ["", "Totals (passed / judged): " + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in t.items())]
+    for half in sorted({r.get("half") for r in rows}):
+        ht = totals([r for r in rows if r.get("half") == half])
+        lines += ["", f"Totals, {half} half (passed / judged): "
+                  + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in ht.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -192,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     print(md)
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
+        by_half = {h: totals([r for r in rows if r.get("half") == h]) for h in sorted({r.get("half") for r in rows})}
         (a.out / "score.json").write_text(json.dumps({"device": timings.get("device"), "date": timings.get("date"),
-                                                      "rows": rows, "totals": t}, indent=1))
+                                                      "recorded": timings.get("recorded"), "rows": rows,
+                                                      "totals": t, "totals_by_half": by_half}, indent=1))
         (a.out / "score.md").write_text(md)
     return 0
 
