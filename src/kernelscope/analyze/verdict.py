@@ -27,6 +27,7 @@ from kernelscope.model import Session
 
 TOP_KERNELS = 3  # kernels named in "by kernel"; the rest are summed as one share
 TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every one)
+MIN_WALL_GAIN_PCT = 0.1  # kernel findings under this share of wall time stay in the kernels' panels only
 GENERIC_RULES = ("dominant-stall",)  # symptoms: explained by a specific finding on the same kernel
 KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all kernel time x kernel time's share of "
                        "the window's wall time (breakdown, mean over ranks)")
@@ -183,6 +184,8 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
                 "kernel time (no breakdown of wall time)"
             if busy is not None:
                 gain *= busy
+            if gain < MIN_WALL_GAIN_PCT:
+                continue
             f = r.finding
             out.append(Finding(
                 f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,

@@ -137,7 +137,7 @@ h1,h2,h3,p,li,summary,caption{overflow-wrap:anywhere}
 .panel{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:12px 0;
 overflow-x:auto}.kernel{border-left:4px solid var(--accent);padding-left:12px;margin:24px 0}
 table{border-collapse:collapse;margin:4px 0;max-width:100%}caption{text-align:left;font-weight:600;padding:4px 0}
-.t th,.t td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+.t th,.t td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top}
 .t th{background:#eef1f6}
 .t td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .kv th{text-align:left;padding:2px 14px 2px 0;white-space:nowrap;vertical-align:top}
