@@ -327,5 +327,5 @@ def test_counter_pass_asks_for_the_tensor_counters_the_analysis_sums():
     assert set(TENSOR_OPS["sm_90"]) == set(TENSOR_OPS_COUNTERS) <= set(EXTRA_METRICS["sm_90"])
     # every one is a counter gh100 has (ncu --query-metrics --chip gh100 on the H100, 2026-11-23): ncu
     # refuses the whole counter pass when asked for one it lacks
-    listed = (ROOT / "benchmarks/diagnosis/runs/2026-11-23-h100-h8/ops_path_gh100.txt").read_text().split()
+    listed = (ROOT / "tests/data/diagnosis/ncu_ops_path_gh100.txt").read_text().split()
     assert {n.removesuffix(".sum") for n in TENSOR_OPS["sm_90"]} <= set(listed)
