@@ -156,3 +156,26 @@ def test_rules_without_their_data_say_so():
     v = session_verdict(empty, analyze_session(empty))
     assert {n.rule for n in v.not_evaluated} >= {"sync-in-loop", "launch-bound", "straggler-rank"}
     assert all("no GPU activity" in n.reason for n in v.not_evaluated)
+
+
+def test_one_verdict_drawn_by_every_renderer():
+    """Terminal, HTML report, notebook view and show --json draw the same findings in the same order."""
+    import html as html_lib
+
+    import kernelscope
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.html import render_html
+
+    path = PROGRAMS / TIMINGS["straggler_allreduce@4"]["sessions"]["defect"]
+    loaded = kernelscope.load(path)
+    v = loaded.report.verdict
+    titles = [f.title for f in v.gains]
+    text = run_cli("show", str(path), "--brief", "--width", "160", "--no-color").stdout
+    page = html_lib.unescape(render_html(build_report(loaded.session)))
+    cell = html_lib.unescape(loaded._repr_html_())
+    doc = json.loads(run_cli("show", str(path), "--json").stdout)["verdict"]
+    assert [f["title"] for f in doc["findings"]][:len(titles)] == titles
+    for shown in (text, page, cell):
+        at = [shown.index(t) for t in titles]
+        assert at == sorted(at), "findings drawn out of order"
+    assert f"{v.findings[0].gain_pct:.1f}%" in text and f"{v.findings[0].gain_pct:.1f}%" in page

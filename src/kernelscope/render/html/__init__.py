@@ -77,10 +77,13 @@ def render_html(report) -> str:
 
 
 def render_summary_html(report) -> str:
-    """The report's summary as an HTML fragment (a notebook cell): the session, the kernel table and each
-    selected kernel's verdict; styles scoped to the fragment, no script."""
+    """The report's summary as an HTML fragment (a notebook cell): the session, its verdict (the same section as
+    the report's), the kernel table and each selected kernel's verdict; styles scoped to the fragment, no script."""
     verdicts = [(kr.summary.label, kr.analysis.verdict or "N/A") for kr in report.kernels]
-    body = [header_section(report.session), kernel_table_section(report.summary)]
+    body = [header_section(report.session)]
+    if getattr(report, "verdict", None) is not None:
+        body.append(verdict_section(report.verdict))
+    body.append(kernel_table_section(report.summary))
     if verdicts:
         body.append(el("section", el("h2", "Verdicts"), kv(verdicts), class_="panel"))
     return render(el("div", el("style", Markup(scoped_css(".ks-report"))), *body, class_="ks-report"))
