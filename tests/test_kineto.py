@@ -94,3 +94,23 @@ def test_malformed_kernel_events_are_left_out_and_counted(doc, parsed):
     assert len(got.launches) == len(parsed.launches) - 2
     assert got.problems == ["2 malformed kernel event(s) left out"]
     assert parsed.problems == []
+
+
+def test_a_launch_from_another_thread_belongs_to_the_step_whose_window_holds_it():
+    """The backward pass's kernels are launched from autograd's thread, where no step range is open: they get
+    the step range of their process that holds their launch time (outermost), other regions kept."""
+    def x(cat, name, ts, dur, tid, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args}
+
+    events = [
+        x("user_annotation", "ProfilerStep#1", 0.0, 100.0, 1), x("user_annotation", "ProfilerStep#2", 100.0, 100.0, 1),
+        x("user_annotation", "backward_block", 20.0, 50.0, 7),  # a range on the autograd thread
+        x("cuda_runtime", "cudaLaunchKernel", 10.0, 2.0, 1, correlation=1),  # main thread, step 1
+        x("cuda_runtime", "cudaLaunchKernel", 30.0, 2.0, 7, correlation=2),  # autograd thread, step 1
+        x("cuda_runtime", "cudaLaunchKernel", 150.0, 2.0, 7, correlation=3),  # autograd thread, step 2
+        *(x("kernel", f"k{i}", 15.0 + 60 * i, 5.0, 9, correlation=i + 1, grid=[1, 1, 1], block=[32, 1, 1])
+          for i in range(3)),
+    ]
+    parsed = parse_trace({"traceEvents": events})
+    regions = {x.kernel: x.regions for x in parsed.launches}
+    assert regions == {"k0": ["ProfilerStep#1"], "k1": ["ProfilerStep#1", "backward_block"], "k2": ["ProfilerStep#2"]}
