@@ -43,7 +43,8 @@ def build_library(arch: str) -> Path:
     if lib.exists():
         return lib
     tmp = out_dir / f".{lib.name}.{os.getpid()}.tmp"
-    cmd = [nvcc, "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(tmp), str(SOURCE)]
+    # -lineinfo maps SASS to source lines for the counter pass's source view; it does not change the code
+    cmd = [nvcc, "-O3", "-lineinfo", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(tmp), str(SOURCE)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
