@@ -179,3 +179,13 @@ def test_one_verdict_drawn_by_every_renderer():
         at = [shown.index(t) for t in titles]
         assert at == sorted(at), "findings drawn out of order"
     assert f"{v.findings[0].gain_pct:.1f}%" in text and f"{v.findings[0].gain_pct:.1f}%" in page
+
+
+def test_communication_alone_on_the_gpu_is_a_finding_of_its_own():
+    """The balanced all-reduce program: no straggler to speak of, and its 128 MB all-reduce runs with nothing
+    beside it; the gain is what overlap could hide, at most the kernel time."""
+    v = _verdict(TIMINGS["straggler_allreduce@2"]["sessions"]["fixed"])
+    f = v.findings[0]
+    assert f.rule == "exposed-communication" and f.kernel is None
+    expected = sum(100 * min(r.ns(bd.COMMUNICATION), r.ns(bd.KERNELS)) / r.wall_ns for r in v.breakdown.ranks) / 2
+    assert f.gain_pct == pytest.approx(expected)

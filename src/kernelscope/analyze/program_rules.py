@@ -365,6 +365,32 @@ def straggler_rank(ctx: ProgramContext) -> list:
         "late, not because NCCL is slow", None, st.rank)]
 
 
+@program_rule("exposed-communication", "communication not overlapped with compute",
+              "NCCL kernels and computing kernels of every rank (trace pass), their waits at collectives")
+def exposed_communication(ctx: ProgramContext) -> list:
+    if len(ctx.breakdown.ranks) < 2:
+        return []
+    shares = []
+    for b in ctx.breakdown.ranks:
+        exposed, compute = b.ns(bd.COMMUNICATION), b.ns(bd.KERNELS)
+        shares.append((b, exposed, compute, _pct(min(exposed, compute), b.wall_ns)))
+    gain = statistics.mean(x[3] for x in shares)
+    if gain < MIN_GAIN_PCT:
+        return []
+    return [ProgramFinding(
+        "exposed-communication", bd.COMMUNICATION, "communication runs while no computation does",
+        f"NCCL kernels run alone, neither overlapped with compute nor waiting for another rank, for "
+        f"{statistics.mean(_pct(x[1], x[0].wall_ns) for x in shares):.1f}% of the wall time (mean over ranks)",
+        gain, "mean over ranks of min(communication time with no kernel beside it, kernel time) / wall time: "
+        "overlap can hide communication behind as much computation as there is",
+        tuple((f"rank {b.rank}: exposed communication, ms / kernel time, ms", f"{_ms(e)} / {_ms(c)}")
+              for b, e, c, _ in shares),
+        "overlap communication with computation: let DDP all-reduce gradient buckets during backward (the default; "
+        "check that find_unused_parameters, no_sync or a manual all_reduce after backward do not serialise it), "
+        "launch collectives with async_op=True and wait where the result is needed, or prefetch with FSDP",
+        None, None)]
+
+
 def run_program_rules(ctx: ProgramContext) -> tuple[list[ProgramFinding], list[NotEvaluated]]:
     found: list[ProgramFinding] = []
     skipped: list[NotEvaluated] = []
