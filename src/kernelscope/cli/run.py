@@ -45,6 +45,9 @@ counter pass (ncu):
   --launch-skip N         skip the first N launches of each launch configuration (default 0)
   --launch-count N        profile N launches of each launch configuration (default 1)
   --clock-control MODE    none (default: clocks as found) or base (ncu locks base clocks)
+  --source                also per-source-line counters (ncu SourceCounters + WarpStateStats, source imported
+                          into the report): warp samples, stall reasons and memory traffic per line, for
+                          show --source (CUDA C++ needs -lineinfo; Triton kernels carry line information)
   --ncu PATH              the ncu executable (default: found on PATH)
   --ncu-timeout S         stop ncu after S seconds
   --ranks LIST            under torchrun: the ranks ncu profiles, e.g. 0,1 (default: all); each chosen rank
@@ -56,7 +59,7 @@ _VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace
                "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
                "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps", "--ranks": "ranks"}
 _FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters",
-          "--memory": "memory"}
+          "--memory": "memory", "--source": "source"}
 
 
 def _parse_run(argv: list[str]) -> dict:
@@ -112,7 +115,7 @@ def _counter_request(o: dict):
     counter_opts = ("top", "kernel", "region", "launch_skip", "launch_count", "clock_control", "ncu", "ncu_timeout",
                     "ranks")
     if not o["counters"]:
-        used = [k for k in counter_opts if o[k] is not None]
+        used = [k for k in counter_opts if o[k] is not None] + (["source"] if o["source"] else [])
         if used:
             fail(f"--{used[0].replace('_', '-')} needs --counters")
         return None
@@ -136,7 +139,7 @@ def _counter_request(o: dict):
     return CounterRequest(top=_int_opt(o, "top", 5, 1), kernel_regex=o["kernel"], region=o["region"],
                           launch_skip=_int_opt(o, "launch_skip", 0), launch_count=_int_opt(o, "launch_count", 1, 1),
                           clock_control=o["clock_control"] or "none", ncu=o["ncu"], timeout_s=timeout,
-                          steps=o["steps"], ranks=_ranks_opt(o["ranks"]))
+                          steps=o["steps"], ranks=_ranks_opt(o["ranks"]), source=bool(o["source"]))
 
 
 def _check_ncu(request) -> None:

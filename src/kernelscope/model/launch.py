@@ -8,6 +8,7 @@ from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
 from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
 from kernelscope.model.ranks import Collective
+from kernelscope.model.source_lines import SourceLines
 
 Dim3 = tuple[int, int, int]
 
@@ -40,6 +41,7 @@ class Launch:
     scopes: PhaseScopes | None = None
     rank: int | None = None  # the process (Session.ranks) that launched it; None in a one-process session
     collective: Collective | None = None  # an NCCL kernel: the collective it runs
+    source_lines: SourceLines | None = None  # counters per source line (ncu SourceCounters); None: not recorded
 
     @property
     def blocks(self) -> int:
@@ -76,6 +78,8 @@ class Launch:
             d["rank"] = self.rank
         if self.collective is not None:
             d["collective"] = self.collective.to_dict()
+        if self.source_lines is not None:
+            d["source_lines"] = self.source_lines.to_dict()
         return d
 
     @classmethod
@@ -97,6 +101,7 @@ class Launch:
             scopes=None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
             rank=d.get("rank"),
             collective=None if d.get("collective") is None else Collective.from_dict(d["collective"]),
+            source_lines=None if d.get("source_lines") is None else SourceLines.from_dict(d["source_lines"]),
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
 from kernelscope.model.ranks import Collective
+from kernelscope.model.source_lines import SourceLines
 from kernelscope.model.launch import Dim3, Launch
 from kernelscope.model.metric import Metric, MetricMap
 
@@ -56,6 +57,7 @@ class LaunchDetails:
     block_records: BlockRecords | None = None
     scopes: PhaseScopes | None = None
     collective: Collective | None = None  # an NCCL kernel: the collective it runs
+    source_lines: SourceLines | None = None  # counters per source line (ncu SourceCounters)
 
 
 @dataclass
@@ -133,6 +135,7 @@ class LaunchTable:
             counters=dict(d.counters) if d else {}, findings=list(d.findings) if d else [],
             block_records=d.block_records if d else None, scopes=d.scopes if d else None,
             rank=s.rank, collective=d.collective if d else None,
+            source_lines=d.source_lines if d else None,
         )
 
     def launches(self) -> list[Launch]:
@@ -158,7 +161,8 @@ class LaunchTable:
                               f(s.metric_names), f(s.metrics), {f(k): f(v) for k, v in s.varying.items()}, s.rank)
                   for s in self.shapes]
         values = {f(k): v for k, v in self.metric_values.items()}
-        details = {i: LaunchDetails(f(d.counters), f(d.findings), f(d.block_records), f(d.scopes), f(d.collective))
+        details = {i: LaunchDetails(f(d.counters), f(d.findings), f(d.block_records), f(d.scopes), f(d.collective),
+                                    f(d.source_lines))
                    for i, d in self.details.items()}
         out = LaunchTable(shapes, self.shape, self.start_ns, self.duration_ns, self.correlation_id, values, details)
         out._by_shape = self._by_shape  # the columns are shared, so is what was computed from them
@@ -195,9 +199,10 @@ class LaunchTable:
             t.start_ns.append(x.start_ns)
             t.duration_ns.append(x.duration_ns)
             t.correlation_id.append(x.correlation_id)
-            if x.counters or x.findings or x.block_records is not None or x.scopes is not None or x.collective:
+            if x.counters or x.findings or x.block_records is not None or x.scopes is not None or x.collective \
+                    or x.source_lines is not None:
                 t.details[i] = LaunchDetails(dict(x.counters), list(x.findings), x.block_records, x.scopes,
-                                             x.collective)
+                                             x.collective, x.source_lines)
         t._set_shapes(raw, raw_of_launch)
         return t
 

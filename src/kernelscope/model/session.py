@@ -140,7 +140,7 @@ class Session:
             return [x for _, x in table.detailed(kernel)]
         return [x for x in self.launches if (kernel is None or x.kernel == kernel) and (
             x.counters or x.findings or x.block_records is not None or x.scopes is not None
-            or x.collective is not None)]
+            or x.collective is not None or x.source_lines is not None)]
 
     def launch_count(self) -> int:
         table = self.__dict__.get("_launches_table")

@@ -9,7 +9,8 @@ a launch). Schema 2 stores, beside the session's other fields (unchanged):
   "launch_columns": {shape: [...], start_ns: [...], duration_ns: [...], correlation_id: [...],
                      metric_values: {name: [...]}}   one entry per launch (absolute values, not differences:
                                                      a damaged entry then loses one launch, not the rest)
-  "launch_details": [{launch: index, counters, findings, block_records, scopes}, ...]
+  "launch_details": [{launch: index, counters, findings, block_records, scopes, collective,
+                      source_lines (optional: counters per source line, model/source_lines.py)}, ...]
 
 Plain JSON (stdlib): with launches in columns, parsing is a few long lists of integers, which the
 stdlib parser reads at tens of millions of numbers a second, so no third-party codec is needed in
@@ -25,6 +26,7 @@ from kernelscope.model import session_schema as s1
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
 from kernelscope.model.ranks import Collective
+from kernelscope.model.source_lines import SourceLines
 from kernelscope.model.launch import Region
 from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable
 from kernelscope.model.metric import metrics_from_dict, metrics_to_dict
@@ -66,6 +68,7 @@ def encode_launches(t: LaunchTable) -> dict[str, Any]:
             **({"block_records": d.block_records.to_dict()} if d.block_records is not None else {}),
             **({"scopes": d.scopes.to_dict()} if d.scopes is not None else {}),
             **({"collective": d.collective.to_dict()} if d.collective is not None else {}),
+            **({"source_lines": d.source_lines.to_dict()} if d.source_lines is not None else {}),
         } for i, d in sorted(t.details.items())],
     }
 
@@ -87,6 +90,7 @@ _detail = obj({
     "block_records": F(s1.fallback(optional(s1.block_records), None)),
     "scopes": F(s1.fallback(optional(s1.phase_scopes), None)),
     "collective": F(s1.fallback(optional(s1.collective), None)),
+    "source_lines": F(s1.fallback(optional(s1.source_lines), None)),
 })
 
 
@@ -209,7 +213,8 @@ def _decode_details(doc: dict[str, Any], n: int, problems: list[str]) -> dict[in
             metrics_from_dict(d.get("counters") or {}), [Finding.from_dict(f) for f in d.get("findings") or []],
             None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
             None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
-            None if d.get("collective") is None else Collective.from_dict(d["collective"]))
+            None if d.get("collective") is None else Collective.from_dict(d["collective"]),
+            None if d.get("source_lines") is None else SourceLines.from_dict(d["source_lines"]))
     return details
 
 

@@ -6,11 +6,12 @@ be right or the file is refused.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from kernelscope.model import source_lines as sl
 from kernelscope.model.metric import SOURCES
 from kernelscope.model.schema import (F, Invalid, Spec, any_json, boolean, either, fallback, list_of, map_of, number,
-                                      obj, one_of, optional, string)
+                                      obj, one_of, optional, short_string, string)
 
 # Device attributes that are text; every other attribute is a number (the analyses do arithmetic on them).
 TEXT_DEVICE_ATTRIBUTES = frozenset({"driver_version", "pci_bus_id_string", "name", "uuid", "serial"})
@@ -127,6 +128,53 @@ collective = obj({  # model/ranks.Collective
     "seq": F(optional(_count)),
 })
 
+def _few(most: int, field_name: str) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
+    def rule(d: dict[str, Any]) -> tuple[str, str] | None:
+        return None if len(d.get(field_name) or {}) <= most else (field_name, f"at most {most} entries")
+    return rule
+
+
+_source_counts = map_of(lambda name: number(0), drop=False)  # model/source_lines: count name -> a count >= 0
+_sass = obj({
+    "pc_offset": F(_count, True), "sass": F(short_string(sl.MAX_TEXT), True), "counts": F(_source_counts),
+    "stalls": F(_source_counts),
+}, _few(64, "stalls"))
+_source_line = obj({
+    "file": F(optional(number(0, sl.MAX_FILES - 1, integer=True))), "line": F(_count, True),
+    "counts": F(_source_counts), "stalls": F(_source_counts),
+    "instructions": F(list_of(_sass, max_items=sl.MAX_INSTRUCTIONS)),
+}, _few(64, "stalls"))
+_source_file = obj({
+    "path": F(short_string(sl.MAX_PATH), True), "sha256": F(optional(short_string(64))),
+    "line_count": F(optional(_count)),
+    "excerpt": F(map_of(lambda k: _excerpt_line(k), drop=False)),
+}, _few(sl.MAX_EXCERPT_LINES, "excerpt"))
+
+
+def _excerpt_line(key: str) -> Spec:
+    if not key.isdigit() or len(key) > 9:
+        def bad(v: Any, path: Any, problems: list[str]) -> Any:
+            raise Invalid(path, "a line number as the key", found=repr(key[:40]))
+        return bad
+    return short_string(sl.MAX_TEXT)
+
+
+def _source_lines_rule(d: dict[str, Any]) -> tuple[str, str] | None:
+    n = len(d.get("files") or [])
+    lines = d.get("lines") or []
+    if any(ln.get("file") is not None and ln["file"] >= n for ln in lines):
+        return "lines", f"file indices below the number of files ({n})"
+    if sum(len(ln.get("instructions") or []) for ln in lines) > sl.MAX_INSTRUCTIONS:
+        return "lines", f"at most {sl.MAX_INSTRUCTIONS} instructions in all"
+    return None
+
+
+source_lines = obj({  # model/source_lines.SourceLines
+    "files": F(list_of(_source_file, max_items=sl.MAX_FILES)),
+    "lines": F(list_of(_source_line, max_items=sl.MAX_LINES), True),
+    "note": F(optional(short_string(sl.MAX_NOTE))),
+}, _source_lines_rule)
+
 rank_info = obj({  # model/ranks.RankInfo
     "rank": F(_count, True), "world_size": F(optional(number(1, integer=True))), "local_rank": F(optional(_count)),
     "host": F(optional(string)), "device_index": F(optional(_count)), "device_name": F(optional(string)),
@@ -143,6 +191,7 @@ launch = obj({
     "block_records": F(fallback(optional(block_records), None)),
     "scopes": F(fallback(optional(phase_scopes), None)),
     "rank": F(optional(_count)), "collective": F(fallback(optional(collective), None)),
+    "source_lines": F(fallback(optional(source_lines), None)),
 })
 
 activity = obj({

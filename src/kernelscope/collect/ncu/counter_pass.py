@@ -12,7 +12,7 @@ from typing import Callable
 
 from kernelscope.collect import driver
 from kernelscope.collect.ncu.merge import merge, session_from_report, top_kernel_regex
-from kernelscope.collect.ncu.fields import SECTIONS
+from kernelscope.collect.ncu.fields import SECTIONS, SOURCE_SECTIONS
 from kernelscope.collect.ncu.report_reader import NcuReportError, read_report
 from kernelscope.collect.ncu.runner import NcuOptions, NcuRunError, run_ncu
 from kernelscope.model import CollectorStatus, Session
@@ -31,6 +31,7 @@ class CounterRequest:
     timeout_s: float | None = None
     steps: str | None = None  # "FIRST-LAST": only kernels launched in those steps (cudaProfilerStart/Stop)
     ranks: list[int] | None = None  # under torchrun: the ranks ncu profiles (None: all); rank_counters.py
+    source: bool = False  # also per-line counters (SourceCounters, source imported): run --source
 
 
 def device_arch(session: Session) -> str | None:
@@ -64,7 +65,7 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
     arch = device_arch(session)
     opts = NcuOptions(kernel_regex=regex, region=req.region, launch_skip=req.launch_skip,
                       launch_count=req.launch_count, clock_control=req.clock_control, arch=arch,
-                      timeout_s=req.timeout_s, ncu=req.ncu)
+                      timeout_s=req.timeout_s, ncu=req.ncu, source=req.source)
     if req.steps:
         from kernelscope.collect.trace.steps import STEPS_ENV, parse_steps
 
@@ -74,7 +75,7 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
         opts.profile_from_start = parse_steps(req.steps)[0] == 0
     report = report_path_for(session_path)
     log = report.with_suffix(".ncu.log")
-    details = {"sections": list(SECTIONS), "kernel_filter": regex, "chosen_by": chose, "region": req.region,
+    details = {"sections": list(dict.fromkeys(SECTIONS + (SOURCE_SECTIONS if req.source else ()))), "kernel_filter": regex, "chosen_by": chose, "region": req.region,
                "launch_skip": req.launch_skip, "launch_count_per_config": req.launch_count,
                "clock_control": req.clock_control, "log": str(log),
                **({"steps": req.steps, "capture": "cudaProfilerStart/Stop around the steps"} if req.steps else {})}

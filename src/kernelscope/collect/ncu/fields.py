@@ -14,6 +14,9 @@ SECTIONS: tuple[str, ...] = (
     "SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis",
     "SchedulerStats", "WarpStateStats",
 )
+# Added by `run --counters --source`: per-instruction counters and warp samples, mapped to source lines
+# (with the source text imported into the report).
+SOURCE_SECTIONS: tuple[str, ...] = ("SourceCounters", "WarpStateStats")
 
 # Metrics the sections do not carry. Per architecture, since ncu refuses the
 # whole run when asked for a metric the chip lacks (checked with

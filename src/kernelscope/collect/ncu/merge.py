@@ -53,6 +53,8 @@ def resolve_fields(raw: dict[str, Metric]) -> dict[str, Metric]:
 def _apply(launch: Launch, k: NcuKernelResult) -> None:
     launch.counters = dict(k.metrics)
     launch.findings = list(k.findings)
+    if k.source_lines is not None:
+        launch.source_lines = k.source_lines
     for name, m in resolve_fields(k.metrics).items():
         current = launch.metrics.get(name)
         if current is None or current.is_missing:  # trace-pass values stay; ncu's own copy is in counters

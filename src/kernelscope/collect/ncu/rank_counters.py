@@ -160,7 +160,7 @@ def run_rank_counter_pass(session: Session, command: list[str], session_path: Pa
             continue
         options = {"kernel_regex": regex, "region": req.region, "launch_skip": req.launch_skip,
                    "launch_count": req.launch_count, "clock_control": req.clock_control, "arch": arch,
-                   "timeout_s": req.timeout_s, "ncu": ncu}
+                   "timeout_s": req.timeout_s, "ncu": ncu, "source": req.source}
         spec["ranks"][str(r)] = {"report": str(report), "log": per["log"], "options": options,
                                  "result": str(work / f".{report.name}.{os.getpid()}.result.json")}
     if spec["ranks"]:

@@ -22,7 +22,9 @@ from typing import Any
 from kernelscope.collect.ncu.rep_file import report_layout
 from kernelscope.collect.ncu.rep_times import ReportTimes, read_report_times
 from kernelscope.collect.ncu.fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.collect.ncu.source_lines import read_source_lines
 from kernelscope.model import Finding, Metric
+from kernelscope.model.source_lines import SourceLines
 
 _SEVERITY = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}  # ncu_report MsgType_*
 _SPEEDUP = {0: "unknown", 1: "local", 2: "global"}  # ncu_report SpeedupType_*
@@ -44,6 +46,7 @@ class NcuKernelResult:
     findings: list[Finding] = field(default_factory=list)
     nvtx_ranges: list[str] = field(default_factory=list)
     labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # raw name -> (section name, label)
+    source_lines: SourceLines | None = None  # per-line counters (SourceCounters section); None: not recorded
 
 
 @dataclass
@@ -240,4 +243,5 @@ def _read_action(a: Any, index: int) -> NcuKernelResult:
         index=index, name=a.name(a.NameBase_DEMANGLED), function=a.name(a.NameBase_FUNCTION),
         mangled=a.name(a.NameBase_MANGLED), grid=dim("launch__grid_dim"), block=dim("launch__block_dim"),
         metrics=metrics, findings=_findings(a), nvtx_ranges=_nvtx(a), labels=labels,
+        source_lines=read_source_lines(a),
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kernelscope.collect.ncu.fields import EXTRA_METRICS, SECTIONS
+from kernelscope.collect.ncu.fields import EXTRA_METRICS, SECTIONS, SOURCE_SECTIONS
 from kernelscope.model.files import OutputFileError, place_file, write_atomic
 
 PERMISSION_MARKER = "ERR_NVGPUCTRPERM"
@@ -38,6 +38,7 @@ class NcuOptions:
     extra_args: list[str] = field(default_factory=list)
     profile_from_start: bool = True  # False: only between cudaProfilerStart and cudaProfilerStop (run --steps)
     env: dict[str, str] = field(default_factory=dict)  # added to the workload's environment
+    source: bool = False  # also SourceCounters (per-line counters) with the source imported (run --source)
 
 
 def find_ncu(explicit: str | None = None) -> str:
@@ -55,8 +56,9 @@ def find_ncu(explicit: str | None = None) -> str:
 
 
 def build_command(ncu: str, report: Path, command: list[str], opts: NcuOptions) -> list[str]:
-    argv = [ncu, "--clock-control", opts.clock_control, "--import-source", "no", "-f", "-o", str(report)]
-    for s in SECTIONS:
+    argv = [ncu, "--clock-control", opts.clock_control, "--import-source", "yes" if opts.source else "no",
+            "-f", "-o", str(report)]
+    for s in dict.fromkeys(SECTIONS + (SOURCE_SECTIONS if opts.source else ())):
         argv += ["--section", s]
     extra = EXTRA_METRICS.get(opts.arch or "", ())
     if extra:

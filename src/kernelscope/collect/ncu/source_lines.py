@@ -1,0 +1,112 @@
+"""Per-source-line records of one ncu action: its per-PC (instanced) metrics grouped by the line each PC maps to.
+
+Needs a report recorded with ``--section SourceCounters`` (and ``WarpStateStats`` for the stall reasons of the
+samples); ``--import-source yes`` puts the source text in it. Every count is an ncu metric summed over the
+line's instructions (model/source_lines.py names them); nothing is rescaled.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from kernelscope.model.source_lines import (
+    COUNT_METRICS, MAX_COUNTS, MAX_EXCERPT_LINES, MAX_FILES, MAX_INSTRUCTIONS, MAX_LINES, MAX_PATH, MAX_TEXT,
+    STALL_PREFIX, SassInstruction, SourceFile, SourceLine, SourceLines,
+)
+
+HOT_LINES = 20  # lines whose text is kept: the hottest by samples, and by excess traffic
+CONTEXT = 2  # lines of text kept either side of a hot line
+
+
+def _per_pc(action: Any, name: str) -> dict[int, float] | None:
+    m = action.metric_by_name(name)
+    if m is None:
+        return None
+    n = m.num_instances()
+    ids = m.correlation_ids() if n else None
+    if not n or ids is None:
+        return None
+    return {ids.as_uint64(i): m.as_double(i) for i in range(n)}
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT - 1] + "…"
+
+
+def read_source_lines(action: Any) -> SourceLines | None:
+    """The action's per-line records; None when the report has no per-instruction counters for it."""
+    counts = {c: v for c, name in COUNT_METRICS.items() if (v := _per_pc(action, name)) is not None}
+    if "samples" not in counts and "inst_executed" not in counts:
+        return None
+    names = action.metric_names()
+    stalls = {}
+    for name in names:
+        if name.startswith(STALL_PREFIX) and not name.endswith("_not_issued"):
+            v = _per_pc(action, name)
+            if v:
+                stalls[name[len(STALL_PREFIX):]] = v
+    pcs = sorted(set().union(*(v.keys() for v in counts.values())))[:MAX_INSTRUCTIONS]
+    base = pcs[0] if pcs else 0
+
+    texts: dict[str, str] = {}
+    try:
+        for path, text in (action.source_files() or {}).items():
+            texts[str(path)] = str(text or "")
+    except Exception:  # an ncu_report without source_files(): SASS only
+        texts = {}
+    files: list[SourceFile] = []
+    file_id: dict[str, int] = {}
+    lines: dict[tuple[int | None, int], SourceLine] = {}
+    for pc in pcs:
+        info = action.source_info(pc)
+        path, line = (str(info.file_name()), int(info.line())) if info is not None and info.file_name() else (None, 0)
+        fid = None
+        if path is not None and line > 0:
+            fid = file_id.get(path)
+            if fid is None and len(files) < MAX_FILES:
+                text = texts.get(path)
+                fid = file_id[path] = len(files)
+                files.append(SourceFile(
+                    path[-MAX_PATH:], hashlib.sha256(text.encode()).hexdigest() if text else None,
+                    len(text.splitlines()) if text else None))
+        if fid is None:
+            line = 0
+        key = (fid, line)
+        ln = lines.get(key)
+        if ln is None:
+            if len(lines) >= MAX_LINES:
+                continue
+            ln = lines[key] = SourceLine(fid, line)
+        inst = SassInstruction(pc - base, _clip(str(action.sass_by_pc(pc) or "").strip()),
+                               {c: v[pc] for c, v in counts.items() if pc in v},
+                               {r: v[pc] for r, v in stalls.items() if v.get(pc)})
+        ln.instructions.append(inst)
+        for c, v in inst.counts.items():
+            ln.counts[c] = max(ln.counts.get(c, 0.0), v) if c in MAX_COUNTS else ln.counts.get(c, 0.0) + v
+        for r, v in inst.stalls.items():
+            ln.stalls[r] = ln.stalls.get(r, 0.0) + v
+
+    out = SourceLines(files, sorted(lines.values(), key=lambda ln: (ln.file is None, ln.file or 0, ln.line)))
+    _keep_hot_text(out, texts)
+    if not files:
+        out.note = ("this kernel has no line information (a CUDA binary needs -lineinfo; Triton and Gluon "
+                    "kernels carry it): its instructions are shown as SASS only")
+    elif "samples" not in counts:
+        out.note = "the report has no warp samples per instruction (WarpStateStats / SourceCounters sampling)"
+    elif all(f.sha256 is None for f in files):
+        out.note = "the report holds no source text (recorded with --import-source no): lines are shown by number"
+    return out
+
+
+def _keep_hot_text(out: SourceLines, texts: dict[str, str]) -> None:
+    located = [ln for ln in out.lines if ln.file is not None]
+    hot: set[tuple[int, int]] = set()
+    for count in ("samples", "global_sectors_excessive", "shared_wavefronts_excessive", "local_sectors"):
+        ranked = sorted((ln for ln in located if ln.counts.get(count, 0) > 0), key=lambda ln: -ln.counts[count])
+        hot |= {(ln.file, ln.line) for ln in ranked[:HOT_LINES]}  # type: ignore[misc]
+    split = {i: texts.get(f.path, "").splitlines() for i, f in enumerate(out.files)}
+    for fid, line in sorted(hot):
+        src, ex = split[fid], out.files[fid].excerpt
+        for n in range(max(1, line - CONTEXT), line + CONTEXT + 1):
+            if n <= len(src) and len(ex) < MAX_EXCERPT_LINES:
+                ex[n] = _clip(src[n - 1])
