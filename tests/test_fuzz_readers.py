@@ -233,6 +233,41 @@ def test_kineto_parser_survives_mutated_traces():
     assert issubclass(TraceFormatError, ValueError)
 
 
+def test_streaming_kineto_reader_survives_mutated_traces(tmp):
+    """The streaming reader (import, the trace pass) on mutated traces, plain and gzip: a reason (ValueError) or a
+    result; a result of a file cut short names the cut; where the whole document still parses, it is the same."""
+    from kernelscope.collect.trace.kineto import parse_trace
+    from kernelscope.collect.trace.kineto_stream import read_trace
+
+    doc = _doc("trace_h100_mixed.json.gz")
+    text = json.dumps(doc, indent=1).encode()
+
+    @FUZZ
+    @given(st.one_of(mutated_json(doc, ".json.gz"), mutated_bytes(text, ".json", text=True)))
+    def run(m: Mutated) -> None:
+        TALLY["kineto stream inputs"] += 1
+        p = write(tmp, m, "trace")
+        try:
+            streamed = read_trace(p)
+        except ValueError:  # one sentence for the user; TraceFormatError is a ValueError
+            TALLY["kineto stream: refused"] += 1
+            return
+        TALLY["kineto stream: read"] += 1
+        if m.truncated:
+            assert streamed.damage and streamed.damage in streamed.parsed.problems, m.what
+        if streamed.damage is None:
+            try:
+                whole = parse_trace(json.loads(gzip.decompress(m.data) if m.data[:2] == b"\x1f\x8b" else m.data))
+            except (ValueError, RecursionError):
+                whole = None
+            if whole is not None:
+                assert [x.to_dict() for x in streamed.parsed.launches] == [x.to_dict() for x in whole.launches]
+                assert streamed.parsed.problems == whole.problems, m.what
+        _session_from_parts(streamed.parsed.launches, streamed.parsed.activities, streamed.parsed.regions)
+
+    run()
+
+
 def test_proton_reader_survives_mutated_traces():
     from kernelscope.collect.instrument.proton_trace import ProtonTraceError, read_proton_trace
     from kernelscope.model import Launch

@@ -62,8 +62,14 @@ def _ns(us: float) -> int:
 def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
     """Launches, copies, regions and devices of a Kineto trace. A malformed event is left out and counted in
     ``problems``; what is kept passes the session schema, so a damaged trace never makes a damaged session."""
+    return checked_parse(lambda: _parse(doc))
+
+
+def checked_parse(build: Callable[[], ParsedTrace]) -> ParsedTrace:
+    """``build()``'s parse with what fails the session schema left out and counted in ``problems`` (the
+    whole-document parser above and the streaming reader, kineto_stream.py, share it)."""
     try:
-        out = _parse(doc)
+        out = build()
     except TraceFormatError:
         raise
     except _MALFORMED as e:

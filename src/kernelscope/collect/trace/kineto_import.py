@@ -12,7 +12,8 @@ from typing import Any
 
 from kernelscope.collect.ranks import Joined, RankPart, join_ranks
 from kernelscope.collect.trace.api import new_session
-from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto import ParsedTrace, TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto_stream import NotKinetoTrace, StreamedTrace, read_trace
 from kernelscope.collect.trace.kineto_dist import rank_info, trace_pid
 from kernelscope.model import CollectorStatus, RankInfo
 from kernelscope.model.files import InputFileError, read_input
@@ -69,11 +70,20 @@ def is_kineto_trace(doc: Any) -> bool:
 
 
 def part_from_trace(doc: dict[str, Any], path: Path) -> RankPart:
-    parsed = parse_trace(doc)
-    info = rank_info(doc, str(path)) or RankInfo(rank=0, world_size=1, source=str(path))
+    """The rank part of a whole decoded trace document (the streaming reader's result: part_from_stream)."""
+    return _part(parse_trace(doc), doc, trace_pid(doc), path)
+
+
+def part_from_stream(streamed: StreamedTrace, path: Path) -> RankPart:
+    """The rank part of a trace read event by event (kineto_stream.read_trace)."""
+    return _part(streamed.parsed, streamed.top, streamed.pid, path)
+
+
+def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path) -> RankPart:
+    info = rank_info(top, str(path)) or RankInfo(rank=0, world_size=1, source=str(path))
     m = _HANDLER_NAME.match(path.name)
     info.host = m.group("host") if m else None
-    info.pid = trace_pid(doc)
+    info.pid = pid
     device = _main_device(parsed.launches)
     info.device_index = device
     s = new_session(["kineto-trace", str(path)])
@@ -107,22 +117,24 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
     files = trace_files(paths)
     parts: list[RankPart] = []
     notes: list[str] = []
-    for f in files:
+    for f in files:  # rank by rank: each file is read event by event, and only its session part is kept
         try:
-            doc = read_json(f)
+            streamed = read_trace(f)
+        except NotKinetoTrace:
+            notes.append(f"{f} was left out: it is JSON but not a PyTorch profiler trace (no traceEvents list)")
+            continue
+        except TraceFormatError as e:
+            notes.append(f"{f} was left out: {e}")
+            continue
         except ValueError as e:
             notes.append(f"{f} was left out: {e}")
             continue
         except OSError as e:
             notes.append(f"{f} was left out: it cannot be read ({e.strerror})")
             continue
-        if not is_kineto_trace(doc):
-            notes.append(f"{f} was left out: it is JSON but not a PyTorch profiler trace (no traceEvents list)")
-            continue
-        try:
-            parts.append(part_from_trace(doc, f))
-        except TraceFormatError as e:
-            notes.append(f"{f} was left out: {e}")
+        if streamed.damage:
+            notes.append(f"{f}: {streamed.damage}")
+        parts.append(part_from_stream(streamed, f))
     if not parts:
         raise TraceImportError(notes[0] if len(notes) == 1 else
                                f"none of the {len(files)} files is a readable PyTorch profiler trace ({notes[0]})")

@@ -1,7 +1,6 @@
 """The trace pass: run Python code under the PyTorch profiler (CUPTI) and fill a Session."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -19,7 +18,8 @@ from kernelscope.collect.nvml import sampler
 from kernelscope.collect.instrument import scope_sink
 from kernelscope.collect.instrument.sink import attach_pending
 from kernelscope.collect.trace.quiet import profiler_notices_silenced
-from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto import TraceFormatError
+from kernelscope.collect.trace.kineto_stream import read_trace
 from kernelscope.collect.memory.recorder import MemoryRecorder
 from kernelscope.model import CollectorStatus, Device, Session
 from kernelscope.model.escape import visible
@@ -188,9 +188,7 @@ class TraceRecorder:
                 os.replace(self._window_trace, path)
             else:
                 self._prof.export_chrome_trace(path)
-            with open(path) as f:
-                doc = json.load(f)
-            parsed = parse_trace(doc)
+            parsed = read_trace(path, bounded=False).parsed  # event by event; the profiler's file, unbounded
         except (OSError, ValueError, TraceFormatError) as e:
             self.session.collectors[collector.TRACE] = CollectorStatus(
                 "failed", f"the PyTorch profiler trace could not be read: {e}"

@@ -1,0 +1,538 @@
+"""Read a PyTorch profiler (Kineto) Chrome trace event by event, in memory that follows the session it builds.
+
+The document is read in chunks (gzip decompressed as a stream, both bounded by the input limit of
+model/files.py); the top-level object is walked by hand, each element of `traceEvents` decoded on its own with
+``json.JSONDecoder.raw_decode``, and only what the session needs is kept: kernels as compact rows (their args
+shared between launches of one configuration), copies and memsets, the launch sites of runtime calls, the calls
+that block the host, annotations. The other top-level keys (`deviceProperties`, `distributedInfo`,
+`baseTimeNanoseconds`, ...) are kept wherever they appear. The result is what ``parse_trace`` gives for the whole
+document (tests/test_kineto_stream.py checks it on every recorded trace). A document damaged after some events
+keeps those events and names the damage in one sentence among the parse problems.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import os
+import re
+import stat
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from kernelscope.collect.trace import kineto as K
+from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
+from kernelscope.collect.trace.kineto_dist import _int
+from kernelscope.model.files import InputFileError, _kind, _too_large, check_input, input_limit_bytes
+
+_CHUNK = 1 << 20
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_HOST_SYNC_NAMES = frozenset(SYNC_CALLS) | SYNC_COPY_CALLS | ASYNC_COPY_CALLS
+_PER_LAUNCH_ARGS = ("correlation", "External id")  # the kernel args that differ launch to launch
+_PID_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime")
+_MISSING = object()
+
+
+class NotKinetoTrace(K.TraceFormatError):
+    """The file is JSON but has no traceEvents list."""
+
+
+class _Damaged(Exception):
+    def __init__(self, pos: int, msg: str) -> None:
+        self.pos, self.msg = pos, msg
+        super().__init__(msg)
+
+
+class _NotAnObject(Exception):
+    """The document does not start with '{': read whole, as before, for the same answer."""
+
+
+# ---------------------------------------------------------------------------------------------------- input
+
+def _open_text(path: Path, bounded: bool = True) -> tuple[BinaryIO, Iterator[bytes]]:
+    """The file (gzip or not) as byte chunks, bounded by the input limit unless ``bounded`` is false (the trace
+    pass's own export); raises InputFileError as read_input does."""
+    p = Path(path)
+    limit = input_limit_bytes() if bounded else None
+    if bounded:
+        check_input(p)
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise InputFileError(p, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
+    gz = f.read(2) == b"\x1f\x8b"
+    f.seek(0)
+
+    def damaged() -> InputFileError:
+        return InputFileError(p, "is damaged: its gzip data is cut short or corrupt", damaged=True)
+
+    def raw() -> Iterator[bytes]:
+        while True:
+            b = f.read(_CHUNK)
+            if not b:
+                return
+            yield b
+
+    def inflated() -> Iterator[bytes]:
+        """Gzip members (one or more) inflated a bounded piece at a time: a bomb never outgrows one chunk."""
+        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending, fed = b"", False
+        for b in raw():
+            pending += b
+            while pending:
+                fed = True
+                try:
+                    out = z.decompress(pending, _CHUNK)
+                except zlib.error:
+                    raise damaged() from None
+                pending = z.unconsumed_tail
+                if out:
+                    yield out
+                if z.eof:
+                    rest = z.unused_data + pending
+                    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    pending, fed = rest.lstrip(b"\0"), False  # padding after a member, as GzipFile allows
+                    if not pending:
+                        break
+                elif not out and not pending:
+                    break
+        if fed and not z.eof:
+            raise damaged()
+
+    def chunks() -> Iterator[bytes]:
+        total = 0
+        for b in (inflated() if gz else raw()):
+            total += len(b)
+            if limit is not None and total > limit:  # a gzip bomb stops here, one chunk past the limit
+                raise _too_large(p, limit, gz)
+            yield b
+
+    return f, chunks()  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------------- parser
+
+class _Reader:
+    """The top-level object of a JSON document, read incrementally: non-event keys into ``top``, each element of
+    `traceEvents` to ``sink``."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks = chunks
+        self.dec = codecs.getincrementaldecoder("utf-8")("strict")
+        self.buf = ""
+        self.pos = 0
+        self.base = 0  # characters dropped from the front of buf
+        self.eof = False
+        self.first = True
+        self.error: Exception | None = None
+
+    def _more(self, at_least: int = 0) -> bool:
+        """Append the next chunk(s); False at the end of the data."""
+        if self.eof:
+            return False
+        if self.error is not None:  # the data stopped being readable after what was handed out
+            raise self.error
+        if self.pos > 0:
+            self.base += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        want = max(at_least, _CHUNK)
+        got = 0
+        parts = [self.buf]
+        while got < want:
+            try:
+                b = next(self.chunks)
+            except StopIteration:
+                try:
+                    parts.append(self.dec.decode(b"", final=True))
+                except UnicodeDecodeError as e:
+                    if not got:
+                        raise
+                    self.error = e
+                    break
+                self.eof = True
+                break
+            except InputFileError as e:
+                if not got:
+                    raise
+                self.error = e  # raised once what came before it is read
+                break
+            if self.first:
+                self.first = False
+                if b.startswith(codecs.BOM_UTF8):
+                    b = b[3:]
+                elif b[:4].count(0):  # UTF-16/32: read whole, as json.loads detects it
+                    raise _NotAnObject()
+            try:
+                s = self.dec.decode(b)
+            except UnicodeDecodeError as e:
+                if not got:
+                    raise
+                self.error = e
+                break
+            parts.append(s)
+            got += len(s)
+        self.buf = "".join(parts)
+        return got > 0 or self.eof
+
+    def _where(self) -> int:
+        return self.base + self.pos
+
+    def _ws(self) -> None:
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return
+
+    def _char(self) -> str:
+        self._ws()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def _value(self) -> Any:
+        """One JSON value at pos; more is read while it may be cut by the chunk's end."""
+        while True:
+            try:
+                v, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                if self._more(len(self.buf)):
+                    continue
+                raise _Damaged(self.base + e.pos, e.msg) from None
+            except RecursionError:
+                raise _Damaged(self._where(), "nested too deeply") from None
+            if end >= len(self.buf) and not self.eof and self._more():
+                continue  # a number or literal may go on in the next chunk
+            self.pos = end
+            return v
+
+    def read(self, top: dict[str, Any], on_events: Any) -> None:
+        """Walk the document; raises _Damaged where it stops being JSON, _NotAnObject before anything is read."""
+        c = self._char()
+        if c != "{":
+            raise _NotAnObject()
+        self.pos += 1
+        if self._char() == "}":
+            self.pos += 1
+            return self._end()
+        while True:
+            if self._char() != '"':
+                raise _Damaged(self._where(), "Expecting property name enclosed in double quotes")
+            key = self._value()
+            if self._char() != ":":
+                raise _Damaged(self._where(), "Expecting ':' delimiter")
+            self.pos += 1
+            if key == "traceEvents" and self._char() == "[":
+                self.pos += 1
+                top[key] = on_events(self._elements())
+            else:
+                if self._char() == "":
+                    raise _Damaged(self._where(), "Expecting value")
+                top[key] = self._value()
+            c = self._char()
+            self.pos += 1
+            if c == "}":
+                return self._end()
+            if c != ",":
+                raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
+
+    def _elements(self) -> Iterator[Any]:
+        if self._char() == "]":
+            self.pos += 1
+            return
+        while True:
+            if self._char() == "":
+                raise _Damaged(self._where(), "Expecting value")
+            yield self._value()
+            c = self._char()
+            self.pos += 1
+            if c == "]":
+                return
+            if c != ",":
+                raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
+
+    def _end(self) -> None:
+        if self._char() != "":
+            raise _Damaged(self._where(), "Extra data")
+
+
+# ---------------------------------------------------------------------------------------------------- events
+
+class _Args:
+    """A kernel event's args: the dict its launches of one configuration share, and its own correlation ids."""
+    __slots__ = ("shared", "own")
+
+    def __init__(self, shared: dict[str, Any], own: tuple[Any, ...]) -> None:
+        self.shared, self.own = shared, own
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in _PER_LAUNCH_ARGS:
+            v = self.own[_PER_LAUNCH_ARGS.index(key)]
+            return default if v is _MISSING else v
+        return self.shared.get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __getitem__(self, key: str) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+
+def _frozen(v: Any) -> Any:
+    """A hashable key that tells JSON values apart exactly (1, 1.0 and true are different args)."""
+    if isinstance(v, dict):
+        return ("d", tuple((k, _frozen(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return ("l", tuple(_frozen(x) for x in v))
+    return (type(v), v)
+
+
+class _Events:
+    """What parse_trace uses of the trace's events, collected one event at a time."""
+
+    def __init__(self) -> None:
+        self.origin_us: float | None = None
+        self.launch_site: dict[int, tuple[Any, Any, int]] = {}
+        self.gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
+        self.annotations: list[dict[str, Any]] = []
+        self.kernels: list[tuple[int, Any, Any, tuple[Any, ...]]] = []  # (shape, ts, dur, own args)
+        self.kernel_shapes: list[tuple[dict[str, Any], Any]] = []  # (the event without ts/dur/args, shared args)
+        self.shape_ids: dict[Any, int] = {}
+        self.copies: list[dict[str, Any]] = []  # memcpy / memset, trimmed to what is read of them
+        self.calls: list[dict[str, Any]] = []  # runtime calls that may block the host
+        self.pid: Any = _MISSING
+        self.origin_error: Exception | None = None
+        self.read = 0
+
+    def feed(self, events: Iterator[Any]) -> "_Events":
+        for e in events:
+            self.read += 1
+            if type(e) is not dict:
+                continue
+            cat = e.get("cat")
+            if self.pid is _MISSING and cat in _PID_CATEGORIES:
+                self.pid = e.get("pid")
+            if e.get("ph") != "X":
+                continue
+            ts = e.get("ts")
+            try:
+                if cat != "Trace" and K._is_time(ts):
+                    t = float(ts)
+                    if self.origin_us is None or t < self.origin_us:
+                        self.origin_us = t
+            except OverflowError as x:  # raised where parse_trace raises it: after baseTimeNanoseconds is read
+                if self.origin_error is None:
+                    self.origin_error = x
+            if cat == "kernel":
+                self._kernel(e)
+            elif cat in K._LAUNCH_CATEGORIES:
+                self._call(e)
+            elif cat == "user_annotation":
+                self.annotations.append(e)
+            elif cat == "gpu_user_annotation":
+                try:
+                    ext = (e.get("args") or {}).get("External id")
+                except K._MALFORMED:
+                    continue
+                if ext is not None:
+                    try:
+                        self.gpu_annotation_by_ext.setdefault(ext, e)
+                    except TypeError:  # an unhashable id: as the whole-document parser skips it
+                        continue
+            elif cat in ("gpu_memcpy", "gpu_memset"):
+                args = e.get("args")
+                if isinstance(args, dict):
+                    args = {k: args[k] for k in ("bytes", "stream", "correlation") if k in args}
+                slim = {k: e[k] for k in ("ph", "cat", "name", "ts", "dur") if k in e}
+                if "args" in e:
+                    slim["args"] = args
+                self.copies.append(slim)
+        return self
+
+    def _call(self, e: dict[str, Any]) -> None:
+        try:
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                self.launch_site[int(corr)] = (e.get("pid"), e.get("tid"), K._ns(e["ts"]))
+        except K._MALFORMED:
+            pass
+        name = e.get("name")
+        if isinstance(name, str) and name in _HOST_SYNC_NAMES:
+            self.calls.append(e)
+
+    def _kernel(self, e: dict[str, Any]) -> None:
+        args = e.get("args")
+        if isinstance(args, dict) and args:
+            own = tuple(args.get(k, _MISSING) for k in _PER_LAUNCH_ARGS)
+            shared = {k: v for k, v in args.items() if k not in _PER_LAUNCH_ARGS}
+        else:
+            own, shared = (), args
+        rest = {"name": e["name"]} if "name" in e else {}  # all parse_trace reads of a kernel besides times, args
+        if "args" in e:
+            rest["args"] = None  # present (its value is kept apart)
+        try:
+            key = (_frozen(rest), _frozen(shared))
+            hash(key)
+        except TypeError:
+            key = None
+        sid = self.shape_ids.get(key) if key is not None else None
+        if sid is None:
+            sid = len(self.kernel_shapes)
+            self.kernel_shapes.append((rest, shared))
+            if key is not None:
+                self.shape_ids[key] = sid
+        self.kernels.append((sid, e.get("ts", _MISSING), e.get("dur", _MISSING), own))
+
+    def kernel_events(self) -> Iterator[tuple[dict[str, Any], Any]]:
+        """Each kernel event rebuilt (only the fields parse_trace reads) with its args, in trace order."""
+        for sid, ts, dur, own in self.kernels:
+            rest, shared = self.kernel_shapes[sid]
+            e = dict(rest)
+            if ts is not _MISSING:
+                e["ts"] = ts
+            if dur is not _MISSING:
+                e["dur"] = dur
+            if "args" in rest:
+                e["args"] = _Args(shared, own) if own else shared
+            yield e, (e.get("args") or {})
+
+
+# ---------------------------------------------------------------------------------------------------- result
+
+@dataclass
+class StreamedTrace:
+    """A trace read event by event: the parse, the top-level keys other than traceEvents, the profiled
+    process's pid (as kineto_dist.trace_pid gives it), and the damage, if any (one sentence)."""
+    parsed: K.ParsedTrace
+    top: dict[str, Any] = field(default_factory=dict)
+    pid: int | None = None
+    damage: str | None = None
+    events_read: int = 0
+
+
+def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
+    """parse_trace's result from the collected events (kineto._parse's steps, in its order)."""
+    base_ns = int(top.get("baseTimeNanoseconds", 0) or 0)
+    if ev.origin_error is not None:
+        raise ev.origin_error
+    origin_ns = K._ns(ev.origin_us if ev.origin_us is not None else 0.0)
+    cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
+    out = K.ParsedTrace(time_origin_ns=base_ns + origin_ns)
+    bad: list[str] = []
+    for e in ev.annotations:
+        try:
+            K._region(e, origin_ns, out, cpu_annotations, ev.gpu_annotation_by_ext)
+        except K._MALFORMED:
+            bad.append("annotation")
+    for spans in cpu_annotations.values():
+        spans.sort()
+    regions_of = K._enclosing_regions(ev.launch_site, cpu_annotations)
+
+    def enclosing(corr: Any) -> list[str]:
+        try:
+            return list(regions_of.get(int(corr), ())) if corr is not None else []
+        except (TypeError, ValueError):
+            return []
+
+    rows = K._KernelRows()
+    for e, args in ev.kernel_events():
+        try:
+            rows.add(e, args, origin_ns, enclosing)
+        except K._MALFORMED:
+            bad.append("kernel")
+    ev.kernels = []  # the rows hold them now
+    for e in ev.copies:
+        try:
+            args = e.get("args") or {}
+            cat = e["cat"]
+            out.activities.append(K.Activity(
+                kind=cat[4:], name=str(e.get("name")), start_ns=K._ns(e["ts"]) - origin_ns,
+                duration_ns=K._ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream"),
+            ))
+        except K._MALFORMED:
+            bad.append("memcpy/memset")
+    out.table = rows.table()
+    out.devices = []
+    for p in top.get("deviceProperties") or []:
+        try:
+            out.devices.append(K._device(p))
+        except K._MALFORMED:
+            bad.append("device")
+    out.host_syncs, n_bad = K.host_syncs(ev.copies + ev.calls, origin_ns)
+    bad += ["synchronize"] * n_bad
+    out.info = {k: top[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in top}
+    out.problems = bad
+    return out
+
+
+def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTrace:
+    """The trace at ``path`` read event by event. Raises ValueError with the reason (the sentences of
+    kineto_import.read_json) when nothing can be kept, K.TraceFormatError for a document that is not a
+    Kineto trace, InputFileError / OSError as the file helpers do."""
+    top: dict[str, Any] = {}
+    holder: list[_Events] = []
+    damage: str | None = None
+    started = False
+
+    def on_events(items: Iterator[Any]) -> _Events:
+        nonlocal started
+        started = True
+        ev = _Events()
+        holder[:] = [ev]  # a second traceEvents key replaces the first, as json.loads does
+        return ev.feed(items)
+
+    try:
+        f, chunks = _open_text(Path(path), bounded)
+        with f:
+            try:
+                _Reader(chunks).read(top, on_events)
+            except _NotAnObject:
+                return _whole(path)
+            except _Damaged as e:
+                if not (started and holder and holder[0].read):
+                    if e.msg == "nested too deeply":
+                        raise ValueError("its JSON is nested too deeply") from None
+                    raise ValueError(f"it is truncated or not JSON ({e.msg} at byte {e.pos:,})") from None
+                damage = (f"the trace is damaged at character {e.pos:,} ({e.msg}); the {holder[0].read:,} events "
+                          "before it were read and the rest of the file was not")
+            except UnicodeDecodeError:
+                if not (started and holder and holder[0].read):
+                    raise ValueError("it is not text JSON") from None
+                damage = (f"the trace is not UTF-8 text after its first {holder[0].read:,} events; those were "
+                          "read and the rest of the file was not")
+            except InputFileError as e:
+                if not (e.damaged and started and holder and holder[0].read):
+                    raise
+                damage = (f"the trace's gzip data is cut short or corrupt after its first {holder[0].read:,} "
+                          "events; those were read and the rest was not")
+    except InputFileError as e:
+        raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
+    if not holder or ("traceEvents" in top and not isinstance(top["traceEvents"], _Events)):
+        raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
+    ev = holder[0]
+    try:
+        parsed = K.checked_parse(lambda: _parsed(top, ev))
+    finally:
+        top.pop("traceEvents", None)
+    if damage:
+        parsed.problems.append(damage)
+    pid = None if ev.pid is _MISSING else _int(ev.pid)
+    return StreamedTrace(parsed, top, pid, damage, ev.read)
+
+
+def _whole(path: str | os.PathLike[str]) -> StreamedTrace:
+    """A document that is not a JSON object (or not UTF-8): read whole, as before streaming."""
+    from kernelscope.collect.trace.kineto_dist import trace_pid
+    from kernelscope.collect.trace.kineto_import import is_kineto_trace, read_json
+
+    doc = read_json(Path(path))
+    if not is_kineto_trace(doc):
+        raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
+    top = {k: v for k, v in doc.items() if k != "traceEvents"}
+    return StreamedTrace(K.parse_trace(doc), top, trace_pid(doc), None, len(doc["traceEvents"]))

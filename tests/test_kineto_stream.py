@@ -1,0 +1,102 @@
+"""The streaming Kineto reader (collect/trace/kineto_stream.py) gives what parse_trace gives for the whole
+document, on every recorded trace; a damaged trace keeps the events before the damage and names it once."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
+from kernelscope.collect.trace.kineto_import import part_from_stream, part_from_trace
+from kernelscope.collect.trace.kineto_stream import read_trace
+
+TRACES = ["trace_h100_mixed.json.gz", "proton_h100_phases.chrome_trace.gz", *sorted(f"ranks/{p.name}" for p in (DATA / "ranks").glob("*.pt.trace.json.gz"))]
+
+
+def _doc(path: Path):
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def _parsed_dict(p) -> dict:
+    return {"launches": [x.to_dict() for x in p.table.launches()], "activities": [a.to_dict() for a in p.activities],
+            "regions": [r.to_dict() for r in p.regions], "devices": [d.to_dict() for d in p.devices],
+            "host_syncs": [h.to_dict() for h in p.host_syncs], "origin": p.time_origin_ns, "info": p.info,
+            "problems": p.problems}
+
+
+def _session_json(part) -> str:
+    s = part.session
+    s.created_utc = "fixed"
+    return json.dumps({"session": s.to_dict(), "rank": part.info.to_dict()}, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_streamed_import_is_identical_to_the_whole_document_parse(name):
+    path = DATA / name
+    doc = _doc(path)
+    streamed = read_trace(path)
+    assert streamed.damage is None and streamed.events_read == len(doc["traceEvents"])
+    assert _parsed_dict(streamed.parsed) == _parsed_dict(parse_trace(doc))
+    assert len(streamed.parsed.table) > 0 or name.startswith("proton")  # Proton's trace: events, no kernels
+    assert _session_json(part_from_stream(streamed, path)) == _session_json(part_from_trace(doc, path))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_plain_and_gzip_and_keys_in_any_place_and_chunk_edges(tmp_path, gz, monkeypatch):
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    doc = _doc(DATA / "ranks" / "job2_rank0.pt.trace.json.gz")
+    moved = {"traceEvents": doc["traceEvents"], **{k: v for k, v in doc.items() if k != "traceEvents"}}
+    text = json.dumps(moved, indent=1).encode()
+    p = tmp_path / ("t.json.gz" if gz else "t.json")
+    p.write_bytes(gzip.compress(text) if gz else text)
+    monkeypatch.setattr(ks, "_CHUNK", 97)  # values and numbers cut at every kind of place
+    streamed = read_trace(p)
+    assert _parsed_dict(streamed.parsed) == _parsed_dict(parse_trace(doc))
+    assert streamed.top["distributedInfo"] == doc["distributedInfo"]
+
+
+def test_a_truncated_trace_keeps_the_events_before_the_cut_and_says_so(tmp_path):
+    doc = _doc(DATA / "trace_h100_mixed.json.gz")
+    text = json.dumps(doc).encode()
+    events_at = text.index(b'"traceEvents"')
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(text[: events_at + (len(text) - events_at) // 2]))
+    streamed = read_trace(cut)
+    n = streamed.events_read
+    assert 0 < n < len(doc["traceEvents"])
+    assert streamed.damage and streamed.parsed.problems[-1] == streamed.damage
+    assert f"the {n:,} events before it were read" in streamed.damage and streamed.damage.count(".") <= 1
+    whole = parse_trace({**doc, "traceEvents": doc["traceEvents"][:n]})
+    assert [x.to_dict() for x in streamed.parsed.table.launches()] == [x.to_dict() for x in whole.table.launches()]
+    # gzip cut short in the middle: what was decompressed is kept, the cut named
+    raw = gzip.compress(text)
+    gcut = tmp_path / "gcut.json.gz"
+    gcut.write_bytes(raw[: len(raw) * 3 // 4])
+    g = read_trace(gcut)
+    assert g.damage and "gzip" in g.damage and len(g.parsed.table) > 0
+
+
+def test_damage_before_any_event_and_foreign_json_are_one_sentence(tmp_path):
+    for text, why in ((b'{"traceEvents": [', "truncated or not JSON"), (b"", "truncated or not JSON"),
+                      (b"[1, 2]", None), (b'{"a": 1}', None), (b"\xff\xfe{", "not text JSON")):
+        p = tmp_path / "x.json"
+        p.write_bytes(text)
+        with pytest.raises(ValueError) as e:
+            read_trace(p)
+        if why:
+            assert why in str(e.value)
+        else:
+            assert isinstance(e.value, TraceFormatError)
+
+
+def test_a_gzip_bomb_stops_at_the_input_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_MAX_INPUT_MB", "1")
+    p = tmp_path / "bomb.json.gz"
+    p.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}"))
+    with pytest.raises(ValueError, match="input limit"):
+        read_trace(p)
