@@ -20,6 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: the first with recorded phase scopes)")
     p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the --roofline-png file")
+    p.add_argument("--source", action="store_true", help="draw each kernel's hottest source lines (share of warp "
+                   "samples, top stall reasons, excess memory traffic, the text) from a run --counters --source or "
+                   "an imported .ncu-rep with SourceCounters; --kernel REGEX picks the kernels")
+    p.add_argument("--sass", action="store_true", help="with --source: the SASS instructions under each line")
     add_ceilings_arg(p)
     p.set_defaults(func=main)
 
@@ -36,6 +40,10 @@ def main(args: argparse.Namespace) -> int:
         fail("--timeline N needs N >= 1 rows")
     if args.block is not None and args.block < 0:
         fail(f"--block takes a linear block id >= 0, got {args.block}")
+    if args.sass and not args.source:
+        fail("--sass needs --source")
+    if args.source:
+        return _show_source(session, args)
     code = render_show(session, args)
     if png is not None:
         _write_roofline(session, png, args)
@@ -55,3 +63,26 @@ def _write_roofline(session, png, args: argparse.Namespace) -> None:
     except OSError as e:
         fail(f"cannot write {args.roofline_png} ({e.strerror})")
     print(visible(f"kernelscope: roofline written to {png}."), file=sys.stderr)
+
+
+def _show_source(session, args: argparse.Namespace) -> int:
+    """`show --source [--sass] [--kernel REGEX] [--json]`: the hot lines of each launch with per-line counters."""
+    import json
+    import re
+
+    from kernelscope.analyze.source_lines import source_lines_of
+    from kernelscope.render.console import make_console
+    from kernelscope.render.source_view import SourceView, source_lines_json
+
+    if args.kernel is not None:
+        try:
+            re.compile(args.kernel)
+        except re.error as e:
+            fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
+    kernels = source_lines_of(session, args.kernel)
+    if args.json:
+        sys.stdout.write(json.dumps({"source_lines": source_lines_json(kernels, sass=args.sass)}, indent=1) + "\n")
+        return 0
+    console = make_console(width=args.width, color=False if args.no_color else None)
+    console.print(SourceView(kernels, sass=args.sass))
+    return 0

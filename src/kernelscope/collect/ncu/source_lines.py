@@ -36,7 +36,9 @@ def _clip(s: str) -> str:
 def read_source_lines(action: Any) -> SourceLines | None:
     """The action's per-line records; None when the report has no per-instruction counters for it."""
     counts = {c: v for c, name in COUNT_METRICS.items() if (v := _per_pc(action, name)) is not None}
-    if "samples" not in counts and "inst_executed" not in counts:
+    # inst_executed alone is instanced in reports without SourceCounters too: its samples or its memory
+    # counters per instruction say the section was recorded.
+    if not {"samples", "global_sectors", "shared_wavefronts"} & counts.keys():
         return None
     names = action.metric_names()
     stalls = {}

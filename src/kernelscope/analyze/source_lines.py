@@ -1,0 +1,101 @@
+"""Hot lines: a kernel's source lines ranked by warp samples and by excess memory traffic.
+
+Formulas (every count is ncu's, summed over the line's instructions; model/source_lines.py):
+  sample share      = line samples / all samples of the launch
+  stall share       = samples of one stall reason on the line / line samples
+  excess sectors    = derived__memory_l2_theoretical_sectors_global_excessive (actual - ideal L2 sectors, global)
+  excess wavefronts = derived__memory_l1_wavefronts_shared_excessive (shared-memory bank conflicts)
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelscope.model.session import Session
+from kernelscope.model.source_lines import SourceLine, SourceLines
+
+TOP_LINES = 10
+TOP_STALLS = 3
+
+
+@dataclass
+class LineRank:
+    line: SourceLine
+    location: str  # path:line, or "(no line information)"
+    text: str | None  # the source text kept in the session; None: not kept
+    samples: float | None  # None: the report has no warp samples
+    sample_share: float | None  # of all the launch's samples
+    stalls: list[tuple[str, float]]  # top stall reasons: (reason, share of the line's samples)
+    excess_sectors: float | None  # global L2 sectors beyond the ideal; None: not measured
+    sectors: float | None
+    ideal_sectors: float | None
+    excess_wavefronts: float | None  # shared-memory wavefronts beyond the ideal (bank conflicts)
+    conflict_ways: float | None  # largest n-way shared bank conflict of the line's instructions
+    local_sectors: float | None  # L2 sectors of local memory (spills, dynamically indexed arrays)
+
+
+@dataclass
+class KernelLines:
+    kernel: str
+    launch: int  # index of the launch in the session
+    total_samples: float | None
+    hot: list[LineRank]  # by samples, most first
+    by_excess: list[LineRank]  # lines with excess global sectors, shared wavefronts or local traffic, most first
+    notes: list[str] = field(default_factory=list)
+    lines_total: int = 0
+
+
+def _rank(src: SourceLines, ln: SourceLine, total: float | None) -> LineRank:
+    c = ln.counts
+    samples = c.get("samples") if src.has("samples") else None
+    line_samples = c.get("samples", 0.0)
+    stalls = sorted(((r, v / line_samples) for r, v in ln.stalls.items() if line_samples > 0),
+                    key=lambda rv: -rv[1])[:TOP_STALLS]
+    return LineRank(
+        ln, src.location(ln), src.text(ln), samples,
+        (samples or 0.0) / total if total else None, stalls,
+        c.get("global_sectors_excessive"), c.get("global_sectors"), c.get("global_sectors_ideal"),
+        c.get("shared_wavefronts_excessive"), c.get("shared_conflicts_nway"), c.get("local_sectors"))
+
+
+def _excess_key(r: LineRank) -> float:
+    return (r.excess_sectors or 0.0) + (r.excess_wavefronts or 0.0) + (r.local_sectors or 0.0)
+
+
+def file_notes(src: SourceLines, read=lambda p: Path(p).read_bytes()) -> list[str]:
+    """One sentence per source file on this machine whose text differs from the run's (by SHA-256)."""
+    notes = []
+    for f in src.files:
+        if f.sha256 is None:
+            continue
+        try:
+            now = hashlib.sha256(read(f.path)).hexdigest()
+        except OSError:
+            continue  # not on this machine: the session's own copy of the hot lines is shown
+        if now != f.sha256:
+            notes.append(f"{f.path} changed since the run (its checksum differs): the text shown is the run's")
+    return notes
+
+
+def rank_lines(kernel: str, launch: int, src: SourceLines, top: int = TOP_LINES) -> KernelLines:
+    total = src.total("samples") if src.has("samples") else None
+    ranks = [_rank(src, ln, total) for ln in src.lines]
+    hot = sorted(ranks, key=lambda r: (-(r.samples or 0.0), -(r.line.counts.get("inst_executed", 0.0))))
+    excess = sorted((r for r in ranks if _excess_key(r) > 0), key=lambda r: -_excess_key(r))
+    notes = [src.note] if src.note else []
+    notes += file_notes(src)
+    return KernelLines(kernel, launch, total, hot[:top], excess[:top], notes, len(src.lines))
+
+
+def source_lines_of(session: Session, kernel_regex: str | None = None, top: int = TOP_LINES) -> list[KernelLines]:
+    """Every launch with per-line counters (of kernels whose name matches ``kernel_regex``), in launch order."""
+    pattern = re.compile(kernel_regex) if kernel_regex else None
+    out = []
+    table = session.launch_table()
+    for i, x in table.detailed():
+        if x.source_lines is None or (pattern is not None and not pattern.search(x.kernel)):
+            continue
+        out.append(rank_lines(x.kernel, i, x.source_lines, top))
+    return out

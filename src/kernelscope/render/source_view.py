@@ -1,0 +1,127 @@
+"""`show --source`: each kernel's hottest source lines (share of warp samples, top stall reasons, excess
+memory traffic, the line's text), and with ``--sass`` the SASS instructions under each line. Source text is
+drawn escaped (model/escape.visible) and as plain Text: nothing in a source file is read as markup."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.analyze.source_lines import KernelLines, LineRank
+from kernelscope.model.escape import visible
+
+NO_SOURCE = ("no launch in this session has per-line counters: record them with `kernelscope run --counters "
+             "--source`, or import an .ncu-rep recorded with --section SourceCounters --import-source yes")
+
+
+def _pct(v: float | None) -> str:
+    return "N/A" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "N/A"
+    return f"{v:,.0f}" if v == int(v) else f"{v:,.2f}"
+
+
+def _excess(r: LineRank) -> str:
+    parts = []
+    if r.excess_sectors:
+        ratio = f" ({r.sectors / r.ideal_sectors:.1f}x ideal)" if r.sectors and r.ideal_sectors else ""
+        parts.append(f"{_num(r.excess_sectors)} sectors{ratio}")
+    if r.excess_wavefronts:
+        parts.append(f"{_num(r.excess_wavefronts)} smem wavefronts"
+                     + (f" ({r.conflict_ways:.0f}-way)" if r.conflict_ways and r.conflict_ways > 1 else ""))
+    if r.local_sectors:
+        parts.append(f"{_num(r.local_sectors)} local sectors")
+    return "; ".join(parts) or "-"
+
+
+def _stalls(r: LineRank) -> str:
+    return ", ".join(f"{reason} {100 * share:.0f}%" for reason, share in r.stalls) or "-"
+
+
+class SourcePanel:
+    def __init__(self, k: KernelLines, sass: bool = False) -> None:
+        self.k, self.sass = k, sass
+
+    def _table(self, rows: list[LineRank]) -> Table:
+        t = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+        for name, just in (("line", "right"), ("samples", "right"), ("top stalls", "left"),
+                           ("excess traffic", "left"), ("source", "left")):
+            t.add_column(name, justify=just, overflow="fold" if name == "source" else "fold")
+        for r in rows:
+            line = str(r.line.line) if r.line.file is not None else "-"
+            text = r.text if r.text is not None else ("(SASS only)" if r.line.file is None else "(text not kept)")
+            t.add_row(Text(line), Text(_pct(r.sample_share)), Text(_stalls(r)), Text(_excess(r)),
+                      Text(visible(text.strip())))
+            if self.sass:
+                for ins in sorted(r.line.instructions, key=lambda i: i.pc_offset):
+                    share = (ins.counts.get("samples", 0.0) / self.k.total_samples
+                             if self.k.total_samples and "samples" in ins.counts else None)
+                    extra = []
+                    if ins.counts.get("global_sectors_excessive"):
+                        extra.append(f"{_num(ins.counts['global_sectors_excessive'])} sectors")
+                    if ins.counts.get("shared_wavefronts_excessive"):
+                        extra.append(f"{_num(ins.counts['shared_wavefronts_excessive'])} smem wavefronts")
+                    if ins.counts.get("local_sectors"):
+                        extra.append(f"{_num(ins.counts['local_sectors'])} local sectors")
+                    top = sorted(ins.stalls.items(), key=lambda kv: -kv[1])[:2]
+                    t.add_row(Text(f"+{ins.pc_offset:04x}"), Text(_pct(share)),
+                              Text(", ".join(f"{k} {_num(v)}" for k, v in top) or "-"),
+                              Text("; ".join(extra) or "-"), Text("  " + visible(ins.sass)))
+        return t
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        k = self.k
+        parts: list[Any] = []
+        files = sorted({r.location.rsplit(":", 1)[0] for r in k.hot if r.line.file is not None})
+        total = "N/A (no warp samples in the report)" if k.total_samples is None else f"{k.total_samples:,.0f}"
+        parts.append(Text(visible(f"{k.lines_total} lines with counters; warp samples: {total}"
+                                  + (f"; file: {', '.join(files)}" if files else ""))))
+        for note in k.notes:
+            parts.append(Text(visible(note)))
+        parts.append(Text("Hottest lines (share of warp samples):"))
+        parts.append(self._table(k.hot))
+        if k.by_excess:
+            parts.append(Text("Most excess memory traffic (beyond the ideal for the bytes used):"))
+            parts.append(self._table(k.by_excess))
+        yield Panel(Group(*parts), title=Text(visible(f"Hot lines: {k.kernel} (launch {k.launch})")),
+                    title_align="left")
+
+
+class SourceView:
+    def __init__(self, kernels: list[KernelLines], sass: bool = False) -> None:
+        self.kernels, self.sass = kernels, sass
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not self.kernels:
+            yield Text(NO_SOURCE)
+        for k in self.kernels:
+            yield SourcePanel(k, self.sass)
+
+
+def _line_json(r: LineRank, sass: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "location": r.location, "line": r.line.line, "text": r.text, "samples": r.samples,
+        "sample_share": r.sample_share, "top_stalls": [{"reason": s, "share": v} for s, v in r.stalls],
+        "counts": dict(r.line.counts),
+    }
+    if sass:
+        d["instructions"] = [i.to_dict() for i in r.line.instructions]
+    return d
+
+
+def source_lines_json(kernels: list[KernelLines], sass: bool = True) -> list[dict[str, Any]]:
+    """The `source_lines` part of `show --json`."""
+    return [{
+        "kernel": k.kernel, "launch": k.launch, "total_samples": k.total_samples, "lines_with_counters": k.lines_total,
+        "notes": list(k.notes), "hot": [_line_json(r, sass) for r in k.hot],
+        "by_excess": [_line_json(r, sass) for r in k.by_excess],
+        "formulas": {"sample_share": "line smsp__pcsamp_sample_count / all samples of the launch",
+                     "stall share": "line smsp__pcsamp_warps_issue_stalled_<reason> / line samples",
+                     "excess sectors": "derived__memory_l2_theoretical_sectors_global_excessive, summed over the line"},
+    } for k in kernels]

@@ -1,0 +1,191 @@
+"""Hot lines (issue 39): per-source-line counters read from recorded Nsight Compute reports (H100, ncu 2025.3.1,
+SourceCounters + WarpStateStats, source imported; tests/data/source/), saved in the session, ranked, drawn."""
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import types
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+from kernelscope.analyze.source_lines import rank_lines
+from kernelscope.model import Session
+
+CASES = ("uncoalesced_defect", "uncoalesced_fixed", "bank_conflicts_defect", "bank_conflicts_fixed",
+         "local_memory_defect", "fma_matmul_defect")
+
+
+def _rep(name: str, where: Path) -> Path:
+    out = where / f"{name}.ncu-rep"
+    out.write_bytes(lzma.decompress((DATA / "source" / f"{name}.ncu-rep.xz").read_bytes()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    pytest.importorskip("ncu_report", reason="the ncu-report package reads .ncu-rep files (pip install ncu-report)")
+    from kernelscope.collect.ncu.report_reader import read_report
+
+    where = tmp_path_factory.mktemp("source")
+    return {name: read_report(_rep(name, where)).kernels[0] for name in CASES}
+
+
+def _line(k, text: str):
+    """The line of the kernel's source whose kept text contains ``text`` (found by text, not by number)."""
+    src = k.source_lines
+    found = [ln for ln in src.lines if text in (src.text(ln) or "")]
+    assert len(found) == 1, [src.text(ln) for ln in src.lines]
+    return found[0]
+
+
+def test_uncoalesced_load_has_the_most_excess_sectors_and_the_fixed_twin_none(reports):
+    k = reports["uncoalesced_defect"]
+    kl = rank_lines(k.name, 0, k.source_lines)
+    load = _line(k, "x = tl.load(x_ptr + off, mask=mask)")
+    assert kl.by_excess[0].line is load  # tied with the store (also column order), the load ranks first
+    assert load.counts["global_sectors"] == 33_554_432 and load.counts["global_sectors_ideal"] == 4_194_304
+    assert load.counts["global_sectors_excessive"] == 29_360_128 == max(r.excess_sectors or 0 for r in kl.hot)
+    # the two column-order lines hold 95% of the warp samples: the store 50.4%, the load 44.6%
+    assert [r.line.line for r in kl.hot[:2]] == [23, 22]
+    assert round(kl.hot[1].sample_share, 3) == 0.446 and round(kl.hot[0].sample_share, 3) == 0.504
+    fixed = _line(reports["uncoalesced_fixed"], "x = tl.load(x_ptr + off, mask=mask)")
+    assert fixed.counts["global_sectors_excessive"] == 0
+    assert fixed.counts["global_sectors"] == fixed.counts["global_sectors_ideal"] == 4_194_304
+
+
+def test_bank_conflicts_the_transposed_shared_read_and_its_padded_twin(reports):
+    k = reports["bank_conflicts_defect"]
+    kl = rank_lines(k.name, 0, k.source_lines)
+    read = _line(k, "= tile[threadIdx.x][threadIdx.y + j]")
+    assert [r.line for r in kl.by_excess] == [read]  # the only line with excess traffic
+    assert read.counts["shared_conflicts_nway"] == 32
+    assert read.counts["shared_wavefronts"] == 67_108_864 and read.counts["shared_wavefronts_ideal"] == 2_097_152
+    fixed = _line(reports["bank_conflicts_fixed"], "= tile[threadIdx.x][threadIdx.y + j]")
+    assert fixed.counts["shared_conflicts_nway"] == 1 and fixed.counts["shared_wavefronts_excessive"] == 0
+    assert fixed.counts["shared_wavefronts"] == fixed.counts["shared_wavefronts_ideal"]
+
+
+def test_local_memory_lines_are_the_array_writes_and_the_dynamic_read(reports):
+    k = reports["local_memory_defect"]
+    kl = rank_lines(k.name, 0, k.source_lines)
+    local = {r.line.line for r in kl.by_excess}
+    write, read = _line(k, "a[j] = x["), _line(k, "a[(j + shift) % LOCAL_K]")
+    assert local == {write.line, read.line}
+    assert write.counts["local_sectors"] == read.counts["local_sectors"] == 8_388_608
+    assert kl.hot[0].line is write and round(kl.hot[0].sample_share, 3) == 0.617
+    assert any("LDL" in i.sass for i in read.instructions) and any("STL" in i.sass for i in write.instructions)
+    assert kl.hot[0].stalls[0][0] == "long_scoreboard"
+
+
+def test_every_instruction_sits_under_one_line_and_line_counts_are_their_sums(reports):
+    for name, k in reports.items():
+        src = k.source_lines
+        assert src is not None and src.note is None and len(src.files) == 1, name
+        assert src.files[0].sha256 and len(src.files[0].sha256) == 64
+        for ln in src.lines:
+            assert ln.counts.get("samples", 0) == sum(i.counts.get("samples", 0) for i in ln.instructions)
+            assert ln.counts.get("inst_executed", 0) == sum(i.counts.get("inst_executed", 0) for i in ln.instructions)
+            assert sum(ln.stalls.values()) <= ln.counts.get("samples", 0) * 1.0001 + 1e-9 or name
+
+
+def test_source_lines_survive_save_and_load_and_a_bad_part_is_skipped(reports, tmp_path):
+    from kernelscope.collect.ncu.merge import launch_from_result
+
+    k = reports["bank_conflicts_defect"]
+    s = Session(launches=[launch_from_result(k)])
+    s.save(tmp_path / "s.json")
+    back = Session.load(tmp_path / "s.json").detailed_launches()[0].source_lines
+    assert back == k.source_lines
+    doc = json.loads((tmp_path / "s.json").read_text())
+    doc["launch_details"][0]["source_lines"]["lines"][0]["file"] = 7  # no such file
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    bad = Session.load(tmp_path / "bad.json")
+    assert bad.detailed_launches()[0].source_lines is None
+    assert any("source_lines" in p and "file indices" in p for p in bad.skipped_on_load)
+    doc["launch_details"][0]["source_lines"]["lines"][0]["file"] = 0
+    doc["launch_details"][0]["source_lines"]["files"][0]["excerpt"] = {str(i): "x" for i in range(1, 2002)}
+    (tmp_path / "big.json").write_text(json.dumps(doc))
+    big = Session.load(tmp_path / "big.json")
+    assert big.detailed_launches()[0].source_lines is None and big.detailed_launches()[0].counters
+
+
+def test_a_kernel_without_line_information_keeps_sass_and_says_why():
+    from kernelscope.collect.ncu.source_lines import read_source_lines
+
+    values = {"inst_executed": {0x1000: 4.0, 0x1010: 8.0}, "smsp__pcsamp_sample_count": {0x1000: 3.0, 0x1010: 1.0}}
+    assert read_source_lines(types.SimpleNamespace(metric_by_name=lambda n: None)) is None
+
+    class Metric:
+        def __init__(self, d):
+            self.pcs, self.v = list(d), list(d.values())
+
+        def num_instances(self):
+            return len(self.v)
+
+        def correlation_ids(self):
+            return types.SimpleNamespace(as_uint64=lambda i: self.pcs[i])
+
+        def as_double(self, i):
+            return self.v[i]
+
+    action = types.SimpleNamespace(
+        metric_by_name=lambda n: Metric(values[n]) if n in values else None, metric_names=lambda: list(values),
+        source_files=lambda: {}, source_info=lambda pc: None, sass_by_pc=lambda pc: f"  IADD3 R{pc:x}")
+    src = read_source_lines(action)
+    assert [(ln.file, ln.line, ln.counts) for ln in src.lines] == [(None, 0, {"inst_executed": 12.0, "samples": 4.0})]
+    assert [(i.pc_offset, i.sass) for i in src.lines[0].instructions] == [(0, "IADD3 R1000"), (16, "IADD3 R1010")]
+    assert "no line information" in src.note and "-lineinfo" in src.note
+
+
+def _cli(capsys, *argv) -> str:
+    from kernelscope.cli import main
+
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_import_and_show_source_at_a_fixed_width(tmp_path, capsys):
+    pytest.importorskip("ncu_report")
+    rep = _rep("uncoalesced_defect", tmp_path)
+    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "u.json"))
+    out = _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--kernel", "scale", "--width", "140",
+               "--no-color")
+    rows = [r for r in out.splitlines() if "x = tl.load(x_ptr + off, mask=mask)" in r]
+    assert len(rows) == 2  # among the hottest lines and first of the excess-traffic lines
+    assert all("   22    44.6%  lg_throttle 51%, mio_throttle 44%," in r for r in rows)
+    assert all("29,360,128 sectors (8.0x ideal)" in r for r in rows)
+    assert "6 lines with counters; warp samples: 107,456" in out
+    sass = _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--sass", "--width", "140", "--no-color")
+    assert "STG.E" in sass and "+0000" in sass and len(sass.splitlines()) > len(out.splitlines()) + 200
+    doc = json.loads(_cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--json"))
+    hot = doc["source_lines"][0]["hot"]
+    assert hot[1]["line"] == 22 and hot[1]["counts"]["global_sectors_excessive"] == 29_360_128
+    assert _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--kernel", "nomatch").startswith("no launch")
+
+
+def test_a_report_without_source_counters_imports_as_before_and_show_source_says_so(tmp_path, capsys):
+    pytest.importorskip("ncu_report")
+    from ncu_fixtures import report_file
+
+    rep = report_file("ncu_h100_access_patterns", tmp_path)
+    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "a.json"))
+    s = Session.load(tmp_path / "a.json")
+    assert s.detailed_launches() and all(x.source_lines is None for x in s.detailed_launches())
+    out = _cli(capsys, "show", str(tmp_path / "a.json"), "--source", "--width", "120", "--no-color")
+    one = " ".join(out.split())  # one sentence, wrapped at the width
+    assert one.startswith("no launch in this session has per-line counters") and one.endswith("--import-source yes")
+    assert "Kernel" in _cli(capsys, "show", str(tmp_path / "a.json"), "--width", "120", "--no-color")
+
+
+def test_run_source_adds_the_source_sections_and_imports_the_source():
+    from kernelscope.collect.ncu.runner import NcuOptions, build_command
+
+    plain = build_command("ncu", Path("r.ncu-rep"), ["prog"], NcuOptions())
+    src = build_command("ncu", Path("r.ncu-rep"), ["prog"], NcuOptions(source=True))
+    assert "SourceCounters" not in plain and plain[plain.index("--import-source") + 1] == "no"
+    assert src[src.index("--import-source") + 1] == "yes"
+    sections = [src[i + 1] for i, a in enumerate(src) if a == "--section"]
+    assert "SourceCounters" in sections and sections.count("WarpStateStats") == 1
