@@ -80,6 +80,15 @@ def test_local_memory_lines_are_the_array_writes_and_the_dynamic_read(reports):
     assert kl.hot[0].stalls[0][0] == "long_scoreboard"
 
 
+def test_fma_matmul_the_ffma_line_is_third_behind_the_operand_loads(reports):
+    k = reports["fma_matmul_defect"]
+    kl = rank_lines(k.name, 0, k.source_lines)
+    ffma = _line(k, "acc += a[:, None] * b[None, :]")
+    assert all(i.sass.startswith("FFMA") for i in ffma.instructions)
+    assert [round(r.sample_share, 3) for r in kl.hot[:3]] == [0.421, 0.416, 0.127] and kl.hot[2].line is ffma
+    assert "tl.load" in kl.hot[0].text and "tl.load" in kl.hot[1].text
+
+
 def test_every_instruction_sits_under_one_line_and_line_counts_are_their_sums(reports):
     for name, k in reports.items():
         src = k.source_lines
@@ -164,6 +173,25 @@ def test_import_and_show_source_at_a_fixed_width(tmp_path, capsys):
     hot = doc["source_lines"][0]["hot"]
     assert hot[1]["line"] == 22 and hot[1]["counts"]["global_sectors_excessive"] == 29_360_128
     assert _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--kernel", "nomatch").startswith("no launch")
+    whole = json.loads(_cli(capsys, "show", str(tmp_path / "u.json"), "--json"))  # plain show --json carries it
+    assert whole["source_lines"][0]["hot"][1]["text"].strip() == "x = tl.load(x_ptr + off, mask=mask)"
+    assert "instructions" not in whole["source_lines"][0]["hot"][0]
+
+
+def test_a_source_file_changed_since_the_run_gets_one_sentence(tmp_path):
+    import hashlib
+
+    from kernelscope.analyze.source_lines import file_notes
+    from kernelscope.model.source_lines import SourceFile, SourceLines
+
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    same = SourceFile(str(f), hashlib.sha256(b"x = 1\n").hexdigest(), 1, {1: "x = 1"})
+    gone = SourceFile(str(tmp_path / "gone.py"), same.sha256, 1)
+    assert file_notes(SourceLines([same, gone])) == []  # unchanged, or not on this machine: nothing to say
+    f.write_text("x = 2\n")
+    assert file_notes(SourceLines([same])) == [f"{f} changed since the run (its checksum differs): the text shown "
+                                               "is the run's"]
 
 
 def test_a_report_without_source_counters_imports_as_before_and_show_source_says_so(tmp_path, capsys):

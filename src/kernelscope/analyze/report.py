@@ -20,6 +20,7 @@ from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
 from kernelscope.analyze.ranks import RanksReport, ranks_report
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.sm_layout import SMLayoutData, sm_layout_data
+from kernelscope.analyze.source_lines import KernelLines, source_lines_of
 from kernelscope.model import Launch, Session
 
 
@@ -52,6 +53,7 @@ class Report:
     verdict: SessionVerdict | None = None  # the session's answer first: where the time goes, largest gains
     ranks: RanksReport | None = None  # per-rank time and collectives (one rank for a one-process session)
     memory: MemoryReport | MemoryUnavailable | None = None  # run --memory (analyze.memory); None: not asked for
+    source_lines: tuple[KernelLines, ...] = ()  # hot lines of the launches with per-line counters (run --source)
 
     def kernel(self, name: str) -> KernelReport:
         for k in self.kernels:
@@ -87,4 +89,5 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     stats = summarize_gpu_stats(session) if session.samples else None
     ranks = ranks_report(session)
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
-                  session_verdict(session, analysis, ranks), ranks, memory_report(session))
+                  session_verdict(session, analysis, ranks), ranks, memory_report(session),
+                  tuple(source_lines_of(session, kernel_regex)))

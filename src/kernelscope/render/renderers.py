@@ -83,6 +83,10 @@ class JsonRenderer(_Raw):
             from kernelscope.render.memory_json import memory_json
 
             doc["memory"] = memory_json(report.memory)
+        if report.source_lines:  # run --source / an imported report with SourceCounters: the hot lines
+            from kernelscope.render.source_view import source_lines_json
+
+            doc["source_lines"] = source_lines_json(list(report.source_lines), sass=False)
         return doc
 
     def render(self, report: Report) -> str:
