@@ -217,3 +217,38 @@ def test_run_source_adds_the_source_sections_and_imports_the_source():
     assert src[src.index("--import-source") + 1] == "yes"
     sections = [src[i + 1] for i, a in enumerate(src) if a == "--section"]
     assert "SourceCounters" in sections and sections.count("WarpStateStats") == 1
+
+
+@pytest.mark.parametrize("case,rule_id,text,share", [
+    ("uncoalesced", "uncoalesced-global", "x = tl.load(x_ptr + off, mask=mask)", 50),
+    ("bank_conflicts", "shared-bank-conflicts", "= tile[threadIdx.x][threadIdx.y + j]", 100),
+    ("local_memory", "local-memory", "a[j] = x[", 50),
+])
+def test_kernel_rule_findings_name_their_lines(reports, case, rule_id, text, share):
+    """The defect-suite session recorded on the H100 on 2026-11-23 (the full counter pass, without --source) with
+    the per-line counters of the same case's kernel recorded on 2026-11-26 put on its counter launch: the finding
+    of the planted rule names the line that causes it, with its share of the rule's count and of the samples."""
+    from kernelscope.analyze.analysis import analyze_session
+    from kernelscope.analyze.roofline import Ceilings
+    from kernelscope.analyze.source_lines import RULE_COUNTS
+    from kernelscope.collect.calibrate.ceilings import load_calibration
+
+    diag = DATA / "diagnosis"
+    cal = load_calibration(diag / "ceilings.json")
+    s = Session.load(diag / f"{case}_defect.json.gz")
+    k = reports[f"{case}_defect"]
+    profiled = [x for x in s.launches if x.counters and k.function in x.kernel]  # demangled apart: match the base
+    assert profiled, [x.kernel for x in s.launches if x.counters]
+    for x in profiled:
+        x.source_lines = k.source_lines
+    a = analyze_session(s, Ceilings.from_metrics(cal.ceilings, "ceilings.json")).kernel(profiled[0].kernel)
+    found = next(r.finding for r in a.recommendations.recommendations
+                 if r.source == "kernelscope" and r.finding.rule_id == rule_id)
+    line = _line(k, text)
+    where = k.source_lines.location(line)
+    assert f"{where.rsplit('/', 1)[-1]} `{k.source_lines.text(line).strip()}` ({share}% of the " in found.message
+    assert found.message.split(". ", 1)[1].startswith("Lines: ")  # second sentence: views that cut a message keep it
+    metric = {"uncoalesced-global": "derived__memory_l2_theoretical_sectors_global_excessive",
+              "shared-bank-conflicts": "derived__memory_l1_wavefronts_shared_excessive",
+              "local-memory": "memory_l2_theoretical_sectors_local"}[rule_id]
+    assert dict(found.evidence)[f"{metric} at {where}"] == line.counts[RULE_COUNTS[rule_id][0]]

@@ -99,3 +99,46 @@ def source_lines_of(session: Session, kernel_regex: str | None = None, top: int 
             continue
         out.append(rank_lines(x.kernel, i, x.source_lines, top))
     return out
+
+
+# The per-line count that locates each kernel rule's cause, and how a line's share of it is named.
+RULE_COUNTS: dict[str, tuple[str, str]] = {
+    "uncoalesced-global": ("global_sectors_excessive", "excess global sectors"),
+    "shared-bank-conflicts": ("shared_wavefronts_excessive", "excess shared wavefronts"),
+    "local-memory": ("local_sectors", "local sectors"),
+}
+RULE_LINES = 3  # lines named in a finding
+
+
+def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[str, float]]]:
+    """The lines responsible for a kernel rule's finding, most first: (a sentence to add to its message, evidence
+    pairs ``(<ncu metric> at <file:line>, value)``); ("", []) when the launch has no per-line counters for it."""
+    if src is None or rule_id not in RULE_COUNTS:
+        return "", []
+    count, what = RULE_COUNTS[rule_id]
+    located = [ln for ln in src.lines if ln.counts.get(count, 0) > 0]
+    if not located:
+        return "", []
+    total = sum(ln.counts[count] for ln in located)
+    samples = src.total("samples") if src.has("samples") else None
+    ranked = sorted(located, key=lambda ln: -ln.counts[count])[:RULE_LINES]
+    from kernelscope.model.source_lines import COUNT_METRICS
+
+    parts, evidence = [], []
+    for ln in ranked:
+        where = src.location(ln)
+        text = src.text(ln)
+        share = f", {100 * ln.counts.get('samples', 0) / samples:.1f}% of warp samples" if samples else ""
+        parts.append(f"{where.rsplit('/', 1)[-1]}" + (f" `{text.strip()}`" if text else "")
+                     + f" ({100 * ln.counts[count] / total:.0f}% of the {what}{share})")
+        evidence.append((f"{COUNT_METRICS[count]} at {where}", ln.counts[count]))
+    return " Lines: " + "; ".join(parts) + ".", evidence
+
+
+def with_lines(message: str, where: str) -> str:
+    """``message`` with the lines sentence after its first sentence, where views that draw a finding's first
+    sentences show it."""
+    if not where:
+        return message
+    cut = message.find(". ")
+    return message + where if cut < 0 else message[:cut + 1] + where + message[cut + 1:]

@@ -8,6 +8,7 @@ from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import MEMORY
 from kernelscope.analyze.counters import SECTOR_BYTES, transactions
 from kernelscope.analyze.rules.base import NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, raw, rule, value
+from kernelscope.analyze.source_lines import rule_lines, with_lines
 from kernelscope.analyze.warp_state import warp_state
 
 SPILL_COUNTER = "derived__local_spilling_requests"
@@ -90,7 +91,8 @@ def uncoalesced(ctx: RuleContext) -> Outcome:
     msg = (f"Global {'; '.join(parts)}: neighbouring threads read or write addresses far apart, so most of every "
            "sector moved is thrown away. Make consecutive threads touch consecutive addresses (change the layout, "
            "stage through shared memory, or loop so a warp covers contiguous bytes).")
-    return finding(uncoalesced, "Memory transactions", msg, gain, evidence)
+    where, at = rule_lines(x.source_lines, uncoalesced.rule_id)  # run --source: the lines responsible
+    return finding(uncoalesced, "Memory transactions", with_lines(msg, where), gain, list(evidence) + at)
 
 
 LOCAL_COUNTERS = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
@@ -148,7 +150,8 @@ def local_memory(ctx: RuleContext) -> Outcome:
            "loops), keep them in shared memory, or give the kernel more registers.")
     if stack is not None:
         evidence.append(("launch__stack_size", stack))
-    return finding(local_memory, "Memory workload", msg, gain, evidence)
+    where, at = rule_lines(x.source_lines, local_memory.rule_id)  # run --source: the lines responsible
+    return finding(local_memory, "Memory workload", with_lines(msg, where), gain, list(evidence) + at)
 
 
 @rule("shared-bank-conflicts", "Shared-memory bank conflicts",
@@ -184,7 +187,8 @@ def bank_conflicts(ctx: RuleContext) -> Outcome:
         evidence.append(("stall share short_scoreboard + mio_throttle (derived)", stall_share))
     msg = (f"Shared {'; '.join(parts)}. Threads of a warp hit the same bank at different addresses, and the "
            "accesses are replayed one after another. Pad the shared array (e.g. [32][33]) or swizzle the index.")
-    return finding(bank_conflicts, "Memory transactions", msg, gain, evidence)
+    where, at = rule_lines(x.source_lines, bank_conflicts.rule_id)  # run --source: the lines responsible
+    return finding(bank_conflicts, "Memory transactions", with_lines(msg, where), gain, list(evidence) + at)
 
 
 @rule("register-spills", "Register spills to local memory",
