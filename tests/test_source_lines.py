@@ -252,3 +252,21 @@ def test_kernel_rule_findings_name_their_lines(reports, case, rule_id, text, sha
               "shared-bank-conflicts": "derived__memory_l1_wavefronts_shared_excessive",
               "local-memory": "memory_l2_theoretical_sectors_local"}[rule_id]
     assert dict(found.evidence)[f"{metric} at {where}"] == line.counts[RULE_COUNTS[rule_id][0]]
+
+
+def test_source_text_is_drawn_escaped_never_as_markup_or_terminal_codes():
+    from kernelscope.analyze.source_lines import rank_lines
+    from kernelscope.model.source_lines import SassInstruction, SourceFile, SourceLine
+    from kernelscope.model.source_lines import SourceLines as Lines
+    from kernelscope.render.console import make_console
+    from kernelscope.render.source_view import SourceView
+
+    text = "x = a[bold]b[/bold] \x1b[31m red \u202e"
+    src = Lines([SourceFile("k.py", None, 1, {1: text})],
+                [SourceLine(0, 1, {"samples": 4.0}, {"long_scoreboard": 3.0},
+                            [SassInstruction(0, "LDG.E R2, [R4.64]", {"samples": 4.0}, {"long_scoreboard": 3.0})])])
+    out = io.StringIO()
+    make_console(width=120, file=out, color=False).print(SourceView([rank_lines("k", 0, src)], sass=True))
+    drawn = out.getvalue()
+    assert "a[bold]b[/bold] \\x1b[31m red \\u202e" in drawn and "\x1b" not in drawn and "\u202e" not in drawn
+    assert "LDG.E R2, [R4.64]" in drawn and "100.0%  long_scoreboard 75%" in drawn
