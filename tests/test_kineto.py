@@ -114,3 +114,21 @@ def test_a_launch_from_another_thread_belongs_to_the_step_whose_window_holds_it(
     parsed = parse_trace({"traceEvents": events})
     regions = {x.kernel: x.regions for x in parsed.launches}
     assert regions == {"k0": ["ProfilerStep#1"], "k1": ["ProfilerStep#1", "backward_block"], "k2": ["ProfilerStep#2"]}
+
+
+def test_kernels_launched_by_autograd_s_thread_get_the_regions_open_on_the_main_thread():
+    """kernelscope.region("backward") wraps loss.backward() on the main thread; autograd launches the kernels from
+    its own thread, where nothing is open: they belong to the main thread's step and region at their launch time."""
+    def x(cat, name, ts, dur, tid, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args}
+
+    events = [
+        x("user_annotation", "ProfilerStep#3", 0.0, 100.0, 1), x("user_annotation", "backward", 40.0, 50.0, 1),
+        x("cuda_runtime", "cudaLaunchKernel", 10.0, 2.0, 1, correlation=1),  # forward, main thread
+        x("cuda_runtime", "cudaLaunchKernel", 50.0, 2.0, 7, correlation=2),  # autograd thread, inside backward
+        x("cuda_runtime", "cudaLaunchKernel", 95.0, 2.0, 7, correlation=3),  # autograd thread, after backward
+        *(x("kernel", f"k{i}", 15.0 + 40 * i, 5.0, 9, correlation=i + 1, grid=[1, 1, 1], block=[32, 1, 1])
+          for i in range(3)),
+    ]
+    regions = {x.kernel: x.regions for x in parse_trace({"traceEvents": events}).launches}
+    assert regions == {"k0": ["ProfilerStep#3"], "k1": ["ProfilerStep#3", "backward"], "k2": ["ProfilerStep#3"]}

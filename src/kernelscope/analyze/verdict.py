@@ -139,12 +139,13 @@ def _by_kind(session: Session, analysis: SessionAnalysis) -> tuple[TimeShare, ..
 
 def _by_region(session: Session, whole: int) -> tuple[TimeShare, ...]:
     table = session.launch_table()  # columns: one pass over durations, no Launch object per launch
-    if not any(s.regions for s in table.shapes):
+    if not any(r for s in table.shapes for r in s.regions if not bd.STEP_RE.match(r)):
         return ()
     every, _ = table.durations_by_shape()
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for s, durations in zip(table.shapes, every):  # innermost region, so nested regions are not counted twice
-        name = s.regions[-1] if s.regions else NO_REGION
+        named = [r for r in s.regions if not bd.STEP_RE.match(r)]  # steps are the breakdown's window, not regions
+        name = named[-1] if named else NO_REGION
         totals[name][0] += sum(durations)
         totals[name][1] += len(durations)
     rows = _shares({k: (v[0], v[1]) for k, v in totals.items()}, whole)

@@ -5,7 +5,6 @@ GPU without one. Kineto writes times in microseconds with nanosecond decimals.
 """
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 from collections import Counter, defaultdict
@@ -300,25 +299,41 @@ STEP_PREFIX = "ProfilerStep#"
 def _steps_by_time(launch_site: dict[int, tuple[Any, Any, int]],
                    cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]],
                    out: dict[int, tuple[str, ...]]) -> None:
-    """A launch belongs to the step in whose time window it was launched, whatever thread launched it: the
-    backward pass's kernels come from autograd's own thread, where no step range is open. Such launches get the
-    step range of their process that holds their launch time, as the outermost region."""
-    steps: dict[Any, list[tuple[int, int, str]]] = defaultdict(list)
-    for (pid, _), spans in cpu_annotations.items():
-        steps[pid] += [sp for sp in spans if sp[2].startswith(STEP_PREFIX)]
-    if not steps:
+    """A launch belongs to the step, and the regions, open when it was launched, whatever thread launched it: the
+    backward pass's kernels come from autograd's own thread while the main thread waits in backward() inside its
+    step and regions. A launch whose thread has no range of its own open gets the ranges open at its launch time on
+    its process's main thread (the one that opens the step ranges, else the one with the most ranges); a launch
+    with ranges of its own but no step gets the step, as the outermost region."""
+    main: dict[Any, Any] = {}
+    weight: dict[tuple[Any, Any], tuple[int, int]] = {}
+    for (pid, tid), spans in cpu_annotations.items():
+        weight[(pid, tid)] = (sum(sp[2].startswith(STEP_PREFIX) for sp in spans), len(spans))
+    for (pid, tid), w in weight.items():
+        if pid not in main or w > weight[(pid, main[pid])]:
+            main[pid] = tid
+    if not main:
         return
-    starts: dict[Any, list[int]] = {}
-    for pid, spans in steps.items():
-        spans.sort()
-        starts[pid] = [sp[0] for sp in spans]
-    for corr, (pid, _, ts) in launch_site.items():
-        have = out.get(corr, ())
-        if pid not in steps or any(n.startswith(STEP_PREFIX) for n in have):
-            continue
-        k = bisect.bisect_right(starts[pid], ts) - 1
-        if k >= 0 and steps[pid][k][1] >= ts:
-            out[corr] = (steps[pid][k][2],) + have
+    by_pid: dict[Any, list[tuple[int, int]]] = defaultdict(list)
+    for corr, (pid, tid, ts) in launch_site.items():
+        if pid in main and (tid != main[pid] or corr not in out):
+            by_pid[pid].append((ts, corr))
+    for pid, launches in by_pid.items():
+        tid, spans = main[pid], cpu_annotations[(pid, main[pid])]  # sorted by start
+        launches.sort()
+        j, active = 0, []
+        for ts, corr in launches:
+            while j < len(spans) and spans[j][0] <= ts:
+                active.append(spans[j])
+                j += 1
+            active = [sp for sp in active if sp[1] >= ts]
+            have = out.get(corr, ())
+            if launch_site[corr][1] != tid and not any(not n.startswith(STEP_PREFIX) for n in have):
+                if active:
+                    out[corr] = tuple(name for _, _, name in active)
+            elif not any(n.startswith(STEP_PREFIX) for n in have):
+                step = [name for _, _, name in active if name.startswith(STEP_PREFIX)]
+                if step:
+                    out[corr] = (step[0],) + have
 
 
 def _region(e: dict[str, Any], origin_ns: int, out: ParsedTrace, cpu_annotations: Any,
