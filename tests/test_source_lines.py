@@ -270,3 +270,16 @@ def test_source_text_is_drawn_escaped_never_as_markup_or_terminal_codes():
     drawn = out.getvalue()
     assert "a[bold]b[/bold] \\x1b[31m red \\u202e" in drawn and "\x1b" not in drawn and "\u202e" not in drawn
     assert "LDG.E R2, [R4.64]" in drawn and "100.0%  long_scoreboard 75%" in drawn
+
+
+def test_source_flags_need_their_companions(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "kernelscope", "run", "--source", "-o", str(tmp_path / "s.json"), "--",
+                        sys.executable, "-c", "pass"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--source needs --counters" in r.stderr and "Traceback" not in r.stderr
+    s = tmp_path / "e.json"
+    Session().save(s)
+    r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(s), "--sass"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--sass needs --source" in r.stderr

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from kernelscope.analyze.source_lines import KernelLines, LineRank
 from kernelscope.model.escape import visible
+from kernelscope.model.source_lines import COUNT_METRICS
 
 NO_SOURCE = ("no launch in this session has per-line counters: record them with `kernelscope run --counters "
              "--source`, or import an .ncu-rep recorded with --section SourceCounters --import-source yes")
@@ -121,7 +122,9 @@ def source_lines_json(kernels: list[KernelLines], sass: bool = True) -> list[dic
         "kernel": k.kernel, "launch": k.launch, "total_samples": k.total_samples, "lines_with_counters": k.lines_total,
         "notes": list(k.notes), "hot": [_line_json(r, sass) for r in k.hot],
         "by_excess": [_line_json(r, sass) for r in k.by_excess],
+        "count_metrics": dict(COUNT_METRICS),  # each count's ncu metric, summed over the line's instructions
         "formulas": {"sample_share": "line smsp__pcsamp_sample_count / all samples of the launch",
                      "stall share": "line smsp__pcsamp_warps_issue_stalled_<reason> / line samples",
-                     "excess sectors": "derived__memory_l2_theoretical_sectors_global_excessive, summed over the line"},
+                     "excess sectors": "derived__memory_l2_theoretical_sectors_global_excessive, summed over the line",
+                     "shared_conflicts_nway": "the largest of the line's instructions (not a sum)"},
     } for k in kernels]
