@@ -223,6 +223,7 @@ def test_run_source_adds_the_source_sections_and_imports_the_source():
     ("uncoalesced", "uncoalesced-global", "x = tl.load(x_ptr + off, mask=mask)", 50),
     ("bank_conflicts", "shared-bank-conflicts", "= tile[threadIdx.x][threadIdx.y + j]", 100),
     ("local_memory", "local-memory", "a[j] = x[", 50),
+    ("fma_matmul", "fma-instead-of-tensor", "acc += a[:, None] * b[None, :]", 100),
 ])
 def test_kernel_rule_findings_name_their_lines(reports, case, rule_id, text, share):
     """The defect-suite session recorded on the H100 on 2026-11-23 (the full counter pass, without --source) with
@@ -250,8 +251,10 @@ def test_kernel_rule_findings_name_their_lines(reports, case, rule_id, text, sha
     assert found.message.split(". ", 1)[1].startswith("Lines: ")  # second sentence: views that cut a message keep it
     metric = {"uncoalesced-global": "derived__memory_l2_theoretical_sectors_global_excessive",
               "shared-bank-conflicts": "derived__memory_l1_wavefronts_shared_excessive",
-              "local-memory": "memory_l2_theoretical_sectors_local"}[rule_id]
-    assert dict(found.evidence)[f"{metric} at {where}"] == line.counts[RULE_COUNTS[rule_id][0]]
+              "local-memory": "memory_l2_theoretical_sectors_local",
+              "fma-instead-of-tensor": "inst_executed of FFMA/HFMA2/DFMA"}[rule_id]
+    want = line.counts.get(RULE_COUNTS[rule_id][0], line.counts["inst_executed"])  # FFMA line: all its instructions
+    assert dict(found.evidence)[f"{metric} at {where}"] == want
 
 
 def test_source_text_is_drawn_escaped_never_as_markup_or_terminal_codes():

@@ -106,8 +106,24 @@ RULE_COUNTS: dict[str, tuple[str, str]] = {
     "uncoalesced-global": ("global_sectors_excessive", "excess global sectors"),
     "shared-bank-conflicts": ("shared_wavefronts_excessive", "excess shared wavefronts"),
     "local-memory": ("local_sectors", "local sectors"),
+    "fma-instead-of-tensor": ("fma_inst_executed", "FMA instructions executed"),
 }
+FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")  # SASS fused multiply-adds on the FMA pipes
 RULE_LINES = 3  # lines named in a finding
+
+
+def opcode(sass: str) -> str:
+    """The SASS instruction's opcode without its predicate or modifiers: "@!P0 FFMA.FTZ R1, ..." -> "FFMA"."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def _rule_count(ln: SourceLine, count: str) -> float:
+    if count == "fma_inst_executed":  # inst_executed of the line's FMA instructions
+        return sum(i.counts.get("inst_executed", 0.0) for i in ln.instructions if opcode(i.sass) in FMA_OPCODES)
+    return ln.counts.get(count, 0.0)
 
 
 def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[str, float]]]:
@@ -116,22 +132,23 @@ def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[s
     if src is None or rule_id not in RULE_COUNTS:
         return "", []
     count, what = RULE_COUNTS[rule_id]
-    located = [ln for ln in src.lines if ln.counts.get(count, 0) > 0]
+    located = [(ln, v) for ln in src.lines if (v := _rule_count(ln, count)) > 0]
     if not located:
         return "", []
-    total = sum(ln.counts[count] for ln in located)
+    total = sum(v for _, v in located)
     samples = src.total("samples") if src.has("samples") else None
-    ranked = sorted(located, key=lambda ln: -ln.counts[count])[:RULE_LINES]
+    ranked = sorted(located, key=lambda lv: -lv[1])[:RULE_LINES]
     from kernelscope.model.source_lines import COUNT_METRICS
 
+    metric = COUNT_METRICS.get(count, f"inst_executed of {'/'.join(FMA_OPCODES)}")
     parts, evidence = [], []
-    for ln in ranked:
+    for ln, v in ranked:
         where = src.location(ln)
         text = src.text(ln)
         share = f", {100 * ln.counts.get('samples', 0) / samples:.1f}% of warp samples" if samples else ""
         parts.append(f"{where.rsplit('/', 1)[-1]}" + (f" `{text.strip()}`" if text else "")
-                     + f" ({100 * ln.counts[count] / total:.0f}% of the {what}{share})")
-        evidence.append((f"{COUNT_METRICS[count]} at {where}", ln.counts[count]))
+                     + f" ({100 * v / total:.0f}% of the {what}{share})")
+        evidence.append((f"{metric} at {where}", v))
     return " Lines: " + "; ".join(parts) + ".", evidence
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import COMPUTE
+from kernelscope.analyze.source_lines import rule_lines, with_lines
 from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, is_matmul,
                                            mma_per_warp, raw, rule, value)
 from kernelscope.model import Launch
@@ -118,4 +119,5 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
            f"read {reuse:.0f} times from cache per byte from DRAM: a matmul-like loop done with FMAs on the CUDA "
            "cores. With fp16/bf16 (or tf32) operands, use tensor cores: tl.dot in Triton, mma/wgmma (CUTLASS) in "
            "CUDA, or cuBLAS through torch.matmul.")
-    return finding(fma_instead_of_tensor, "Tensor cores", msg, gain, evidence)
+    where, at = rule_lines(ctx.launch.source_lines if ctx.launch else None, fma_instead_of_tensor.rule_id)
+    return finding(fma_instead_of_tensor, "Tensor cores", with_lines(msg, where), gain, list(evidence) + at)
