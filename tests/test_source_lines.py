@@ -286,3 +286,18 @@ def test_source_flags_need_their_companions(tmp_path):
     Session().save(s)
     r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(s), "--sass"], capture_output=True, text=True)
     assert r.returncode == 2 and "--sass needs --source" in r.stderr
+
+
+def test_html_report_has_the_hot_lines_with_a_heat_column(tmp_path, capsys):
+    pytest.importorskip("ncu_report")
+    rep = _rep("bank_conflicts_defect", tmp_path)
+    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "b.json"))
+    from kernelscope.cli import main
+
+    assert main(["report", str(tmp_path / "b.json"), "-o", str(tmp_path / "b.html")]) == 0
+    html = (tmp_path / "b.html").read_text()
+    part = html[html.index('id="source-lines"'):]
+    assert '<a href="#source-lines">hot lines</a>' in html
+    row = part[part.index("<td>20</td>"):].split("</tr>")[0]
+    assert "<svg" in row and "35.0%" in row and "65,011,712 smem wavefronts (32-way)" in row
+    assert "tile[threadIdx.x][threadIdx.y + j];</code>" in row and "j &lt; 32" in row  # escaped, not markup

@@ -53,6 +53,12 @@ def render_html(report) -> str:
     if memory is not None:  # run --memory
         tail.append(memory_section(memory))
         nav.append(el("a", "memory", href="#memory"))
+    lines = getattr(report, "source_lines", ())
+    if lines:  # run --counters --source: the hot lines of each launch with per-line counters
+        from kernelscope.render.html.source import source_section
+
+        tail.append(source_section(list(lines)))
+        nav.append(el("a", "hot lines", href="#source-lines"))
     if report.gpu_stats is not None:
         tail.append(gpu_stats_section(s, report.gpu_stats))
     nav += [el("a", "timeline", href="#timeline")] + ([el("a", "GPU stats", href="#gpu-stats")]
