@@ -18,7 +18,7 @@ NO_SOURCE = ("no launch in this session has per-line counters: record them with 
              "--source`, or import an .ncu-rep recorded with --section SourceCounters --import-source yes")
 
 
-def _pct(v: float | None) -> str:
+def pct_text(v: float | None) -> str:
     return "N/A" if v is None else f"{100 * v:.1f}%"
 
 
@@ -28,7 +28,7 @@ def _num(v: float | None) -> str:
     return f"{v:,.0f}" if v == int(v) else f"{v:,.2f}"
 
 
-def _excess(r: LineRank) -> str:
+def excess_text(r: LineRank) -> str:
     parts = []
     if r.excess_sectors:
         ratio = f" ({r.sectors / r.ideal_sectors:.1f}x ideal)" if r.sectors and r.ideal_sectors else ""
@@ -41,7 +41,7 @@ def _excess(r: LineRank) -> str:
     return "; ".join(parts) or "-"
 
 
-def _stalls(r: LineRank) -> str:
+def stalls_text(r: LineRank) -> str:
     return ", ".join(f"{reason} {100 * share:.0f}%" for reason, share in r.stalls) or "-"
 
 
@@ -57,7 +57,7 @@ class SourcePanel:
         for r in rows:
             line = str(r.line.line) if r.line.file is not None else "-"
             text = r.text if r.text is not None else ("(SASS only)" if r.line.file is None else "(text not kept)")
-            t.add_row(Text(line), Text(_pct(r.sample_share)), Text(_stalls(r)), Text(_excess(r)),
+            t.add_row(Text(line), Text(pct_text(r.sample_share)), Text(stalls_text(r)), Text(excess_text(r)),
                       Text(visible(text.strip())))
             if self.sass:
                 for ins in sorted(r.line.instructions, key=lambda i: i.pc_offset):
@@ -71,7 +71,7 @@ class SourcePanel:
                     if ins.counts.get("local_sectors"):
                         extra.append(f"{_num(ins.counts['local_sectors'])} local sectors")
                     top = sorted(ins.stalls.items(), key=lambda kv: -kv[1])[:2]
-                    t.add_row(Text(f"+{ins.pc_offset:04x}"), Text(_pct(share)),
+                    t.add_row(Text(f"+{ins.pc_offset:04x}"), Text(pct_text(share)),
                               Text(", ".join(f"{k} {_num(v)}" for k, v in top) or "-"),
                               Text("; ".join(extra) or "-"), Text("  " + visible(ins.sass)))
         return t

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kernelscope.analyze.source_lines import KernelLines
 from kernelscope.render.html.charts import pct_bar
 from kernelscope.render.html.markup import Markup, el, note, section, table
-from kernelscope.render.source_view import _excess, _pct, _stalls
+from kernelscope.render.source_view import excess_text, pct_text, stalls_text
 
 TITLE = "Hot lines · counters per source line"
 
@@ -14,8 +14,8 @@ TITLE = "Hot lines · counters per source line"
 def _rows(k: KernelLines, rows) -> list:
     return [(str(r.line.line) if r.line.file is not None else "-",
              el("span", pct_bar(None if r.sample_share is None else 100 * r.sample_share, width=80),
-                _pct(r.sample_share)),
-             _stalls(r), _excess(r),
+                pct_text(r.sample_share)),
+             stalls_text(r), excess_text(r),
              el("code", (r.text or ("(SASS only)" if r.line.file is None else "(text not kept)")).strip()))
             for r in rows]
 
