@@ -100,3 +100,46 @@ def test_a_gzip_bomb_stops_at_the_input_limit(tmp_path, monkeypatch):
     p.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}"))
     with pytest.raises(ValueError, match="input limit"):
         read_trace(p)
+
+
+def _old_import(doc, path: Path):
+    """`import` of one trace as it was before streaming: the whole document, Launch objects, join_ranks."""
+    from kernelscope.collect.ranks import join_ranks
+
+    joined = join_ranks([part_from_trace(doc, path)], command=["kineto-trace", str(path)])
+    if len(joined.session.ranks) == 1 and joined.session.ranks[0].world_size == 1:
+        for x in joined.session.launches:
+            x.rank = None
+        for a in joined.session.activities:
+            a.rank = None
+        for g in joined.session.regions:
+            g.rank = None
+        joined.session.ranks = []
+        joined.session.collectors.pop("ranks", None)
+    return joined.session
+
+
+def _file_json(s, tmp_path: Path, name: str) -> dict:
+    s.save(tmp_path / name)
+    d = json.loads((tmp_path / name).read_text())
+    d.pop("created_utc", None)
+    return d
+
+
+@pytest.mark.parametrize("world", [None, 1])
+def test_one_process_import_keeps_columns_and_equals_the_per_object_join(tmp_path, world):
+    from kernelscope.collect.trace.kineto_import import import_traces
+
+    doc = _doc(DATA / "trace_h100_mixed.json.gz")
+    if world:  # a one-process trace that says so, cut short: a partial trace status, rank in its reason
+        doc = {**doc, "distributedInfo": {"rank": 0, "world_size": 1, "backend": "nccl"}}
+        doc["traceEvents"] = doc["traceEvents"][: len(doc["traceEvents"]) * 2 // 3]
+        doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "bad", "ts": 1.0, "args": {}})
+    path = tmp_path / "one.pt.trace.json"
+    path.write_text(json.dumps(doc))
+    new = import_traces([path]).joined.session
+    assert new.__dict__.get("_launches_table") is not None  # kept as columns
+    old = _old_import(doc, path)
+    assert _file_json(new, tmp_path, "new.json") == _file_json(old, tmp_path, "old.json")
+    if world:
+        assert new.collectors["trace"].status == "partial" and "rank 0:" in new.collectors["trace"].reason

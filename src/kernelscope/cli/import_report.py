@@ -76,7 +76,7 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
     session = _loadable(imported.joined.session, out)
     session.save(out, force=args.force_overwrite)
     ranks = f"{len(session.ranks)} rank{'s' if len(session.ranks) != 1 else ''}, " if session.ranks else ""
-    print(visible(f"kernelscope: {ranks}{len(session.launches):,} kernel launches from {len(imported.files)} trace "
+    print(visible(f"kernelscope: {ranks}{len(session.launch_table()):,} kernel launches from {len(imported.files)} trace "
                   f"file(s) written to {out}. View them with: kernelscope show {out}"), file=sys.stderr)
     return 0
 

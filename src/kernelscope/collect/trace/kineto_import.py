@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.collect.ranks import Joined, RankPart, join_ranks
+from kernelscope.collect.ranks import Joined, RankPart, check_parts, join_ranks
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.kineto import ParsedTrace, TraceFormatError, parse_trace
 from kernelscope.collect.trace.kineto_stream import NotKinetoTrace, StreamedTrace, read_trace
 from kernelscope.collect.trace.kineto_dist import rank_info, trace_pid
-from kernelscope.model import CollectorStatus, RankInfo
+from kernelscope.model import CollectorStatus, RankInfo, Session
+from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.files import InputFileError, read_input
 
 # tensorboard_trace_handler names files "<worker>.<ms>.pt.trace.json[.gz]", worker "<host>_<pid>" by default
@@ -84,16 +85,17 @@ def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path)
     m = _HANDLER_NAME.match(path.name)
     info.host = m.group("host") if m else None
     info.pid = pid
-    device = _main_device(parsed.launches)
+    device = _main_device(parsed.table)
     info.device_index = device
     s = new_session(["kineto-trace", str(path)])
-    s.launches, s.activities, s.regions = parsed.launches, parsed.activities, parsed.regions
+    s.set_launch_table(parsed.table)  # columns: no Launch object per kernel unless ranks are joined
+    s.activities, s.regions = parsed.activities, parsed.regions
     s.time_origin_ns = parsed.time_origin_ns
     s.device = next((d for d in parsed.devices if d.index == device), parsed.devices[0] if parsed.devices else None)
     if s.device is not None:
         info.device_name = s.device.name
     s.environment.update(parsed.info)
-    details = {"kernel_launches": len(parsed.launches), "collector": "torch.profiler (Kineto/CUPTI)",
+    details = {"kernel_launches": len(parsed.table), "collector": "torch.profiler (Kineto/CUPTI)",
                "imported": str(path)}
     s.collectors["trace"] = (CollectorStatus("partial", "; ".join(parsed.problems), details) if parsed.problems
                              else CollectorStatus("ok", None, details))
@@ -104,13 +106,36 @@ def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path)
     return RankPart(info, s)
 
 
-def _main_device(launches: list) -> int | None:
-    """The device most of the rank's kernels ran on."""
+def _main_device(table: LaunchTable) -> int | None:
+    """The device most of the rank's kernels ran on (the first seen of equal counts)."""
     counts: dict[int, int] = {}
-    for x in launches:
-        if x.device_index is not None:
-            counts[x.device_index] = counts.get(x.device_index, 0) + 1
+    for sid, rows in enumerate(table.durations_by_shape()[0]):  # shapes numbered by first launch
+        d = table.shapes[sid].device_index
+        if d is not None:
+            counts[d] = counts.get(d, 0) + len(rows)
     return max(counts, key=counts.__getitem__) if counts else None
+
+
+def _one_process(part: RankPart, command: list[str]) -> Joined:
+    """join_ranks of one part of a one-process trace, with its rank taken off again, as columns: the launches
+    stay a table (a million kernels make no million Launch objects). The same session as the per-object
+    join (tests/test_kineto_stream.py)."""
+    p = part.session
+    out = Session(command=list(command), created_utc=p.created_utc, kernelscope_version=p.kernelscope_version,
+                  exit_code=p.exit_code, device=p.device, environment=dict(p.environment),
+                  artifacts=dict(p.artifacts))
+    out.time_origin_ns = p.time_origin_ns + part.info.clock_offset_ns  # one part: its times move by nothing
+    out.outcome = p.outcome
+    out.set_launch_table(p.launch_table())
+    out.activities = sorted(p.activities, key=lambda a: a.start_ns)
+    out.regions = list(p.regions)
+    out.samples, out.declared_work = list(p.samples), list(p.declared_work)
+    out.collectors = dict(p.collectors)
+    t = p.collectors.get("trace")
+    if t is not None and t.status != "ok":
+        out.collectors["trace"] = CollectorStatus(t.status, f"rank {part.info.rank}: {t.reason or t.status}",
+                                                  t.details)
+    return Joined(out, [])
 
 
 def import_traces(paths: list[Path]) -> ImportedTraces:
@@ -138,7 +163,10 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
     if not parts:
         raise TraceImportError(notes[0] if len(notes) == 1 else
                                f"none of the {len(files)} files is a readable PyTorch profiler trace ({notes[0]})")
-    joined = join_ranks(parts, command=["kineto-trace", *map(str, files)])
+    command = ["kineto-trace", *map(str, files)]
+    if len(parts) == 1 and parts[0].info.world_size == 1 and not check_parts(parts)[1]:
+        return ImportedTraces(_one_process(parts[0], command), files, notes)
+    joined = join_ranks(parts, command=command)
     if len(joined.session.ranks) == 1 and joined.session.ranks[0].world_size == 1:
         for x in joined.session.launches:  # one process: a plain one-process session
             x.rank = None

@@ -30,6 +30,7 @@ from kernelscope.model.files import InputFileError, _kind, _too_large, check_inp
 
 _CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
+_AFTER = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")  # what follows an event: its delimiter
 _DECODER = json.JSONDecoder()
 _HOST_SYNC_NAMES = frozenset(SYNC_CALLS) | SYNC_COPY_CALLS | ASYNC_COPY_CALLS
 _PER_LAUNCH_ARGS = ("correlation", "External id")  # the kernel args that differ launch to launch
@@ -243,7 +244,20 @@ class _Reader:
         if self._char() == "]":
             self.pos += 1
             return
+        decode, after = _DECODER.raw_decode, _AFTER.match
         while True:
+            buf, pos = self.buf, self.pos
+            try:  # the fast path: a whole value and its delimiter inside the chunk
+                v, end = decode(buf, pos)
+                m = after(buf, end)
+            except (json.JSONDecodeError, RecursionError):
+                m = None
+            if m is not None and m.end() < len(buf):
+                self.pos = m.end()
+                yield v
+                if m.group(1) == "]":
+                    return
+                continue
             if self._char() == "":
                 raise _Damaged(self._where(), "Expecting value")
             yield self._value()
@@ -253,6 +267,7 @@ class _Reader:
                 return
             if c != ",":
                 raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
+            self._ws()  # the fast path starts at the value
 
     def _end(self) -> None:
         if self._char() != "":
@@ -282,15 +297,6 @@ class _Args:
         if v is _MISSING:
             raise KeyError(key)
         return v
-
-
-def _frozen(v: Any) -> Any:
-    """A hashable key that tells JSON values apart exactly (1, 1.0 and true are different args)."""
-    if isinstance(v, dict):
-        return ("d", tuple((k, _frozen(x)) for k, x in v.items()))
-    if isinstance(v, list):
-        return ("l", tuple(_frozen(x) for x in v))
-    return (type(v), v)
 
 
 class _Events:
@@ -376,10 +382,9 @@ class _Events:
         rest = {"name": e["name"]} if "name" in e else {}  # all parse_trace reads of a kernel besides times, args
         if "args" in e:
             rest["args"] = None  # present (its value is kept apart)
-        try:
-            key = (_frozen(rest), _frozen(shared))
-            hash(key)
-        except TypeError:
+        try:  # repr tells JSON values apart exactly (1, 1.0 and true differ); equal dicts in another key order
+            key = (repr(rest), repr(shared))  # only share less
+        except RecursionError:
             key = None
         sid = self.shape_ids.get(key) if key is not None else None
         if sid is None:
