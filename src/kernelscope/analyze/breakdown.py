@@ -25,13 +25,15 @@ sessions only (a merged multi-rank session keeps no per-rank synchronize calls).
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
-from kernelscope.analyze.intervals import Interval, total, union
+from kernelscope.analyze.intervals import Interval, total
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
 from kernelscope.model import Session
 
@@ -87,14 +89,14 @@ class Breakdown:
         return next((b for b in self.ranks if b.rank == r), None)
 
 
-@dataclass(frozen=True)
-class GpuActivity:
-    """One kernel, copy or memset of a rank, for the program rules: what ran when."""
+class GpuActivity(NamedTuple):
+    """One kernel, copy or memset of a rank, for the program rules: what ran when. A tuple (a million of them are
+    built for a long run), ordered by time."""
 
-    category: str  # KERNELS | COMMUNICATION | COPIES | MEMSETS
-    name: str
     start_ns: int
     end_ns: int
+    category: str  # KERNELS | COMMUNICATION | COPIES | MEMSETS
+    name: str
     grid: tuple[int, int, int] | None = None
     bytes: int | None = None
 
@@ -103,20 +105,28 @@ def activities_by_rank(session: Session) -> dict[int, list[GpuActivity]]:
     """Every timed GPU activity per rank, by start time (trace pass columns; copies and memsets)."""
     table = session.launch_table()
     collective = {i for i, d in table.details.items() if d.collective is not None}
+    shapes = table.shapes  # per shape, not per launch: rank, category, name and grid
+    cat = [COMMUNICATION if COMM_KERNEL_RE.search(x.kernel) else KERNELS for x in shapes]
+    grid = [tuple(x.grid) for x in shapes]
+    new = tuple.__new__  # GpuActivity(...) without its Python-level __new__: a million of them
+    rows = [new(GpuActivity, (st, st + d, COMMUNICATION if collective and i in collective else cat[sid],
+                              shapes[sid].kernel, grid[sid], None))
+            for i, (sid, st, d) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)) if st is not None]
+    rank_of = [x.rank or 0 for x in shapes]
     out: dict[int, list[GpuActivity]] = {}
-    for i, (sid, start, d) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)):
-        if start is None:
-            continue
-        s = table.shapes[sid]
-        comm = i in collective or bool(COMM_KERNEL_RE.search(s.kernel))
-        out.setdefault(s.rank or 0, []).append(GpuActivity(COMMUNICATION if comm else KERNELS, s.kernel, start,
-                                                           start + d, tuple(s.grid)))
+    if len(set(rank_of)) <= 1:
+        if rows:
+            out[rank_of[0]] = rows
+    else:
+        ranks = [rank_of[sid] for sid, st in zip(table.shape, table.start_ns) if st is not None]
+        for r, a in zip(ranks, rows):
+            out.setdefault(r, []).append(a)
     for a in session.activities:
-        cat = COPIES if a.kind == "memcpy" else MEMSETS
-        out.setdefault(a.rank or 0, []).append(GpuActivity(cat, a.name, a.start_ns, a.start_ns + a.duration_ns,
-                                                           bytes=a.bytes))
+        kind = COPIES if a.kind == "memcpy" else MEMSETS
+        out.setdefault(a.rank or 0, []).append(GpuActivity(a.start_ns, a.start_ns + a.duration_ns, kind, a.name,
+                                                           None, a.bytes))
     for acts in out.values():
-        acts.sort(key=lambda x: (x.start_ns, x.end_ns))
+        acts.sort(key=itemgetter(0, 1))  # nearly sorted already: the table is in start order
     return out
 
 
@@ -143,39 +153,51 @@ def _window(session: Session, rank: int, acts: list[GpuActivity]) -> tuple[int, 
         return steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths))
     # No steps: the steady part starts once every kernel that repeats has run once (its first launch carries
     # module loading and library set-up), and ends with the rank's last GPU activity.
+    seen = Counter(a[3] for a in acts if a[2] is KERNELS or a[2] is COMMUNICATION)
     first: dict[str, int] = {}
-    seen: Counter[str] = Counter()
-    for a in acts:
-        if a.category in (KERNELS, COMMUNICATION):
-            seen[a.name] += 1
-            first.setdefault(a.name, a.end_ns)
+    for a in acts:  # in start order: stops once every kernel has been seen
+        if a[3] in seen and a[3] not in first:
+            first[a[3]] = a[1]
+            if len(first) == len(seen):
+                break
     repeat = [first[n] for n, c in seen.items() if c >= 2]
-    end = max(a.end_ns for a in acts)
-    start = max(repeat) if repeat else min(a.start_ns for a in acts)
+    end = max(map(itemgetter(1), acts))
+    start = max(repeat) if repeat else acts[0][0]
     if start >= end:
-        start = min(a.start_ns for a in acts)
+        start = acts[0][0]
     return start, end, ("from the end of the first launch of the last repeating kernel to the rank's last GPU "
                         "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None
 
 
-def _clip(iv: list[Interval], lo: int, hi: int) -> list[Interval]:
-    return [(max(s, lo), min(e, hi)) for s, e in iv if e > lo and s < hi]
+def _union_sorted(iv: list[Interval]) -> list[Interval]:
+    """The union of intervals already sorted by start (one pass, no sort: a million launches come in order)."""
+    out: list[Interval] = []
+    last_s = last_e = None
+    for s, e in iv:
+        if last_e is not None and s <= last_e:
+            if e > last_e:
+                last_e = e
+            continue
+        if last_e is not None:
+            out.append((last_s, last_e))
+        last_s, last_e = s, e
+    if last_e is not None:
+        out.append((last_s, last_e))
+    return out
 
 
 def _minus(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    """The parts of union ``a`` not covered by union ``b``."""
+    """The parts of union ``a`` not covered by union ``b`` (b found by bisection: ``a`` is usually the small one)."""
     out: list[Interval] = []
-    j = 0
     for s, e in a:
+        j = max(0, bisect.bisect_right(b, (s, s)) - 1)
         cur = s
-        while j < len(b) and b[j][1] <= cur:
+        while j < len(b) and b[j][0] < e:
+            if b[j][1] > cur:
+                if b[j][0] > cur:
+                    out.append((cur, b[j][0]))
+                cur = b[j][1]
             j += 1
-        k = j
-        while k < len(b) and b[k][0] < e:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
-            k += 1
         if cur < e:
             out.append((cur, e))
     return out
@@ -192,8 +214,7 @@ def _rank_waits(collectives: CollectiveAnalysis | None, rank: int, lo: int, hi: 
     return waits
 
 
-@dataclass(frozen=True)
-class Gap:
+class Gap(NamedTuple):
     start_ns: int
     end_ns: int
     category: str  # one of IDLE; a gap split by a sync's return is two Gaps
@@ -201,49 +222,61 @@ class Gap:
 
 
 def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_syncs: bool,
-                  step_starts: list[int] | None = None) -> list[Gap]:
-    """The idle intervals of the window, each classed by what the host did (module docstring)."""
-    gaps: list[Interval] = []
-    cur = lo
-    for s, e in busy:
-        if s > cur:
-            gaps.append((cur, s))
-        cur = max(cur, e)
-    if cur < hi:
-        gaps.append((cur, hi))
+                  step_starts: list[int] | None = None) -> tuple[list[Gap], dict[str, int], Counter[str]]:
+    """The idle intervals of the window, each classed by what the host did (module docstring): the gaps after
+    host syncs, at step boundaries and of the host elsewhere one by one (the rules read them), and the total time
+    and count of every category. Gaps between queued kernels and of launch overhead are only summed: a long run
+    has a million of them."""
     syncs = sorted(((h.cpu_end_ns, h.cpu_start_ns, h.name) for h in session.host_syncs), key=lambda x: x[0]) \
         if use_syncs else []
     ends = [x[0] for x in syncs]
     steps = sorted(step_starts or [])
+    new = tuple.__new__
     out: list[Gap] = []
-    for g0, g1 in gaps:
-        n = g1 - g0
-        k = bisect.bisect_right(ends, g1) - 1
-        sync = None
-        while k >= 0 and ends[k] >= g0 - BACK_TO_BACK_GAP_NS:
-            if syncs[k][1] < g0:  # it was waiting when the GPU went idle
-                sync = syncs[k]
-                break
-            k -= 1
-        if sync is not None:
-            back = max(g0, min(sync[0], g1))
-            if g1 - back <= HOST_STALL_GAP_NS:
-                out.append(Gap(g0, g1, AFTER_SYNC, sync[2]))
-            else:
-                if back > g0:
-                    out.append(Gap(g0, back, AFTER_SYNC, sync[2]))
-                out.append(Gap(back, g1, HOST_ELSEWHERE))
+    switching = switching_n = launching = launching_n = 0
+    cur = lo
+    for s, e in [*busy, (hi, hi)]:
+        g0, g1 = cur, s
+        if e > cur:
+            cur = e
+        if g1 <= g0:
             continue
-        j = bisect.bisect_right(steps, g0)
-        boundary = j < len(steps) and steps[j] < g1
+        n = g1 - g0
+        if ends:
+            sync = None
+            k = bisect.bisect_right(ends, g1) - 1
+            while k >= 0 and ends[k] >= g0 - BACK_TO_BACK_GAP_NS:
+                if syncs[k][1] < g0:  # it was waiting when the GPU went idle
+                    sync = syncs[k]
+                    break
+                k -= 1
+            if sync is not None:
+                back = max(g0, min(sync[0], g1))
+                if g1 - back <= HOST_STALL_GAP_NS:
+                    out.append(new(Gap, (g0, g1, AFTER_SYNC, sync[2])))
+                else:
+                    if back > g0:
+                        out.append(new(Gap, (g0, back, AFTER_SYNC, sync[2])))
+                    out.append(new(Gap, (back, g1, HOST_ELSEWHERE, None)))
+                continue
         if n <= BACK_TO_BACK_GAP_NS:
-            cat = SWITCHING
+            switching += n
+            switching_n += 1
         elif n <= HOST_STALL_GAP_NS:
-            cat = STEP_BOUNDARY if boundary else LAUNCHING
+            j = bisect.bisect_right(steps, g0) if steps else 0
+            if j < len(steps) and steps[j] < g1:
+                out.append(new(Gap, (g0, g1, STEP_BOUNDARY, None)))
+            else:
+                launching += n
+                launching_n += 1
         else:
-            cat = HOST_ELSEWHERE
-        out.append(Gap(g0, g1, cat))
-    return out
+            out.append(new(Gap, (g0, g1, HOST_ELSEWHERE, None)))
+    totals = {SWITCHING: switching, LAUNCHING: launching}
+    counts: Counter[str] = Counter({SWITCHING: switching_n, LAUNCHING: launching_n})
+    for g in out:
+        totals[g[2]] = totals.get(g[2], 0) + g[1] - g[0]
+        counts[g[2]] += 1
+    return out, totals, counts
 
 
 def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_rank: bool,
@@ -251,27 +284,24 @@ def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_r
     lo, hi, basis, steps, median_step = _window(session, rank, acts)
     by_cat: dict[str, list[Interval]] = {c: [] for c in (KERNELS, COMMUNICATION, COPIES, MEMSETS)}
     started: Counter[str] = Counter()
-    for a in acts:
-        if a.end_ns > lo and a.start_ns < hi:
-            by_cat[a.category].append((a.start_ns, a.end_ns))
-            if a.start_ns >= lo:
-                started[a.category] += 1
+    for a in acts:  # by start: each category's list stays sorted
+        if a[1] > lo and a[0] < hi:
+            by_cat[a[2]].append((a[0] if a[0] > lo else lo, a[1] if a[1] < hi else hi))
+            if a[0] >= lo:
+                started[a[2]] += 1
     covered: list[Interval] = []
     ns: dict[str, int] = {}
     for cat in (KERNELS, COMMUNICATION, COPIES, MEMSETS):
-        mine = union(_clip(by_cat[cat], lo, hi))
-        only = _minus(mine, covered)
-        ns[cat] = total(only)
-        covered = union(covered + mine)
+        mine = _union_sorted(by_cat[cat])
+        ns[cat] = total(_minus(mine, covered) if covered else mine)
+        if mine:
+            covered = _union_sorted(sorted(covered + mine)) if covered else mine
     waits = min(ns[COMMUNICATION], _rank_waits(collectives, rank, lo, hi)) if multi_rank and ns[COMMUNICATION] else 0
     ns[COMMUNICATION] -= waits
     ns[WAITING] = waits
     starts = [s for _, s, _ in step_spans(session, rank)]
-    gaps = classify_gaps(session, covered, lo, hi, use_syncs=not multi_rank, step_starts=starts)
-    gap_n: Counter[str] = Counter()
-    for g in gaps:
-        ns[g.category] = ns.get(g.category, 0) + g.end_ns - g.start_ns
-        gap_n[g.category] += 1
+    gaps, idle, gap_n = classify_gaps(session, covered, lo, hi, use_syncs=not multi_rank, step_starts=starts)
+    ns.update(idle)
     wall = max(1, hi - lo)
     shares = tuple(Share(c, ns.get(c, 0), ns.get(c, 0) / wall,
                          gap_n[c] if c in IDLE else started.get(c, 0)) for c in CATEGORIES)
@@ -281,7 +311,8 @@ def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_r
 
 def breakdown(session: Session, collectives: CollectiveAnalysis | None = None
               ) -> tuple[Breakdown, dict[int, list[Gap]], dict[int, list[GpuActivity]]]:
-    """The breakdown of every rank, with the classified gaps and the activities the program rules read."""
+    """The breakdown of every rank, with the gaps the program rules read one by one (classify_gaps) and the
+    activities."""
     acts = activities_by_rank(session)
     if not acts:
         return Breakdown((), missing_reason="no GPU activity with start times (no trace pass)"), {}, {}

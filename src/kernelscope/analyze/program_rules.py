@@ -8,6 +8,7 @@ elementwise kernels, and the per-architecture rate ratio a tensor-core matmul ga
 """
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -47,6 +48,18 @@ TF32_OVER_FP32_RATE: dict[tuple[int, int], float] = {(8, 0): 8.0, (9, 0): 7.4}
 TF32_SOURCE = "datasheet dense TF32 / FP32 rate ratio of sm_{}{}"
 
 
+@functools.lru_cache(maxsize=4096)
+def is_fma_matmul(name: str) -> bool:
+    """An FP32 SIMT matmul or convolution by its kernel name (FMA_MATMUL_NAMES, not TENSOR_MATMUL_NAMES); names
+    repeat a million times, so each is looked at once."""
+    return bool(FMA_MATMUL_NAMES.search(name)) and not TENSOR_MATMUL_NAMES.search(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_elementwise(name: str) -> bool:
+    return bool(ELEMENTWISE_NAMES.search(name))
+
+
 @dataclass(frozen=True)
 class ProgramFinding:
     rule: str
@@ -75,14 +88,17 @@ class ProgramContext:
     activities: dict[int, list[GpuActivity]]
     ranks: RanksReport | None
     arch: tuple[int, int] | None  # compute capability
-    _cache: dict[str, Any] = field(default_factory=dict)
+    _cache: dict[Any, Any] = field(default_factory=dict)
 
     def windowed(self, rank: int) -> list[GpuActivity]:
-        b = self.breakdown.rank(rank)
-        if b is None:
-            return []
-        return [a for a in self.activities.get(rank, []) if a.start_ns >= b.window_start_ns and
-                a.start_ns < b.window_end_ns]
+        """The rank's activities that start in its window (computed once, shared by the rules)."""
+        got = self._cache.get(("windowed", rank))
+        if got is None:
+            b = self.breakdown.rank(rank)
+            got = [] if b is None else [a for a in self.activities.get(rank, [])
+                                        if b.window_start_ns <= a.start_ns < b.window_end_ns]
+            self._cache[("windowed", rank)] = got
+        return got
 
 
 Outcome = "ProgramFinding | NotEvaluated | None"
@@ -127,8 +143,7 @@ def tensor_cores_unused(ctx: ProgramContext) -> list:
     ratio = TF32_OVER_FP32_RATE.get(ctx.arch)
     out: list = []
     for b in ctx.breakdown.ranks:
-        acts = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS and FMA_MATMUL_NAMES.search(a.name)
-                and not TENSOR_MATMUL_NAMES.search(a.name)]
+        acts = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS and is_fma_matmul(a.name)]
         if not acts:
             continue
         if ratio is None:
@@ -218,7 +233,7 @@ def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
     for a in acts:
         if a.category not in (bd.KERNELS, bd.COPIES, bd.MEMSETS):
             continue
-        ok = a.category == bd.KERNELS and bool(ELEMENTWISE_NAMES.search(a.name))
+        ok = a.category == bd.KERNELS and is_elementwise(a.name)
         if ok and cur and a.start_ns - cur[-1].end_ns > HOST_STALL_GAP_NS:
             runs.append(cur)
             cur = []
