@@ -191,3 +191,13 @@ def test_communication_alone_on_the_gpu_is_a_finding_of_its_own():
     assert f.rule == "exposed-communication" and f.kernel is None
     expected = sum(100 * min(r.ns(bd.COMMUNICATION), r.ns(bd.KERNELS)) / r.wall_ns for r in v.breakdown.ranks) / 2
     assert f.gain_pct == pytest.approx(expected)
+
+
+def test_nccl_kernels_get_no_kernel_rules():
+    s = Session.load(PROGRAMS / TIMINGS["straggler_ddp@2"]["sessions"]["defect"])
+    a = analyze_session(s)
+    nccl = [k for k in a.kernels if "nccl" in k.kernel.name.lower()]
+    assert nccl
+    for k in nccl:
+        assert k.recommendations.recommendations == ()
+        assert all("communication (NCCL) kernel" in n.reason for n in k.recommendations.not_evaluated)

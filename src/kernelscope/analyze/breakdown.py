@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.intervals import Interval, total
+from kernelscope.analyze.recommend import COMM_KERNEL
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
 from kernelscope.model import Session
 
@@ -46,7 +47,7 @@ CATEGORIES = (KERNELS, COMMUNICATION, WAITING, COPIES, MEMSETS, SWITCHING, AFTER
 IDLE = (SWITCHING, AFTER_SYNC, LAUNCHING, STEP_BOUNDARY, HOST_ELSEWHERE)
 SHARE_FORMULA = "category time in the window / window wall time"
 STEP_RE = re.compile(r"ProfilerStep#(\d+)$")
-COMM_KERNEL_RE = re.compile(r"^nccl|ncclDevKernel|ncclKernel", re.IGNORECASE)
+COMM_KERNEL_RE = COMM_KERNEL  # communication kernels by name (analyze/recommend)
 
 
 @dataclass(frozen=True)

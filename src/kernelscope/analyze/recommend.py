@@ -23,6 +23,7 @@ A rule that cannot run says why (NotEvaluated); none is silently skipped.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
@@ -195,8 +196,18 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict,
                           vendor_pct=f.speedup_pct if gain != f.speedup_pct else None)
 
 
+# Communication kernels (NCCL): few SMs by design, and their time is mostly waiting and transfer. They get the
+# communication findings of the verdict (straggler, exposed communication), never launch-configuration advice.
+COMM_KERNEL = re.compile(r"^nccl|ncclDevKernel|ncclKernel", re.IGNORECASE)
+COMM_REASON = ("a communication (NCCL) kernel: kernel rules do not apply; the verdict's rank findings and the "
+               "Collectives panel judge it")
+
+
 def recommend(ctx: RuleContext) -> KernelRecommendations:
     """Run every rule on one kernel, merge NVIDIA's findings on the same causes, rank by estimated gain."""
+    if COMM_KERNEL.search(ctx.kernel.name):
+        return KernelRecommendations(ctx.kernel.name, (), tuple(NotEvaluated(r.rule_id, COMM_REASON) for r in RULES),
+                                     0)
     outcomes: dict[str, Finding | NotEvaluated | None] = {}
     skipped: list[NotEvaluated] = []
     for r in RULES:
