@@ -75,7 +75,8 @@ def run_counter_pass(session: Session, command: list[str], session_path: Path, r
         opts.profile_from_start = parse_steps(req.steps)[0] == 0
     report = report_path_for(session_path)
     log = report.with_suffix(".ncu.log")
-    details = {"sections": list(dict.fromkeys(SECTIONS + (SOURCE_SECTIONS if req.source else ()))), "kernel_filter": regex, "chosen_by": chose, "region": req.region,
+    details = {"sections": list(dict.fromkeys(SECTIONS + (SOURCE_SECTIONS if req.source else ()))),
+               "kernel_filter": regex, "chosen_by": chose, "region": req.region,
                "launch_skip": req.launch_skip, "launch_count_per_config": req.launch_count,
                "clock_control": req.clock_control, "log": str(log),
                **({"steps": req.steps, "capture": "cudaProfilerStart/Stop around the steps"} if req.steps else {})}

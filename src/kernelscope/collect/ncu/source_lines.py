@@ -33,6 +33,50 @@ def _clip(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT - 1] + "…"
 
 
+def _stalls_per_pc(action: Any) -> dict[str, dict[int, float]]:
+    stalls = {}
+    for name in action.metric_names():
+        if name.startswith(STALL_PREFIX) and not name.endswith("_not_issued"):
+            v = _per_pc(action, name)
+            if v:
+                stalls[name[len(STALL_PREFIX):]] = v
+    return stalls
+
+
+def _source_texts(action: Any) -> dict[str, str]:
+    try:
+        return {str(path): str(text or "") for path, text in (action.source_files() or {}).items()}
+    except Exception:  # an ncu_report without source_files(): SASS only
+        return {}
+
+
+def _location(action: Any, pc: int, texts: dict[str, str], files: list[SourceFile],
+              file_id: dict[str, int]) -> tuple[int | None, int]:
+    """(file index, line) of an instruction; (None, 0) without line information (or past MAX_FILES)."""
+    info = action.source_info(pc)
+    path, line = (str(info.file_name()), int(info.line())) if info is not None and info.file_name() else (None, 0)
+    if path is None or line <= 0:
+        return None, 0
+    fid = file_id.get(path)
+    if fid is None and len(files) < MAX_FILES:
+        text = texts.get(path)
+        fid = file_id[path] = len(files)
+        files.append(SourceFile(path[-MAX_PATH:], hashlib.sha256(text.encode()).hexdigest() if text else None,
+                                len(text.splitlines()) if text else None))
+    return (fid, line) if fid is not None else (None, 0)
+
+
+def _note(files: list[SourceFile], counts: dict[str, Any]) -> str | None:
+    if not files:
+        return ("this kernel has no line information (a CUDA binary needs -lineinfo; Triton and Gluon "
+                "kernels carry it): its instructions are shown as SASS only")
+    if "samples" not in counts:
+        return "the report has no warp samples per instruction (WarpStateStats / SourceCounters sampling)"
+    if all(f.sha256 is None for f in files):
+        return "the report holds no source text (recorded with --import-source no): lines are shown by number"
+    return None
+
+
 def read_source_lines(action: Any) -> SourceLines | None:
     """The action's per-line records; None when the report has no per-instruction counters for it."""
     counts = {c: v for c, name in COUNT_METRICS.items() if (v := _per_pc(action, name)) is not None}
@@ -40,45 +84,20 @@ def read_source_lines(action: Any) -> SourceLines | None:
     # counters per instruction say the section was recorded.
     if not {"samples", "global_sectors", "shared_wavefronts"} & counts.keys():
         return None
-    names = action.metric_names()
-    stalls = {}
-    for name in names:
-        if name.startswith(STALL_PREFIX) and not name.endswith("_not_issued"):
-            v = _per_pc(action, name)
-            if v:
-                stalls[name[len(STALL_PREFIX):]] = v
+    stalls = _stalls_per_pc(action)
     pcs = sorted(set().union(*(v.keys() for v in counts.values())))[:MAX_INSTRUCTIONS]
     base = pcs[0] if pcs else 0
-
-    texts: dict[str, str] = {}
-    try:
-        for path, text in (action.source_files() or {}).items():
-            texts[str(path)] = str(text or "")
-    except Exception:  # an ncu_report without source_files(): SASS only
-        texts = {}
+    texts = _source_texts(action)
     files: list[SourceFile] = []
     file_id: dict[str, int] = {}
     lines: dict[tuple[int | None, int], SourceLine] = {}
     for pc in pcs:
-        info = action.source_info(pc)
-        path, line = (str(info.file_name()), int(info.line())) if info is not None and info.file_name() else (None, 0)
-        fid = None
-        if path is not None and line > 0:
-            fid = file_id.get(path)
-            if fid is None and len(files) < MAX_FILES:
-                text = texts.get(path)
-                fid = file_id[path] = len(files)
-                files.append(SourceFile(
-                    path[-MAX_PATH:], hashlib.sha256(text.encode()).hexdigest() if text else None,
-                    len(text.splitlines()) if text else None))
-        if fid is None:
-            line = 0
-        key = (fid, line)
+        key = _location(action, pc, texts, files, file_id)
         ln = lines.get(key)
         if ln is None:
             if len(lines) >= MAX_LINES:
                 continue
-            ln = lines[key] = SourceLine(fid, line)
+            ln = lines[key] = SourceLine(*key)
         inst = SassInstruction(pc - base, _clip(str(action.sass_by_pc(pc) or "").strip()),
                                {c: v[pc] for c, v in counts.items() if pc in v},
                                {r: v[pc] for r, v in stalls.items() if v.get(pc)})
@@ -87,16 +106,11 @@ def read_source_lines(action: Any) -> SourceLines | None:
             ln.counts[c] = max(ln.counts.get(c, 0.0), v) if c in MAX_COUNTS else ln.counts.get(c, 0.0) + v
         for r, v in inst.stalls.items():
             ln.stalls[r] = ln.stalls.get(r, 0.0) + v
-
     out = SourceLines(files, sorted(lines.values(), key=lambda ln: (ln.file is None, ln.file or 0, ln.line)))
     _keep_hot_text(out, texts)
-    if not files:
-        out.note = ("this kernel has no line information (a CUDA binary needs -lineinfo; Triton and Gluon "
-                    "kernels carry it): its instructions are shown as SASS only")
-    elif "samples" not in counts:
-        out.note = "the report has no warp samples per instruction (WarpStateStats / SourceCounters sampling)"
-    elif all(f.sha256 is None for f in files):
-        out.note = "the report holds no source text (recorded with --import-source no): lines are shown by number"
+    note = _note(files, counts)
+    if note is not None:
+        out.note = note
     return out
 
 
