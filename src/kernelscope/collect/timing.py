@@ -7,9 +7,7 @@ twice the size of L2 is overwritten and then a second one as large is read,
 before every repeat (outside the events), so each repeat starts with a cold
 cache, as one layer of a model would. The read matters: overwriting alone
 leaves L2 full of dirty lines, and the timed call would pay for writing them
-back to DRAM as it evicts them (measured on an H100 on 2026-11-22: 2-9 us
-added to memory-bound W4A16 and cuBLAS calls of 11-170 us;
-benchmarks/w4a16/flush_check.py).
+back to DRAM as it evicts them (docs/decisions/0006 has the measurement).
 Before the repeats the GPU spins (``HOST_LEAD_CYCLES``) while the host queues
 all of them, so a short kernel is timed as the GPU runs it, not as fast as
 Python can launch it.

@@ -10,9 +10,8 @@ block write the SM it ran on (%smid) and its start and end time (%globaltimer).
   instrumentation backend (imports triton when used), its trace file -> PhaseScopes (pure),
   and attaching them to their launch.
 
-Run on an H100 (2026-11-22): tests/gpu/test_block_recorder_gpu.py and
-tests/gpu/test_proton_scopes_gpu.py pass there, and the recorded sessions in tests/data/
-(scripts/record_instrumented.sh) are tested without a GPU; the W4A16 kernel records its
-programs with ``w4a16_matmul(..., recorder=)`` (benchmarks/w4a16/block_timeline.py), the Gluon decode kernel
+tests/gpu/test_block_recorder_gpu.py and tests/gpu/test_proton_scopes_gpu.py check them on a GPU,
+and the recorded sessions in tests/data/ (scripts/record_instrumented.sh) are tested without one;
+the W4A16 kernel records its programs with ``w4a16_matmul(..., recorder=)``, the Gluon decode kernel
 too (``kernel="gluon"``: kernels/marlin/gluon_record.py writes the same rows in Gluon).
 """

@@ -19,7 +19,7 @@ Triton compiler may move scope records (loop pipelining, reordering). Proton
 reports dropped events (a full circular buffer: the *first* events of a warp
 are lost) and parser errors only on stderr; those lines are copied through and
 kept as problems. Outside a GPU (TRITON_INTERPRET=1) the scopes are no-ops and
-nothing is recorded. Recorded on an H100 (Triton 3.6, 2026-11-22): tests/data/proton_h100_phases.chrome_trace.gz.
+nothing is recorded. A recorded trace: tests/data/proton_h100_phases.chrome_trace.gz.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class _StderrTee:
     Proton's warning lines (printed from C++).
 
     A file, not a pipe: Proton prints one drop warning per warp from C++ while the GIL is held, so a pipe
-    drained by a Python thread fills up (64 KiB) and the write blocks forever (first GPU run, 2026-11-22).
+    drained by a Python thread fills up (64 KiB) and the write blocks forever (docs/decisions/0007).
     Drop warnings past the first few are counted instead of repeated.
     """
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Only what the panels need: far cheaper than --set full.
-# Measured on an H100 (2026-11-22, benchmarks/results/counter_pass.md): the
-# MemoryWorkloadAnalysis_Tables section alone costs 30 replay passes, so the
+# The MemoryWorkloadAnalysis_Tables section alone costs many replay passes
+# (docs/decisions/0007, benchmarks/results/counter_pass.md), so the
 # few table values the panels use are asked for as metrics instead; and no
 # panel uses InstructionStats.
 SECTIONS: tuple[str, ...] = (

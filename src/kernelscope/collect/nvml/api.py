@@ -27,9 +27,8 @@ GPM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", "pcie_rx_bytes_per_s", "B/s"),
 )
 _GPM_SCALE = {"pcie_tx_bytes_per_s": 1024 * 1024, "pcie_rx_bytes_per_s": 1024 * 1024}  # GPM reports MiB/s
-# On the H100 (2026-11-22, steady matmuls, sampled every 50 ms) GPM values over 50 ms windows alternated
-# between the load and 0 or NaN, and over windows of 100-150 ms still read all-zero now and then: the
-# counters behind them refresh about every 100 ms, sometimes 150 ms apart. Windows are kept well above that.
+# GPM values over short windows alternate between the load and 0 or NaN: the counters behind them refresh
+# about every 100 ms, sometimes 150 ms apart (docs/decisions/0007). Windows are kept well above that.
 GPM_MIN_WINDOW_NS = 250_000_000
 
 
