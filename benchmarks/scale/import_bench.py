@@ -1,0 +1,86 @@
+"""Importing realistic PyTorch profiler traces: the streaming `kernelscope import` against the importer before it
+(whole document, json.loads then parse_trace, Launch objects: the tree at commit OLD_COMMIT) and a bare
+`json.load` of the same file, in one run.
+
+For each size N (kernels) it writes a trace with realistic_trace.py, then runs each step as its own process
+(import_once.py), which reports its wall time and peak RSS (resource.getrusage), and checks that both imports
+wrote the same session. Prints the Markdown table of RESULTS.md.
+Usage: import_bench.py [--sizes 10000,100000,200000] [--work DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import io
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+OLD_COMMIT = "6438a75"  # main before issue 40
+PY = sys.executable
+
+
+def old_tree(work: Path) -> Path:
+    """src/ of OLD_COMMIT, unpacked under work (git archive: no worktree, the repository is left alone)."""
+    out = work / f"old-{OLD_COMMIT}"
+    if not (out / "src").is_dir():
+        data = subprocess.run(["git", "-C", str(ROOT), "archive", OLD_COMMIT, "src"], check=True,
+                              capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            t.extractall(out)
+    return out / "src"
+
+
+def step(mode: str, trace: Path, out: Path, src: Path) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": str(src), "KERNELSCOPE_MAX_INPUT_MB": "8192"}
+    r = subprocess.run([PY, str(HERE / "import_once.py"), mode, str(trace), str(out)], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{mode} on {trace} failed: {r.stderr.strip()[-800:]}")
+    secs, mib = r.stdout.split()[-2:]
+    return float(secs), float(mib)
+
+
+def same_session(a: Path, b: Path) -> bool:
+    da, db = json.loads(a.read_bytes()), json.loads(b.read_bytes())
+    for d in (da, db):
+        d.pop("created_utc", None)
+    return da == db
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="10000,100000,200000")
+    p.add_argument("--work", default=tempfile.gettempdir() + "/kernelscope-import-bench")
+    a = p.parse_args()
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    old_src, new_src = old_tree(work), ROOT / "src"
+    rows = ["| kernels | events | trace MB | json.load s (MiB) | old import s (MiB) | streaming import s (MiB) "
+            "| new / json.load time | same session |", "|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+    for n in map(int, a.sizes.split(",")):
+        trace = work / f"trace_{n}.json"
+        events = int(subprocess.run([PY, str(HERE / "realistic_trace.py"), str(n), str(trace)], check=True,
+                                    capture_output=True, text=True).stdout)
+        mb = trace.stat().st_size / 1e6
+        j = step("json", trace, work / "unused.json", new_src)
+        o = step("import", trace, work / f"old_{n}.session.json", old_src)  # the old tree's import is the old path
+        s = step("import", trace, work / f"new_{n}.session.json", new_src)
+        same = same_session(work / f"old_{n}.session.json", work / f"new_{n}.session.json")
+        rows.append(f"| {n:,} | {events:,} | {mb:,.0f} | {j[0]:.2f} ({j[1]:,.0f}) | {o[0]:.2f} ({o[1]:,.0f}) | "
+                    f"{s[0]:.2f} ({s[1]:,.0f}) | {s[0] / j[0]:.2f}x | {'yes' if same else 'NO'} |")
+        print(rows[-1], file=sys.stderr, flush=True)
+        trace.unlink()
+        for f in (work / f"old_{n}.session.json", work / f"new_{n}.session.json"):
+            f.unlink()
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""One measured step of import_bench.py, run as its own process: prints "seconds peak_MiB" on stdout.
+
+Modes: `json` (a bare json.load of the file), `import` (`kernelscope import` of the tree on PYTHONPATH: the
+current one, or main before issue 40 unpacked by import_bench.py).
+Usage: import_once.py json|import TRACE [OUT.session.json]
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    mode, trace = argv[0], argv[1]
+    t0 = time.perf_counter()
+    if mode == "json":
+        with open(trace, "rb") as f:
+            doc = json.load(f)
+        assert doc["traceEvents"]
+    else:
+        from kernelscope.cli import main as ks
+
+        code = ks(["import", trace, "-o", argv[2], "-f"])
+        assert code in (0, None), code
+    secs = time.perf_counter() - t0
+    print(f"{secs:.2f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
