@@ -93,11 +93,12 @@ def test_non_contiguous_inputs():
     _check(q, k, v, True, seed)
 
 
-# The warp-specialised kernel (the default on sm_90): 2-D descriptors over the flattened rows, one
-# key loop masked in every block when causal or when seq_k is not a multiple of BLOCK_N, where a
-# tail block's extra rows belong to the NEXT head (b * h > 1 here, so a wrong mask shows).
+# The warp-specialised Triton kernel (run only when a FlashConfig asks for it): 2-D descriptors over
+# the flattened rows, one key loop masked in every block when causal or when seq_k is not a multiple
+# of BLOCK_N, where a tail block's extra rows belong to the NEXT head (b * h > 1 here, so a wrong
+# mask shows).
 WS_SMALL = FlashConfig(32, 16, 4, 1, warp_specialize=True)
-# On an H100 its first launch did not finish (2026-11-23, benchmarks/attention/RESULTS.md): the
+# On an H100 its first launch did not finish (docs/decisions/0003): the
 # interpreter checks the algorithm (2-D rows, the one masked loop), the GPU does not run it.
 ws_interpreter_only = pytest.mark.skipif(DEVICE == "cuda", reason="the warp-specialised kernel hung on an H100")
 

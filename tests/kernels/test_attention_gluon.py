@@ -55,7 +55,7 @@ def sass(request):
 def test_local_memory_only_for_the_causal_mask(sass, request):
     spills = sum(op in line for line in sass for op in ("STL", "LDL"))
     if "causal" in request.node.callspec.id:
-        assert spills <= 8  # 3 stores and 4 loads at head dim 128 (Triton 3.6); timed with them (NOTES.md v8)
+        assert spills <= 8  # 3 stores and 4 loads at head dim 128 (Triton 3.6); timed with them (docs/decisions/0003)
     else:
         assert spills == 0
 

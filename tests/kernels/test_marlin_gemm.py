@@ -286,7 +286,7 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
 
 
 def test_skip_split_sum_leaves_c_unwritten_and_counters_zero() -> None:
-    """The measurement-only switch (benchmarks/w4a16 NOTES v13) skips exactly the split-k sum: C keeps its
+    """The measurement-only switch skips exactly the split-k sum: C keeps its
     poison, the per-tile counters are never touched, and the next normal call is still right."""
     a, B, s = _problem(1, 512, 256, 128, seed=11)
     Bk, sk = to_kernel_layout(B, s, 128)

@@ -1,6 +1,6 @@
 """The W4A16 tuner's candidate order (kernels/marlin/tune_space.py) against the H100 graph-time sweep.
 
-The expected launches are the fastest ones measured on the H100 (benchmarks/w4a16/NOTES.md v13, 132 SMs):
+The expected launches are the fastest ones measured on the H100 (132 SMs; docs/decisions/0004):
 the tuner has time for 2-3 candidates on first use, so the measured winners must come early.
 """
 from __future__ import annotations
