@@ -268,6 +268,28 @@ def test_streaming_kineto_reader_survives_mutated_traces(tmp):
     run()
 
 
+def test_import_survives_mutated_traces(tmp):
+    """`kernelscope import` of a mutated trace: exit 0 or one sentence and exit 2; a file cut short that is
+    imported says where it was cut, in one note."""
+    doc = _doc("trace_h100_mixed.json.gz")
+
+    @settings(FUZZ, max_examples=max(5, EXAMPLES // 2))
+    @given(mutated_json(doc, ".json.gz"))
+    def run(m: Mutated) -> None:
+        TALLY["trace import inputs"] += 1
+        p = write(tmp, m, "trace")
+        argv = ["import", str(p), "-o", str(tmp / f"imported{TALLY['files']}.json")]
+        code, _, err = run_cli(argv)
+        assert "Traceback" not in err and "internal error" not in err, f"{m.what}: {err[-2000:]}"
+        assert code in (0, 2), f"{m.what} exited {code}: {err[-2000:]}"
+        if code == 2:
+            assert len([ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]) == 1, err
+        elif m.truncated:
+            assert len([ln for ln in err.splitlines() if "damaged" in ln or "cut short" in ln]) == 1, err
+
+    run()
+
+
 def test_proton_reader_survives_mutated_traces():
     from kernelscope.collect.instrument.proton_trace import ProtonTraceError, read_proton_trace
     from kernelscope.model import Launch

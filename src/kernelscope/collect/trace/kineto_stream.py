@@ -335,6 +335,8 @@ class _Events:
             except OverflowError as x:  # raised where parse_trace raises it: after baseTimeNanoseconds is read
                 if self.origin_error is None:
                     self.origin_error = x
+            if type(cat) is not str:  # no category any part of the parse reads
+                continue
             if cat == "kernel":
                 self._kernel(e)
             elif cat in K._LAUNCH_CATEGORIES:
