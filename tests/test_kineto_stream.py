@@ -13,7 +13,8 @@ from kernelscope.collect.trace.kineto import TraceFormatError, parse_trace
 from kernelscope.collect.trace.kineto_import import part_from_stream, part_from_trace
 from kernelscope.collect.trace.kineto_stream import read_trace
 
-TRACES = ["trace_h100_mixed.json.gz", "proton_h100_phases.chrome_trace.gz", *sorted(f"ranks/{p.name}" for p in (DATA / "ranks").glob("*.pt.trace.json.gz"))]
+TRACES = ["trace_h100_mixed.json.gz", "proton_h100_phases.chrome_trace.gz",
+          *sorted(f"ranks/{p.name}" for p in (DATA / "ranks").glob("*.pt.trace.json.gz"))]
 
 
 def _doc(path: Path):

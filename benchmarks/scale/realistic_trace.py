@@ -56,7 +56,8 @@ HEAD = {
 def _x(cat: str, name: str, pid, tid, ts: float, dur: float, args: dict) -> str:
     a = ",\n      ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in args.items())
     return (f'  {{\n    "ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {json.dumps(pid)}, '
-            f'"tid": {json.dumps(tid)},\n    "ts": {ts:.3f}, "dur": {dur:.3f},\n    "args": {{\n      {a}\n    }}\n  }}')
+            f'"tid": {json.dumps(tid)},\n    "ts": {ts:.3f}, "dur": {dur:.3f},\n'
+            f'    "args": {{\n      {a}\n    }}\n  }}')
 
 
 def _flow(ph: str, corr: int, pid, tid, ts: float) -> str:

@@ -76,7 +76,8 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
     session = _loadable(imported.joined.session, out)
     session.save(out, force=args.force_overwrite)
     ranks = f"{len(session.ranks)} rank{'s' if len(session.ranks) != 1 else ''}, " if session.ranks else ""
-    print(visible(f"kernelscope: {ranks}{len(session.launch_table()):,} kernel launches from {len(imported.files)} trace "
+    n = len(session.launch_table())  # columns: no Launch object per kernel to count them
+    print(visible(f"kernelscope: {ranks}{n:,} kernel launches from {len(imported.files)} trace "
                   f"file(s) written to {out}. View them with: kernelscope show {out}"), file=sys.stderr)
     return 0
 

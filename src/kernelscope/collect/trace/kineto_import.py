@@ -4,7 +4,6 @@ into one session. A trace that cannot be read is left out with one sentence; the
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +12,11 @@ from typing import Any
 from kernelscope.collect.ranks import Joined, RankPart, check_parts, join_ranks
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.kineto import ParsedTrace, TraceFormatError, parse_trace
-from kernelscope.collect.trace.kineto_stream import NotKinetoTrace, StreamedTrace, read_trace
+from kernelscope.collect.trace.kineto_stream import (NotKinetoTrace, StreamedTrace, is_kineto_trace, read_json,  # noqa: F401
+                                                     read_trace)
 from kernelscope.collect.trace.kineto_dist import rank_info, trace_pid
 from kernelscope.model import CollectorStatus, RankInfo, Session
 from kernelscope.model.launch_table import LaunchTable
-from kernelscope.model.files import InputFileError, read_input
 
 # tensorboard_trace_handler names files "<worker>.<ms>.pt.trace.json[.gz]", worker "<host>_<pid>" by default
 _HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
@@ -48,26 +47,6 @@ def trace_files(paths: list[Path]) -> list[Path]:
         else:
             raise TraceImportError(f"{p}: no such file or directory")
     return out
-
-
-def read_json(path: Path) -> Any:
-    """The decoded JSON of a file, gzip or not. Raises ValueError with the reason."""
-    try:
-        raw = read_input(path)  # a regular file, bounded; gzip decompressed as a stream that stops at the limit
-    except InputFileError as e:
-        raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        raise ValueError("it is not text JSON") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"it is truncated or not JSON ({e.msg} at byte {e.pos:,})") from None
-    except RecursionError:
-        raise ValueError("its JSON is nested too deeply") from None
-
-
-def is_kineto_trace(doc: Any) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
 
 
 def part_from_trace(doc: dict[str, Any], path: Path) -> RankPart:

@@ -12,7 +12,6 @@ keeps those events and names the damage in one sentence among the parse problems
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import os
 import re
@@ -26,7 +25,7 @@ from typing import Any, BinaryIO, Iterator
 from kernelscope.collect.trace import kineto as K
 from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
 from kernelscope.collect.trace.kineto_dist import _int
-from kernelscope.model.files import InputFileError, _kind, _too_large, check_input, input_limit_bytes
+from kernelscope.model.files import InputFileError, _kind, _too_large, check_input, input_limit_bytes, read_input
 
 _CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
@@ -68,52 +67,53 @@ def _open_text(path: Path, bounded: bool = True) -> tuple[BinaryIO, Iterator[byt
         raise InputFileError(p, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
     gz = f.read(2) == b"\x1f\x8b"
     f.seek(0)
+    return f, _bounded(_inflated(f, p) if gz else _raw(f), p, limit, gz)
 
-    def damaged() -> InputFileError:
-        return InputFileError(p, "is damaged: its gzip data is cut short or corrupt", damaged=True)
 
-    def raw() -> Iterator[bytes]:
-        while True:
-            b = f.read(_CHUNK)
-            if not b:
-                return
-            yield b
+def _raw(f: BinaryIO) -> Iterator[bytes]:
+    while True:
+        b = f.read(_CHUNK)
+        if not b:
+            return
+        yield b
 
-    def inflated() -> Iterator[bytes]:
-        """Gzip members (one or more) inflated a bounded piece at a time: a bomb never outgrows one chunk."""
-        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pending, fed = b"", False
-        for b in raw():
-            pending += b
-            while pending:
-                fed = True
-                try:
-                    out = z.decompress(pending, _CHUNK)
-                except zlib.error:
-                    raise damaged() from None
-                pending = z.unconsumed_tail
-                if out:
-                    yield out
-                if z.eof:
-                    rest = z.unused_data + pending
-                    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    pending, fed = rest.lstrip(b"\0"), False  # padding after a member, as GzipFile allows
-                    if not pending:
-                        break
-                elif not out and not pending:
-                    break
-        if fed and not z.eof:
-            raise damaged()
 
-    def chunks() -> Iterator[bytes]:
-        total = 0
-        for b in (inflated() if gz else raw()):
-            total += len(b)
-            if limit is not None and total > limit:  # a gzip bomb stops here, one chunk past the limit
-                raise _too_large(p, limit, gz)
-            yield b
+def _inflated(f: BinaryIO, p: Path) -> Iterator[bytes]:
+    """Gzip members (one or more) inflated a bounded piece at a time: a bomb never outgrows one chunk."""
+    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending, fed = b"", False
+    for b in _raw(f):
+        pending += b
+        while pending:
+            fed = True
+            try:
+                out = z.decompress(pending, _CHUNK)
+            except zlib.error:
+                raise _gzip_damaged(p) from None
+            pending = z.unconsumed_tail
+            if out:
+                yield out
+            if z.eof:
+                rest = z.unused_data + pending
+                z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                pending, fed = rest.lstrip(b"\0"), False  # padding after a member, as GzipFile allows
+            elif not out and not pending:
+                break
+    if fed and not z.eof:
+        raise _gzip_damaged(p)
 
-    return f, chunks()  # type: ignore[return-value]
+
+def _gzip_damaged(p: Path) -> InputFileError:
+    return InputFileError(p, "is damaged: its gzip data is cut short or corrupt", damaged=True)
+
+
+def _bounded(chunks: Iterator[bytes], p: Path, limit: int | None, gz: bool) -> Iterator[bytes]:
+    total = 0
+    for b in chunks:
+        total += len(b)
+        if limit is not None and total > limit:  # a gzip bomb stops here, one chunk past the limit
+            raise _too_large(p, limit, gz)
+        yield b
 
 
 # ---------------------------------------------------------------------------------------------------- parser
@@ -147,39 +147,34 @@ class _Reader:
         parts = [self.buf]
         while got < want:
             try:
-                b = next(self.chunks)
-            except StopIteration:
-                try:
-                    parts.append(self.dec.decode(b"", final=True))
-                except UnicodeDecodeError as e:
-                    if not got:
-                        raise
-                    self.error = e
-                    break
-                self.eof = True
-                break
-            except InputFileError as e:
+                text = self._next_text()
+            except (InputFileError, UnicodeDecodeError) as e:
                 if not got:
                     raise
                 self.error = e  # raised once what came before it is read
                 break
-            if self.first:
-                self.first = False
-                if b.startswith(codecs.BOM_UTF8):
-                    b = b[3:]
-                elif b[:4].count(0):  # UTF-16/32: read whole, as json.loads detects it
-                    raise _NotAnObject()
-            try:
-                s = self.dec.decode(b)
-            except UnicodeDecodeError as e:
-                if not got:
-                    raise
-                self.error = e
+            if text is None:
+                self.eof = True
                 break
-            parts.append(s)
-            got += len(s)
+            parts.append(text)
+            got += len(text)
         self.buf = "".join(parts)
         return got > 0 or self.eof
+
+    def _next_text(self) -> str | None:
+        """The next chunk as text; None at the end of the data."""
+        try:
+            b = next(self.chunks)
+        except StopIteration:
+            self.dec.decode(b"", final=True)  # "" or UnicodeDecodeError: a character cut at the end
+            return None
+        if self.first:
+            self.first = False
+            if b.startswith(codecs.BOM_UTF8):
+                b = b[3:]
+            elif b[:4].count(0):  # UTF-16/32: read whole, as json.loads detects it
+                raise _NotAnObject()
+        return self.dec.decode(b)
 
     def _where(self) -> int:
         return self.base + self.pos
@@ -326,15 +321,8 @@ class _Events:
                 self.pid = e.get("pid")
             if e.get("ph") != "X":
                 continue
-            ts = e.get("ts")
-            try:
-                if cat != "Trace" and K._is_time(ts):
-                    t = float(ts)
-                    if self.origin_us is None or t < self.origin_us:
-                        self.origin_us = t
-            except OverflowError as x:  # raised where parse_trace raises it: after baseTimeNanoseconds is read
-                if self.origin_error is None:
-                    self.origin_error = x
+            if cat != "Trace":
+                self._origin(e.get("ts"))
             if type(cat) is not str:  # no category any part of the parse reads
                 continue
             if cat == "kernel":
@@ -344,24 +332,37 @@ class _Events:
             elif cat == "user_annotation":
                 self.annotations.append(e)
             elif cat == "gpu_user_annotation":
-                try:
-                    ext = (e.get("args") or {}).get("External id")
-                except K._MALFORMED:
-                    continue
-                if ext is not None:
-                    try:
-                        self.gpu_annotation_by_ext.setdefault(ext, e)
-                    except TypeError:  # an unhashable id: as the whole-document parser skips it
-                        continue
+                self._gpu_annotation(e)
             elif cat in ("gpu_memcpy", "gpu_memset"):
-                args = e.get("args")
-                if isinstance(args, dict):
-                    args = {k: args[k] for k in ("bytes", "stream", "correlation") if k in args}
-                slim = {k: e[k] for k in ("ph", "cat", "name", "ts", "dur") if k in e}
-                if "args" in e:
-                    slim["args"] = args
-                self.copies.append(slim)
+                self._copy(e)
         return self
+
+    def _origin(self, ts: Any) -> None:
+        try:
+            if K._is_time(ts):
+                t = float(ts)
+                if self.origin_us is None or t < self.origin_us:
+                    self.origin_us = t
+        except OverflowError as x:  # raised where parse_trace raises it: after baseTimeNanoseconds is read
+            if self.origin_error is None:
+                self.origin_error = x
+
+    def _gpu_annotation(self, e: dict[str, Any]) -> None:
+        try:
+            ext = (e.get("args") or {}).get("External id")
+            if ext is not None:
+                self.gpu_annotation_by_ext.setdefault(ext, e)
+        except K._MALFORMED:  # no args dict, an unhashable id: as the whole-document parser skips it
+            pass
+
+    def _copy(self, e: dict[str, Any]) -> None:
+        args = e.get("args")
+        if isinstance(args, dict):
+            args = {k: args[k] for k in ("bytes", "stream", "correlation") if k in args}
+        slim = {k: e[k] for k in ("ph", "cat", "name", "ts", "dur") if k in e}
+        if "args" in e:
+            slim["args"] = args
+        self.copies.append(slim)
 
     def _call(self, e: dict[str, Any]) -> None:
         try:
@@ -536,10 +537,30 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
 def _whole(path: str | os.PathLike[str]) -> StreamedTrace:
     """A document that is not a JSON object (or not UTF-8): read whole, as before streaming."""
     from kernelscope.collect.trace.kineto_dist import trace_pid
-    from kernelscope.collect.trace.kineto_import import is_kineto_trace, read_json
 
     doc = read_json(Path(path))
     if not is_kineto_trace(doc):
         raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
     top = {k: v for k, v in doc.items() if k != "traceEvents"}
     return StreamedTrace(K.parse_trace(doc), top, trace_pid(doc), None, len(doc["traceEvents"]))
+
+
+def read_json(path: Path) -> Any:
+    """The decoded JSON of a whole file, gzip or not (a document that is not an object). Raises ValueError
+    with the reason."""
+    try:
+        raw = read_input(path)  # a regular file, bounded; gzip decompressed as a stream that stops at the limit
+    except InputFileError as e:
+        raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise ValueError("it is not text JSON") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"it is truncated or not JSON ({e.msg} at byte {e.pos:,})") from None
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply") from None
+
+
+def is_kineto_trace(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
