@@ -107,7 +107,7 @@ def test_gaps_are_classed_by_what_the_host_did():
                ("k", 431 * us, 100 * us),  # 100 µs after a sync that waited from 300 to 532 µs
                ("k", 3531 * us, 100 * us)]  # 3 ms with no sync: host elsewhere
     s = _session(kernels, syncs=[("cudaStreamSynchronize", 300 * us, 332 * us)])
-    b, gaps, _ = bd.breakdown(s)
+    b, gaps = bd.breakdown(s)
     (r,) = b.ranks
     assert [g.category for g in gaps[0]] == [bd.AFTER_SYNC, bd.HOST_ELSEWHERE]  # the ones kept one by one
     assert (r.ns(bd.SWITCHING), r.count(bd.SWITCHING), r.ns(bd.LAUNCHING), r.count(bd.LAUNCHING)) == \
@@ -122,7 +122,7 @@ def test_steady_window_leaves_out_step_0_and_the_tail_and_step_gaps_are_nobody_s
     kernels = [("k", t * us, 50 * us) for t in (0, 1000, 1100, 2000, 2100, 3000)]
     steps = [(0, 900 * us), (900 * us, 1900 * us), (1900 * us, 2900 * us), (2900 * us, 3500 * us)]
     s = _session(kernels, steps=steps)
-    b, gaps, _ = bd.breakdown(s)
+    b, gaps = bd.breakdown(s)
     (r,) = b.ranks
     assert (r.window_start_ns, r.window_end_ns, r.steps) == (900 * us, 2900 * us, 2)
     assert r.median_step_ns == 1000 * us

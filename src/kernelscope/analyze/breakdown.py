@@ -25,6 +25,7 @@ sessions only (a merged multi-rank session keeps no per-rank synchronize calls).
 from __future__ import annotations
 
 import bisect
+import gc
 from operator import itemgetter
 import re
 import statistics
@@ -102,6 +103,68 @@ class GpuActivity(NamedTuple):
     bytes: int | None = None
 
 
+@dataclass
+class RankIntervals:
+    """What the breakdown reads of one rank, straight from the launch columns: each category's (start, end)
+    intervals by start, and per kernel name its timed launches and the end of its first one."""
+
+    intervals: dict[str, list[Interval]]
+    launches: dict[str, int]
+    first_end: dict[str, int]
+
+
+def intervals_by_rank(session: Session) -> dict[int, RankIntervals]:
+    table = session.launch_table()
+    collective = {i for i, d in table.details.items() if d.collective is not None}
+    shapes = table.shapes
+    cat = [COMMUNICATION if COMM_KERNEL_RE.search(x.kernel) else KERNELS for x in shapes]
+    rank_of = [x.rank or 0 for x in shapes]
+    out: dict[int, RankIntervals] = {}
+    starts, durs = table.start_ns, table.duration_ns
+    if len(set(rank_of)) <= 1 and not collective and len(set(cat)) <= 1:  # the usual one-GPU session: one pass
+        if shapes:
+            iv = [(st, st + d) for st, d in zip(starts, durs) if st is not None]
+            if iv:
+                out[rank_of[0]] = RankIntervals({cat[0]: iv}, {}, {})
+    else:
+        for i, (sid, st, d) in enumerate(zip(table.shape, starts, durs)):
+            if st is None:
+                continue
+            r = out.get(rank_of[sid])
+            if r is None:
+                r = out[rank_of[sid]] = RankIntervals({}, {}, {})
+            r.intervals.setdefault(COMMUNICATION if i in collective else cat[sid], []).append((st, st + d))
+    _, traced = table.durations_by_shape()
+    for sid, x in enumerate(shapes):  # per shape: launches and first launch, for the window (no per-launch pass)
+        r = out.get(rank_of[sid])
+        if r is None or not traced[sid]:
+            continue
+        r.launches[x.kernel] = r.launches.get(x.kernel, 0) + len(traced[sid])
+        first = next(i for i in _indices(table.shape, sid) if starts[i] is not None)
+        end = starts[first] + durs[first]
+        r.first_end[x.kernel] = min(end, r.first_end.get(x.kernel, end))
+    for a in session.activities:
+        r = out.get(a.rank or 0)
+        if r is None:
+            r = out[a.rank or 0] = RankIntervals({}, {}, {})
+        r.intervals.setdefault(COPIES if a.kind == "memcpy" else MEMSETS, []).append(
+            (a.start_ns, a.start_ns + a.duration_ns))
+    for r in out.values():
+        for iv in r.intervals.values():
+            iv.sort()  # nearly sorted already: the table is in start order
+    return out
+
+
+def _indices(seq: list[int], value: int):
+    i = -1
+    while True:
+        try:
+            i = seq.index(value, i + 1)
+        except ValueError:
+            return
+        yield i
+
+
 def activities_by_rank(session: Session) -> dict[int, list[GpuActivity]]:
     """Every timed GPU activity per rank, by start time (trace pass columns; copies and memsets)."""
     table = session.launch_table()
@@ -141,7 +204,7 @@ def step_spans(session: Session, rank: int) -> list[tuple[int, int, int]]:
     return sorted(set(out))
 
 
-def _window(session: Session, rank: int, acts: list[GpuActivity]) -> tuple[int, int, str, int, int | None]:
+def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, str, int, int | None]:
     steps = step_spans(session, rank)
     if session.steps is None and steps:
         steps = steps[:-1]  # the step after the last kernelscope.step() call runs to the program's end
@@ -154,18 +217,13 @@ def _window(session: Session, rank: int, acts: list[GpuActivity]) -> tuple[int, 
         return steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths))
     # No steps: the steady part starts once every kernel that repeats has run once (its first launch carries
     # module loading and library set-up), and ends with the rank's last GPU activity.
-    seen = Counter(a[3] for a in acts if a[2] is KERNELS or a[2] is COMMUNICATION)
-    first: dict[str, int] = {}
-    for a in acts:  # in start order: stops once every kernel has been seen
-        if a[3] in seen and a[3] not in first:
-            first[a[3]] = a[1]
-            if len(first) == len(seen):
-                break
-    repeat = [first[n] for n, c in seen.items() if c >= 2]
-    end = max(map(itemgetter(1), acts))
-    start = max(repeat) if repeat else acts[0][0]
+    every = [iv for iv in ri.intervals.values() if iv]
+    begin = min(iv[0][0] for iv in every)
+    end = max(max(map(itemgetter(1), iv)) for iv in every)
+    repeat = [ri.first_end[n] for n, c in ri.launches.items() if c >= 2]
+    start = max(repeat) if repeat else begin
     if start >= end:
-        start = acts[0][0]
+        start = begin
     return start, end, ("from the end of the first launch of the last repeating kernel to the rank's last GPU "
                         "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None
 
@@ -227,73 +285,73 @@ def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_
     """The idle intervals of the window, each classed by what the host did (module docstring): the gaps after
     host syncs, at step boundaries and of the host elsewhere one by one (the rules read them), and the total time
     and count of every category. Gaps between queued kernels and of launch overhead are only summed: a long run
-    has a million of them."""
-    syncs = sorted(((h.cpu_end_ns, h.cpu_start_ns, h.name) for h in session.host_syncs), key=lambda x: x[0]) \
-        if use_syncs else []
-    ends = [x[0] for x in syncs]
-    steps = sorted(step_starts or [])
-    new = tuple.__new__
-    out: list[Gap] = []
-    switching = switching_n = launching = launching_n = 0
-    cur = lo
-    for s, e in [*busy, (hi, hi)]:
-        g0, g1 = cur, s
-        if e > cur:
-            cur = e
-        if g1 <= g0:
-            continue
-        n = g1 - g0
-        if ends:
-            sync = None
-            k = bisect.bisect_right(ends, g1) - 1
-            while k >= 0 and ends[k] >= g0 - BACK_TO_BACK_GAP_NS:
-                if syncs[k][1] < g0:  # it was waiting when the GPU went idle
-                    sync = syncs[k]
-                    break
-                k -= 1
-            if sync is not None:
-                back = max(g0, min(sync[0], g1))
-                if g1 - back <= HOST_STALL_GAP_NS:
-                    out.append(new(Gap, (g0, g1, AFTER_SYNC, sync[2])))
-                else:
-                    if back > g0:
-                        out.append(new(Gap, (g0, back, AFTER_SYNC, sync[2])))
-                    out.append(new(Gap, (back, g1, HOST_ELSEWHERE, None)))
+    has a million of them. Syncs and step starts are few: each finds its gap by bisection."""
+    edges = [lo] + [e for _, e in busy]
+    gaps = [(g0, g1) for g0, g1 in zip(edges, [s for s, _ in busy] + [hi]) if g1 > g0]
+    gap_starts = [g0 for g0, _ in gaps]
+    special: dict[int, list[Gap]] = {}  # gap index -> its classed parts, for gaps a sync or a step start decides
+    if use_syncs:
+        for h in sorted(session.host_syncs, key=lambda h: h.cpu_end_ns):
+            k = bisect.bisect_right(gap_starts, h.cpu_end_ns + BACK_TO_BACK_GAP_NS) - 1
+            if k < 0:
                 continue
-        if n <= BACK_TO_BACK_GAP_NS:
-            switching += n
-            switching_n += 1
-        elif n <= HOST_STALL_GAP_NS:
-            j = bisect.bisect_right(steps, g0) if steps else 0
-            if j < len(steps) and steps[j] < g1:
-                out.append(new(Gap, (g0, g1, STEP_BOUNDARY, None)))
+            g0, g1 = gaps[k]
+            if not (g0 - BACK_TO_BACK_GAP_NS <= h.cpu_end_ns <= g1) or h.cpu_start_ns >= g0:
+                continue  # not in this gap, or it did not wait: the GPU was idle before it began
+            back = max(g0, min(h.cpu_end_ns, g1))
+            if g1 - back <= HOST_STALL_GAP_NS:
+                special[k] = [Gap(g0, g1, AFTER_SYNC, h.name)]
             else:
-                launching += n
-                launching_n += 1
-        else:
-            out.append(new(Gap, (g0, g1, HOST_ELSEWHERE, None)))
-    totals = {SWITCHING: switching, LAUNCHING: launching}
-    counts: Counter[str] = Counter({SWITCHING: switching_n, LAUNCHING: launching_n})
+                special[k] = ([Gap(g0, back, AFTER_SYNC, h.name)] if back > g0 else []) + \
+                    [Gap(back, g1, HOST_ELSEWHERE, None)]
+    for st in step_starts or ():
+        k = bisect.bisect_right(gap_starts, st) - 1
+        if k >= 0 and k not in special and gaps[k][0] < st < gaps[k][1] and \
+                BACK_TO_BACK_GAP_NS < gaps[k][1] - gaps[k][0] <= HOST_STALL_GAP_NS:
+            special[k] = [Gap(gaps[k][0], gaps[k][1], STEP_BOUNDARY, None)]
+    lengths = [g1 - g0 for g0, g1 in gaps]
+    for k in special:
+        lengths[k] = -1  # classed above
+    new = tuple.__new__  # Gap(...) without its Python-level __new__: a long run has many
+    tail = (HOST_ELSEWHERE, None)
+    out = [new(Gap, gaps[k] + tail) for k, n in enumerate(lengths) if n > HOST_STALL_GAP_NS]
+    if special:  # few: merged in by start
+        out = sorted(out + [g for parts in special.values() for g in parts])
+    switching = [n for n in lengths if 0 <= n <= BACK_TO_BACK_GAP_NS]
+    launching = [n for n in lengths if BACK_TO_BACK_GAP_NS < n <= HOST_STALL_GAP_NS]
+    totals = {SWITCHING: sum(switching), LAUNCHING: sum(launching)}
+    counts: Counter[str] = Counter({SWITCHING: len(switching), LAUNCHING: len(launching)})
     for g in out:
         totals[g[2]] = totals.get(g[2], 0) + g[1] - g[0]
         counts[g[2]] += 1
     return out, totals, counts
 
 
-def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_rank: bool,
+def _in_window(iv: list[Interval], lo: int, hi: int) -> tuple[list[Interval], int]:
+    """The intervals of a start-ordered list that overlap [lo, hi) (unclipped), and how many start inside."""
+    j = bisect.bisect_left(iv, (lo,))
+    k = bisect.bisect_left(iv, (hi,))
+    return [x for x in iv[:j] if x[1] > lo] + iv[j:k], k - j
+
+
+def _clip_union(u: list[Interval], lo: int, hi: int) -> list[Interval]:
+    """A union's intervals cut to [lo, hi] (they are disjoint and sorted: only the ends can stick out)."""
+    u = [x for x in u if x[1] > lo and x[0] < hi] if u and (u[0][0] < lo or u[-1][1] > hi) else u
+    if u:
+        u[0] = (max(u[0][0], lo), u[0][1])
+        u[-1] = (u[-1][0], min(u[-1][1], hi))
+    return u
+
+
+def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: bool,
                    collectives: CollectiveAnalysis | None = None) -> tuple[RankBreakdown, list[Gap]]:
-    lo, hi, basis, steps, median_step = _window(session, rank, acts)
-    by_cat: dict[str, list[Interval]] = {c: [] for c in (KERNELS, COMMUNICATION, COPIES, MEMSETS)}
-    started: Counter[str] = Counter()
-    for a in acts:  # by start: each category's list stays sorted
-        if a[1] > lo and a[0] < hi:
-            by_cat[a[2]].append((a[0] if a[0] > lo else lo, a[1] if a[1] < hi else hi))
-            if a[0] >= lo:
-                started[a[2]] += 1
+    lo, hi, basis, steps, median_step = _window(session, rank, ri)
+    started: dict[str, int] = {}
     covered: list[Interval] = []
     ns: dict[str, int] = {}
     for cat in (KERNELS, COMMUNICATION, COPIES, MEMSETS):
-        mine = _union_sorted(by_cat[cat])
+        iv, started[cat] = _in_window(ri.intervals.get(cat, []), lo, hi)
+        mine = _clip_union(_union_sorted(iv), lo, hi)
         ns[cat] = total(_minus(mine, covered) if covered else mine)
         if mine:
             covered = _union_sorted(sorted(covered + mine)) if covered else mine
@@ -311,16 +369,27 @@ def rank_breakdown(session: Session, rank: int, acts: list[GpuActivity], multi_r
 
 
 def breakdown(session: Session, collectives: CollectiveAnalysis | None = None
-              ) -> tuple[Breakdown, dict[int, list[Gap]], dict[int, list[GpuActivity]]]:
-    """The breakdown of every rank, with the gaps the program rules read one by one (classify_gaps) and the
-    activities."""
-    acts = activities_by_rank(session)
-    if not acts:
-        return Breakdown((), missing_reason="no GPU activity with start times (no trace pass)"), {}, {}
-    multi = len(acts) > 1 or len(session.ranks) > 1
+              ) -> tuple[Breakdown, dict[int, list[Gap]]]:
+    """The breakdown of every rank, with the gaps the program rules read one by one (classify_gaps)."""
+    # a million tuples and lists, no reference cycles: the cyclic collector's passes over them would cost more than
+    # the work itself (0.7 of 1.6 s at 10^6 launches), so it waits until the breakdown is built
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _breakdown(session, collectives)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _breakdown(session: Session, collectives: CollectiveAnalysis | None) -> tuple[Breakdown, dict[int, list[Gap]]]:
+    per_rank = intervals_by_rank(session)
+    if not per_rank:
+        return Breakdown((), missing_reason="no GPU activity with start times (no trace pass)"), {}
+    multi = len(per_rank) > 1 or len(session.ranks) > 1
     ranks, gaps = [], {}
-    for r in sorted(acts):
-        b, g = rank_breakdown(session, r, acts[r], multi, collectives)
+    for r in sorted(per_rank):
+        b, g = rank_breakdown(session, r, per_rank[r], multi, collectives)
         ranks.append(b)
         gaps[r] = g
-    return Breakdown(tuple(ranks)), gaps, acts
+    return Breakdown(tuple(ranks)), gaps

@@ -8,6 +8,7 @@ elementwise kernels, and the per-architecture rate ratio a tensor-core matmul ga
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import statistics
@@ -85,20 +86,38 @@ class ProgramContext:
     session: Session
     breakdown: Breakdown
     gaps: dict[int, list[Gap]]
-    activities: dict[int, list[GpuActivity]]
     ranks: RanksReport | None
     arch: tuple[int, int] | None  # compute capability
     _cache: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def activities(self) -> dict[int, list[GpuActivity]]:
+        """Every GPU activity per rank (built on first use: most sessions' rules decide from names and totals)."""
+        got = self._cache.get("activities")
+        if got is None:
+            got = self._cache["activities"] = bd.activities_by_rank(self.session)
+        return got
 
     def windowed(self, rank: int) -> list[GpuActivity]:
         """The rank's activities that start in its window (computed once, shared by the rules)."""
         got = self._cache.get(("windowed", rank))
         if got is None:
             b = self.breakdown.rank(rank)
-            got = [] if b is None else [a for a in self.activities.get(rank, [])
-                                        if b.window_start_ns <= a.start_ns < b.window_end_ns]
+            acts = self.activities.get(rank, [])
+            if b is None:
+                got = []
+            else:  # by start: the window is one slice
+                starts = [a[0] for a in acts]
+                got = acts[bisect.bisect_left(starts, b.window_start_ns):bisect.bisect_left(starts, b.window_end_ns)]
             self._cache[("windowed", rank)] = got
         return got
+
+    def kernel_time_ns(self, match: Callable[[str], bool]) -> int:
+        """Trace-pass time of the kernels whose names ``match`` (all ranks, the whole run): an upper bound that
+        lets a rule skip the per-launch pass when it cannot reach MIN_GAIN_PCT."""
+        table = self.session.launch_table()
+        _, traced = table.durations_by_shape()
+        return sum(sum(traced[sid]) for sid, x in enumerate(table.shapes) if match(x.kernel))
 
 
 Outcome = "ProgramFinding | NotEvaluated | None"
@@ -142,6 +161,8 @@ def tensor_cores_unused(ctx: ProgramContext) -> list:
         return [NotEvaluated("tensor-cores-unused", "the session has no device compute capability")]
     ratio = TF32_OVER_FP32_RATE.get(ctx.arch)
     out: list = []
+    if not ctx.kernel_time_ns(is_fma_matmul):
+        return out
     for b in ctx.breakdown.ranks:
         acts = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS and is_fma_matmul(a.name)]
         if not acts:
@@ -250,6 +271,9 @@ def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
               "kernel names, grids and times of the trace pass")
 def unfused_elementwise(ctx: ProgramContext) -> list:
     out: list = []
+    walls = [b.wall_ns for b in ctx.breakdown.ranks]
+    if not walls or _pct(ctx.kernel_time_ns(is_elementwise), min(walls)) < MIN_GAIN_PCT:
+        return out  # the chains' kernel time bounds the gain
     for b in ctx.breakdown.ranks:
         chains = _chains(ctx.windowed(b.rank))
         if not chains:
@@ -284,6 +308,8 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
               "copy names (Pageable), times and the kernels they do not overlap, from the trace pass")
 def pageable_copies(ctx: ProgramContext) -> list:
     out: list = []
+    if not any("pageable" in a.name.lower() for a in ctx.session.activities):
+        return out
     for b in ctx.breakdown.ranks:
         acts = ctx.windowed(b.rank)
         pageable = [a for a in acts if a.category == bd.COPIES and "pageable" in a.name.lower()]

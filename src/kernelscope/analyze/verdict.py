@@ -224,9 +224,9 @@ def _one_per_rule(found: list) -> list:
 
 def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None
               ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated]]:
-    b, gaps, acts = bd.breakdown(session, ranks.collectives if ranks is not None else None)
+    b, gaps = bd.breakdown(session, ranks.collectives if ranks is not None else None)
     cc = session.device.compute_capability if session.device is not None else None
-    ctx = ProgramContext(session, b, gaps, acts, ranks, tuple(cc) if cc else None)
+    ctx = ProgramContext(session, b, gaps, ranks, tuple(cc) if cc else None)
     found, skipped = run_program_rules(ctx) if b.ranks else ([], [])
     not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
     if not b.ranks:
