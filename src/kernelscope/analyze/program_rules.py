@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
-from kernelscope.analyze.intervals import total, union
+from kernelscope.analyze.intervals import intersect, total, union
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS
 from kernelscope.model import Session
@@ -150,6 +150,13 @@ def _ms(ns: float) -> float:
     return round(ns / 1e6, 3)
 
 
+def _recurring(b: bd.RankBreakdown, category: str) -> tuple[int, int, float] | None:
+    """(idle ns, gaps, gain % of wall) of one idle category when it recurs and is worth a finding, else None."""
+    ns, n = b.ns(category), b.count(category)
+    gain = _pct(ns, b.wall_ns)
+    return (ns, n, gain) if n >= MIN_RECURRENCES and gain >= MIN_GAIN_PCT else None
+
+
 def _one_rank(ctx: ProgramContext) -> bool:
     return len(ctx.breakdown.ranks) == 1
 
@@ -198,10 +205,10 @@ def sync_in_loop(ctx: ProgramContext) -> list:
     if not _one_rank(ctx):
         return [NotEvaluated("sync-in-loop", "a multi-rank session keeps no per-rank synchronize calls")]
     b = ctx.breakdown.ranks[0]
-    n, ns = b.count(bd.AFTER_SYNC), b.ns(bd.AFTER_SYNC)
-    gain = _pct(ns, b.wall_ns)
-    if n < MIN_RECURRENCES or gain < MIN_GAIN_PCT:
+    got = _recurring(b, bd.AFTER_SYNC)
+    if got is None:
         return []
+    ns, n, gain = got
     calls = ", ".join(f"{name} ({k:,})" for name, k in b.sync_calls)
     per_step = f"; {n / b.steps:.1f} per step" if b.steps else ""
     return [ProgramFinding(
@@ -223,10 +230,10 @@ def sync_in_loop(ctx: ProgramContext) -> list:
 def launch_bound(ctx: ProgramContext) -> list:
     out: list = []
     for b in ctx.breakdown.ranks:
-        ns, n = b.ns(bd.LAUNCHING), b.count(bd.LAUNCHING)
-        gain = _pct(ns, b.wall_ns)
-        if gain < MIN_GAIN_PCT or n < MIN_RECURRENCES:
+        got = _recurring(b, bd.LAUNCHING)
+        if got is None:
             continue
+        ns, n, gain = got
         kernels = [a for a in ctx.windowed(b.rank) if a.category == bd.KERNELS]
         median = statistics.median([a.end_ns - a.start_ns for a in kernels]) if kernels else 0
         syncs = b.count(bd.AFTER_SYNC) >= MIN_RECURRENCES
@@ -317,7 +324,7 @@ def pageable_copies(ctx: ProgramContext) -> list:
             continue
         kernels = union([(a.start_ns, a.end_ns) for a in acts if a.category in (bd.KERNELS, bd.COMMUNICATION)])
         copies = union([(a.start_ns, a.end_ns) for a in pageable])
-        exposed = total(copies) - total(_intersect(copies, kernels))
+        exposed = total(copies) - total(intersect(copies, kernels))
         cap = b.wall_ns - b.ns(bd.KERNELS) - b.ns(bd.COMMUNICATION)
         gain = _pct(min(exposed, cap), b.wall_ns)
         if gain < MIN_GAIN_PCT:
@@ -341,20 +348,15 @@ def pageable_copies(ctx: ProgramContext) -> list:
     return out
 
 
-def _intersect(a: list, b: list) -> list:
-    from kernelscope.analyze.intervals import intersect
-    return intersect(a, b)
-
-
 @program_rule("host-input-stall", "the GPU starves while the host does other work",
               "GPU idle gaps longer than thresholds.HOST_STALL_GAP_NS with no blocking call before them")
 def host_input_stall(ctx: ProgramContext) -> list:
     out: list = []
     for b in ctx.breakdown.ranks:
-        ns, n = b.ns(bd.HOST_ELSEWHERE), b.count(bd.HOST_ELSEWHERE)
-        gain = _pct(ns, b.wall_ns)
-        if gain < MIN_GAIN_PCT or n < MIN_RECURRENCES:
+        got = _recurring(b, bd.HOST_ELSEWHERE)
+        if got is None:
             continue
+        ns, n, gain = got
         gaps = sorted(g.end_ns - g.start_ns for g in ctx.gaps.get(b.rank, []) if g.category == bd.HOST_ELSEWHERE)
         per_step = f", {n / b.steps:.1f} per step" if b.steps else ""
         out.append(ProgramFinding(
