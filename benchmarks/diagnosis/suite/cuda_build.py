@@ -19,6 +19,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("cuda_kernels.cu")
 CACHE_ENV = "KS_DIAG_BUILD_DIR"  # where built libraries are kept (default: the temp directory)
+NO_LINEINFO_ENV = "KS_DIAG_NO_LINEINFO"  # "1": build without -lineinfo (SASS with no source lines)
 
 
 class CudaBuildError(RuntimeError):
@@ -36,15 +37,19 @@ def build_library(arch: str) -> Path:
     """Compile (or reuse) the library for ``arch`` (e.g. "sm_90"); its path."""
     nvcc = find_nvcc()
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
-    key = hashlib.sha256(SOURCE.read_bytes() + arch.encode() + version.encode()).hexdigest()[:16]
+    lineinfo = os.environ.get(NO_LINEINFO_ENV) != "1"
+    flags = ["-lineinfo"] if lineinfo else []
+    key = hashlib.sha256(SOURCE.read_bytes() + arch.encode() + version.encode() + " ".join(flags).encode()
+                         ).hexdigest()[:16]
     out_dir = Path(os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "ks_diag_build")
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"libks_diag_{arch}_{key}.so"
     if lib.exists():
         return lib
     tmp = out_dir / f".{lib.name}.{os.getpid()}.tmp"
-    # -lineinfo maps SASS to source lines for the counter pass's source view; it does not change the code
-    cmd = [nvcc, "-O3", "-lineinfo", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(tmp), str(SOURCE)]
+    # -lineinfo maps SASS to source lines for the counter pass's source view; it does not change the code.
+    # KS_DIAG_NO_LINEINFO=1 leaves it out, to record a kernel whose report has SASS but no source lines.
+    cmd = [nvcc, "-O3", *flags, f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(tmp), str(SOURCE)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)

@@ -3,6 +3,8 @@
 // for the worst case). Built by cuda_build.py with nvcc into a shared library that Python
 // calls through ctypes on PyTorch's current stream (no pybind, no ninja).
 // Every launcher returns cudaGetLastError() so Python can raise on a bad launch.
+// A line that carries a planted defect ends in `// planted: CASE`: the source-line score
+// (benchmarks/diagnosis/source_score.py) reads the planted lines from these markers.
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -17,7 +19,7 @@ __global__ void transpose_tile(const float* __restrict__ in, float* __restrict__
   __syncthreads();
   x = blockIdx.y * 32 + threadIdx.x;
   // column read of the tile: all 32 lanes hit one bank without the padding
-  for (int j = 0; j < 32; j += 8) out[(size_t)(blockIdx.x * 32 + threadIdx.y + j) * w + x] = tile[threadIdx.x][threadIdx.y + j];
+  for (int j = 0; j < 32; j += 8) out[(size_t)(blockIdx.x * 32 + threadIdx.y + j) * w + x] = tile[threadIdx.x][threadIdx.y + j];  // planted: bank_conflicts
 }
 
 LAUNCHER transpose(uintptr_t in, uintptr_t out, int w, int padded, void* stream) {
@@ -44,7 +46,7 @@ __global__ void rotated_dot(const float* __restrict__ x, const float* __restrict
   for (int j = 0; j < LOCAL_K; ++j) a[j] = x[(size_t)(DYNAMIC ? j : (j + shift) % LOCAL_K) * n + i];
   float acc = 0.0f;
 #pragma unroll
-  for (int j = 0; j < LOCAL_K; ++j) acc = fmaf(DYNAMIC ? a[(j + shift) % LOCAL_K] : a[j], w[j], acc);
+  for (int j = 0; j < LOCAL_K; ++j) acc = fmaf(DYNAMIC ? a[(j + shift) % LOCAL_K] : a[j], w[j], acc);  // planted: local_memory
   y[i] = acc;
 }
 
@@ -66,9 +68,9 @@ __global__ void parity_paths(const float* __restrict__ x, float* __restrict__ y,
   if (e >= n) return;
   float a = x[e];
   if (e & 1) {
-    for (int k = 0; k < iters; ++k) a = fmaf(a, 1.001f, -0.001f);
+    for (int k = 0; k < iters; ++k) a = fmaf(a, 1.001f, -0.001f);  // planted: divergence
   } else {
-    for (int k = 0; k < iters; ++k) a = fmaf(a, 0.999f, 0.001f);
+    for (int k = 0; k < iters; ++k) a = fmaf(a, 0.999f, 0.001f);  // planted: divergence
   }
   y[e] = a;
 }
@@ -172,7 +174,7 @@ __global__ void wide_tile_transpose(const float* __restrict__ in, float* __restr
   __syncthreads();
   int r = r0 + threadIdx.x;
   int c0 = blockIdx.x * 64;
-  for (int j = threadIdx.y; j < 64; j += 8) out[(size_t)(c0 + j) * rows + r] = tile[threadIdx.x][j];
+  for (int j = threadIdx.y; j < 64; j += 8) out[(size_t)(c0 + j) * rows + r] = tile[threadIdx.x][j];  // planted: bank_conflicts_wide_tile
 }
 
 LAUNCHER transpose_wide(uintptr_t in, uintptr_t out, int rows, int cols, int padded, void* stream) {
@@ -197,7 +199,7 @@ __global__ void window_dot(const float* __restrict__ x, const float* __restrict_
   for (int j = 0; j < WINDOW_K; ++j) a[j] = x[(size_t)(DYNAMIC ? j : (j + shift) % WINDOW_K) * n + i];
   float acc = 0.0f;
 #pragma unroll
-  for (int j = 0; j < WINDOW_K; ++j) acc = fmaf(DYNAMIC ? a[(j + shift) % WINDOW_K] : a[j], w[j], acc);
+  for (int j = 0; j < WINDOW_K; ++j) acc = fmaf(DYNAMIC ? a[(j + shift) % WINDOW_K] : a[j], w[j], acc);  // planted: local_memory_k16
   y[i] = acc;
 }
 
@@ -220,16 +222,16 @@ __global__ void quad_paths(const float* __restrict__ x, float* __restrict__ y, i
   float a = x[e];
   switch (e & 3) {
     case 0:
-      for (int k = 0; k < iters; ++k) a = fmaf(a, 0.999f, 0.001f);
+      for (int k = 0; k < iters; ++k) a = fmaf(a, 0.999f, 0.001f);  // planted: divergence_lane4
       break;
     case 1:
-      for (int k = 0; k < iters; ++k) a = fmaf(a, 1.001f, -0.001f);
+      for (int k = 0; k < iters; ++k) a = fmaf(a, 1.001f, -0.001f);  // planted: divergence_lane4
       break;
     case 2:
-      for (int k = 0; k < iters; ++k) a = fmaf(a, 0.998f, 0.002f);
+      for (int k = 0; k < iters; ++k) a = fmaf(a, 0.998f, 0.002f);  // planted: divergence_lane4
       break;
     default:
-      for (int k = 0; k < iters; ++k) a = fmaf(a, 1.002f, -0.002f);
+      for (int k = 0; k < iters; ++k) a = fmaf(a, 1.002f, -0.002f);  // planted: divergence_lane4
       break;
   }
   y[e] = a;

@@ -1,6 +1,9 @@
 """The suite's Triton kernels. Each defect and its fix share one kernel body where they can,
 so the only difference between them is the planted defect. They run in the Triton
-interpreter (TRITON_INTERPRET=1) for the CPU correctness tests."""
+interpreter (TRITON_INTERPRET=1) for the CPU correctness tests.
+
+A line that carries a planted defect ends in `# planted: CASE [CASE ...]`: the source-line
+score (benchmarks/diagnosis/source_score.py) reads the planted lines from these markers."""
 from __future__ import annotations
 
 import triton
@@ -19,8 +22,8 @@ def scale_copy_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr, COLUMN_
         off = (e % n_rows) * n_cols + e // n_rows
     else:
         off = e
-    x = tl.load(x_ptr + off, mask=mask)
-    tl.store(y_ptr + off, x * 2.0 + 1.0, mask=mask)
+    x = tl.load(x_ptr + off, mask=mask)  # planted: uncoalesced
+    tl.store(y_ptr + off, x * 2.0 + 1.0, mask=mask)  # planted: uncoalesced
 
 
 @triton.jit(do_not_specialize=["stride"])
@@ -71,7 +74,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
         for k in range(0, K):
             a = tl.load(a_ptr + rm * K + k).to(tl.float32)
             b = tl.load(b_ptr + k * N + rn).to(tl.float32)
-            acc += a[:, None] * b[None, :]
+            acc += a[:, None] * b[None, :]  # planted: fma_matmul
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
@@ -95,7 +98,7 @@ def transpose_kernel(x_ptr, y_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr, GAT
     if GATHER:
         e = tl.program_id(0) * (BR * BC) + tl.arange(0, BR * BC)
         mask = e < R * C
-        v = tl.load(x_ptr + (e % R) * C + e // R, mask=mask)
+        v = tl.load(x_ptr + (e % R) * C + e // R, mask=mask)  # planted: uncoalesced_bf16_transpose
         tl.store(y_ptr + e, v, mask=mask)
     else:
         rr = tl.program_id(0) * BR + tl.arange(0, BR)
@@ -139,7 +142,7 @@ def matmul_any_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.con
         for k in range(0, K):
             a = tl.load(a_ptr + rm * K + k).to(tl.float32)
             b = tl.load(b_ptr + k * N + rn).to(tl.float32)
-            acc += a[:, None] * b[None, :]
+            acc += a[:, None] * b[None, :]  # planted: fma_matmul_fp32 fma_matmul_fp16_rect
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty))
 
 
