@@ -6,8 +6,11 @@ flow pair (ph "s" on the call, "f" on the kernel); every fourth kernel a cudaMem
 and flow pair; an annotation (`user_annotation` on the CPU, `gpu_user_annotation` on the GPU: one of five
 region names) per 14 kernels, and per 2,100 kernels a ProfilerStep annotation on both sides with a
 cudaStreamSynchronize at its end; `deviceProperties`, `distributedInfo` and `baseTimeNanoseconds` at the
-top, `traceName` after the events. Layout: one event per 4-6 lines, indented as Kineto does.
-Usage: realistic_trace.py N OUT.json [--seed S]
+top, `traceName` after the events. Layout: one event per 4-6 lines, indented as Kineto does. With
+`--world-size W` (and `--rank R`) it is one rank's trace of a W-process job: `distributedInfo` says so, the
+device is the rank's own, and the last kernel of each annotation is an NCCL all-reduce (ncclDevKernel_AllReduce
+with the `Collective name`, message sizes, group and sequence args torch writes), its duration drawn per rank.
+Usage: realistic_trace.py N OUT.json [--seed S] [--rank R --world-size W]
 """
 from __future__ import annotations
 
@@ -66,8 +69,20 @@ def _flow(ph: str, corr: int, pid, tid, ts: float) -> str:
             f'"ts": {ts:.3f},\n    "cat": "ac2g", "name": "ac2g"{bp}\n  }}')
 
 
-def events(n: int, seed: int):
+NCCL = ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", [24, 1, 1], [544, 1, 1], 96,
+        103808)
+
+
+def _nccl_args(seq: int, world: int) -> dict:
+    return {"Collective name": "allreduce", "In msg nelems": 2099200, "Out msg nelems": 2099200,
+            "Group size": world, "dtype": "Float", "In split size": "[]", "Out split size": "[]",
+            "Process Group Name": "0", "Process Group Description": "default_pg",
+            "Process Group Ranks": str(list(range(world))), "Seq": seq}
+
+
+def events(n: int, seed: int, world: int = 1):
     rng = random.Random(seed)
+    seq = 0
     TOTAL[0] = n
     STEP_START[0] = (1_000_000.0, 1_000_050.0)
     t_cpu, t_gpu = 1_000_000.0, 1_000_050.0
@@ -82,7 +97,8 @@ def events(n: int, seed: int):
             step_open = (k, t_cpu, t_gpu, ext)
             ext += 1
         kid = k % len(KERNELS)
-        name, grid, block, regs, smem = KERNELS[kid]
+        nccl = world > 1 and k % 14 == 13
+        name, grid, block, regs, smem = NCCL if nccl else KERNELS[kid]
         if k % 2 == 0:
             yield _x("cpu_op", OPS[kid], PID, TID, t_cpu, 9.0, {"External id": ext, "Record function id": 0,
                                                                    "Ev Idx": k})
@@ -103,13 +119,16 @@ def events(n: int, seed: int):
                  {"External id": ext, "cbid": 211, "correlation": corr})
         yield _flow("s", corr, PID, TID, launch)
         t_gpu = max(t_gpu, launch + 5.0)
-        d = rng.uniform(2.0, 40.0)
+        d = rng.uniform(2.0, 40.0) if not nccl else rng.uniform(20.0, 120.0)
         blocks = grid[0] * grid[1] * grid[2]
-        yield _x("kernel", name, DEV, STREAM, t_gpu, d,
-                 {"External id": ext, "queued": 0, "device": DEV, "context": 1, "stream": STREAM,
-                  "correlation": corr, "registers per thread": regs, "shared memory": smem,
-                  "blocks per SM": round(blocks / 132, 6), "warps per SM": round(blocks * block[0] / 32 / 132, 6),
-                  "grid": grid, "block": block, "est. achieved occupancy %": 25})
+        kargs = {"External id": ext, "queued": 0, "device": DEV, "context": 1, "stream": STREAM,
+                 "correlation": corr, "registers per thread": regs, "shared memory": smem,
+                 "blocks per SM": round(blocks / 132, 6), "warps per SM": round(blocks * block[0] / 32 / 132, 6),
+                 "grid": grid, "block": block, "est. achieved occupancy %": 0 if nccl else 25}
+        if nccl:
+            kargs.update(_nccl_args(seq, world))
+            seq += 1
+        yield _x("kernel", name, DEV, STREAM, t_gpu, d, kargs)
         yield _flow("f", corr, DEV, STREAM, t_gpu)
         corr += 1
         ext += 1
@@ -145,15 +164,24 @@ TOTAL = [0]
 STEP_START = [(1_000_000.0, 1_000_050.0)]
 
 
-def write(n: int, out: str, seed: int = 0) -> int:
-    """Write the trace; returns its event count."""
+def write(n: int, out: str, seed: int = 0, rank: int = 0, world: int = 1) -> int:
+    """Write the trace (one rank's of ``world`` processes); returns its event count."""
+    global DEV, PID, TID
     count = 0
+    DEV = rank if world > 1 else 0
+    PID = TID = 2418 + DEV  # one process per rank
+    head = dict(HEAD)
+    if world > 1:
+        head["deviceProperties"] = [{**HEAD["deviceProperties"][0], "id": d} for d in range(world)]
+        head["distributedInfo"] = {**HEAD["distributedInfo"], "rank": rank, "world_size": world, "pg_config": [
+            {"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": world,
+             "ranks": list(range(world))}]}
     with open(out, "w") as f:
-        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in HEAD.items())
+        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in head.items())
                 + ',\n  "traceEvents": [\n')
         first = True
         buf = []
-        for e in events(n, seed):
+        for e in events(n, seed, world):
             buf.append(e if first else ",\n" + e)
             first = False
             count += 1
@@ -170,8 +198,10 @@ def main() -> int:
     p.add_argument("n", type=int)
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world-size", type=int, default=1)
     a = p.parse_args()
-    print(write(a.n, a.out, a.seed))
+    print(write(a.n, a.out, a.seed + a.rank, a.rank, a.world_size))
     return 0
 
 
