@@ -5,6 +5,10 @@ Formulas (every count is ncu's, summed over the line's instructions; model/sourc
   stall share       = samples of one stall reason on the line / line samples
   excess sectors    = derived__memory_l2_theoretical_sectors_global_excessive (actual - ideal L2 sectors, global)
   excess wavefronts = derived__memory_l1_wavefronts_shared_excessive (shared-memory bank conflicts)
+  FMA instructions  = inst_executed of the line's FFMA / HFMA2 / DFMA instructions (SASS opcode per PC)
+  idle lane slots   = sum over the line's instructions of (32 x inst_executed - thread_inst_executed): the lanes
+                      a warp issued with nothing to do (thread divergence)
+  active threads    = thread_inst_executed / inst_executed of the line (32: no divergence)
 """
 from __future__ import annotations
 
@@ -107,7 +111,9 @@ RULE_COUNTS: dict[str, tuple[str, str]] = {
     "shared-bank-conflicts": ("shared_wavefronts_excessive", "excess shared wavefronts"),
     "local-memory": ("local_sectors", "local sectors"),
     "fma-instead-of-tensor": ("fma_inst_executed", "FMA instructions executed"),
+    "thread-divergence": ("idle_lane_slots", "idle lane slots"),
 }
+WARP_SIZE = 32
 FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")  # SASS fused multiply-adds on the FMA pipes
 RULE_LINES = 3  # lines named in a finding
 
@@ -120,10 +126,21 @@ def opcode(sass: str) -> str:
     return words[0].split(".")[0] if words else ""
 
 
-def _rule_count(ln: SourceLine, count: str) -> float:
+def rule_count(ln: SourceLine, rule_id: str) -> float:
+    """The per-line count that locates ``rule_id``'s cause on ``ln`` (RULE_COUNTS; 0 when not measured)."""
+    count = RULE_COUNTS[rule_id][0]
     if count == "fma_inst_executed":  # inst_executed of the line's FMA instructions
         return sum(i.counts.get("inst_executed", 0.0) for i in ln.instructions if opcode(i.sass) in FMA_OPCODES)
+    if count == "idle_lane_slots":  # per instruction, so a line's converged instructions add nothing
+        return sum(WARP_SIZE * i.counts["inst_executed"] - i.counts["thread_inst_executed"] for i in ln.instructions
+                   if "inst_executed" in i.counts and "thread_inst_executed" in i.counts)
     return ln.counts.get(count, 0.0)
+
+
+def active_threads(ln: SourceLine) -> float | None:
+    """thread_inst_executed / inst_executed of the line; None when either was not measured or nothing ran."""
+    inst, threads = ln.counts.get("inst_executed"), ln.counts.get("thread_inst_executed")
+    return threads / inst if inst and threads is not None else None
 
 
 def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[str, float]]]:
@@ -132,7 +149,7 @@ def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[s
     if src is None or rule_id not in RULE_COUNTS:
         return "", []
     count, what = RULE_COUNTS[rule_id]
-    located = [(ln, v) for ln in src.lines if (v := _rule_count(ln, count)) > 0]
+    located = [(ln, v) for ln in src.lines if (v := rule_count(ln, rule_id)) > 0]
     if not located:
         return "", []
     total = sum(v for _, v in located)
@@ -140,12 +157,16 @@ def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[s
     ranked = sorted(located, key=lambda lv: -lv[1])[:RULE_LINES]
     from kernelscope.model.source_lines import COUNT_METRICS
 
-    metric = COUNT_METRICS.get(count, f"inst_executed of {'/'.join(FMA_OPCODES)}")
+    metric = COUNT_METRICS.get(count) or {
+        "fma_inst_executed": f"inst_executed of {'/'.join(FMA_OPCODES)}",
+        "idle_lane_slots": f"{WARP_SIZE} x inst_executed - thread_inst_executed"}[count]
     parts, evidence = [], []
     for ln, v in ranked:
         where = src.location(ln)
         text = src.text(ln)
         share = f", {100 * ln.counts.get('samples', 0) / samples:.1f}% of warp samples" if samples else ""
+        if count == "idle_lane_slots" and (active := active_threads(ln)) is not None:
+            share = f", {active:.1f} active threads per instruction" + share
         parts.append(f"{where.rsplit('/', 1)[-1]}" + (f" `{text.strip()}`" if text else "")
                      + f" ({100 * v / total:.0f}% of the {what}{share})")
         evidence.append((f"{metric} at {where}", v))

@@ -24,6 +24,7 @@ COUNT_METRICS: dict[str, str] = {
     "shared_wavefronts_ideal": "memory_l1_wavefronts_shared_ideal",
     "shared_wavefronts_excessive": "derived__memory_l1_wavefronts_shared_excessive",
     "shared_conflicts_nway": "derived__memory_l1_conflicts_shared_nway",
+    "thread_inst_executed": "thread_inst_executed",  # active threads summed over the executed warp instructions
 }
 MAX_COUNTS = ("shared_conflicts_nway",)  # a line takes the largest of its instructions', not the sum
 STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"

@@ -55,7 +55,8 @@ def thread_divergence(ctx: RuleContext) -> Outcome:
            "one warp take different branches (or finish early), and the warp runs each path with the others masked "
            "off. Make the branch uniform per warp (map the cases to different warps or blocks, sort the work), or "
            "turn short branches into selects.")
-    return finding(thread_divergence, "Warp state", msg, gain, evidence)
+    where, at = rule_lines(x.source_lines, thread_divergence.rule_id)  # run --source: the lines responsible
+    return finding(thread_divergence, "Warp state", with_lines(msg, where), gain, evidence + at)
 
 
 @rule(
