@@ -302,3 +302,64 @@ def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
     _keep(str(trace), str(fifo))  # a FIFO appeared after the check: said, never replaced
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+
+
+def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_path):
+    """Issue 37 item 5: `run` checked the name before the workload and renamed after it, so a file created in
+    between was destroyed without -f. Now the session is moved into place only onto a free name."""
+    out = tmp_path / "s.json"
+    script = tmp_path / "w.py"
+    script.write_text(f"open({str(out)!r}, 'w').write('mine')\n")  # the workload takes the name itself
+    code, _, err = run_cli(["run", "-o", str(out), "--", sys.executable, str(script)])
+    assert code == 2 and "created by something else" in _one_error(err), err
+    assert out.read_text() == "mine"
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")]
+    assert len(kept) == 1 and str(kept[0]) in err  # what was collected is not lost: named in the sentence
+    from kernelscope.model import Session
+
+    assert Session.load(kept[0]).command == [sys.executable, str(script)]
+    code, _, err = run_cli(["run", "-o", str(out), "-f", "--", sys.executable, str(script)])
+    assert code == 0, err
+    assert Session.load(out).command == [sys.executable, str(script)]  # -f: the run's session replaces it
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")] == [kept[0].name]
+
+
+def test_run_leaves_no_private_file_behind(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text("print('hi')\n")
+    code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--", sys.executable, str(script)])
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "w.py"]
+
+
+def test_kept_trace_honours_no_clobber_from_the_parent(tmp_path, monkeypatch, capsys):
+    from kernelscope.collect.trace.recorder import KEEP_TRACE_NO_CLOBBER, _keep
+
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": []}')
+    kept = tmp_path / "kept.json"
+    kept.write_text("appeared meanwhile")
+    monkeypatch.setenv(KEEP_TRACE_NO_CLOBBER, "1")  # run without -f
+    _keep(str(trace), str(kept))
+    assert kept.read_text() == "appeared meanwhile" and "was not kept" in capsys.readouterr().err
+    monkeypatch.setenv(KEEP_TRACE_NO_CLOBBER, "0")  # run -f
+    _keep(str(trace), str(kept))
+    assert json.loads(kept.read_text()) == {"traceEvents": []}
+
+
+def test_bench_results_first_write_honours_force(tmp_path):
+    """`bench` saves after every row: the first save must not replace a file that appeared since the check."""
+    from kernelscope.bench.results import BenchResults
+    from kernelscope.cli.bench.common import ResultsWriter
+
+    out = tmp_path / "r.json"
+    out.write_text("appeared meanwhile")
+    results = BenchResults(benchmark="attention", environment={}, settings={})
+    with pytest.raises(SystemExit) as e:
+        ResultsWriter(out, force=False)(results)
+    assert e.value.code == 2 and out.read_text() == "appeared meanwhile"
+    out.unlink()
+    save = ResultsWriter(out, force=False)
+    save(results)
+    save(results)  # later rows replace the file this command wrote
+    assert json.loads(out.read_text())["benchmark"] == "attention"

@@ -144,9 +144,10 @@ class BenchResults:
                 "command": self.command, "environment": self.environment, "settings": self.settings,
                 "rows": [r.to_dict() for r in self.rows]}
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write atomically (a temporary file, then rename), so a crash never leaves half a file."""
-        write_atomic(path, (json.dumps(self.to_dict(), indent=1) + "\n").encode())
+    def save(self, path: str | os.PathLike[str], force: bool = True) -> None:
+        """Write atomically (a temporary file, then rename), so a crash never leaves half a file; ``force=False``
+        never replaces an existing file (OutputFileError), also not one created while the benchmark ran."""
+        write_atomic(path, (json.dumps(self.to_dict(), indent=1) + "\n").encode(), force=force)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "BenchResults":

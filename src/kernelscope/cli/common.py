@@ -12,6 +12,7 @@ from kernelscope.model.escape import visible
 EXIT_USAGE = 2
 MIN_WIDTH = 40  # narrower, no panel can show a number whole
 MAX_WIDTH = 10_000  # wider than any terminal; the README states the bound
+WIDTH_HELP = f"render at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})"
 
 
 def columns(text: str) -> int:
@@ -49,7 +50,7 @@ def _int(text: str, what: str) -> int:
 def add_style_args(p: argparse.ArgumentParser) -> None:
     """--width and --no-color, the same on every command that draws."""
     p.add_argument("--width", type=columns, metavar="COLS",
-                   help=f"render at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})")
+                   help=WIDTH_HELP)
     p.add_argument("--no-color", action="store_true", help="plain text output")
 SKIPPED_NOTES = 5  # lines naming what a damaged session lost; the rest are counted
 

@@ -10,7 +10,8 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import add_ceilings_arg, ceilings, columns, fail, load_session, non_negative, note
+from kernelscope.cli.common import (WIDTH_HELP, add_ceilings_arg, ceilings, columns, fail, load_session, non_negative,
+                                    note)
 
 EXIT_SLOWER = 1
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 if a kernel's median time grew by more than PCT %% beyond the run-to-run spread")
     p.add_argument("--kernel", metavar="REGEX", help="only kernels whose full or short name matches REGEX")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
+    p.add_argument("--width", type=columns, metavar="COLS", help=WIDTH_HELP)
     p.add_argument("--no-color", action="store_true", help="plain text output")
     add_ceilings_arg(p)
     p.set_defaults(func=main)

@@ -12,8 +12,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from kernelscope.cli.common import (columns, exit_past_profiler_teardown, fail, load_session, output_path, positive,
-                                    require_modules)
+from kernelscope.cli.common import (WIDTH_HELP, columns, exit_past_profiler_teardown, fail, load_session, output_path,
+                                    positive, require_modules)
 
 TOPICS = ("marlin",)
 BUNDLED = "marlin_session_h100.json.gz"
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=positive, help="output features, a multiple of 256 (default 8192)")
     p.add_argument("-o", "--output", metavar="FILE", help="on a GPU, also save the recorded session here")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite the --output file")
-    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
+    p.add_argument("--width", type=columns, metavar="COLS", help=WIDTH_HELP)
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=main)
 

@@ -6,7 +6,7 @@ import json
 import re
 
 from kernelscope.analyze.arch import ARCHS
-from kernelscope.cli.common import columns, fail, positive
+from kernelscope.cli.common import WIDTH_HELP, columns, fail, positive
 
 _SIZE = re.compile(r"(\d+)\s*(k|kib)?", re.IGNORECASE)
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default: the largest")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.add_argument("--no-color", action="store_true", help="plain text output")
-    o.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
+    o.add_argument("--width", type=columns, metavar="COLS", help=WIDTH_HELP)
     o.set_defaults(func=main)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_gpu
 from kernelscope.model import collectors as collector
+from kernelscope.model.escape import visible
 
 WORKLOAD = "kernelscope.kernels.attention.workload"
 
@@ -67,14 +68,14 @@ def _counter_pass(result, workload: list[str], quiet: bool = False) -> int:
 
     def progress(line: str) -> None:
         if line.startswith("==PROF== Profiling") and not quiet:
-            print("  " + line.rstrip(), file=sys.stderr)
+            print("  " + visible(line.rstrip()), file=sys.stderr)  # ncu echoes kernel names
 
     ok = run_counter_pass(result.session, [sys.executable, "-m", WORKLOAD, *workload], result.output,
                           CounterRequest(), on_line=progress)
     result.session.save(result.output)
     if not ok:
-        print(f"kernelscope: error: counter pass failed: {result.session.collectors[collector.COUNTERS].reason}.",
-              file=sys.stderr)
+        reason = visible(result.session.collectors[collector.COUNTERS].reason)
+        print(f"kernelscope: error: counter pass failed: {reason}.", file=sys.stderr)
         return 1
     return 0
 
@@ -142,11 +143,12 @@ def main_attention(args: argparse.Namespace) -> int:
     from kernelscope.collect.trace.runner import RunError, run
 
     try:
-        result = run(workload, out, module=WORKLOAD)
+        result = run(workload, out, module=WORKLOAD, force=args.force_overwrite)
     except RunError as e:
         fail(str(e))
     counters_failed = _counter_pass(result, workload) if args.counters else 0
-    print(f"kernelscope: session written to {out}; view it again with: kernelscope show {out}", file=sys.stderr)
+    print(visible(f"kernelscope: session written to {out}; view it again with: kernelscope show {out}"),
+          file=sys.stderr)
     if result.exit_code != 0:
         print(f"kernelscope: the workload exited with code {result.exit_code}; showing what was collected.",
               file=sys.stderr)

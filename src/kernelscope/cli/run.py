@@ -12,6 +12,7 @@ from pathlib import Path
 from kernelscope.cli.common import existing_files, fail, output_path
 from kernelscope.model import CollectorStatus
 from kernelscope.model import collectors as collector
+from kernelscope.model.escape import visible
 
 RAW_ARGS = True  # main() takes the raw argument list
 
@@ -199,10 +200,10 @@ def main(argv: list[str]) -> int:
              "seen from inside Python (kernelscope.step(), torch)")
     try:
         if request is not None and not python_workload:
-            result = run_without_trace(o["command"], out)
+            result = run_without_trace(o["command"], out, force=o["force"])
         else:
             result = run(o["command"], out, module=o["module"], keep_trace=o["keep_trace"], steps=o["steps"],
-                         memory=o["memory"])
+                         memory=o["memory"], force=o["force"])
     except RunError as e:
         fail(str(e))
     exit_code = result.exit_code
@@ -224,8 +225,8 @@ def main(argv: list[str]) -> int:
         counters = s.collectors.get(collector.COUNTERS)
         if counters is not None and counters.status == "ok":
             what += f", counters for {counters.details.get('kernels_profiled')} launches"
-        print(f"kernelscope: session written to {out} ({what}; {s.outcome}, exit code {exit_code}). "
-              f"View it with: kernelscope show {out}", file=sys.stderr)
+        print(visible(f"kernelscope: session written to {out} ({what}; {s.outcome}, exit code {exit_code}). "
+                      f"View it with: kernelscope show {out}"), file=sys.stderr)
         _note_clocks(s)
     return exit_code
 
@@ -252,11 +253,11 @@ def _say_steps_and_memory(session, o: dict) -> bool:
     missed = False
     steps = session.collectors.get(collector.STEPS)
     if o["steps"] and steps is not None and steps.status == "not-run":
-        print(f"kernelscope: error: {steps.reason}.", file=sys.stderr)
+        print(f"kernelscope: error: {visible(steps.reason)}.", file=sys.stderr)
         missed = True
     memory = session.collectors.get(collector.MEMORY)
     if o["memory"] and memory is not None and memory.status == "not-run" and not missed:
-        print(f"kernelscope: {memory.reason}.", file=sys.stderr)
+        print(f"kernelscope: {visible(memory.reason)}.", file=sys.stderr)
     return missed
 
 
@@ -288,7 +289,7 @@ def _counters(result, o: dict, request) -> int:
 
     def progress(line: str) -> None:
         if line.startswith("==PROF== Profiling") and not o["quiet"]:
-            print("  " + line.rstrip(), file=sys.stderr)
+            print("  " + visible(line.rstrip()), file=sys.stderr)  # ncu echoes kernel names
 
     from kernelscope.collect.trace.torchrun import is_torchrun
 
@@ -300,7 +301,8 @@ def _counters(result, o: dict, request) -> int:
         ok = run_counter_pass(s, command, result.output, request, on_line=progress)
     s.save(result.output)
     if not ok:
-        print(f"kernelscope: error: counter pass failed: {s.collectors[collector.COUNTERS].reason}.", file=sys.stderr)
+        print(f"kernelscope: error: counter pass failed: {visible(s.collectors[collector.COUNTERS].reason)}.",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, Iterator
 
-from kernelscope.cli.common import columns, fail, positive
+from kernelscope.cli.common import WIDTH_HELP, columns, fail, positive
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refresh every MS milliseconds (default 500); with --once, the GPM window (at least 260)")
     p.add_argument("--iters", dest="iterations", type=positive, metavar="N", help="stop after N refreshes")
     p.add_argument("--iterations", dest="iterations", type=positive, help=argparse.SUPPRESS)  # older name
-    p.add_argument("--width", type=columns, metavar="COLS", help="render at this terminal width (>= 40)")
+    p.add_argument("--width", type=columns, metavar="COLS", help=WIDTH_HELP)
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=main)
 

@@ -6,6 +6,7 @@ import sys
 from typing import Any, Callable
 
 from kernelscope.cli.bench.common import (
+    ResultsWriter,
     check_timing_args, chosen_impls, int_list, names, print_tables, progress, require_cuda, results_path,
 )
 from kernelscope.cli.common import fail, positive, require_gpu
@@ -54,10 +55,11 @@ def main_attention(args: argparse.Namespace) -> int:
                              device="cuda", seed=args.seed)
     fns = {name: get_impl(name) for name in impls}
     command = ["kernelscope", *sys.argv[1:]]
+    save = ResultsWriter(out, args.force_overwrite)
     with progress(args) as on_progress:
         results = run_attention_sweep(cases, fns, settings, on_progress=on_progress, command=command,
-                                      on_row=lambda r: r.save(out), describe=_describe_attention)
-    results.save(out)
+                                      on_row=save, describe=_describe_attention)
+    save(results)
     _print_summary(results, args)
     failed = sum(r.status != "ok" for r in results.rows)
     print(f"kernelscope: {len(results.rows)} results written to {out}"

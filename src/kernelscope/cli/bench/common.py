@@ -8,7 +8,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, Iterable
 
-from kernelscope.cli.common import columns, fail, non_negative, output_path, positive
+from kernelscope.cli.common import MAX_WIDTH, MIN_WIDTH, columns, fail, non_negative, output_path, positive
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -18,7 +18,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=positive, default=30, help="timed calls per point (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 between timed calls")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--width", type=columns, metavar="COLS", help="render the summary at this terminal width (>= 40)")
+    p.add_argument("--width", type=columns, metavar="COLS",
+                   help=f"render the summary at this terminal width ({MIN_WIDTH} to {MAX_WIDTH})")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -54,6 +55,23 @@ def check_timing_args(args: argparse.Namespace) -> None:
 def results_path(args: argparse.Namespace, name: str) -> Path:
     out = Path(args.output or _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
     return output_path(out, args.force_overwrite, what="results file")
+
+
+class ResultsWriter:
+    """Saves the results after each row: the first write honours -f (never onto a file that exists, also one
+    created while the benchmark ran), later writes replace the file this command wrote."""
+
+    def __init__(self, out: Path, force: bool) -> None:
+        self.out, self._force = out, force
+
+    def __call__(self, results) -> None:
+        from kernelscope.model.files import OutputFileError
+
+        try:
+            results.save(self.out, force=self._force)
+        except OutputFileError as e:
+            fail(str(e))
+        self._force = True
 
 
 def require_cuda() -> None:

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable
 
 from kernelscope.cli.bench.common import (
+    ResultsWriter,
     check_timing_args, chosen_impls, int_list, print_tables, progress, require_cuda, results_path,
 )
 from kernelscope.cli.common import exit_past_profiler_teardown, fail, require_gpu
@@ -56,10 +57,11 @@ def main_w4a16(args: argparse.Namespace) -> int:
     settings = W4A16Settings(warmup=args.warmup, repeats=args.repeats, flush_l2=not args.no_l2_flush,
                              device="cuda", seed=args.seed, graph=not args.no_graph, cupti=not args.no_cupti)
     command = ["kernelscope", *sys.argv[1:]]
+    save = ResultsWriter(out, args.force_overwrite)
     with progress(args) as on_progress:
         results = run_w4a16_sweep(cases, {n: IMPLEMENTATIONS[n] for n in impls}, settings, on_progress=on_progress,
-                                  command=command, on_row=lambda r: r.save(out))
-    results.save(out)
+                                  command=command, on_row=save)
+    save(results)
     print_summary(results, args.width, None if not args.no_color else False)
     failed = sum(r.status != "ok" for r in results.rows)
     print(f"kernelscope: {len(results.rows)} results written to {out}"

@@ -253,11 +253,16 @@ class TraceRecorder:
             "ok", details={"what": "one snapshot at the end of the run"})
 
 
+KEEP_TRACE_NO_CLOBBER = "KERNELSCOPE_KEEP_TRACE_NO_CLOBBER"
+
+
 def _keep(path: str, keep: str) -> None:
     """--keep-trace: the profiler's trace copied through the one write helper (model/files.write_atomic): across
-    file systems, never over a device or FIFO; a failure is said, the session is still written."""
+    file systems, never over a device or FIFO, and onto an existing file only when `run` was given -f (the parent
+    says so through KEEP_TRACE_NO_CLOBBER); a failure is said, the session is still written."""
+    force = os.environ.get(KEEP_TRACE_NO_CLOBBER) != "1"
     try:
         with open(path, "rb") as src:
-            write_atomic(keep, lambda f: shutil.copyfileobj(src, f))
+            write_atomic(keep, lambda f: shutil.copyfileobj(src, f), force=force)
     except (OSError, OutputFileError) as e:
         print(f"kernelscope: note: the trace was not kept: {visible(str(e))}.", file=sys.stderr)

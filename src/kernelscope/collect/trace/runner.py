@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import kernelscope
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.errors import RunError  # noqa: F401  (raised here; callers import it from here)
 from kernelscope.model import CollectorStatus, Session, SessionFileError
+from kernelscope.model.files import OutputFileError
 from kernelscope.model import collectors as collector
 
 
@@ -71,7 +73,12 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
 
 
 def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None,
-        steps: str | None = None, memory: bool = False) -> RunResult:
+        steps: str | None = None, memory: bool = False, force: bool = True) -> RunResult:
+    """Run the workload under the trace pass and write its session to ``output``.
+
+    The child writes into a private file beside ``output``; this process moves the session into place once,
+    at the end: without ``force`` only if the name is still free (a file created there while the workload ran
+    is never replaced; the session then stays in the private file, named in the error)."""
     from kernelscope.collect.trace.torchrun import is_torchrun, run_torchrun
 
     if module is None and is_torchrun(command):  # a multi-GPU job: every rank records itself (torchrun.py)
@@ -80,13 +87,36 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         if keep_trace:
             raise RunError("--keep-trace keeps one trace; under torchrun each rank has its own: record them with "
                            "torch.profiler and use kernelscope import instead")
-        exit_code, session = run_torchrun(command, output)
+        exit_code, session = run_torchrun(command, output, force=force)
         return RunResult(exit_code=exit_code, session=session, output=output)
-    child = build_child_command(command, module, output, keep_trace, steps, memory)
+    private = private_output(output)
+    try:
+        return _run_child(command, output, private, module, keep_trace, steps, memory, force)
+    finally:
+        if private.exists() and private.stat().st_size == 0:
+            private.unlink()  # the child never wrote it
+
+
+def private_output(output: Path) -> Path:
+    """An empty file beside ``output`` (same directory: the session is moved into place by rename or link)."""
+    suffix = ".json.gz" if output.name.endswith(".gz") else ".json"
+    try:
+        fd, name = tempfile.mkstemp(prefix=".kernelscope-run-", suffix=suffix, dir=output.parent)
+    except OSError as e:
+        raise RunError(f"cannot write beside {output} ({e.strerror or e})") from None
+    os.close(fd)
+    return Path(name)
+
+
+def _run_child(command: list[str], output: Path, private: Path, module: str | None, keep_trace: str | None,
+               steps: str | None, memory: bool, force: bool) -> RunResult:
+    from kernelscope.collect.trace.recorder import KEEP_TRACE_NO_CLOBBER
+
+    child = build_child_command(command, module, private, keep_trace, steps, memory)
     env = dict(os.environ)
+    env[KEEP_TRACE_NO_CLOBBER] = "0" if force else "1"
     pkg_root = str(Path(kernelscope.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    before = output.stat().st_mtime_ns if output.exists() else None
     # Ctrl-C reaches the child too (same process group); it saves its session
     # and exits, so the parent keeps waiting and then reports what it left.
     try:
@@ -105,11 +135,11 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
     exit_code = 128 - rc if rc < 0 else rc
     if interrupted and exit_code == 0:  # a workload that catches Ctrl-C itself and exits 0 was still interrupted
         exit_code = 130
-    written = output.exists() and output.stat().st_mtime_ns != before
+    written = private.exists() and private.stat().st_size > 0
     session: Session | None = None
     if written:
         try:
-            session = Session.load(output)
+            session = Session.load(private)
         except SessionFileError:
             session = None
     if session is None:
@@ -123,11 +153,15 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
         session.outcome = "interrupted"
     if exit_code != 0 and session.outcome == "complete":
         session.outcome = "workload-failed"
-    session.save(output)
+    try:
+        session.save(output, force=force)
+    except OutputFileError as e:
+        raise RunError(f"{e}; the session of this run is kept in {private}") from None
+    private.unlink(missing_ok=True)
     return RunResult(exit_code=exit_code, session=session, output=output)
 
 
-def run_without_trace(command: list[str], output: Path) -> RunResult:
+def run_without_trace(command: list[str], output: Path, force: bool = True) -> RunResult:
     """A session for a program the trace pass cannot enter (not Python): the
     counter pass (ncu) will run and measure it."""
     if not command:
@@ -138,5 +172,8 @@ def run_without_trace(command: list[str], output: Path) -> RunResult:
     session.collectors[collector.TRACE] = CollectorStatus(
         "not-run", "not a Python program: the trace pass runs inside Python (PyTorch profiler); "
                    "the counter pass (ncu) profiles it instead")
-    session.save(output)
+    try:
+        session.save(output, force=force)
+    except OutputFileError as e:
+        raise RunError(str(e)) from None
     return RunResult(exit_code=0, session=session, output=output)

@@ -18,6 +18,7 @@ from kernelscope.collect.ranks import RankPart, join_ranks, split_ranks
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.rank_record import RANK_DIR_ENV
 from kernelscope.model import CollectorStatus, Session, SessionFileError
+from kernelscope.model.files import OutputFileError
 
 HOOK_DIR = Path(__file__).resolve().parent / "rank_hook"
 
@@ -41,7 +42,7 @@ def hook_env() -> dict[str, str]:
     return env
 
 
-def run_torchrun(command: list[str], output: Path) -> tuple[int, Session]:
+def run_torchrun(command: list[str], output: Path, force: bool = True) -> tuple[int, Session]:
     if shutil.which(command[0]) is None and not os.path.isfile(command[0]):
         from kernelscope.collect.trace.errors import RunError
 
@@ -87,5 +88,12 @@ def run_torchrun(command: list[str], output: Path) -> tuple[int, Session]:
     if exit_code != 0 and session.outcome == "complete":
         session.outcome = "workload-failed"
     session.environment["launcher"] = "torchrun (each rank recorded its own trace pass)"
-    session.save(output)
+    try:
+        session.save(output, force=force)  # without -f only onto a free name, also if a file appeared meanwhile
+    except OutputFileError as e:
+        from kernelscope.collect.trace.runner import RunError, private_output
+
+        kept = private_output(output)
+        session.save(kept)  # the joined ranks are not lost: they stay beside the name that was taken
+        raise RunError(f"{e}; the session of this run is kept in {kept}") from None
     return exit_code, session
