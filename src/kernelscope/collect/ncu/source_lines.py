@@ -43,7 +43,8 @@ def _stalls_per_pc(action: Any) -> dict[str, dict[int, float]]:
     return stalls
 
 
-def _source_texts(action: Any) -> dict[str, str]:
+def source_texts(action: Any) -> dict[str, str]:
+    """The source files the report imported for the action: path -> text (\"\" when it holds no text)."""
     try:
         return {str(path): str(text or "") for path, text in (action.source_files() or {}).items()}
     except Exception:  # an ncu_report without source_files(): SASS only
@@ -87,7 +88,7 @@ def read_source_lines(action: Any) -> SourceLines | None:
     stalls = _stalls_per_pc(action)
     pcs = sorted(set().union(*(v.keys() for v in counts.values())))[:MAX_INSTRUCTIONS]
     base = pcs[0] if pcs else 0
-    texts = _source_texts(action)
+    texts = source_texts(action)
     files: list[SourceFile] = []
     file_id: dict[str, int] = {}
     lines: dict[tuple[int | None, int], SourceLine] = {}
