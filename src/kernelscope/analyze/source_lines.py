@@ -180,3 +180,31 @@ def with_lines(message: str, where: str) -> str:
         return message
     cut = message.find(". ")
     return message + where if cut < 0 else message[:cut + 1] + where + message[cut + 1:]
+
+
+# What a line does, read from the SASS opcodes under it (learn mode labels the W4A16 kernel's hot lines with them).
+OPCODE_PHASES: dict[str, tuple[str, ...]] = {
+    "MMA": ("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "DMMA", "WARPGROUP"),
+    "loads": ("LDG", "LDGSTS", "LDGDEPBAR", "UTMALDG", "UBLKCP", "LDS", "LDSM", "SYNCS"),
+    "unpack": ("LOP3", "PRMT", "SHF", "I2F", "I2FP", "HADD2", "HFMA2", "HMUL2"),
+    "write-back": ("STG", "STS", "RED", "ATOMG", "UTMASTG"),
+}
+
+
+PHASE_MIN_SHARE = 0.5  # a line takes a phase when its opcodes are at least this share of its executed instructions
+
+
+def line_phase(ln: SourceLine) -> str | None:
+    """The phase whose opcodes (OPCODE_PHASES) account for the most of the line's executed instructions
+    (inst_executed per SASS instruction), when they are at least PHASE_MIN_SHARE of them; else None."""
+    by_phase: dict[str, float] = {}
+    total = 0.0
+    for ins in ln.instructions:
+        n = ins.counts.get("inst_executed", 0.0)
+        total += n
+        op = opcode(ins.sass)
+        for phase, ops in OPCODE_PHASES.items():
+            if op in ops:
+                by_phase[phase] = by_phase.get(phase, 0.0) + n
+    best = max(by_phase.items(), key=lambda kv: kv[1], default=None)
+    return best[0] if best is not None and total > 0 and best[1] >= PHASE_MIN_SHARE * total else None

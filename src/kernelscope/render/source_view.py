@@ -3,7 +3,7 @@ memory traffic, the line's text), and with ``--sass`` the SASS instructions unde
 drawn escaped (model/escape.visible) and as plain Text: nothing in a source file is read as markup."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
@@ -16,6 +16,11 @@ from kernelscope.model.source_lines import COUNT_METRICS
 
 NO_SOURCE = ("no launch in this session has per-line counters: record them with `kernelscope run --counters "
              "--source`, or import an .ncu-rep recorded with --section SourceCounters --import-source yes")
+
+
+def plain(sentence: str) -> Text:
+    """A sentence drawn as plain text (escaped: no markup, no terminal codes)."""
+    return Text(visible(sentence))
 
 
 def pct_text(v: float | None) -> str:
@@ -46,18 +51,23 @@ def stalls_text(r: LineRank) -> str:
 
 
 class SourcePanel:
-    def __init__(self, k: KernelLines, sass: bool = False) -> None:
-        self.k, self.sass = k, sass
+    """One kernel's hot lines. ``tag``: an extra column (named ``tag_name``) with a label per line, e.g. the phase
+    its SASS opcodes belong to (analyze/source_lines.line_phase)."""
+
+    def __init__(self, k: KernelLines, sass: bool = False, tag: Callable[[LineRank], str | None] | None = None,
+                 tag_name: str = "", title: str | None = None) -> None:
+        self.k, self.sass, self.tag, self.tag_name, self.title = k, sass, tag, tag_name, title
 
     def _table(self, rows: list[LineRank]) -> Table:
         t = Table(box=None, pad_edge=False, show_edge=False, expand=False)
-        for name, just in (("line", "right"), ("samples", "right"), ("top stalls", "left"),
-                           ("excess traffic", "left"), ("source", "left")):
-            t.add_column(name, justify=just, overflow="fold" if name == "source" else "fold")
+        names = [("line", "right"), ("samples", "right")] + ([(self.tag_name, "left")] if self.tag else [])
+        for name, just in names + [("top stalls", "left"), ("excess traffic", "left"), ("source", "left")]:
+            t.add_column(name, justify=just, overflow="fold")
         for r in rows:
             line = str(r.line.line) if r.line.file is not None else "-"
             text = r.text if r.text is not None else ("(SASS only)" if r.line.file is None else "(text not kept)")
-            t.add_row(Text(line), Text(pct_text(r.sample_share)), Text(stalls_text(r)), Text(excess_text(r)),
+            tag = [Text(visible(self.tag(r) or "-"))] if self.tag else []
+            t.add_row(Text(line), Text(pct_text(r.sample_share)), *tag, Text(stalls_text(r)), Text(excess_text(r)),
                       Text(visible(text.strip())))
             if self.sass:
                 for ins in sorted(r.line.instructions, key=lambda i: i.pc_offset):
@@ -71,7 +81,7 @@ class SourcePanel:
                     if ins.counts.get("local_sectors"):
                         extra.append(f"{_num(ins.counts['local_sectors'])} local sectors")
                     top = sorted(ins.stalls.items(), key=lambda kv: -kv[1])[:2]
-                    t.add_row(Text(f"+{ins.pc_offset:04x}"), Text(pct_text(share)),
+                    t.add_row(Text(f"+{ins.pc_offset:04x}"), Text(pct_text(share)), *([Text("")] if self.tag else []),
                               Text(", ".join(f"{k} {_num(v)}" for k, v in top) or "-"),
                               Text("; ".join(extra) or "-"), Text("  " + visible(ins.sass)))
         return t
@@ -90,7 +100,7 @@ class SourcePanel:
         if k.by_excess:
             parts.append(Text("Most excess memory traffic (beyond the ideal for the bytes used):"))
             parts.append(self._table(k.by_excess))
-        yield Panel(Group(*parts), title=Text(visible(f"Hot lines: {k.kernel} (launch {k.launch})")),
+        yield Panel(Group(*parts), title=Text(visible(self.title or f"Hot lines: {k.kernel} (launch {k.launch})")),
                     title_align="left")
 
 
