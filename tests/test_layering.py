@@ -21,7 +21,7 @@ from test_architecture import MODULES, imports_of
 from test_architecture import graph_cache as GRAPH  # one import reader for both files
 
 CORE = {"model", "collect", "analyze", "render"}
-VENDOR = {"torch", "triton", "pynvml", "ncu_report", "numpy"}
+VENDOR = {"torch", "triton", "pynvml", "ncu_report", "numpy", "cupy"}  # cupy: CUDA C++ scope buffers
 DRAWING = {"rich", "matplotlib", "pandas"}
 # (importer, imported) across core layers that docs/design.md names, and why
 CORE_EXCEPTIONS = {

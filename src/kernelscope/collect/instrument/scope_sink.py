@@ -1,4 +1,4 @@
-"""Hands phase scopes (Proton) from the workload to the session and attaches each to its launch.
+"""Hands phase scopes (Proton, kernelscope.cuh) from the workload to the session and attaches each to its launch.
 
 Like ``sink`` for block records: submissions wait in a per-process list until
 the trace pass ends; a submission goes to the launch of the same kernel whose
@@ -13,14 +13,17 @@ from kernelscope.model import PhaseScopes, Session
 from kernelscope.collect.instrument.sink import attach_outcome, launches_in_window
 from kernelscope.model import collectors as collector
 
+PROTON_COLLECTOR = "Triton Proton instrumentation backend (clock64 per warp, %globaltimer per block)"
+
 
 @dataclass
 class ScopeSubmission:
     kernel: str  # the Triton kernel's function name, or the name as the trace shows it
     scopes: PhaseScopes
-    host_start_ns: int  # time.time_ns() when Proton started
-    host_end_ns: int  # time.time_ns() after Proton wrote its trace
+    host_start_ns: int  # time.time_ns() when recording started (Proton started, the buffer was armed)
+    host_end_ns: int  # time.time_ns() after the scopes were read back
     note: str | None = None  # a caveat for the collector status
+    collector: str = PROTON_COLLECTOR  # what recorded the scopes, for the collector status
 
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "host_start_ns": self.host_start_ns, "host_end_ns": self.host_end_ns,
@@ -50,13 +53,13 @@ def attach(session: Session, subs: list[ScopeSubmission]) -> tuple[int, list[str
                                    lambda x: x.scopes is None)
         if not cands:
             left.append(sub)
-            notes.append(f"phase scopes of {sub.kernel} match no traced launch of that kernel started while Proton "
-                         "was recording; they are kept unattached")
+            notes.append(f"phase scopes of {sub.kernel} match no traced launch of that kernel started while they "
+                         "were being recorded; they are kept unattached")
             continue
-        if len(cands) > 1:  # Proton's trace merges them: the scopes belong to all of them at once
-            sub.scopes.problems.append(f"{len(cands)} launches of {sub.kernel} ran while Proton was recording; its "
-                                       "trace merges them, and the scopes were attached to the last")
-            notes.append(f"{len(cands)} launches of {sub.kernel} ran in one Proton window")
+        if len(cands) > 1:  # one trace or buffer holds them all: the scopes belong to all of them at once
+            sub.scopes.problems.append(f"{len(cands)} launches of {sub.kernel} ran while the scopes were being "
+                                       "recorded; their records are merged, and the scopes were attached to the last")
+            notes.append(f"{len(cands)} launches of {sub.kernel} ran in one recording window")
         cands[-1].scopes = sub.scopes
         attached += 1
     return attached, notes, left
@@ -70,5 +73,4 @@ def attach_pending(session: Session) -> None:
     attached, notes, left = attach(session, subs)
     caveats = sorted({s.note for s in subs if s.note})
     session.collectors[collector.SCOPES] = attach_outcome(attached, notes, left, {
-        "collector": "Triton Proton instrumentation backend (clock64 per warp, %globaltimer per block)",
-        "caveats": caveats})
+        "collector": "; ".join(sorted({s.collector for s in subs})), "caveats": caveats})
