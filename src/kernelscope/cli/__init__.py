@@ -18,11 +18,11 @@ from kernelscope.model.files import INPUT_LIMIT_ENV, InputFileError, OutputFileE
 
 # Subcommand modules, in help order. A module with RAW_ARGS = True parses its own argv.
 COMMANDS = ("run", "show", "import", "occupancy", "demo", "learn", "bench", "plot", "profile", "top", "export",
-            "report", "diff", "merge", "calibrate", "tune", "doctor")
+            "report", "diff", "merge", "calibrate", "tune", "doctor", "include-dir")
 _HELP = {"run": "profile a workload and write a session file (kernelscope run --help)"}
 
 
-_MODULE = {"import": "import_report"}  # command names that are Python keywords
+_MODULE = {"import": "import_report", "include-dir": "include_dir"}  # names that are not Python identifiers
 
 
 def _module(name: str):
