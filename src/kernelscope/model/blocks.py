@@ -35,7 +35,7 @@ class BlockRecords:
     end_ns: list[int] = field(default_factory=list)
     clock: str = "globaltimer"
     clock_offset_ns: int | None = None  # session time = GPU time + offset; None: not measured
-    source: str = "triton-block-recorder"  # or "cuda-ks_blocks"
+    source: str = "triton-block-recorder"  # or "kernelscope.cuh"
     nsmid: int | None = None  # %nsmid: one more than the highest SM id the device can report; None: not read
     buffer_rows: int = 0  # complete rows the buffer held, written or not
     problems: list[str] = field(default_factory=list)

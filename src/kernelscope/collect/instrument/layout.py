@@ -10,7 +10,7 @@ one more than the highest %smid, is kept beside each so a reader can tell a
 valid SM id from garbage.
 The host zeroes the buffer before the launch. %globaltimer is never zero on a
 running GPU, so a row whose four values are all zero is one the kernel never
-wrote. tests/workloads/cuda/ks_blocks.cuh writes the same layout.
+wrote. kernelscope/include/kernelscope.cuh writes the same layout for CUDA C++ kernels.
 """
 from __future__ import annotations
 
