@@ -17,12 +17,22 @@ IDLE = "·"
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
+def scopes_recorder(scopes: PhaseScopes) -> str:
+    """Who recorded the scopes, for the panels' notes: Proton, or kernelscope.cuh (CUDA C++)."""
+    return "Proton" if scopes.source == "proton" else scopes.source
+
+
+def no_scopes_why(scopes: PhaseScopes | None) -> str:
+    if scopes is None:
+        return "the kernel was not instrumented with Proton scopes"
+    return f"{scopes_recorder(scopes)} recorded no scopes"
+
+
 def no_scopes_panel(scopes: PhaseScopes | None, title: str, width: int = 10_000) -> Panel | None:
-    """The N/A panel of a launch without Proton scopes (and why), or None when it has some."""
+    """The N/A panel of a launch without phase scopes (and why), or None when it has some."""
     if scopes is not None and scopes.warps:
         return None
-    why = "the kernel was not instrumented with Proton scopes" if scopes is None else "Proton recorded no scopes"
-    return fitted_panel(Text(f"N/A: {why}"), title, width)
+    return fitted_panel(Text(f"N/A: {no_scopes_why(scopes)}"), title, width)
 
 
 def phase_letters(names: list[str]) -> list[str]:
@@ -94,7 +104,8 @@ class WarpExecutionPanel:
         if len(ws) > self.max_warps:
             parts.append(Text(f"… {len(ws) - self.max_warps} more warps", style="dim"))
         legend = Text("  ".join(f"{ch}={n}" for ch, n in zip(letters, s.names)) + f"  {IDLE}=outside any scope")
-        parts += [legend, Text(f"measured: Proton scopes, {s.clock} per warp; {IDLE_FORMULA}", style="dim")]
+        parts += [legend, Text(f"measured: {scopes_recorder(s)} scopes, {s.clock} per warp; {IDLE_FORMULA}",
+                               style="dim")]
         return parts
 
     def _stalls(self) -> list:

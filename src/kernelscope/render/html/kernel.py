@@ -15,7 +15,7 @@ from kernelscope.render.fmt import count, dim3, duration, size_bytes
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.sm_layout import MEASURED_NOTE, _strip, overhead_text, sm_idle_text
-from kernelscope.render.warp_execution import choose_block, phase_letters, warp_strip
+from kernelscope.render.warp_execution import choose_block, no_scopes_why, phase_letters, scopes_recorder, warp_strip
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
 
@@ -198,8 +198,7 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
     title = f"4 · Warp execution · {label}"
     s = scoped.launch.scopes
     if s is None or not s.warps:
-        why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
-        return section(title, el("p", f"N/A: {why}", class_="na"))
+        return section(title, el("p", f"N/A: {no_scopes_why(s)}", class_="na"))
     block = choose_block(s, None)
     ws = sorted((w for w in s.warps if w.block_id == block), key=lambda w: w.warp)
     idle = {(i.block_id, i.warp): i for i in scoped.warp_idle}
@@ -221,7 +220,7 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
         body.append(note(f"… {len(ws) - max_warps} more warps"))
     body.append(legend([(f"{ch}={n}", colors[i]) for i, (ch, n) in enumerate(zip(letters, s.names))]
                        + [("outside any scope", IDLE)]))
-    body.append(note(f"measured: Proton scopes, {s.clock} per warp; {IDLE_FORMULA}"))
+    body.append(note(f"measured: {scopes_recorder(s)} scopes, {s.clock} per warp; {IDLE_FORMULA}"))
     if counters is None:
         body.append(note("Stall reasons: N/A: the counter pass (ncu) did not measure this kernel"))
     elif counters.warp_state.total_cycles_per_issue is None:
@@ -240,8 +239,7 @@ def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
     title = f"8 · Kernel timeline (inside) · {label}"
     v, s = scoped.phases, scoped.launch.scopes
     if v is None:
-        why = "the kernel was not instrumented with Proton scopes" if s is None else "Proton recorded no scopes"
-        return section(title, el("p", f"N/A: {why}", class_="na"))
+        return section(title, el("p", f"N/A: {no_scopes_why(s)}", class_="na"))
     u = v.unit
     letters = dict(zip(s.names, phase_letters(s.names)))
     span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
