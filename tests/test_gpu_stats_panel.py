@@ -15,6 +15,7 @@ from kernelscope.analyze.gpu_stats import (
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Launch, Metric, Sample, Session
 from kernelscope.render.gpu_stats import GpuStatsPanel, bucket, kernel_busy, sparkline
+from kernelscope.render.header import SessionHeader
 from kernelscope.render.show import ShowView, make_console
 
 H100 = DATA / "session_h100_samples.json.gz"
@@ -175,3 +176,13 @@ def test_show_adds_the_panel_only_when_there_are_samples(h100):
     assert "GPU stats · device" in show(h100)
     older = Session.load(DATA / "session_h100_mixed.json.gz")  # written before samples existed
     assert older.samples == [] and "GPU stats · device" not in show(older)
+
+
+def test_the_two_memory_totals_are_told_apart(h100):
+    """The header's total (CUDA, cuDeviceTotalMem) and the memory-used ceiling (NVML's total) differ by what the
+    driver reserves: both are labelled, so a reader does not take one for a misprint of the other."""
+    text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 160)
+    cuda_gib = h100.device.value("total_memory_bytes") / 2**30
+    assert f"the header's {cuda_gib:.1f} GiB is CUDA's (cuDeviceTotalMem)" in text
+    assert "NVML's total (79.6 GiB" in text
+    assert "(CUDA)" in render(SessionHeader(h100), 80)

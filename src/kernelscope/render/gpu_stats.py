@@ -175,7 +175,18 @@ class GpuStatsPanel:
                  for reason, fields in never.items()]
         notes += [Text.from_markup(f"N/A in some samples ({', '.join(fields)}): {reason}", style="dim")
                   for reason, fields in partly.items()]
+        notes += self._memory_total_note() if wide else []  # narrow: no ceiling column to explain
         return t, notes
+
+    def _memory_total_note(self) -> list[Text]:
+        """NVML's total (the memory-used ceiling) and CUDA's (the header) differ by what the driver reserves."""
+        used = self.summary.field("memory_used_bytes")
+        cuda_total = self.session.device.value("total_memory_bytes") if self.session.device else None
+        if used is None or used.limit is None or not isinstance(cuda_total, (int, float)) or cuda_total == used.limit:
+            return []
+        return [Text(f"memory used: the ceiling is NVML's total ({value_text(used.limit, used.unit)}, with what the "
+                     f"driver reserves); the header's {value_text(cuda_total, used.unit)} is CUDA's (cuDeviceTotalMem)",
+                     style="dim")]
 
     def _throttle_lines(self) -> list[Text]:
         s = self.summary

@@ -43,15 +43,15 @@ def header_rows(s: Session) -> list[tuple[str, str]]:
         rows.append(("Device", "N/A (no CUDA device was recorded)"))
     else:
         parts = [f"{d.name} ({d.arch})"]
-        for key, fmt in (("sm_count", "{} SMs"), ("total_memory_bytes", None), ("l2_cache_bytes", None)):
-            v = d.value(key)
-            if v is None:
-                continue
-            if fmt:
-                parts.append(fmt.format(v))
-            else:
-                parts.append(f"{size_bytes(v)} {'memory' if key == 'total_memory_bytes' else 'L2'}")
+        if d.value("sm_count") is not None:
+            parts.append(f"{d.value('sm_count')} SMs")
         rows.append(("Device", " · ".join(parts)))
+        # the sizes on a line of their own: a narrow terminal wrapped "60.0 / MiB L2" at the end of the first
+        sizes = [f"{size_bytes(v)} {what}" for key, what in (("total_memory_bytes", "memory (CUDA)"),
+                                                              ("l2_cache_bytes", "L2"))
+                 if (v := d.value(key)) is not None]
+        if sizes:
+            rows.append(("", " · ".join(sizes)))
         clocks = []
         sm_max = d.value("sm_clock_max_mhz") or (d.value("sm_clock_max_khz") or 0) // 1000 or None
         sm_now = d.value("sm_clock_mhz")
