@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
 from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
@@ -185,7 +187,7 @@ def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclos
         try:
             args = e.get("args") or {}
             if cat == "kernel":
-                rows.add(e, args, origin_ns, enclosing)
+                rows.add(e, args)
             elif cat in ("gpu_memcpy", "gpu_memset"):
                 out.activities.append(Activity(
                     kind=cat[4:], name=str(e.get("name")), start_ns=_ns(e["ts"]) - origin_ns,
@@ -193,31 +195,69 @@ def _add_kernels_and_copies(events: list[dict[str, Any]], origin_ns: int, enclos
                 ))
         except _MALFORMED:
             bad.append("kernel" if cat == "kernel" else "memcpy/memset")
-    out.table = rows.table()
+    out.table = rows.table(origin_ns, lambda corr: tuple(enclosing(corr)))
+
+
+_FIELD_NAMES = tuple(f.raw_name for f in KINETO_KERNEL_FIELDS)
+_field_values = operator.itemgetter(*_FIELD_NAMES)
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def _append(col: Any, v: Any) -> Any:
+    """``v`` appended to a column kept as an int64 array while every value is one (8 bytes a launch, no
+    object); a value that is not becomes a list of the same values. Returns the column."""
+    if type(col) is array:
+        if type(v) is int and _INT64[0] <= v <= _INT64[1]:
+            col.append(v)
+            return col
+        col = col.tolist()
+    col.append(v)
+    return col
 
 
 class _KernelRows:
-    """Kernel events as launch columns: what launches of one configuration share (name, grid, block, stream,
-    device, regions, the metrics of the same arg values) is built once and looked up by the event's raw values,
-    so a million kernels make no million Launch objects."""
+    """Kernel events as launch columns, added one at a time in trace order: what launches of one configuration
+    share (name, grid, block, stream, device, the metrics of the same arg values) is built once and looked up by
+    the event's raw values, so a million kernels make no million Launch objects. The time origin and each
+    launch's regions are known only once every event is seen: rows keep the launch's own time and correlation
+    id, and ``table`` applies both."""
 
     def __init__(self) -> None:
         self.raw_ids: dict[Any, int] = {}
-        self.raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []
-        self.raw_of: list[int] = []
-        self.start: list[int] = []
-        self.dur: list[int] = []
-        self.corr: list[Any] = []
+        self.raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []  # base without regions, metric items
+        self.raw_of: Any = array("q")
+        self.start: Any = array("q")  # ns on the trace's clock (the origin is taken off in table())
+        self.dur: Any = array("q")
+        self.corr: Any = array("q")  # a list once a value is not an int
         self.collective: dict[int, Any] = {}  # row -> the NCCL collective it runs
         self.metrics: dict[Any, tuple[tuple[str, Metric], ...]] = {}  # by the event's raw field values
+        self.dims: dict[Any, tuple[int, int, int]] = {}  # grid / block as the trace gives it -> ints
 
-    def add(self, e: dict[str, Any], args: dict[str, Any], origin_ns: int, enclosing: Callable[[Any], list[str]]
-            ) -> None:
+    def __len__(self) -> int:
+        return len(self.raw_of)
+
+    def _dim(self, d: Any) -> tuple[int, int, int]:
+        if type(d) is list and len(d) == 3:
+            try:
+                key = (d[0], d[1], d[2], type(d[0]), type(d[1]), type(d[2]))
+                got = self.dims.get(key)
+            except TypeError:  # an unhashable element: converted (and refused) below
+                key, got = None, None
+            if got is None:
+                got = (int(d[0]), int(d[1]), int(d[2]))
+                if key is not None:
+                    self.dims[key] = got
+            return got
+        return (int(d[0]), int(d[1]), int(d[2]))
+
+    def add(self, e: dict[str, Any], args: dict[str, Any]) -> None:
         """One kernel event; raises as Launch building would (a malformed value: _MALFORMED), in the same order,
         before anything is kept."""
         corr = args.get("correlation")
-        regions = tuple(enclosing(corr))
-        values = tuple(args.get(f.raw_name) for f in KINETO_KERNEL_FIELDS)
+        try:
+            values = _field_values(args) if type(args) is dict else tuple(args.get(n) for n in _FIELD_NAMES)
+        except KeyError:
+            values = tuple(args.get(n) for n in _FIELD_NAMES)
         try:
             hash(values)
             vkey: Any = values
@@ -230,11 +270,12 @@ class _KernelRows:
             grid, block = args["grid"], args["block"]
         except KeyError:
             raise TraceFormatError(f"kernel event {e.get('name')!r} has no grid/block") from None
-        name = str(e.get("name"))
-        base = (name, (int(grid[0]), int(grid[1]), int(grid[2])), (int(block[0]), int(block[1]), int(block[2])),
-                args.get("stream"), args.get("device"), regions, None)
-        start, dur = _ns(e["ts"]) - origin_ns, _ns(e.get("dur", 0))
-        collective = nccl_collective(name, args)
+        name = e.get("name")
+        if type(name) is not str:
+            name = str(name)
+        base = (name, self._dim(grid), self._dim(block), args.get("stream"), args.get("device"))
+        start, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
+        collective = nccl_collective(name, args) if name.startswith("nccl") else None
         key = (base, vkey)
         r = self.raw_ids.get(key)
         if r is None:
@@ -243,52 +284,95 @@ class _KernelRows:
         if collective is not None:
             self.collective[len(self.raw_of)] = collective
         self.raw_of.append(r)
-        self.start.append(start)
-        self.dur.append(dur)
-        self.corr.append(corr)
+        try:
+            self.start.append(start)
+            self.dur.append(dur)
+        except (TypeError, OverflowError):  # past int64: kept, in a list (the session check says what it is)
+            if len(self.start) == len(self.raw_of):
+                self.start.pop()
+            self.start, self.dur = _append(self.start, start), _append(self.dur, dur)
+        if type(corr) is int and type(self.corr) is array and _INT64[0] <= corr <= _INT64[1]:
+            self.corr.append(corr)
+        else:
+            self.corr = _append(self.corr, corr)
 
-    def table(self) -> LaunchTable:
-        n = len(self.start)
+    def table(self, origin_ns: int, regions_of: Callable[[Any], tuple[str, ...]]) -> LaunchTable:
+        """The launch table: starts from ``origin_ns``, each launch with the regions ``regions_of`` gives for its
+        correlation id; launches by start, ties in trace order; shapes numbered by first launch."""
+        n = len(self.raw_of)
+        ids: dict[tuple[int, tuple[str, ...]], int] = {}
+        raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []
+        raw_of: list[int] = []
+        for r0, corr in zip(self.raw_of, self.corr):
+            key = (r0, regions_of(corr))
+            r = ids.get(key)
+            if r is None:
+                r = ids[key] = len(raw)
+                base, metrics = self.raw[r0]
+                raw.append((base + (key[1], None), metrics))
+            raw_of.append(r)
+        self.raw_of = array("q")
+        start = [t - origin_ns for t in self.start]
+        self.start = array("q")
         order: Any = range(n)
-        if not all(a <= b for a, b in zip(self.start, self.start[1:])):  # by start, ties in trace order
-            order = sorted(range(n), key=self.start.__getitem__)
+        if not all(a <= b for a, b in zip(start, start[1:])):  # by start, ties in trace order
+            order = sorted(range(n), key=start.__getitem__)
         pos = {row: k for k, row in enumerate(order)} if self.collective else {}
         details = {pos[row]: LaunchDetails(collective=c) for row, c in sorted(self.collective.items())}
-        raw, raw_of = self.raw, [self.raw_of[k] for k in order]
-        if not isinstance(order, range):  # shapes numbered by first launch in start order, as from_launches does
+        if isinstance(order, range):
+            dur, corr = list(self.dur), list(self.corr)
+        else:  # shapes numbered by first launch in start order, as from_launches does
+            raw_of = [raw_of[k] for k in order]
+            start = [start[k] for k in order]
+            dur, corr = [self.dur[k] for k in order], [self.corr[k] for k in order]
             new_id: dict[int, int] = {}
             for r in raw_of:
                 if r not in new_id:
                     new_id[r] = len(new_id)
-            raw = [self.raw[old] for old in new_id]
+            raw = [raw[old] for old in new_id]
             raw_of = [new_id[r] for r in raw_of]
-        return LaunchTable.from_columns(raw, raw_of, [self.start[k] for k in order],
-                                        [self.dur[k] for k in order], [self.corr[k] for k in order],
-                                        dict(sorted(details.items())))
+        self.dur, self.corr = array("q"), array("q")
+        return LaunchTable.from_columns(raw, raw_of, start, dur, corr, dict(sorted(details.items())))
+
+
+class LaunchSites(Protocol):
+    def items(self) -> Iterable[tuple[int, tuple[Any, Any, int]]]: ...
 
 
 def _enclosing_regions(
-    launch_site: dict[int, tuple[Any, Any, int]], cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]]
+    launch_site: LaunchSites, cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]]
 ) -> dict[int, tuple[str, ...]]:
     """Correlation id -> names of the CPU regions open on the launching thread when the kernel was launched
     (outermost first). One sweep per thread over launches and regions in time order: a run with a region per
-    step has as many regions as steps, and a scan of every region per launch would be quadratic."""
+    step has as many regions as steps, and a scan of every region per launch would be quadratic.
+    ``launch_site`` gives (correlation id, (pid, tid, launch time in ns)) per launch call, each id once."""
     sites: dict[tuple[Any, Any], list[tuple[int, int]]] = defaultdict(list)
     for corr, (pid, tid, ts) in launch_site.items():
         if (pid, tid) in cpu_annotations:
             sites[(pid, tid)].append((ts, corr))
     out: dict[int, tuple[str, ...]] = {}
+    names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct nesting, shared by its launches
     for key, launches in sites.items():
-        launches.sort()
+        if not all(a <= b for a, b in zip(launches, launches[1:])):
+            launches.sort()
         spans = cpu_annotations[key]  # sorted by start
-        j, active = 0, []
+        j, active, open_names = 0, [], ()
         for ts, corr in launches:
+            changed = False
             while j < len(spans) and spans[j][0] <= ts:
                 active.append(spans[j])
                 j += 1
-            active = [sp for sp in active if sp[1] >= ts]  # ended before this launch: never open again
-            if active:
-                out[corr] = tuple(name for _, _, name in active)
+                changed = True
+            if active and (changed or any(sp[1] < ts for sp in active)):
+                active = [sp for sp in active if sp[1] >= ts]  # ended before this launch: never open again
+                got = tuple(name for _, _, name in active)
+                open_names = names.setdefault(got, got)
+            elif not active:
+                open_names = ()
+            if open_names:
+                out[corr] = open_names
+        sites[key] = []
+    del sites
     _steps_by_time(launch_site, cpu_annotations, out)
     return out
 
@@ -296,7 +380,7 @@ def _enclosing_regions(
 STEP_PREFIX = "ProfilerStep#"
 
 
-def _steps_by_time(launch_site: dict[int, tuple[Any, Any, int]],
+def _steps_by_time(launch_site: LaunchSites,
                    cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]],
                    out: dict[int, tuple[str, ...]]) -> None:
     """A launch belongs to the step, and the regions, open when it was launched, whatever thread launched it: the
@@ -313,21 +397,21 @@ def _steps_by_time(launch_site: dict[int, tuple[Any, Any, int]],
             main[pid] = tid
     if not main:
         return
-    by_pid: dict[Any, list[tuple[int, int]]] = defaultdict(list)
+    by_pid: dict[Any, list[tuple[int, int, Any]]] = defaultdict(list)
     for corr, (pid, tid, ts) in launch_site.items():
         if pid in main and (tid != main[pid] or corr not in out):
-            by_pid[pid].append((ts, corr))
+            by_pid[pid].append((ts, corr, tid))  # each id once: the tid never decides the order
     for pid, launches in by_pid.items():
         tid, spans = main[pid], cpu_annotations[(pid, main[pid])]  # sorted by start
         launches.sort()
         j, active = 0, []
-        for ts, corr in launches:
+        for ts, corr, launch_tid in launches:
             while j < len(spans) and spans[j][0] <= ts:
                 active.append(spans[j])
                 j += 1
             active = [sp for sp in active if sp[1] >= ts]
             have = out.get(corr, ())
-            if launch_site[corr][1] != tid and not any(not n.startswith(STEP_PREFIX) for n in have):
+            if launch_tid != tid and not any(not n.startswith(STEP_PREFIX) for n in have):
                 if active:
                     out[corr] = tuple(name for _, _, name in active)
             elif not any(n.startswith(STEP_PREFIX) for n in have):

@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import zlib
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +26,18 @@ from typing import Any, BinaryIO, Iterator
 from kernelscope.collect.trace import kineto as K
 from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
 from kernelscope.collect.trace.kineto_dist import _int
+from kernelscope.model import Activity
 from kernelscope.model.files import InputFileError, _kind, _too_large, check_input, input_limit_bytes, read_input
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18  # a run of events decoded at once stays in the cache
 _WS = re.compile(r"[ \t\n\r]*")
+_CUT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*(?=\{)")  # between two objects of an array, most likely
+_TAIL = 1 << 14  # how far from the buffer's end a cut is looked for first
 _AFTER = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")  # what follows an event: its delimiter
 _DECODER = json.JSONDecoder()
 _HOST_SYNC_NAMES = frozenset(SYNC_CALLS) | SYNC_COPY_CALLS | ASYNC_COPY_CALLS
-_PER_LAUNCH_ARGS = ("correlation", "External id")  # the kernel args that differ launch to launch
 _PID_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime")
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
 _MISSING = object()
 
 
@@ -235,34 +239,58 @@ class _Reader:
             if c != ",":
                 raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
 
-    def _elements(self) -> Iterator[Any]:
+    def _elements(self) -> Iterator[list[Any]]:
+        """The elements of the array at pos, in lists: a run of whole elements in the buffer is decoded by one
+        call of the C decoder (as json.load does), the element the buffer's end cuts, or one the run cannot
+        decode (damage), on its own."""
         if self._char() == "]":
             self.pos += 1
             return
-        decode, after = _DECODER.raw_decode, _AFTER.match
+        slow_until = -1  # where a run could not be decoded: read element by element up to there
         while True:
-            buf, pos = self.buf, self.pos
-            try:  # the fast path: a whole value and its delimiter inside the chunk
-                v, end = decode(buf, pos)
-                m = after(buf, end)
-            except (json.JSONDecodeError, RecursionError):
-                m = None
-            if m is not None and m.end() < len(buf):
-                self.pos = m.end()
-                yield v
-                if m.group(1) == "]":
-                    return
-                continue
+            if not self.eof and self.error is None and len(self.buf) - self.pos < _CHUNK // 2:
+                self._more()
+            if self._where() >= slow_until:
+                got = self._run()
+                if got is not None:
+                    items, end = got
+                    if items is None:  # damage (or something the run cannot tell) before ``end``
+                        slow_until = end
+                    else:
+                        self.pos = end
+                        yield items
+                        continue
             if self._char() == "":
                 raise _Damaged(self._where(), "Expecting value")
-            yield self._value()
+            yield [self._value()]
             c = self._char()
             self.pos += 1
             if c == "]":
                 return
             if c != ",":
                 raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
-            self._ws()  # the fast path starts at the value
+            self._ws()
+
+    def _run(self) -> tuple[list[Any] | None, int] | None:
+        """The whole elements from pos up to the last '}' the buffer holds that ',' and '{' follow: (the
+        elements, the position of that '{'), or (None, the absolute position of the '}') where they do not
+        decode; None when there is no such '}'. A cut inside an element cannot decode (its brackets or its
+        string do not close): a cut the decoder stops at is tried again at an earlier '}', a few times."""
+        buf, pos = self.buf, self.pos
+        tail = max(pos, len(buf) - _TAIL)
+        cuts = [(m.start(), m.end()) for m in _CUT.finditer(buf, tail)]
+        if not cuts and tail > pos:
+            cuts = [(m.start(), m.end()) for m in _CUT.finditer(buf, pos)]
+        for k, nxt in reversed(cuts[-4:]):
+            text = "[" + buf[pos:k + 1] + "]"
+            try:
+                return _DECODER.decode(text), nxt
+            except json.JSONDecodeError as e:
+                if e.pos < len(text) - 1:  # not the cut: something in the run itself
+                    return None, self.base + k
+            except RecursionError:
+                return None, self.base + k
+        return None
 
     def _end(self) -> None:
         if self._char() != "":
@@ -271,70 +299,50 @@ class _Reader:
 
 # ---------------------------------------------------------------------------------------------------- events
 
-class _Args:
-    """A kernel event's args: the dict its launches of one configuration share, and its own correlation ids."""
-    __slots__ = ("shared", "own")
-
-    def __init__(self, shared: dict[str, Any], own: tuple[Any, ...]) -> None:
-        self.shared, self.own = shared, own
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key in _PER_LAUNCH_ARGS:
-            v = self.own[_PER_LAUNCH_ARGS.index(key)]
-            return default if v is _MISSING else v
-        return self.shared.get(key, default)
-
-    def __contains__(self, key: str) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
-
-    def __getitem__(self, key: str) -> Any:
-        v = self.get(key, _MISSING)
-        if v is _MISSING:
-            raise KeyError(key)
-        return v
-
-
 class _Events:
-    """What parse_trace uses of the trace's events, collected one event at a time."""
+    """What parse_trace uses of the trace's events, collected one event at a time and kept as the session will
+    hold it: kernels as launch rows (kineto._KernelRows), copies and memsets as activities, the launch calls'
+    sites as int64 columns; the few other events the parse reads (annotations, calls that may block the host,
+    GPU copies) as they are."""
 
     def __init__(self) -> None:
         self.origin_us: float | None = None
-        self.launch_site: dict[int, tuple[Any, Any, int]] = {}
+        self.sites = _Sites()
         self.gpu_annotation_by_ext: dict[Any, dict[str, Any]] = {}
         self.annotations: list[dict[str, Any]] = []
-        self.kernels: list[tuple[int, Any, Any, tuple[Any, ...]]] = []  # (shape, ts, dur, own args)
-        self.kernel_shapes: list[tuple[dict[str, Any], Any]] = []  # (the event without ts/dur/args, shared args)
-        self.shape_ids: dict[Any, int] = {}
-        self.copies: list[dict[str, Any]] = []  # memcpy / memset, trimmed to what is read of them
+        self.rows = K._KernelRows()
+        self.kernel_error: Exception | None = None  # the first a kernel raised that ends the parse
+        self.activities: list[Activity] = []  # start_ns on the trace's clock until the origin is known
+        self.memcpys: list[dict[str, Any]] = []  # GPU copies, trimmed to what host_syncs reads of them
         self.calls: list[dict[str, Any]] = []  # runtime calls that may block the host
+        self.bad: list[str] = []
+        self.names: dict[str, str] = {}
         self.pid: Any = _MISSING
         self.origin_error: Exception | None = None
         self.read = 0
 
-    def feed(self, events: Iterator[Any]) -> "_Events":
-        for e in events:
-            self.read += 1
-            if type(e) is not dict:
-                continue
-            cat = e.get("cat")
-            if self.pid is _MISSING and cat in _PID_CATEGORIES:
-                self.pid = e.get("pid")
-            if e.get("ph") != "X":
-                continue
-            if cat != "Trace":
-                self._origin(e.get("ts"))
-            if type(cat) is not str:  # no category any part of the parse reads
-                continue
-            if cat == "kernel":
-                self._kernel(e)
-            elif cat in K._LAUNCH_CATEGORIES:
-                self._call(e)
-            elif cat == "user_annotation":
-                self.annotations.append(e)
-            elif cat == "gpu_user_annotation":
-                self._gpu_annotation(e)
-            elif cat in ("gpu_memcpy", "gpu_memset"):
-                self._copy(e)
+    def feed(self, batches: Iterator[list[Any]]) -> "_Events":
+        handlers = {"kernel": self._kernel, "cuda_runtime": self._call, "cuda_driver": self._call,
+                    "user_annotation": self.annotations.append, "gpu_user_annotation": self._gpu_annotation,
+                    "gpu_memcpy": self._copy, "gpu_memset": self._copy}
+        for batch in batches:
+            self.read += len(batch)
+            for e in batch:
+                if type(e) is not dict:
+                    continue
+                cat = e.get("cat")
+                if self.pid is _MISSING and cat in _PID_CATEGORIES:
+                    self.pid = e.get("pid")
+                if e.get("ph") != "X":
+                    continue
+                if cat != "Trace":
+                    ts = e.get("ts")
+                    if type(ts) is not float or self.origin_us is None or not ts >= self.origin_us:
+                        self._origin(ts)  # else a later finite time, or infinity: not the origin
+                if type(cat) is str:  # else no category any part of the parse reads
+                    h = handlers.get(cat)
+                    if h is not None:
+                        h(e)
         return self
 
     def _origin(self, ts: Any) -> None:
@@ -356,59 +364,118 @@ class _Events:
             pass
 
     def _copy(self, e: dict[str, Any]) -> None:
-        args = e.get("args")
-        if isinstance(args, dict):
-            args = {k: args[k] for k in ("bytes", "stream", "correlation") if k in args}
-        slim = {k: e[k] for k in ("ph", "cat", "name", "ts", "dur") if k in e}
-        if "args" in e:
-            slim["args"] = args
-        self.copies.append(slim)
+        cat = e["cat"]
+        try:
+            args = e.get("args") or {}
+            name = str(e.get("name"))
+            self.activities.append(Activity(
+                kind=cat[4:], name=self.names.setdefault(name, name), start_ns=K._ns(e["ts"]),
+                duration_ns=K._ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream")))
+        except K._MALFORMED:
+            self.bad.append("memcpy/memset")
+        if cat == "gpu_memcpy":
+            args = e.get("args")
+            if isinstance(args, dict):
+                args = {k: args[k] for k in ("correlation",) if k in args}
+            slim = {k: e[k] for k in ("cat", "name") if k in e}
+            if "args" in e:
+                slim["args"] = args
+            self.memcpys.append(slim)
 
     def _call(self, e: dict[str, Any]) -> None:
-        try:
-            corr = (e.get("args") or {}).get("correlation")
-            if corr is not None:
-                self.launch_site[int(corr)] = (e.get("pid"), e.get("tid"), K._ns(e["ts"]))
-        except K._MALFORMED:
-            pass
+        args, ts = e.get("args"), e.get("ts")
+        corr = args.get("correlation") if type(args) is dict else _MISSING
+        sites = self.sites
+        if type(corr) is int and type(ts) is float and sites.fast:  # the usual call: columns, no objects
+            pid, tid = e.get("pid"), e.get("tid")
+            t = sites.threads.get((pid, tid)) if type(pid) is int and type(tid) is int else None
+            ns = int(round(ts * 1000.0)) if ts - ts == 0.0 else None
+            if t is not None and ns is not None and _INT64[0] <= corr <= _INT64[1] and _INT64[0] <= ns <= _INT64[1]:
+                if corr <= sites.last:
+                    sites.increasing = False
+                sites.last = corr
+                sites.corr.append(corr)
+                sites.ts.append(ns)
+                sites.thread.append(t)
+                corr = None
+        if corr is not None:
+            try:
+                corr = (args or {}).get("correlation")
+                if corr is not None:
+                    sites.add(int(corr), e.get("pid"), e.get("tid"), K._ns(e["ts"]))
+            except K._MALFORMED:
+                pass
         name = e.get("name")
         if isinstance(name, str) and name in _HOST_SYNC_NAMES:
             self.calls.append(e)
 
     def _kernel(self, e: dict[str, Any]) -> None:
-        args = e.get("args")
-        if isinstance(args, dict) and args:
-            own = tuple(args.get(k, _MISSING) for k in _PER_LAUNCH_ARGS)
-            shared = {k: v for k, v in args.items() if k not in _PER_LAUNCH_ARGS}
-        else:
-            own, shared = (), args
-        rest = {"name": e["name"]} if "name" in e else {}  # all parse_trace reads of a kernel besides times, args
-        if "args" in e:
-            rest["args"] = None  # present (its value is kept apart)
-        try:  # repr tells JSON values apart exactly (1, 1.0 and true differ); equal dicts in another key order
-            key = (repr(rest), repr(shared))  # only share less
-        except RecursionError:
-            key = None
-        sid = self.shape_ids.get(key) if key is not None else None
-        if sid is None:
-            sid = len(self.kernel_shapes)
-            self.kernel_shapes.append((rest, shared))
-            if key is not None:
-                self.shape_ids[key] = sid
-        self.kernels.append((sid, e.get("ts", _MISSING), e.get("dur", _MISSING), own))
+        try:
+            self.rows.add(e, e.get("args") or {})
+        except K._MALFORMED:
+            self.bad.append("kernel")
+        except K.TraceFormatError as x:
+            if self.kernel_error is None:
+                self.kernel_error = x
 
-    def kernel_events(self) -> Iterator[tuple[dict[str, Any], Any]]:
-        """Each kernel event rebuilt (only the fields parse_trace reads) with its args, in trace order."""
-        for sid, ts, dur, own in self.kernels:
-            rest, shared = self.kernel_shapes[sid]
-            e = dict(rest)
-            if ts is not _MISSING:
-                e["ts"] = ts
-            if dur is not _MISSING:
-                e["dur"] = dur
-            if "args" in rest:
-                e["args"] = _Args(shared, own) if own else shared
-            yield e, (e.get("args") or {})
+
+class _Sites:
+    """correlation id -> (pid, tid, time in ns) of each launch call, the last of a correlation id kept (as a dict
+    would): int64 columns and a table of threads, not a tuple per call."""
+
+    def __init__(self) -> None:
+        self.corr: Any = array("q")
+        self.ts: Any = array("q")
+        self.thread: Any = array("q")
+        self.threads: dict[Any, int] = {}  # (pid, tid) -> its number
+        self.thread_keys: list[tuple[Any, Any]] = []
+        self.odd: dict[int, tuple[Any, Any, int]] = {}  # what does not fit the columns (an unhashable pid)
+        self.increasing = True
+        self.last = _INT64[0] - 1  # the last correlation id in the columns
+        self.fast = True  # no odd entry: a call of a thread seen before may go straight to the columns
+
+    def add(self, corr: int, pid: Any, tid: Any, ts: int) -> None:
+        try:
+            key = (pid, tid)
+            t = self.threads.get(key)
+            if t is None:
+                t = self.threads[key] = len(self.thread_keys)
+                self.thread_keys.append(key)
+            if not (_INT64[0] <= corr <= _INT64[1] and _INT64[0] <= ts <= _INT64[1]):
+                raise OverflowError
+        except (TypeError, OverflowError):
+            self.odd[corr] = (pid, tid, ts)
+            self.fast = False
+            return
+        if self.odd:
+            self.odd.pop(corr, None)
+        if corr <= self.last:
+            self.increasing = False
+        self.last = corr
+        self.corr.append(corr)
+        self.ts.append(ts)
+        self.thread.append(t)
+
+    def items(self) -> Iterator[tuple[int, tuple[Any, Any, int]]]:
+        """(correlation id, (pid, tid, ts)) of each call, as launch_site.items() gives them: in the order each id
+        was first seen, the last call of an id kept."""
+        if self.increasing and not self.odd:
+            keys = self.thread_keys
+            for c, t, ts in zip(self.corr, self.thread, self.ts):
+                pid, tid = keys[t]
+                yield c, (pid, tid, ts)
+            return
+        yield from self.as_dict().items()
+
+    def as_dict(self) -> dict[int, tuple[Any, Any, int]]:
+        keys = self.thread_keys
+        out: dict[int, tuple[Any, Any, int]] = {}
+        odd = dict(self.odd)
+        for c, t, ts in zip(self.corr, self.thread, self.ts):
+            pid, tid = keys[t]
+            out[c] = (pid, tid, ts)
+        out.update(odd)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------------- result
@@ -440,39 +507,31 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
             bad.append("annotation")
     for spans in cpu_annotations.values():
         spans.sort()
-    regions_of = K._enclosing_regions(ev.launch_site, cpu_annotations)
+    regions_of = K._enclosing_regions(ev.sites, cpu_annotations)
+    ev.sites = _Sites()
+    if ev.kernel_error is not None:
+        raise ev.kernel_error
+    bad += ev.bad
 
-    def enclosing(corr: Any) -> list[str]:
+    def enclosing(corr: Any) -> tuple[str, ...]:
+        if type(corr) is int:
+            return regions_of.get(corr, ())
         try:
-            return list(regions_of.get(int(corr), ())) if corr is not None else []
+            return tuple(regions_of.get(int(corr), ())) if corr is not None else ()
         except (TypeError, ValueError):
-            return []
+            return ()
 
-    rows = K._KernelRows()
-    for e, args in ev.kernel_events():
-        try:
-            rows.add(e, args, origin_ns, enclosing)
-        except K._MALFORMED:
-            bad.append("kernel")
-    ev.kernels = []  # the rows hold them now
-    for e in ev.copies:
-        try:
-            args = e.get("args") or {}
-            cat = e["cat"]
-            out.activities.append(K.Activity(
-                kind=cat[4:], name=str(e.get("name")), start_ns=K._ns(e["ts"]) - origin_ns,
-                duration_ns=K._ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream"),
-            ))
-        except K._MALFORMED:
-            bad.append("memcpy/memset")
-    out.table = rows.table()
+    out.table = ev.rows.table(origin_ns, enclosing)
+    for a in ev.activities:
+        a.start_ns -= origin_ns
+    out.activities, ev.activities = ev.activities, []
     out.devices = []
     for p in top.get("deviceProperties") or []:
         try:
             out.devices.append(K._device(p))
         except K._MALFORMED:
             bad.append("device")
-    out.host_syncs, n_bad = K.host_syncs(ev.copies + ev.calls, origin_ns)
+    out.host_syncs, n_bad = K.host_syncs(ev.memcpys + ev.calls, origin_ns)
     bad += ["synchronize"] * n_bad
     out.info = {k: top[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in top}
     out.problems = bad
