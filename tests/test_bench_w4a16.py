@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import json
-import re
 
 import pytest
 
@@ -77,42 +76,43 @@ def test_shapes_and_cases():
 
 
 def test_launch_choice_tuned_table_and_rule():
-    """The shipped H100 table covers every default point; its launches divide k; any other GPU or shape
-    gets the rule, which also divides k, and the source says which it was."""
-    from kernelscope.kernels.marlin.configs import choose_launch, rule_launch, tuned_tables
-    from kernelscope.kernels.marlin.gluon_args import MAX_M
+    """The shipped H100 table covers every default point with one key set and says how each row was timed; its
+    launches divide k; any other GPU or shape gets the rule, which also divides k, and the source says which."""
+    from kernelscope.kernels.marlin.gluon_launch import MAX_M
+    from kernelscope.kernels.marlin.launch import LaunchConfig, rule_launch, rule_or_table, tuned_tables
 
     h100 = "NVIDIA H100 80GB HBM3"
     table = tuned_tables()[h100]
-    points = {(r["k"], r["n"], r["m"]) for r in table["configs"]}
+    assert set(table) == {"schema", "version", "device_name", "groupsize", "how", "rows"}
+    assert all(set(r) == {"m", "k", "n", "launch", "median_us", "timing", "measured"} for r in table["rows"])
+    assert all(set(r["launch"]) == set(LaunchConfig.triton().to_dict()) for r in table["rows"])
+    assert {r["timing"] for r in table["rows"]} <= {"cuda-graph", "cuda-events"}
+    assert all(t in table["how"] for t in ("cuda-graph", "cuda-events"))
+    points = {(r["k"], r["n"], r["m"]) for r in table["rows"]}
     assert points >= {(k, n, m) for k, n in DEFAULT_SHAPES for m in DEFAULT_MS}
-    # a row beyond the default points comes from a later measurement that says how it was timed
-    assert all(r.get("timing") for r in table["configs"] if (r["k"], r["n"]) in DEFAULT_SHAPES
-               and r["m"] not in DEFAULT_MS)
-    assert choose_launch(128, 4096, 4096, 128, h100).source.endswith("at m=128")
-    for r in table["configs"]:
-        got = choose_launch(r["m"], r["k"], r["n"], 128, h100)
-        assert got.launch == r["launch"] and got.source.startswith(f"tuned on {h100}") and f"m={r['m']}" in got.source
-        # the day it was measured: a later row's own (its round names it), else the table's
-        day = re.search(r"\d{4}-\d{2}-\d{2}$", str(r.get("round", "")))
-        assert f"({day.group(0) if day else table['measured']})" in got.source
-        if got.launch.get("kernel") == "gluon":  # the Gluon decode kernel where a sweep measured it faster
-            assert r["m"] <= MAX_M and r["timing"] == "cuda-graph" and r["median_us"] < r["replaced"]["median_us"]
-            assert got.launch["programs"] <= r["n"] // 64 * (r["k"] // 128)
+    assert "m=128" in rule_or_table(128, 4096, 4096, 128, h100, True).source
+    for r in table["rows"]:
+        got = rule_or_table(r["m"], r["k"], r["n"], 128, h100, True)
+        assert got.config == LaunchConfig.from_dict(r["launch"])
+        assert got.source == f"table tuned_h100.json ({h100}, m={r['m']}, {r['measured']}, {r['timing']})"
+        if got.config.kernel == "gluon":  # the Gluon decode kernel, on Hopper at m <= 64
+            assert r["m"] <= MAX_M and r["timing"] == "cuda-graph"
+            assert got.config.programs <= r["n"] // 64 * (r["k"] // 128)
         else:
-            assert r["k"] % (got.launch["split_k"] * got.launch["block_k"]) == 0
-    between = choose_launch(8, 8192, 8192, 128, h100)  # not tuned at m=8: the next tuned m above, 16
-    assert "at m=16" in between.source
-    above = choose_launch(1024, 8192, 8192, 128, h100)  # above every tuned m: the largest
-    assert "at m=256" in above.source
-    other = choose_launch(1, 8192, 8192, 128, "NVIDIA A100-SXM4-80GB")
-    assert other.source.startswith("rule (no tuned table for this GPU)") and other.launch == rule_launch(1, 8192)
-    assert choose_launch(1, 5120, 5120, 128, h100).source.startswith("rule (this shape was not tuned)")
-    assert choose_launch(1, 8192, 8192, -1, h100).source.startswith("rule")  # the table is for groupsize 128
+            assert r["k"] % (got.config.split_k * 128) == 0
+    between = rule_or_table(8, 8192, 8192, 128, h100, True)  # not tuned at m=8: the next tuned m above, 16
+    assert "m=16," in between.source
+    above = rule_or_table(1024, 8192, 8192, 128, h100, True)  # above every tuned m: the largest
+    assert "m=256," in above.source
+    other = rule_or_table(1, 8192, 8192, 128, "NVIDIA A100-SXM4-80GB", True)
+    assert other.source.startswith("rule (no tuned table for this GPU)")
+    assert other.config == rule_launch(1, 8192, True)
+    assert rule_or_table(1, 5120, 5120, 128, h100, True).source.startswith("rule (this shape was not tuned")
+    assert rule_or_table(1, 8192, 8192, -1, h100, True).source.startswith("rule")  # the table is for groupsize 128
     for m in (1, 4, 16, 64, 256, 1000):
         for k in (128, 256, 384, 4096, 5120, 28672):
             lc = rule_launch(m, k)
-            assert k % (lc["split_k"] * lc["block_k"]) == 0, (m, k, lc)
+            assert k % (lc.split_k * 128) == 0, (m, k, lc)
 
 
 def test_bytes_floor_against_independent_arithmetic():

@@ -1,6 +1,6 @@
 """The Gluon W4A16 kernel against the fp32 reference on a Hopper GPU (pytest -m gpu on the GPU machine).
 
-Both weight layouts (Bg, Bk), both MMAs (warpgroup, mma.sync), 1 and 13 tokens, groups of 128 and one
+The Triton kernel's weights (Bk), both MMAs (warpgroup, mma.sync), 1 and 13 tokens, groups of 128 and one
 group per column, grids of whole tiles and of shared (stream-K) tiles, down to one unit a program; every launch
 runs twice, so a launch must leave its tile counters at zero."""
 from __future__ import annotations
@@ -26,21 +26,19 @@ def weights(request):
         pytest.skip("needs an sm_90 (Hopper) GPU")
     from kernelscope.bench.w4a16_impls import make_weights
     from kernelscope.kernels.marlin import to_kernel_layout
-    from kernelscope.kernels.marlin.gluon_hopper import to_gluon_layout
 
     gs, k = request.param
     n = 768
     wt = make_weights(k, n, gs, "cuda", 7)
     bk, sk = to_kernel_layout(wt.B, wt.s, gs)
-    return gs, k, n, wt, {"bg": to_gluon_layout(bk), "bk": bk}, sk
+    return gs, k, n, wt, bk, sk
 
 
 # programs: one a tile (None), a divisor of the tiles (whole tiles), 5, 36 and 100 (shared tiles), one a unit (0)
-@pytest.mark.parametrize("m,programs,layout,sync", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0),
-                                                                           ("bg", "bk"), (False, True))))
-def test_matches_the_reference(weights, m, programs, layout, sync):
+@pytest.mark.parametrize("m,programs,sync", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), (False, True))))
+def test_matches_the_reference(weights, m, programs, sync):
     from kernelscope.kernels.marlin import reference_matmul
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     if programs == 0:
@@ -48,16 +46,16 @@ def test_matches_the_reference(weights, m, programs, layout, sync):
     a = torch.randn((m, k), device="cuda", generator=torch.Generator("cuda").manual_seed(m)).half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     for _ in range(2):
-        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs, sync_mma=sync).float()
+        got = gluon_w4a16(a, words, sk, gs, n, programs=programs, sync_mma=sync).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 1e-2, (m, programs, layout, sync, err)
+        assert err < 1e-2, (m, programs, sync, err)
 
 
 # 17-64 tokens: a 32- or 64-token tile (TMA zero-fills the rows past m; the store masks them), the tuner's registers
-@pytest.mark.parametrize("m,programs,layout", list(itertools.product((17, 32, 40, 64), (None, 5, 36, 0), ("bg", "bk"))))
-def test_matches_the_reference_up_to_64_tokens(weights, m, programs, layout):
+@pytest.mark.parametrize("m,programs", list(itertools.product((17, 32, 40, 64), (None, 5, 36, 0))))
+def test_matches_the_reference_up_to_64_tokens(weights, m, programs):
     from kernelscope.kernels.marlin import reference_matmul
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     if programs == 0:
@@ -66,15 +64,15 @@ def test_matches_the_reference_up_to_64_tokens(weights, m, programs, layout):
     ref = reference_matmul(a, wt.B, wt.s, gs)
     out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
     for _ in range(2):
-        got = gluon_w4a16(a, words[layout], sk, gs, n, programs=programs, maxnreg=128, out=out).float()
+        got = gluon_w4a16(a, words, sk, gs, n, programs=programs, max_registers=128, out=out).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 1e-2, (m, programs, layout, err)
+        assert err < 1e-2, (m, programs, err)
 
 
 def test_more_than_64_tokens_are_refused():
     if not _hopper():
         pytest.skip("needs an sm_90 (Hopper) GPU")
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     a = torch.zeros((65, 256), dtype=torch.float16, device="cuda")
     with pytest.raises(ValueError, match=r"^gluon_w4a16: the Gluon W4A16 kernel takes fp16 a of shape \(m, k\) with "
@@ -84,7 +82,7 @@ def test_more_than_64_tokens_are_refused():
 
 
 def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
-    """kernel="gluon" in w4a16_matmul: the Triton kernel's weights (Bk), the tuner's launch keywords."""
+    """A Gluon LaunchConfig in w4a16_matmul: the Triton kernel's weights (Bk), the tuner's launch."""
     from kernelscope.kernels.marlin import reference_matmul, w4a16_matmul
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
@@ -92,8 +90,8 @@ def test_w4a16_matmul_runs_the_gluon_kernel_on_the_same_weights(weights):
     a = torch.randn((5, k), device="cuda").half()
     ref = reference_matmul(a, wt.B, wt.s, gs)
     launch = gluon_launch(k, n, torch.cuda.get_device_properties(0).multi_processor_count, 5)
-    assert launch["sync_mma"]  # m = 5 at 12 tiles: two programs an SM
-    got = w4a16_matmul(a, words["bk"], sk, gs, **launch).float()
+    assert launch.sync_mma  # m = 5 at 12 tiles: two programs an SM
+    got = w4a16_matmul(a, words, sk, gs, config=launch).float()
     assert ((got - ref).norm() / ref.norm()).item() < 1e-2
 
 
@@ -102,7 +100,7 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     if not _hopper():
         pytest.skip("needs an sm_90 (Hopper) GPU")
     from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import reference_matmul, to_kernel_layout, w4a16_matmul
+    from kernelscope.kernels.marlin import LaunchConfig, reference_matmul, to_kernel_layout, w4a16_matmul
     from kernelscope.kernels.marlin.autotune import tune_shape
 
     k, n, gs = 2048, 1024, 128
@@ -111,12 +109,12 @@ def test_first_use_tuning_tries_the_gluon_kernel(tmp_path, monkeypatch):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m in (1, 40):
         got = tune_shape(m, k, n, gs, bk, sk, sm_count=sms, tma=True, deadline_s=1e9, limit=4, gluon=True)
-        kinds = [t["launch"].get("kernel", "triton") for t in got.tried]
+        kinds = [t["launch"]["kernel"] for t in got.tried]
         assert "gluon" in kinds and all(t["status"] == "ok" for t in got.tried), got.tried
-        gluon = next(t["launch"] for t in got.tried if t["launch"].get("kernel") == "gluon")
+        gluon = next(LaunchConfig.from_dict(t["launch"]) for t in got.tried if t["launch"]["kernel"] == "gluon")
         a = torch.randn((m, k), device="cuda").half()
         ref = reference_matmul(a, wt.B, wt.s, gs)
-        assert ((w4a16_matmul(a, bk, sk, gs, **gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
+        assert ((w4a16_matmul(a, bk, sk, gs, config=gluon).float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 def _square_chain() -> tuple:
@@ -155,7 +153,7 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
     copy or a store that ran before griddepcontrol.wait would change the result. PDL launches, eager and captured
     in a CUDA graph, must give bit for bit what plain launches give (the same arithmetic in the same order), and
     the shared tiles' counters and partials must survive launches that overlap."""
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     x, bk, sk, outs = _square_chain()
     n = x.shape[1]
@@ -178,65 +176,57 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
 
 
 @pytest.mark.parametrize("programs", [None, 36, 100])
-def test_phase_records_cover_every_program_in_order(weights, programs):
-    """records=...: one row a program, its SM below %nsmid, its times in phase order, its blocks summing to the
-    layer's units, one split-tile sum per shared tile; and the launch's result is the unrecorded one's."""
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
-    from kernelscope.collect.instrument.layout import SM_BITS
-    from kernelscope.kernels.marlin.gluon_record import FIELDS
+def test_block_records_cover_every_program(weights, programs):
+    """records=...: one row a program (the block recorder's: program, SM below %nsmid, start <= end), and the
+    launch's result is the unrecorded one's."""
+    from kernelscope.collect.instrument.layout import ROW_VALUES, SM_BITS
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
-    tiles, kb = n // 64, k // 128
-    grid = tiles if programs is None else programs
+    grid = n // 64 if programs is None else programs
     a = torch.randn((3, k), device="cuda").half()
-    plain = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs)
-    rec = torch.full((grid * len(FIELDS), ), -1, dtype=torch.int64, device="cuda")
-    recorded = gluon_w4a16(a, words["bk"], sk, gs, n, programs=programs, records=rec)
+    plain = gluon_w4a16(a, words, sk, gs, n, programs=programs)
+    rec = torch.full((grid * ROW_VALUES, ), -1, dtype=torch.int64, device="cuda")
+    recorded = gluon_w4a16(a, words, sk, gs, n, programs=programs, records=rec)
     assert torch.equal(recorded, plain)
-    rows = [dict(zip(FIELDS, r)) for r in rec.view(grid, len(FIELDS)).tolist()]
-    assert [r["program"] for r in rows] == list(range(grid))
+    rows = rec.view(grid, ROW_VALUES).tolist()
+    assert [r[0] for r in rows] == list(range(grid))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    nsm = {r["sm"] >> SM_BITS for r in rows}
+    nsm = {r[1] >> SM_BITS for r in rows}
     assert len(nsm) == 1 and nsm.pop() >= sms
-    assert all(0 <= r["sm"] & 0xFFFFFFFF < r["sm"] >> SM_BITS for r in rows)
-    assert all(0 < r["t_start_ns"] <= r["t_first_block_ns"] <= r["t_last_mma_ns"] <= r["t_end_ns"] for r in rows)
-    assert sum(r["blocks"] for r in rows) == tiles * kb
-    units = tiles * kb
-    segments = [(p * units // grid, (p + 1) * units // grid) for p in range(grid)]
-    shared = sum(not any(s0 <= t * kb and s1 >= (t + 1) * kb for s0, s1 in segments) for t in range(tiles))
-    assert sum(r["tiles_summed"] for r in rows) == shared
+    assert all(0 <= r[1] & 0xFFFFFFFF < r[1] >> SM_BITS for r in rows)
+    assert all(0 < r[2] <= r[3] for r in rows)
 
 
 @pytest.mark.parametrize("programs", [None, 100])
 def test_a_block_recorder_gets_every_gluon_program(weights, programs):
-    """w4a16_matmul(kernel="gluon", recorder=BlockRecorder): the kernel writes the block recorder's rows, so the
+    """w4a16_matmul(config=a Gluon launch, recorder=BlockRecorder): the kernel writes the block recorder's rows, so the
     reader finds every program once, on a valid SM, within its start and end, and the result is unchanged."""
     from kernelscope.collect.instrument.recorder import BlockRecorder
-    from kernelscope.kernels.marlin import w4a16_matmul
+    from kernelscope.kernels.marlin import LaunchConfig, w4a16_matmul
 
     gs, k, n, wt, words, sk = weights
     grid = (n // 64 if programs is None else programs, 1, 1)
     a = torch.randn((2, k), device="cuda").half()
-    plain = w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=programs)
+    plain = w4a16_matmul(a, words, sk, gs, config=LaunchConfig.gluon(programs))
     rec = BlockRecorder(grid)
-    got = w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=programs, recorder=rec)
+    got = w4a16_matmul(a, words, sk, gs, config=LaunchConfig.gluon(programs), recorder=rec)
     assert torch.equal(got, plain)
     r = rec.read()
     assert r.problems == [] and sorted(r.block_id) == list(range(grid[0]))
     assert r.nsmid is not None and all(0 <= sm < r.nsmid for sm in r.smid)
     assert all(0 < s0 <= s1 for s0, s1 in zip(r.start_ns, r.end_ns))
     with pytest.raises(ValueError, match="sized for grid"):
-        w4a16_matmul(a, words["bk"], sk, gs, kernel="gluon", programs=grid[0] + 1, recorder=rec)
+        w4a16_matmul(a, words, sk, gs, config=LaunchConfig.gluon(grid[0] + 1), recorder=rec)
 
 
-@pytest.mark.parametrize("m,layout,sync", [(1, "bg", True), (13, "bk", False), (5, "bk", True), (16, "bg", False),
-                                           (40, "bk", False), (64, "bg", False)])
-def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, layout, sync):
-    """cluster=S: each column tile's S programs are one thread-block cluster and program 0 adds the others'
-    partials from its shared memory (gluon_cluster). Same grid, same partials, same order of the sum: the result
+@pytest.mark.parametrize("m,sync", [(1, True), (13, False), (5, True), (16, False), (40, False), (64, False)])
+def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, sync):
+    """cluster_size=S: each column tile's S programs are one thread-block cluster and program 0 adds the others'
+    partials from its shared memory. Same grid, same partials, same order of the sum: the result
     must be the stream-K kernel's bit for bit, eager, twice (each launch initialises its mbarriers), and replayed
     from a CUDA graph, for every cluster size that divides the tile's k blocks."""
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     tiles, kb = n // 64, k // 128
@@ -244,14 +234,14 @@ def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, layout, sync):
     sizes = [s for s in (2, 3, 4, 5, 8) if kb % s == 0]
     assert sizes
     for s in sizes:
-        want = gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync)
+        want = gluon_w4a16(a, words, sk, gs, n, programs=tiles * s, sync_mma=sync)
         for _ in range(2):
-            got = gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync, cluster=s)
+            got = gluon_w4a16(a, words, sk, gs, n, programs=tiles * s, sync_mma=sync, cluster_size=s)
             assert torch.equal(got, want), (s, (got.float() - want.float()).abs().max().item())
         out = torch.zeros_like(want)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            gluon_w4a16(a, words[layout], sk, gs, n, programs=tiles * s, sync_mma=sync, cluster=s, out=out)
+            gluon_w4a16(a, words, sk, gs, n, programs=tiles * s, sync_mma=sync, cluster_size=s, out=out)
         for _ in range(2):
             out.zero_()
             graph.replay()
@@ -263,7 +253,7 @@ def test_clusters_chain_exactly_as_programmatic_dependent_launches():
     """PDL launches in clusters, each reading the launch before's output, eager and in a CUDA graph: the plain
     stream-K launches' bits (an activation copy before griddepcontrol.wait, or a partial sent early, would change
     them)."""
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
 
     x, bk, sk, outs = _square_chain()
     n = x.shape[1]
@@ -279,6 +269,6 @@ def test_clusters_chain_exactly_as_programmatic_dependent_launches():
     assert torch.isfinite(plain[-1]).all() and plain[-1].float().norm() > 0
     for o in outs:
         o.zero_()
-    chain(pdl=True, cluster=4)
+    chain(pdl=True, cluster_size=4)
     assert all(torch.equal(o, p) for o, p in zip(outs, plain))
-    _assert_replays_give(lambda: chain(pdl=True, cluster=4), outs, plain)
+    _assert_replays_give(lambda: chain(pdl=True, cluster_size=4), outs, plain)

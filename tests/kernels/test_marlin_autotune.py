@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernelscope.kernels.marlin import autotune, dequantize, pack, quantize, to_kernel_layout  # noqa: E402
-from kernelscope.kernels.marlin.autotune import (dequantize_kernel_layout, launch_for, m_bucket,  # noqa: E402
-                                                 read_cache, shape_key, tune_shape)
-from kernelscope.collect.timing import summarize  # noqa: E402
+from kernelscope.kernels.marlin.autotune import (dequantize_kernel_layout, m_bucket, read_cache,  # noqa: E402
+                                                 shape_key, tune_shape)
+from kernelscope.kernels.marlin.launch import decide_launch  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs the Triton interpreter")
 K, N = 512, 256
@@ -43,9 +43,9 @@ def ordered_timer(times_ms):
     """Calls the candidate once (it must run) and reports the next time of the list."""
     it = iter(times_ms)
 
-    def timer(fn, *, warmup, repeats, flush_l2):
-        fn()
-        return summarize([next(it)], warmup, "fake", flush_l2)
+    def timer(run, words, scales):
+        run(words, scales)
+        return next(it)
     return timer
 
 
@@ -66,7 +66,7 @@ def test_tuning_keeps_the_fastest_correct_candidate(weights):
     got = tune_shape(1, K, N, 128, words, sk, sm_count=8, tma=False, deadline_s=1e9, limit=3,
                      timer=ordered_timer([3.0, 1.0, 2.0]))
     assert len(got.tried) == 3 and all(t["status"] == "ok" and t["relative_error"] < 1e-2 for t in got.tried)
-    assert got.best == got.tried[1]["launch"] and got.best_ms == 1.0 and not got.deadline_hit
+    assert got.best.to_dict() == got.tried[1]["launch"] and got.best_ms == 1.0 and not got.deadline_hit
 
 
 def test_a_wrong_candidate_is_never_timed_or_kept(weights):
@@ -75,16 +75,16 @@ def test_a_wrong_candidate_is_never_timed_or_kept(weights):
     *_, words, sk = weights
     first = None
 
-    def matmul(a, B, s, g, **launch):  # the first candidate's launch computes garbage
+    def matmul(a, B, s, g, config):  # the first candidate's launch computes garbage
         nonlocal first
-        first = first or launch
-        out = w4a16_matmul(a, B, s, g, **launch)
-        return out * 2 if launch == first else out
+        first = first or config
+        out = w4a16_matmul(a, B, s, g, config=config)
+        return out * 2 if config == first else out
 
     got = tune_shape(1, K, N, 128, words, sk, sm_count=8, tma=False, deadline_s=1e9, limit=2, matmul=matmul,
                      timer=ordered_timer([5.0]))
     assert got.tried[0]["status"] == "wrong" and got.tried[0]["relative_error"] > 0.5
-    assert "median_ms" not in got.tried[0] and got.best == got.tried[1]["launch"] != first
+    assert "median_ms" not in got.tried[0] and got.best.to_dict() == got.tried[1]["launch"] != first.to_dict()
 
 
 def test_deadline_stops_after_a_candidate(weights):
@@ -97,7 +97,7 @@ def test_deadline_stops_after_a_candidate(weights):
 
 def test_first_use_tunes_once_then_reads_the_cache(weights, capsys, tmp_path):
     *_, words, sk = weights
-    first = launch_for(1, K, N, 128, words, sk, tune=True, limit=2, timer=ordered_timer([2.0, 1.0]))
+    first = decide_launch(1, K, N, 128, words, sk, tune=True, limit=2, timer=ordered_timer([2.0, 1.0]))
     err = capsys.readouterr().err
     assert err.count("tuning the W4A16 launch for m<=1") == 1 and len(err.strip().splitlines()) == 1
     assert first.source.startswith("tuning cache") and "tuned here" in first.source
@@ -105,11 +105,11 @@ def test_first_use_tunes_once_then_reads_the_cache(weights, capsys, tmp_path):
     assert path.parent.parent == tmp_path and path.exists()
     doc = json.loads(path.read_text())
     assert doc["device_name"] == "cpu (Triton interpreter)" and doc["triton"] == __import__("triton").__version__
-    assert doc["entries"][shape_key(1, K, N, 128)]["launch"] == first.launch
-    assert launch_for(1, K, N, 128, words, sk, tune=True) is first  # memo: no second tuning, no second line
+    assert doc["entries"][shape_key(1, K, N, 128)]["launch"] == first.config.to_dict()
+    assert decide_launch(1, K, N, 128, words, sk, tune=True) is first  # memo: no second tuning, no second line
     autotune._MEMO.clear()
-    again = launch_for(1, K, N, 128, words, sk, tune=True)  # a new process: from the file, no tuning
-    assert again.launch == first.launch and again.source.startswith("tuning cache")
+    again = decide_launch(1, K, N, 128, words, sk, tune=True)  # a new process: from the file, no tuning
+    assert again.config == first.config and again.source.startswith("tuning cache")
     assert capsys.readouterr().err == ""
     assert not list(path.parent.glob("*.partial"))  # written atomically: no temporary left
 
@@ -123,7 +123,7 @@ def test_corrupt_cache_is_ignored_with_one_note(weights, capsys):
     assert read_cache(path, "cpu (Triton interpreter)", "x") == {}
     err = capsys.readouterr().err
     assert err.count("ignoring the W4A16 launch cache") == 1
-    choice = launch_for(1, K, N, 128, words, sk, tune=True, limit=1, timer=ordered_timer([1.0]))
+    choice = decide_launch(1, K, N, 128, words, sk, tune=True, limit=1, timer=ordered_timer([1.0]))
     assert choice.source.startswith("tuning cache")  # tuned, and the file rewritten whole
     assert json.loads(path.read_text())["schema"] == autotune.CACHE_SCHEMA
 
@@ -131,7 +131,7 @@ def test_corrupt_cache_is_ignored_with_one_note(weights, capsys):
 def test_cpu_default_and_untuned_use_table_or_rule(weights, capsys):
     *_, words, sk = weights
     for tune in (None, False):  # the interpreter's times say nothing about a GPU: no tuning by default
-        assert launch_for(1, K, N, 128, words, sk, tune=tune).source.startswith("rule")
+        assert decide_launch(1, K, N, 128, words, sk, tune=tune).source.startswith("rule")
     assert capsys.readouterr().err == ""
 
 

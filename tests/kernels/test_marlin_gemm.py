@@ -18,6 +18,7 @@ if not torch.cuda.is_available():
 pytest.importorskip("triton")
 
 from kernelscope.kernels.marlin import (  # noqa: E402
+    LaunchConfig,
     pack,
     quantize,
     launch_grid,
@@ -43,11 +44,13 @@ def _problem(m: int, k: int, n: int, groupsize: int, seed: int):
     return a.to(DEVICE), B.to(DEVICE), s.to(DEVICE)
 
 
-def _run(a, B, s, groupsize: int, **kwargs):
-    """Launch into a NaN-poisoned output, so that an unwritten element shows."""
+def _run(a, B, s, groupsize: int, workspace=None, recorder=None, **launch):
+    """Launch into a NaN-poisoned output, so that an unwritten element shows; ``launch``: LaunchConfig.triton's
+    fields (none: the launch decide_launch picks)."""
     Bk, sk = to_kernel_layout(B, s, groupsize)
     out = torch.full((a.shape[0], B.shape[1] // 2), float("nan"), dtype=torch.float16, device=a.device)
-    c = w4a16_matmul(a, Bk, sk, groupsize, out=out, **kwargs)
+    config = LaunchConfig.triton(**launch) if launch else None
+    c = w4a16_matmul(a, Bk, sk, groupsize, out=out, config=config, workspace=workspace, recorder=recorder)
     assert c is out
     assert not bool(torch.isnan(c).any()), "some output elements were never written"
     return c
@@ -77,9 +80,9 @@ def test_split_k_matches_reference(split_k: int, groupsize: int) -> None:
 
 
 @pytest.mark.parametrize("blocks", [
-    dict(block_m=16, block_n=64, group_m=2),
-    dict(block_m=16, block_n=256, block_k=128),
-    dict(block_m=32, block_n=32, group_m=1),
+    dict(block_m=16, block_n=64),
+    dict(block_m=16, block_n=256),
+    dict(block_m=32, block_n=32),
 ])
 def test_block_shapes_and_tile_order(blocks: dict) -> None:
     """Several m-tiles (m = 70) with the grouped tile order, and several tile shapes."""
@@ -90,21 +93,20 @@ def test_block_shapes_and_tile_order(blocks: dict) -> None:
 @pytest.mark.parametrize("m,split_k,groupsize", [(1, 2, 128), (20, 1, 128), (33, 2, -1)])
 def test_tma_loads_match_reference(m: int, split_k: int, groupsize: int) -> None:
     """Tiles copied by tensor descriptors (TMA on the GPU; the interpreter emulates them), rows past m
-    zero-filled, swapped and plain products."""
+    zero-filled, 16- and 32-token tiles."""
     a, B, s = _problem(m, 512, 512, groupsize, seed=500 + m)
-    for swap in (True, False):
-        c = _run(a, B, s, groupsize, split_k=split_k, swap_ab=swap, tma=True, block_m=16 if swap else 32, block_n=64)
+    for block_m in (16, 32):
+        c = _run(a, B, s, groupsize, split_k=split_k, tma=True, block_m=block_m, block_n=64)
         assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
-@pytest.mark.parametrize("m,split_k,groupsize,prefetch", [(1, 1, 128, 0), (3, 4, 128, 1), (16, 2, -1, 2),
-                                                            (33, 2, 128, 2), (2, 1, 128, 2)])
-def test_swapped_operands_match_reference(m: int, split_k: int, groupsize: int, prefetch: int) -> None:
-    """C^T = W^T A^T (n on the MMA's M side), alone and with the in-kernel split-k sum, with
-    0, 1 or 2 weight slices loaded ahead (the last case: more slices ahead than the loop has)."""
-    k = 128 if prefetch == 2 and split_k == 1 and m == 2 else 512
+@pytest.mark.parametrize("m,k,split_k,groupsize", [(1, 512, 1, 128), (3, 512, 4, 128), (16, 512, 2, -1),
+                                                    (33, 512, 2, 128), (2, 128, 1, 128)])
+def test_ragged_and_whole_token_tiles_match_reference(m: int, k: int, split_k: int, groupsize: int) -> None:
+    """C^T = W^T A^T (n on the MMA's M side), alone and with the in-kernel split-k sum, for m a multiple of the
+    16-token tile and not (the partials of a ragged tile are stored masked), and a loop of one block of k."""
     a, B, s = _problem(m, k, 256 if k == 128 else 512, groupsize, seed=300 + m + split_k)
-    c = _run(a, B, s, groupsize, swap_ab=True, split_k=split_k, block_n=64, prefetch=prefetch)
+    c = _run(a, B, s, groupsize, split_k=split_k, block_n=64)
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
@@ -130,10 +132,11 @@ def test_caller_owned_split_k_workspace() -> None:
     Bk, sk = to_kernel_layout(B, s, 128)
     if DEVICE == "cpu":  # the interpreter runs programs in order, so what a stale buffer does is exact
         stale = torch.ones(64, dtype=torch.int32, device=DEVICE)  # not zeroed: the kernel must read this one
-        w4a16_matmul(a, Bk, sk, 128, split_k=4, block_n=64, workspace=stale)
+        w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.triton(split_k=4, block_n=64), workspace=stale)
         assert int(stale[:8].sum()) == 8, "each tile's third arrival reset its counter, the fourth counted to 1"
     with pytest.raises(ValueError, match="workspace must be an int32 tensor of at least 8 zeroed counters"):
-        w4a16_matmul(a, Bk, sk, 128, split_k=4, block_n=64, workspace=torch.zeros(4, dtype=torch.int32, device=DEVICE))
+        w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.triton(split_k=4, block_n=64),
+                     workspace=torch.zeros(4, dtype=torch.int32, device=DEVICE))
 
 
 def test_strided_activations() -> None:
@@ -190,11 +193,13 @@ def _bad_calls():
         (lambda: w4a16_matmul(a, Bk, sk, -1), "s must be a float16 tensor of shape (1, 256)"),
         (lambda: w4a16_matmul(a, Bk, sk, 64), "groupsize must be 128 or -1"),
         (lambda: w4a16_matmul(a, Bk, sk, 128, out=torch.empty((2, 128), dtype=torch.float16)), "out must be"),
-        (lambda: w4a16_matmul(a, Bk, sk, 128, split_k=3), "split_k"),
-        (lambda: w4a16_matmul(a, Bk, sk, 128, block_k=256), "block_k"),
-        (lambda: w4a16_matmul(a, Bk, sk, 128, block_m=8), "block_m"),
-        (lambda: w4a16_matmul(a, Bk, sk, 128, tma=True, prefetch=1), "prefetch must be 0"),
-        (lambda: w4a16_matmul(a, Bk, sk, 128, recorder=SimpleNamespace(enabled=True, grid=(1, 1, 1))),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.triton(split_k=3)), "split_k"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.triton(block_m=8)), "block_m"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, config={"split_k": 2}), "config must be a LaunchConfig"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.gluon(), workspace=torch.zeros(8, dtype=torch.int32)),
+         "workspace is the Triton kernel's"),
+        (lambda: w4a16_matmul(a, Bk, sk, 128, config=LaunchConfig.triton(),
+                              recorder=SimpleNamespace(enabled=True, grid=(1, 1, 1))),
          "recorder was sized for grid (1, 1, 1)"),
     ]
 
@@ -228,7 +233,7 @@ def test_gpu_sizes(m: int, groupsize: int, split_k: int, tma: bool) -> None:
     if tma and not tma_supported("cuda"):
         pytest.skip("TMA needs sm_90 or later")
     a, B, s = _problem(m, 4096, 4096, groupsize, seed=m * 10 + split_k)
-    c = _run(a, B, s, groupsize, split_k=split_k, swap_ab=m <= 16, tma=tma)
+    c = _run(a, B, s, groupsize, split_k=split_k, block_m=16 if m <= 16 else 64, tma=tma)
     assert _rel_err(c, reference_matmul(a, B, s, groupsize)) < TOL
 
 
@@ -241,7 +246,7 @@ def test_gpu_block_recorder_sees_every_program_once() -> None:
     a, B, s = _problem(1, 4096, 4096, 128, seed=9)
     rec = BlockRecorder(launch_grid(1, 4096, 16, 128, 4))
     assert rec.grid == (4096 // 128, 4, 1)
-    c = _run(a, B, s, 128, split_k=4, block_n=128, swap_ab=True, recorder=rec)
+    c = _run(a, B, s, 128, split_k=4, block_n=128, recorder=rec)
     r = rec.read()
     assert sorted(r.block_id) == list(range(4096 // 128 * 4)) and not r.problems
     assert all(0 <= sm < torch.cuda.get_device_properties(0).multi_processor_count for sm in r.smid)
@@ -283,16 +288,3 @@ def test_unpack_ptx_arithmetic_on_every_nibble_pair() -> None:
     for p in range(8):
         expected = ((words >> (4 * p)) & 0xF).astype(np.float32) - 8
         assert np.array_equal(out[p].astype(np.float32), expected), f"nibble {p}"
-
-
-def test_skip_split_sum_leaves_c_unwritten_and_counters_zero() -> None:
-    """The measurement-only switch skips exactly the split-k sum: C keeps its
-    poison, the per-tile counters are never touched, and the next normal call is still right."""
-    a, B, s = _problem(1, 512, 256, 128, seed=11)
-    Bk, sk = to_kernel_layout(B, s, 128)
-    counters = torch.zeros(64, dtype=torch.int32, device=a.device)
-    out = torch.full((1, 256), float("nan"), dtype=torch.float16, device=a.device)
-    w4a16_matmul(a, Bk, sk, 128, out=out, split_k=2, block_n=64, workspace=counters, _skip_split_sum=True)
-    assert bool(torch.isnan(out).all()) and int(counters.abs().sum()) == 0
-    c = _run(a, B, s, 128, split_k=2, block_n=64, workspace=counters)
-    assert _rel_err(c, reference_matmul(a, B, s, 128)) < TOL

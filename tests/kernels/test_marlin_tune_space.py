@@ -5,11 +5,13 @@ the tuner has time for 2-3 candidates on first use, so the measured winners must
 """
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-pytest.importorskip("torch")  # the marlin package (its format module, gluon_args) imports torch
+pytest.importorskip("torch")  # the marlin package (its format module, gluon_launch) imports torch
 
-from kernelscope.kernels.marlin.configs import rule_launch  # noqa: E402
+from kernelscope.kernels.marlin.launch import LaunchConfig, rule_launch  # noqa: E402
 from kernelscope.kernels.marlin.tune_space import (CAPPED_REGISTERS, candidates, wide_launch)  # noqa: E402
 
 SMS = 132
@@ -24,34 +26,34 @@ SMS = 132
 ])
 def test_wide_launch_is_the_measured_winner(m, k, n, split):
     launch = wide_launch(m, k, n, SMS, tma=True)
-    assert (launch["block_m"], launch["block_n"], launch["split_k"], launch["tma"]) == (64, 64, split, True)
+    assert (launch.block_m, launch.block_n, launch.split_k, launch.tma) == (64, 64, split, True)
     assert candidates(m, k, n, SMS, True)[1] == launch  # right after the rule
 
 
 def test_wide_launch_split_divides_k():
     for k in (2048, 3584, 5120, 6656, 13824):
         launch = wide_launch(128, k, 4096, SMS, tma=False)
-        assert k % (launch["split_k"] * 128) == 0 and "tma" not in launch
+        assert k % (launch.split_k * 128) == 0 and launch.tma is False
 
 
 def test_capped_registers_only_for_grids_past_one_wave():
     # 6656x17920 m = 1: 140 column tiles x 4 = 560 programs > 4 x 132: the capped launch (fastest measured) is offered
     got = candidates(1, 6656, 17920, SMS, True)
-    capped = [c for c in got if c.get("maxnreg") == CAPPED_REGISTERS]
-    assert any((c["block_n"], c["split_k"]) == (128, 4) for c in capped)
+    capped = [c for c in got if c.max_registers == CAPPED_REGISTERS]
+    assert any((c.block_n, c.split_k) == (128, 4) for c in capped)
     assert got.index(capped[0]) <= 2
     # 5120x13824 m = 1: 108 x 4 = 432 programs fit 4 per SM: that launch is not offered capped
     got = candidates(1, 5120, 13824, SMS, True)
-    assert not any(c.get("maxnreg") and (c["block_n"], c["split_k"]) == (128, 4) for c in got)
+    assert not any(c.max_registers and (c.block_n, c.split_k) == (128, 4) for c in got)
     assert got[0] == rule_launch(1, 5120, True)
 
 
 @pytest.mark.parametrize("m", [1, 16, 64, 128])
 def test_candidates_unique_and_within_limit(m):
     got = candidates(m, 5120, 5120, SMS, True, limit=10)
-    assert len(got) <= 10 and len({tuple(sorted(c.items())) for c in got}) == len(got)
+    assert len(got) <= 10 and len(set(got)) == len(got)
     for c in got:
-        assert 5120 % (c["split_k"] * c["block_k"]) == 0 and 5120 % c["block_n"] == 0
+        assert 5120 % (c.split_k * 128) == 0 and 5120 % c.block_n == 0
 
 
 @pytest.mark.parametrize("k, n, programs, per_sm", [(5120, 13824, 216, 2), (13824, 5120, 240, 2), (5120, 5120, 240, 2),
@@ -59,7 +61,8 @@ def test_candidates_unique_and_within_limit(m):
                                                     (8192, 28672, 448, 4), (4096, 128256, 264, 2)])
 def test_gluon_grid_rule(k, n, programs, per_sm):
     """Whole multiples of the column tiles within two programs an SM, else one program a tile up to four an SM, else
-    two an SM sharing tiles (tests/kernels/test_w4a16_gluon_layout.py checks the rule against the recorded sweeps)."""
+    two an SM sharing tiles (test_launch_rule_picks_the_sweeps_fastest_grid checks the rule against the recorded
+    sweeps)."""
     from kernelscope.kernels.marlin.tune_space import gluon_programs
 
     assert gluon_programs(k, n, SMS) == (programs, per_sm)
@@ -73,14 +76,14 @@ def test_gluon_launch_registers_fit_its_programs_an_sm():
     for k, n in ((5120, 13824), (3584, 18944), (8192, 28672), (4096, 4096)):
         launch = gluon_launch(k, n, SMS, 1)
         _, per_sm = gluon_programs(k, n, SMS)
-        assert per_sm * 256 * launch["maxnreg"] <= 65536 < (per_sm + 1) * 256 * launch["maxnreg"]
-    assert gluon_launch(5120, 13824, SMS, 1)["num_stages"] == 6  # two an SM, 40 blocks each
-    assert gluon_launch(4096, 4096, SMS, 1)["num_stages"] == 4  # two an SM, 8 blocks each
-    assert gluon_launch(8192, 28672, SMS, 1)["num_stages"] == 4  # four an SM
+        assert per_sm * 256 * launch.max_registers <= 65536 < (per_sm + 1) * 256 * launch.max_registers
+    assert gluon_launch(5120, 13824, SMS, 1).num_stages == 6  # two an SM, 40 blocks each
+    assert gluon_launch(4096, 4096, SMS, 1).num_stages == 4  # two an SM, 8 blocks each
+    assert gluon_launch(8192, 28672, SMS, 1).num_stages == 4  # four an SM
     # mma.sync at m <= 8 below four programs an SM
-    sync = [gluon_launch(5120, 13824, SMS, m).get("sync_mma", False) for m in (1, 8, 9, 16)]
+    sync = [gluon_launch(5120, 13824, SMS, m).sync_mma for m in (1, 8, 9, 16)]
     assert sync == [True, True, False, False]
-    assert gluon_launch(3584, 18944, SMS, 1)["sync_mma"] and "sync_mma" not in gluon_launch(8192, 28672, SMS, 1)
+    assert gluon_launch(3584, 18944, SMS, 1).sync_mma and not gluon_launch(8192, 28672, SMS, 1).sync_mma
 
 
 def test_gluon_launch_comes_first_where_the_device_runs_it():
@@ -88,54 +91,43 @@ def test_gluon_launch_comes_first_where_the_device_runs_it():
 
     for m in (1, 16):
         got = candidates(m, 5120, 13824, SMS, True, gluon=True)
-        want = dict(kernel="gluon", programs=216, num_stages=6, maxnreg=96, **({"sync_mma": True} if m <= 8 else {}))
+        want = LaunchConfig.gluon(programs=216, num_stages=6, max_registers=96, sync_mma=m <= 8)
         assert got[0] == gluon_launch(5120, 13824, SMS, m) == want
         assert got[1] == rule_launch(m, 5120, True)
-        assert sum(c.get("kernel") == "gluon" for c in got) == 1
+        assert sum(c.kernel == "gluon" for c in got) == 1
     for m, n, gluon in ((65, 13824, True), (1, 13824, False), (1, 13856, True)):  # m > 64, no sm_90, n % 64 != 0
-        assert not any(c.get("kernel") == "gluon" for c in candidates(m, 5120, n, SMS, True, gluon=gluon))
-
-
-def test_w4a16_matmul_says_which_arguments_the_gluon_kernel_takes():
-    torch = pytest.importorskip("torch")
-    from kernelscope.kernels.marlin import w4a16_matmul
-
-    a = torch.zeros(1, 256, dtype=torch.float16)
-    words = torch.zeros(32, 256, dtype=torch.int32)
-    s = torch.zeros(2, 256, dtype=torch.float16)
-    with pytest.raises(ValueError, match="^w4a16_matmul: kernel must be 'triton' or 'gluon', got 'cutlass'.$"):
-        w4a16_matmul(a, words, s, 128, kernel="cutlass")
-    with pytest.raises(ValueError, match="^w4a16_matmul: the Gluon kernel takes programs, num_stages, maxnreg, "):
-        w4a16_matmul(a, words, s, 128, kernel="gluon", split_k=2)
-    for kw in ({"sync_mma": True}, {"pdl": True}, {"programs": 4}, {"cluster": 2}):
-        with pytest.raises(ValueError, match=r"^w4a16_matmul: programs, sync_mma, pdl and cluster are arguments of "):
-            w4a16_matmul(a, words, s, 128, **kw)
+        assert not any(c.kernel == "gluon" for c in candidates(m, 5120, n, SMS, True, gluon=gluon))
 
 
 def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():
-    gluon_row = dict(kernel="gluon", programs=256, num_stages=4, maxnreg=96)
-    triton_row = dict(block_m=16, block_n=64, block_k=128, split_k=2, num_warps=4, num_stages=3, swap_ab=True)
+    gluon_row = LaunchConfig.gluon(programs=256, num_stages=4, max_registers=96)
+    triton_row = LaunchConfig.triton(block_m=16, block_n=64, split_k=2, num_warps=4, num_stages=3, tma=True)
     got = candidates(1, 5120, 13824, SMS, True, warm_start=[gluon_row, triton_row], limit=30)
     assert gluon_row not in got and triton_row in got
 
 
-def test_gluon_launch_maps_onto_gluon_w4a16_keywords():
-    """The tuner's Gluon launch (w4a16_matmul keywords) becomes gluon_w4a16's keywords, values kept."""
-    import inspect
-
-    pytest.importorskip("triton.experimental.gluon")
-    from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+def test_gluon_launch_is_what_w4a16_matmul_passes_to_the_kernel(monkeypatch):
+    """A Gluon LaunchConfig reaches gluon_w4a16 field by field (the grid, stages, registers, mma.sync, PDL, cluster)."""
+    torch = pytest.importorskip("torch")
+    from kernelscope.kernels.marlin import gluon_launch as host, w4a16_matmul
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
-    params = inspect.signature(gluon_w4a16).parameters
+    seen = {}
+
+    def fake(a, words, s, groupsize, n, **kw):
+        seen.update(kw)
+        return torch.zeros(a.shape[0], n, dtype=torch.float16)
+
+    monkeypatch.setattr(host, "gluon_w4a16", fake)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    a = torch.zeros(1, 3584, dtype=torch.float16)
+    words = torch.zeros(3584 // 8, 18944, dtype=torch.int32)
+    s = torch.zeros(3584 // 128, 18944, dtype=torch.float16)
     for m in (1, 16):
-        launch = gluon_launch(3584, 18944, SMS, m)
-        kw = kernel_kwargs(launch)
-        assert set(kw) <= set(params)
-        assert (kw["programs"], kw["stages"], kw["maxnreg"]) == (296, 4, 80)
-        assert kw["sync_mma"] == (m <= 8)
-        assert kw["pdl"] is False and kernel_kwargs({**launch, "pdl": True})["pdl"] is True
+        config = gluon_launch(3584, 18944, SMS, m)
+        w4a16_matmul(a, words, s, 128, config=config.with_pdl())
+        assert (seen["programs"], seen["stages"], seen["max_registers"]) == (296, 4, 80)
+        assert seen["sync_mma"] == (m <= 8) and seen["pdl"] is True and seen["cluster_size"] == 1
 
 
 def test_cluster_launches_join_the_gluon_candidates_only_where_tiles_are_shared():
@@ -148,10 +140,10 @@ def test_cluster_launches_join_the_gluon_candidates_only_where_tiles_are_shared(
     for (k, n), want in {(4096, 4096): (2, 128, 6, 96), (5120, 5120): (4, 320, 4, 64),
                          (8192, 8192): (2, 256, 6, 96)}.items():
         rule, cluster = gluon_candidates(1, k, n, SMS)
-        assert rule == gluon_launch(k, n, SMS, 1) and rule["programs"] > n // 64
-        assert (cluster["cluster"], cluster["programs"], cluster["num_stages"], cluster["maxnreg"]) == want
-        assert (k // 128) % cluster["cluster"] == 0 and cluster["programs"] == n // 64 * cluster["cluster"]
-        assert cluster["sync_mma"] and "sync_mma" not in gluon_candidates(16, k, n, SMS)[1]
+        assert rule == gluon_launch(k, n, SMS, 1) and rule.programs > n // 64
+        assert (cluster.cluster_size, cluster.programs, cluster.num_stages, cluster.max_registers) == want
+        assert (k // 128) % cluster.cluster_size == 0 and cluster.programs == n // 64 * cluster.cluster_size
+        assert cluster.sync_mma and not gluon_candidates(16, k, n, SMS)[1].sync_mma
     for k, n in [(5120, 13824), (3584, 18944), (8192, 28672)]:
         assert gluon_candidates(1, k, n, SMS) == [gluon_launch(k, n, SMS, 1)]
 
@@ -165,17 +157,68 @@ def test_gluon_launches_past_16_tokens(k, n, grids):
     registers and four stages
     (two programs an SM fit: 256 threads x 128 registers, and 2 x 82 KiB of stages at 64 tokens); they come first,
     before the Triton rule, at m = 17..64 and not past."""
-    from kernelscope.kernels.marlin.gluon_args import MAX_M
+    from kernelscope.kernels.marlin.gluon_launch import MAX_M
     from kernelscope.kernels.marlin.tune_space import gluon_wide_launches
 
     got = gluon_wide_launches(k, n, SMS)
-    assert [g["programs"] for g in got] == grids
+    assert [g.programs for g in got] == grids
     tiles, kb = n // 64, k // 128
     for g in got:
-        assert (g["kernel"], g["num_stages"], g["maxnreg"]) == ("gluon", 4, 128) and 256 * 128 * 2 <= 65536
-        assert g["programs"] <= tiles * kb
-        assert g["programs"] % tiles == 0 or g["programs"] == 2 * SMS < tiles
-        assert g["programs"] <= 2 * SMS or g["programs"] == tiles
+        assert (g.kernel, g.num_stages, g.max_registers) == ("gluon", 4, 128) and 256 * 128 * 2 <= 65536
+        assert g.programs <= tiles * kb
+        assert g.programs % tiles == 0 or g.programs == 2 * SMS < tiles
+        assert g.programs <= 2 * SMS or g.programs == tiles
     for m in (17, 32, MAX_M):
         assert candidates(m, k, n, SMS, True, gluon=True)[:len(got)] == got
-    assert not any(c.get("kernel") == "gluon" for c in candidates(MAX_M + 1, k, n, SMS, True, gluon=True))
+    assert not any(c.kernel == "gluon" for c in candidates(MAX_M + 1, k, n, SMS, True, gluon=True))
+
+
+# Recorded graph-time sweeps of the Gluon kernel's launches (tests/data/w4a16_sweeps, 132 SMs, m = 1 and 16): the
+# number of points at which each tried the rule's registers and stages.
+SWEEPS = {"streamk_sweep_h100": 16, "streamk_sweep_h200": 12, "regs_sweep_h100": 12, "tiles_sweep_h100": 2,
+          "sync_sweep_h100": 3}
+
+
+def _sweep_points(run):
+    """(point, layout, {(programs, maxnreg, stages): us}, the rule's key) for every point and layout of a sweep (the
+    sweeps timed two weight layouts, "bg" and "bk"; the kernel ships "bk", the Triton kernel's)."""
+    import gzip
+    import json
+
+    from conftest import DATA
+    from kernelscope.kernels.marlin.tune_space import gluon_launch
+
+    doc = json.load(gzip.open(DATA / "w4a16_sweeps" / f"{run}.json.gz"))
+    for row, layout in itertools.product(doc["rows"], ("bg", "bk")):
+        times = {(t["launch"]["programs"], t["launch"]["maxnreg"], t["launch"]["stages"]): t["us"]
+                 for t in row["tried"] if t.get("status") == "ok" and t["launch"]["layout"] == layout}
+        if times:
+            rule = gluon_launch(row["k"], row["n"], 132, row["m"])
+            yield row, layout, times, (rule.programs, rule.max_registers, rule.num_stages)
+
+
+@pytest.mark.parametrize("run", list(SWEEPS))
+def test_launch_rule_picks_the_sweeps_fastest_grid(run):
+    """tune_space.gluon_launch against the recorded sweeps (132 SMs, m = 1 and 16): at every point where a sweep
+    tried the rule's registers and stages, the rule's grid is the fastest at them (the count per sweep is in SWEEPS;
+    at the other points a sweep did not try the rule's registers). The sync sweep timed mma.sync launches at m = 1,
+    where the rule runs mma.sync."""
+    checked = 0
+    for _, _, times, (programs, regs, stages) in _sweep_points(run):
+        same = {p: us for (p, r, st), us in times.items() if (r, st) == (regs, stages)}
+        if programs in same:
+            checked += 1
+            assert min(same, key=same.get) == programs
+    assert checked == SWEEPS[run]
+
+
+@pytest.mark.parametrize("run", [r for r in SWEEPS if r.endswith("h100")])
+def test_launch_rule_is_within_two_percent_of_the_fastest_launch(run):
+    """The rule's whole launch (grid, registers, stages) against every launch the H100 sweeps timed at a point: at
+    most 1.5 % slower (5120x13824 m = 16 and 5120x5120 m = 1 in the registers sweep), else the fastest."""
+    checked = 0
+    for row, _, times, key in _sweep_points(run):
+        if key in times:
+            checked += 1
+            assert times[key] <= 1.016 * min(times.values()), (row["k"], row["n"], row["m"], key)
+    assert checked == SWEEPS[run]

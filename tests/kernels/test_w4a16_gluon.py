@@ -1,7 +1,7 @@
-"""The Gluon W4A16 kernel (kernels/marlin/gluon_hopper.py) without a GPU: it compiles for sm_90 with and without
-shared (stream-K) tiles, and the SASS shows what the kernel is built for: no local memory, each thread's words of a
-block in 16-byte shared-memory loads (Bg), each MMA waited for before the next block (the measured loop), no
-serialisation reported by ptxas; the stream-K split covers every unit once, with enough partial slots.
+"""The Gluon W4A16 kernel (kernels/marlin/gluon_kernel.py) without a GPU: it compiles for sm_90 with and without
+shared (stream-K) tiles, and the SASS shows what the kernel is built for: no local memory, the words of a block as
+two TMA copies read word by word from shared memory, each MMA waited for before the next block, no serialisation
+reported by ptxas; the stream-K split (gluon_launch.py) covers every unit once, with enough partial slots.
 Correctness against the reference is tests/gpu/test_w4a16_gluon_gpu.py's (there is no Gluon interpreter)."""
 from __future__ import annotations
 
@@ -22,19 +22,18 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
-from kernelscope.kernels.marlin import gluon_hopper as g
-bm, stages, partials, per_channel, regs, kn, sync, pdl, record, cluster = (int(x) for x in sys.argv[1:11])
+from kernelscope.kernels.marlin import gluon_kernel as g
+bm, stages, partials, per_channel, regs, sync, pdl, record, cluster = (int(x) for x in sys.argv[1:10])
 bn = g.BLOCK_N.value
-wl = gl.NVMMASharedLayout(swizzle_byte_width=128 if kn else 0, element_bitwidth=32, rank=2)
+wl = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
 al = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float16)
 sl = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=1)
-w_block = f"16, {bn}" if kn else f"{bn}, 16"
-sig = {"w_desc": f"tensordesc<i32[{w_block}],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
+sig = {"w_desc": f"tensordesc<i32[16, {bn}],{wl!r}>", "a_desc": f"tensordesc<fp16[{bm}, 128],{al!r}>",
        "s_desc": f"tensordesc<fp16[{bn}],{sl!r}>", "c_ptr": "*fp16", "s_ptr": "*fp16", "part_ptr": "*fp32",
        "count_ptr": "*i32", "M": "i32", "N": "i32", "KB": "i32", "U": "i32", "P": "i32", "SLOTS": "i32",
        "rec_ptr": "*i64"}
 consts = {"GROUP_BLOCKS": 1, "PER_CHANNEL": bool(per_channel), "PARTIALS": bool(partials), "STAGES": stages,
-          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "RECORD": 8 * record, "CLUSTER": cluster,
+          "BLOCK_M": bm, "SYNC_MMA": bool(sync), "PDL": bool(pdl), "RECORD": bool(record), "CLUSTER": cluster,
           "num_warps": 4}
 sig.update({k: "constexpr" for k in consts})
 k = triton.compile(GluonASTSource(fn=g._w4a16_gluon, signature=sig, constexprs=consts),
@@ -52,23 +51,24 @@ with tempfile.TemporaryDirectory() as d:
                          check=True).stdout)
 """
 
-# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, Bk's weights, mma.sync,
-# programmatic dependent launch, phase records, cluster size)
-VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 0, 1),
-            "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0, 0, 1),
-            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0, 0, 1), "bk-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 0, 1),
-            "bk-m16-whole-tiles": (16, 4, 0, 0, 96, 1, 0, 0, 0, 1),
-            "bk-m16-stream-k-r64": (16, 4, 1, 0, 64, 1, 0, 0, 0, 1),
-            "bk-sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 1, 0, 0, 1),
-            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 0, 1, 0, 0, 1),
-            "bk-pdl-m16-stream-k": (16, 4, 1, 0, 96, 1, 0, 1, 0, 1),
-            "bk-sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 1, 0, 1),
-            "bk-record-m1-stream-k": (8, 4, 1, 0, 96, 1, 0, 0, 1, 1),
-            "bk-sync-m1-cluster4": (8, 4, 1, 0, 96, 1, 1, 0, 0, 4),
-            "pdl-m16-cluster3-r80": (16, 6, 1, 0, 80, 0, 0, 1, 0, 3),
+# (BLOCK_M, stages, tiles shared by programs, one scale per column, registers at launch, mma.sync,
+# programmatic dependent launch, block records, cluster size)
+VARIANTS = {"m1-whole-tiles": (8, 4, 0, 0, 96, 0, 0, 0, 1),
+            "m16-stream-k-per-column": (16, 4, 1, 1, 96, 0, 0, 0, 1),
+            "m1-stream-k-st6-r80": (8, 6, 1, 0, 80, 0, 0, 0, 1),
+            "m1-stream-k": (8, 4, 1, 0, 96, 0, 0, 0, 1),
+            "m16-whole-tiles": (16, 4, 0, 0, 96, 0, 0, 0, 1),
+            "m16-stream-k-r64": (16, 4, 1, 0, 64, 0, 0, 0, 1),
+            "sync-m1-whole-tiles-st6": (8, 6, 0, 0, 96, 1, 0, 0, 1),
+            "sync-m1-stream-k-per-column-r80": (8, 4, 1, 1, 80, 1, 0, 0, 1),
+            "pdl-m16-stream-k": (16, 4, 1, 0, 96, 0, 1, 0, 1),
+            "sync-pdl-m1-whole-tiles-r64": (8, 4, 0, 0, 64, 1, 1, 0, 1),
+            "record-m1-stream-k": (8, 4, 1, 0, 96, 0, 0, 1, 1),
+            "sync-m1-cluster4": (8, 4, 1, 0, 96, 1, 0, 0, 4),
+            "pdl-m16-cluster3-r80": (16, 6, 1, 0, 80, 0, 1, 0, 3),
             # 17-64 tokens, the tuner's 128 registers (gluon_wide_launches)
-            "bk-m64-stream-k-r128": (64, 4, 1, 0, 128, 1, 0, 0, 0, 1),
-            "pdl-m32-stream-k-per-column-r128": (32, 4, 1, 1, 128, 0, 0, 1, 0, 1)}
+            "m64-stream-k-r128": (64, 4, 1, 0, 128, 0, 0, 0, 1),
+            "pdl-m32-stream-k-per-column-r128": (32, 4, 1, 1, 128, 0, 1, 0, 1)}
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -88,20 +88,19 @@ def test_no_local_memory_and_no_serialised_mma(compiled):
     assert not any(op in line for line in out for op in ("STL", "LDL"))
 
 
-def test_words_come_in_16_byte_loads(compiled):
-    """Each thread's four words of a block are one LDS.128 in Bg (to_gluon_layout), word by word in Bk's (word,
-    column) tiles, two TMA copies of 128-byte-swizzled (16, 32) halves; no shuffles unpack (either MMA)."""
+def test_words_come_in_two_tma_halves_read_word_by_word(compiled):
+    """A block's (word, column) tile is two TMA copies of 128-byte-swizzled (16, 32) halves, read word by word (no
+    LDS.128); no shuffles unpack (either MMA)."""
     name, out = compiled
-    if name.startswith("bk"):
-        assert not any("LDS.128" in line for line in out)
-        # two halves each: the words, the activations; PDL issues the first blocks' copies in a loop of their own;
-        # a producer warpgroup (clusters) issues the two halves from two warps, one instruction each
-        halves = 1 if "cluster" in name else 2
-        assert sum("UTMALDG.2D" in line for line in out) == halves * (4 if "pdl" in name else 2)
-    else:
-        assert sum("LDS.128" in line for line in out) >= 2
-    # the split-k counter's broadcast at most, and a producer warpgroup's (clusters) warp index
-    assert sum("SHFL" in line for line in out) <= (2 if "cluster" in name else 1)
+    assert not any("LDS.128" in line for line in out)
+    # two halves each: the words, the activations; PDL issues the first blocks' copies in a loop of their own;
+    # a producer warpgroup (clusters) issues the two halves from two warps, one instruction each
+    halves = 1 if "cluster" in name else 2
+    assert sum("UTMALDG.2D" in line for line in out) == halves * (4 if "pdl" in name else 2)
+    # the split-k counter's broadcast at most, and a producer warpgroup's (clusters) warp index, once a copy loop
+    # (PDL adds one: the first blocks' copies)
+    cluster = "cluster" in name
+    assert sum("SHFL" in line for line in out) <= 1 + cluster + (cluster and "pdl" in name)
     # 8 warps: the producer warp's partition padded to a warpgroup (two programs an SM at 96 registers, four at 64)
     assert any(".reqntid 256" in line for line in out)
 
@@ -141,7 +140,7 @@ def test_programmatic_dependent_launch_waits_for_the_launch_before(compiled):
 def test_stream_k_split_covers_every_unit_once(k, n, programs):
     """_segment's shares, inverted as _finish inverts them: every unit in exactly one program, each shared tile's
     programs first..last found from the tile alone, and within the slots work_split allocates."""
-    from kernelscope.kernels.marlin.gluon_hopper import work_split
+    from kernelscope.kernels.marlin.gluon_launch import work_split
 
     kb, units, partials, slots = work_split(k, n, programs)
     seen = [0] * units
@@ -164,47 +163,46 @@ def test_stream_k_split_covers_every_unit_once(k, n, programs):
 
 
 def test_token_tile_is_the_next_power_of_two_from_8():
-    from kernelscope.kernels.marlin.gluon_args import MAX_M, block_m_for
+    from kernelscope.kernels.marlin.gluon_launch import MAX_M, block_m_for
 
     assert [block_m_for(m) for m in (1, 8, 9, 16, 17, 32, 33, 40, MAX_M)] == [8, 8, 16, 16, 32, 32, 64, 64, 64]
 
 
 def test_supported_says_why_not_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16, supported
+    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16, supported
 
     a = torch.zeros(1, 256, dtype=torch.float16)
     assert "sm_90" in supported(a, 256)
     with pytest.raises(ValueError, match="^gluon_w4a16: the Gluon W4A16 kernel is written for sm_90"):
-        gluon_w4a16(a, torch.zeros((2 * 256, 16), dtype=torch.int32), torch.zeros((2, 256), dtype=torch.float16),
+        gluon_w4a16(a, torch.zeros((32, 256), dtype=torch.int32), torch.zeros((2, 256), dtype=torch.float16),
                     128, 256)
 
 
 def test_bad_arguments_say_why_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_hopper import check_args
+    from kernelscope.kernels.marlin.gluon_launch import check_args
 
     k, n = 512, 256
     a = torch.zeros(3, k, dtype=torch.float16)
-    bg = torch.zeros((k // 128 * n, 16), dtype=torch.int32)
     bk = torch.zeros((k // 8, n), dtype=torch.int32)
     s = torch.zeros((k // 128, n), dtype=torch.float16)
-    assert check_args(a, bg, s, 128, n, 2, 4, None) == (False, 128)
-    assert check_args(a, bk, s[:1], -1, n, 16, 2, torch.zeros(3, n, dtype=torch.float16)) == (True, k)
-    cases = [((a[:, :200], bg, s, 128, n, 1, 4, None), "multiple of 128"),
-             ((a, bg, s, 128, n, 17, 4, None), "programs must be between 1 and the 16"),
-             ((a, bg, s, 128, n, 0, 4, None), "programs must be between"),
-             ((a, bg, s, 128, n, 1, 1, None), "stages must be at least 2"),
+    assert check_args(a, bk, s, 128, n, 2, 4, None) == 128
+    assert check_args(a, bk, s[:1], -1, n, 16, 2, torch.zeros(3, n, dtype=torch.float16)) == k
+    cases = [((a[:, :200], bk, s, 128, n, 1, 4, None), "multiple of 128"),
+             ((a, bk, s, 128, n, 17, 4, None), "programs must be between 1 and the 16"),
+             ((a, bk, s, 128, n, 0, 4, None), "programs must be between"),
+             ((a, bk, s, 128, n, 1, 1, None), "stages must be at least 2"),
              ((a, bk.t(), s, 128, n, 1, 4, None), "words must be int32"),
-             ((a, bg.float(), s, 128, n, 1, 4, None), "words must be int32"),
-             ((a, bg, s.float(), 128, n, 1, 4, None), "s must be a contiguous float16"),
-             ((a, bg, s, 128, n, 1, 4, torch.zeros(n, 3, dtype=torch.float16)), "out must be")]
+             ((a, bk.float(), s, 128, n, 1, 4, None), "words must be int32"),
+             ((a, bk, s.float(), 128, n, 1, 4, None), "s must be a contiguous float16"),
+             ((a, bk, s, 128, n, 1, 4, torch.zeros(n, 3, dtype=torch.float16)), "out must be")]
     for args, why in cases:
         with pytest.raises(ValueError, match=f"^gluon_w4a16: .*{why}.*\\.$"):
             check_args(*args)
 
 
-def test_phase_records_are_compiled_in_only_when_asked(compiled):
-    """records=...: the consumer reads %globaltimer four times (start, first block, last MMA, end) and %smid once;
-    without records neither register is read, so the measured kernel is the shipped one plus its stores."""
+def test_block_records_are_compiled_in_only_when_asked(compiled):
+    """records=...: the consumer reads %globaltimer at its start and end and %smid once; without records neither
+    register is read, so the recorded kernel is the shipped one plus its stores."""
     name, out = compiled
     sass = [line for line in out if "/*" in line]
     timer = [line for line in sass if "SR_GLOBALTIMER" in line]
@@ -212,7 +210,7 @@ def test_phase_records_are_compiled_in_only_when_asked(compiled):
     if "record" not in name:
         assert not timer and not smid
         return
-    assert len(timer) >= 4 and smid
+    assert len(timer) >= 2 and smid
 
 
 def test_the_tma_descriptors_are_prefetched_by_their_parameter_names(compiled):
@@ -243,7 +241,7 @@ def test_clusters_sum_through_distributed_shared_memory(compiled):
 
 
 def test_cluster_arguments_say_why_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_args import check_cluster
+    from kernelscope.kernels.marlin.gluon_launch import check_cluster
 
     check_cluster(1, 5, 12, 15)
     check_cluster(3, 36, 12, 15)

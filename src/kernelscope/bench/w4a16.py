@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
 from kernelscope.bench.attention import _error_text, _is_oom, _release
-from kernelscope.bench.graph_timing import CUPTI_FORMULA, GRAPH_FORMULA, copies_for_cold_l2
+from kernelscope.collect.graph_timing import CUPTI_FORMULA, GRAPH_FORMULA, copies_for_cold_l2
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
 from kernelscope.collect.timing import Timing, time_cuda, time_wall
@@ -221,7 +221,7 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
     per extra weight copy the CUDA-graph timing cycles through (built on first need, kept per shape)."""
     import torch
 
-    from kernelscope.bench.graph_timing import time_cuda_graph, time_cupti_kernels
+    from kernelscope.collect.graph_timing import time_cuda_graph, time_cupti_kernels
 
     on_gpu = settings.device == "cuda"
     timer = timer or (time_cuda if on_gpu else time_wall)
@@ -235,9 +235,9 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
         **asdict(settings), "impls": list(builders), "bytes_formula": BYTES_FORMULA, "floor_formula": FLOOR_FORMULA,
         "pct_of_floor_formula": PCT_FORMULA, "speedup_formula": SPEEDUP_FORMULA, "tolerance": TOLERANCE,
         "check": f"relative Frobenius error vs reference_matmul (fp32) on the first {CHECK_COLUMNS} columns",
-        "w4a16_launch": ("kernelscope.kernels.marlin.autotune.launch_for: the per-device tuning cache, the shipped "
-                         "table of this GPU, a first-use tuning (not for w4a16-untuned), "
-                         "else the rule; each row records the launch and its source"),
+        "w4a16_launch": ("kernelscope.kernels.marlin.launch.decide_launch: the rule, the shipped table of this GPU, "
+                         "else the first-use tuner (not for w4a16-untuned); each row records the launch and its "
+                         "source"),
         "graph_formula": GRAPH_FORMULA, "cupti_formula": CUPTI_FORMULA,
         "timings": {"median_ms": "CUDA events around each call (per-call launch cost included)",
                     "graph_median_ms": "N calls captured in one CUDA graph, per call; cold points cycle through "

@@ -41,9 +41,9 @@ Builder = Callable[[Weights], Callable[[Any], Any]]  # weights -> (fp16 A -> C),
 
 
 class W4A16Call:
-    """``w4a16_matmul`` with the launch :func:`autotune.launch_for` picks per m: this GPU's tuning cache, its
-    shipped table, a tuning on first use, else the rule (``tune=False``: the shipped table or the rule only). The
-    launch runs the Triton kernel, or on sm_90 at m <= 64 the Gluon decode kernel where it was measured faster.
+    """``w4a16_matmul`` with the launch :func:`launch.decide_launch` picks per m: the rule, the shipped table of
+    this GPU, else the first-use tuner (``tune=False``: the shipped table or the rule only). The launch runs the
+    Triton kernel, or on sm_90 at m <= 64 the Gluon decode kernel where it was measured faster.
     ``pdl``: a Gluon launch runs as a programmatic dependent launch (back to back in the benchmark's graph, each
     call starts while the one before ends); a Triton launch then raises, and the row says why."""
 
@@ -55,54 +55,61 @@ class W4A16Call:
         self.pdl = pdl
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
 
-    def launch_info(self, m: int) -> dict[str, Any]:
-        from kernelscope.kernels.marlin.autotune import launch_for
+    def decision(self, m: int) -> Any:
+        """(the LaunchConfig this point runs, where it came from)."""
+        from kernelscope.kernels.marlin.launch import decide_launch
 
-        choice = launch_for(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
-        return {"launch": {**choice.launch, "pdl": True} if self.pdl else choice.launch,
-                "launch_source": choice.source}
+        decision = decide_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
+        config = decision.config
+        if self.pdl and config.kernel == "gluon":
+            config = config.with_pdl()
+        return config, decision.source
+
+    def launch_info(self, m: int) -> dict[str, Any]:
+        config, source = self.decision(m)
+        return {"launch": config.to_dict(), "launch_source": source}
 
     def __call__(self, a: Any) -> Any:
         from kernelscope.kernels.marlin import w4a16_matmul
 
-        launch = self.launch_info(a.shape[0])["launch"]
-        if self.pdl and launch.get("kernel", "triton") != "gluon":
+        config = self.decision(a.shape[0])[0]
+        if self.pdl and config.kernel != "gluon":
             raise ValueError("w4a16-pdl: this point's launch is the Triton kernel's, and only the Gluon kernel has "
                              "programmatic dependent launches.")
-        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, **launch)
+        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, config=config)
 
 
 class W4A16GluonCall:
-    """The Gluon decode kernel (kernels/marlin/gluon_hopper.py: sm_90, m <= 64) on its own weight layout, with the
-    first launch of :func:`tune_space.gluon_candidates` (the rule's at m <= 16); elsewhere the call raises and the
-    row says why."""
+    """The Gluon decode kernel (kernels/marlin/gluon_kernel.py: sm_90, m <= 64) on the shared weights, with the
+    first launch of :func:`tune_space.gluon_candidates`; elsewhere the call raises and the row says why."""
 
     def __init__(self, wt: Weights) -> None:
         from kernelscope.kernels.marlin import to_kernel_layout
-        from kernelscope.kernels.marlin.layout_gluon import to_gluon_layout
 
         self.wt = wt
-        bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
-        self.bg = to_gluon_layout(bk)
+        self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
 
-    def launch_info(self, m: int) -> dict[str, Any]:
+    def config(self, m: int) -> Any:
+        """The first of :func:`tune_space.gluon_candidates` for m tokens, or None where there is none."""
         import torch
 
         from kernelscope.kernels.marlin.tune_space import gluon_candidates
 
-        sms = torch.cuda.get_device_properties(self.bg.device).multi_processor_count
+        sms = torch.cuda.get_device_properties(self.bk.device).multi_processor_count
         launches = gluon_candidates(m, self.wt.k, self.wt.n, sms)
-        return {"launch": launches[0] if launches else None,
+        return launches[0] if launches else None
+
+    def launch_info(self, m: int) -> dict[str, Any]:
+        config = self.config(m)
+        return {"launch": config.to_dict() if config else None,
                 "launch_source": "rule (tune_space.gluon_candidates, the first)"}
 
     def __call__(self, a: Any) -> Any:
-        from kernelscope.kernels.marlin.gluon_args import kernel_kwargs
-        from kernelscope.kernels.marlin.gluon_hopper import gluon_w4a16
+        from kernelscope.kernels.marlin import LaunchConfig, w4a16_matmul
 
-        launch = self.launch_info(a.shape[0])["launch"] if a.is_cuda else None
-        # without a launch (no GPU, m > 64, n not a multiple of 64) gluon_w4a16 says why not
-        kw = kernel_kwargs(launch) if launch else {}
-        return gluon_w4a16(a, self.bg, self.sk, self.wt.groupsize, self.wt.n, **kw)
+        config = self.config(a.shape[0]) if a.is_cuda else None
+        # without a launch (no GPU, m > 64, n not a multiple of 64) the Gluon kernel's checks say why not
+        return w4a16_matmul(a, self.bk, self.sk, self.wt.groupsize, config=config or LaunchConfig.gluon())
 
 
 def build_w4a16(wt: Weights) -> Callable[[Any], Any]:

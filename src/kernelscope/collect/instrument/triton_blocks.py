@@ -21,7 +21,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-# The PTX reads, shared with the Gluon kernels' recorder (kernels/marlin/gluon_record.py), which cannot call these
+# The PTX reads, shared with the Gluon kernels' recorder (kernels/marlin/gluon_kernel.py), which cannot call these
 # @triton.jit helpers.
 GLOBALTIMER_PTX = "mov.u64 $0, %globaltimer;"
 SMID_PTX = "mov.u32 $0, %smid;"

@@ -1,4 +1,5 @@
-"""Marlin INT4 weights (format) and a Triton W4A16 GEMM that consumes them.
+"""Marlin INT4 weights (format) and the W4A16 GEMM that consumes them (a Triton kernel, and a Gluon decode kernel
+for Hopper). A launch is a :class:`LaunchConfig`, decided by :func:`decide_launch` (module :mod:`launch`).
 
 Importing this package needs torch and numpy only; triton is imported on the
 first call of :func:`w4a16_matmul`, so the format works on machines without it.
@@ -14,6 +15,7 @@ from .format import (
     unpack,
 )
 from .gemm import reference_matmul, to_kernel_layout
+from .launch import LaunchConfig, LaunchDecision, decide_launch
 from .matmul import launch_grid, tma_supported, w4a16_matmul
 from .linear import W4A16Linear, swap_linears
 
@@ -27,6 +29,9 @@ __all__ = [
     "reference_matmul",
     "to_kernel_layout",
     "launch_grid",
+    "LaunchConfig",
+    "LaunchDecision",
+    "decide_launch",
     "tma_supported",
     "unpack",
     "w4a16_matmul",

@@ -1,13 +1,12 @@
-"""Any shape tuned: the W4A16 launch from a per-device cache, the shipped table, or a tuning on first use.
+"""The first-use tuner of the W4A16 launch (step 3 of :func:`launch.decide_launch`) and its per-device cache.
 
-:func:`launch_for` answers, in order: this process's memo; the tuning cache of this GPU and Triton
-version (``~/.cache/kernelscope/w4a16/<device>-triton<version>.json``, or under
-``$KERNELSCOPE_CACHE_DIR``), keyed by the token bucket (next power of two of m), k, n and group
-size; the table shipped for this GPU (:mod:`configs`) for the shapes it holds; a tuning now
-(:func:`tune_shape`: the pruned space of :mod:`tune_space`, each candidate checked against a
-torch reference on a spread of columns before it is timed, stopped at a deadline, 3 s by
-default; one line on stderr says it happened); else the rule. The choice's ``source`` says which.
-Nothing is tuned while a CUDA graph is being captured (a tuning synchronizes the device).
+For a shape the shipped table does not hold, :func:`tuned_launch` answers from this process's memo, else from the
+tuning cache of this GPU and Triton version (``~/.cache/kernelscope/w4a16/<device>-triton<version>.json``, or under
+``$KERNELSCOPE_CACHE_DIR``, keyed by the token bucket (next power of two of m), k, n and group size), else tunes now
+(:func:`tune_shape`): the pruned space of :mod:`tune_space`, the rule first, each candidate checked against a torch
+reference on a spread of columns before it is timed by CUDA-graph time (:func:`graph_time_ms`, the benchmark's
+method), stopped at a deadline (3 s by default; one line on stderr says it happened). The decision's ``source``
+says which.
 """
 from __future__ import annotations
 
@@ -20,24 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .configs import LaunchChoice, choose_launch, rule_launch, tuned_tables
+from .launch import LaunchConfig, LaunchDecision, rule_launch, tuned_tables
 from .tune_space import candidates
 
 CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
-# 2: the Gluon decode kernel joined the space (m <= 16, sm_90); older tunings never tried it. 3: its launch rule
-# chose registers, stages and mma.sync (tune_space.gluon_launch); older tunings timed the earlier rule's launch. 4: a
-# cluster launch joined the Gluon candidates (tune_space.gluon_cluster_launch). 5: the Gluon kernel joined the space at
-# 16 < m <= 64 (tune_space.gluon_wide_launches). 6: the cluster launch of grids between two and three programs an SM
-# leaves room for four (64 registers)
-CACHE_VERSION = 6
+CACHE_VERSION = 7  # 7: launches as LaunchConfig fields, ranked by CUDA-graph time
 FIRST_USE_DEADLINE_S = 3.0
 # The next candidate is expected to take up to this many times the slowest one so far: compiles vary (capped
-# registers, wider tiles), and with a margin of 1.0 first-use tunings were measured running past the deadline
-# (docs/decisions/0004).
+# registers, wider tiles), so a margin of 1.0 lets a tuning run past its deadline.
 NEXT_CANDIDATE_MARGIN = 1.5
 TOLERANCE = 1e-2  # relative Frobenius error, as the benchmark's check
 CHECK_COLUMNS = 512
-_MEMO: dict[tuple, LaunchChoice] = {}  # (device, triton, key) -> choice, for this process
+GRAPH_REPLAYS = 10  # timed replays of a candidate's graph
+_MEMO: dict[tuple, LaunchDecision] = {}  # (device, triton, key) -> decision, for this process
 _NOTED: set[str] = set()  # cache files already reported as unreadable
 
 
@@ -74,8 +68,10 @@ def read_cache(path: Path, device_name: str, triton_version: str) -> dict[str, A
         if not ok:
             raise ValueError("not a launch cache of this GPU and Triton version")
         entries = {k: v for k, v in doc["entries"].items() if isinstance(v, dict) and isinstance(v.get("launch"), dict)}
+        for v in entries.values():
+            LaunchConfig.from_dict(v["launch"])  # a launch this version cannot run makes the file foreign
         return entries
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:
         if str(path) not in _NOTED:
             _NOTED.add(str(path))
             print(f"kernelscope: note: ignoring the W4A16 launch cache {path} ({e}); it will be rewritten.",
@@ -112,11 +108,26 @@ def dequantize_kernel_layout(words: Any, scales: Any, groupsize: int) -> Any:
     return (q.float() - 8.0) * scales.float().repeat_interleave(rows, dim=0)
 
 
+def graph_time_ms(run: Callable[[Any, Any], Any], words: Any, scales: Any, *, replays: int = GRAPH_REPLAYS) -> float:
+    """Median per-call time (ms) of ``run(words, scales)`` in a CUDA graph, as the benchmark times a cold point:
+    the calls cycle through copies of the weights that together read more than twice L2, and L2 is flushed between
+    replays (:func:`kernelscope.collect.graph_timing.time_cuda_graph`)."""
+    import torch
+
+    from kernelscope.collect.graph_timing import copies_for_cold_l2, time_cuda_graph
+
+    l2 = torch.cuda.get_device_properties(words.device).L2_cache_size
+    n = copies_for_cold_l2(words.numel() * words.element_size(), l2)
+    copies = [(words, scales)] + [(words.clone(), scales.clone()) for _ in range(n - 1)]
+    variants = [lambda w=w, s=s: run(w, s) for w, s in copies]
+    return time_cuda_graph(variants, replays=replays, flush_l2=True).median_ms
+
+
 @dataclass
 class Tuning:
     """What one tuning found: the fastest correct launch and how it got there."""
 
-    best: dict[str, Any] | None
+    best: LaunchConfig | None
     best_ms: float | None
     tried: list[dict[str, Any]] = field(default_factory=list)  # launch, status, ms or error / relative error
     candidates_total: int = 0
@@ -125,24 +136,23 @@ class Tuning:
 
 
 def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, *, sm_count: int, tma: bool,
-               deadline_s: float = FIRST_USE_DEADLINE_S, warm_start: list[dict[str, Any]] = (),
-               timer: Callable[..., Any] | None = None, matmul: Callable[..., Any] | None = None,
-               clock: Callable[[], float] = time.perf_counter, limit: int = 10, gluon: bool = False) -> Tuning:
+               deadline_s: float = FIRST_USE_DEADLINE_S, warm_start: list[LaunchConfig] = (),
+               timer: Callable[..., float] | None = None, matmul: Callable[..., Any] | None = None,
+               clock: Callable[[], float] = time.perf_counter, limit: int = 10, gluon: bool = False,
+               first: list[LaunchConfig] = ()) -> Tuning:
     """Try the pruned space at m_bucket(m) tokens while the next candidate, expected to take up to
     NEXT_CANDIDATE_MARGIN times the slowest so far, would end before ``deadline_s`` (the first is always tried);
     keep the fastest candidate whose result matches the fp32 reference (relative error < TOLERANCE on up to
-    CHECK_COLUMNS spread columns). ``gluon``: the device runs the Gluon decode kernel (sm_90), whose launches
-    join the space at m <= 64."""
+    CHECK_COLUMNS spread columns). ``timer(run, words, scales) -> ms``: :func:`graph_time_ms` on a GPU, wall time in
+    the interpreter. ``gluon``: the device runs the Gluon decode kernel (sm_90), whose launches join the space at
+    m <= 64. ``first``: launches tried before the space (a rebuild's current launch)."""
     import torch
 
     from .matmul import w4a16_matmul
 
     matmul = matmul or w4a16_matmul
     on_gpu = words.device.type == "cuda"
-    if timer is None:
-        from kernelscope.collect.timing import time_cuda, time_wall
-
-        timer = time_cuda if on_gpu else time_wall
+    timer = timer or (graph_time_ms if on_gpu else _wall_time_ms)
     t0 = clock()
     rows = m_bucket(m)
     gen = torch.Generator(device=words.device).manual_seed(0)
@@ -150,6 +160,7 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     cols = torch.arange(0, n, max(1, n // CHECK_COLUMNS), device=words.device)
     ref = a.float() @ dequantize_kernel_layout(words[:, cols], scales[:, cols], groupsize)
     space = candidates(rows, k, n, sm_count, tma, list(warm_start), limit, gluon)
+    space = list(first) + [c for c in space if c not in first]
     out = Tuning(None, None, candidates_total=len(space))
     longest = 0.0  # the slowest candidate so far (its compile included): the next one may take as long
     for launch in space:
@@ -157,19 +168,18 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
         if out.tried and now - t0 + NEXT_CANDIDATE_MARGIN * longest > deadline_s:
             out.deadline_hit = True
             break
-        record: dict[str, Any] = {"launch": launch}
+        record: dict[str, Any] = {"launch": launch.to_dict()}
         try:
-            got = matmul(a, words, scales, groupsize, **launch)
+            got = matmul(a, words, scales, groupsize, config=launch)
             err = ((got[:, cols].float() - ref).norm() / ref.norm()).item()
             record["relative_error"] = err
             if not err < TOLERANCE:  # also NaN: a wrong launch is never timed, never cached
                 record["status"] = "wrong"
             else:
-                t = timer(lambda: matmul(a, words, scales, groupsize, **launch), warmup=2, repeats=10,
-                          flush_l2=on_gpu)
-                record.update(status="ok", median_ms=t.median_ms)
-                if out.best_ms is None or t.median_ms < out.best_ms:
-                    out.best, out.best_ms = dict(launch), t.median_ms
+                ms = timer(lambda w, s, launch=launch: matmul(a, w, s, groupsize, config=launch), words, scales)
+                record.update(status="ok", median_ms=ms)
+                if out.best_ms is None or ms < out.best_ms:
+                    out.best, out.best_ms = launch, ms
         except Exception as e:  # e.g. out of shared memory for this tile: a result, the next one is tried
             record.update(status="failed", error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         out.tried.append(record)
@@ -178,9 +188,27 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     return out
 
 
-def _device_facts(words: Any) -> tuple[str, str, int, bool]:
+def _wall_time_ms(run: Callable[[Any, Any], Any], words: Any, scales: Any) -> float:
+    """The interpreter's stand-in for graph time (tests only: it says nothing about a GPU)."""
+    from kernelscope.collect.timing import time_wall
+
+    return time_wall(lambda: run(words, scales), warmup=1, repeats=3).median_ms
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    name: str
+    triton_version: str
+    sm_count: int
+    tma: bool  # the tensor memory accelerator (sm_90 and later)
+    gluon: bool  # runs the Gluon decode kernel (sm_90)
+
+
+def device_facts(words: Any) -> DeviceFacts:
+    """What the tuner and the decision need to know of the device ``words`` live on."""
     import torch
 
+    from .gluon_launch import device_supported
     from .matmul import tma_supported
 
     try:
@@ -190,87 +218,121 @@ def _device_facts(words: Any) -> tuple[str, str, int, bool]:
         version = "none"
     if words.device.type == "cuda":
         props = torch.cuda.get_device_properties(words.device)
-        return props.name, version, props.multi_processor_count, tma_supported(words.device)
-    return "cpu (Triton interpreter)", version, 8, False
+        return DeviceFacts(props.name, version, props.multi_processor_count, tma_supported(words.device),
+                           device_supported(words.device))
+    return DeviceFacts("cpu (Triton interpreter)", version, 8, False, False)
 
 
-def launch_for(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, *, tune: bool | None = None,
-               deadline_s: float = FIRST_USE_DEADLINE_S, **tune_kwargs: Any) -> LaunchChoice:
-    """The launch for ``a (m, k) @ (words, scales)`` and where it came from (see the module docstring).
-    ``tune``: None = cache and first-use tuning on a GPU, the table or the rule in the CPU interpreter
-    (whose timings say nothing about a GPU); True = also in the interpreter (tests); False = the
-    shipped table or the rule only, as before first-use tuning."""
+def tuned_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, facts: DeviceFacts,
+                 fallback: LaunchDecision, *, deadline_s: float = FIRST_USE_DEADLINE_S,
+                 **tune_kwargs: Any) -> LaunchDecision:
+    """Step 3 of :func:`launch.decide_launch`: this process's memo, else the cache, else a tuning now (the module
+    docstring); ``fallback`` (the rule's decision) while a CUDA graph is being captured."""
     import torch
 
-    device, triton_version, sm_count, tma = _device_facts(words)
-    if tune is None:
-        tune = words.device.type == "cuda"
-    if not tune:
-        return choose_launch(m, k, n, groupsize, device if words.device.type == "cuda" else None, tma)
     key = shape_key(m, k, n, groupsize)
-    memo_key = (device, triton_version, key)
+    memo_key = (facts.name, facts.triton_version, key)
     if memo_key in _MEMO:
         return _MEMO[memo_key]
-    path = cache_file(device, triton_version)
-    entry = read_cache(path, device, triton_version).get(key)
+    path = cache_file(facts.name, facts.triton_version)
+    entry = read_cache(path, facts.name, facts.triton_version).get(key)
     if entry is not None:
-        choice = LaunchChoice(dict(entry["launch"]), f"tuning cache {path} ({entry.get('source', 'tuned here')}, "
-                                                     f"{entry.get('measured_utc', '?')})")
+        decision = LaunchDecision(LaunchConfig.from_dict(entry["launch"]),
+                                  f"tuning cache {path} ({entry.get('source', 'tuned here')}, "
+                                  f"{entry.get('measured_utc', '?')})")
+    elif words.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # not memoized: the next eager call may still tune
+        return LaunchDecision(fallback.config, fallback.source + "; not tuned now: a CUDA graph was being captured")
     else:
-        shipped = choose_launch(m, k, n, groupsize, device, tma)
-        capturing = words.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
-        if shipped.source.startswith("tuned on") or capturing:
-            choice = shipped if not capturing else LaunchChoice(
-                shipped.launch, shipped.source + "; not tuned now: a CUDA graph was being captured")
-            if capturing:
-                return choice  # not memoized: the next eager call may still tune
-        else:
-            choice = _tune_and_cache(m, k, n, groupsize, words, scales, device, triton_version, sm_count, tma,
-                                     path, key, deadline_s, **tune_kwargs)
-    _MEMO[memo_key] = choice
-    return choice
+        decision = _tune_and_cache(m, k, n, groupsize, words, scales, facts, path, key, deadline_s, **tune_kwargs)
+    _MEMO[memo_key] = decision
+    return decision
 
 
 def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
-    """Drop one point from this process's memo and the cache file, so the next launch_for tunes it again."""
-    device, triton_version, _, _ = _device_facts(words)
+    """Drop one point from this process's memo and the cache file, so the next decision tunes it again."""
+    facts = device_facts(words)
     key = shape_key(m, k, n, groupsize)
-    _MEMO.pop((device, triton_version, key), None)
-    path = cache_file(device, triton_version)
-    entries = read_cache(path, device, triton_version)
+    _MEMO.pop((facts.name, facts.triton_version, key), None)
+    path = cache_file(facts.name, facts.triton_version)
+    entries = read_cache(path, facts.name, facts.triton_version)
     if key in entries:
         from kernelscope.model.files import write_atomic
 
         del entries[key]
-        doc = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "device_name": device, "triton": triton_version,
-               "entries": entries}
+        doc = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "device_name": facts.name,
+               "triton": facts.triton_version, "entries": entries}
         write_atomic(path, (json.dumps(doc, indent=1) + "\n").encode())
 
 
-def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, device: str, triton_version: str,
-                    sm_count: int, tma: bool, path: Path, key: str, deadline_s: float, **kw: Any) -> LaunchChoice:
-    table = tuned_tables().get(device)
+def table_warm_start(m: int, device_name: str) -> list[LaunchConfig]:
+    """The shipped table's launches at this token bucket (other shapes): extra candidates for a tuning."""
+    table = tuned_tables().get(device_name)
     bucket = m_bucket(m)
-    warm = [] if table is None else [r["launch"] for r in table["configs"] if m_bucket(r["m"]) == bucket]
-    print(f"kernelscope: tuning the W4A16 launch for m<={bucket} k={k} n={n} on {device} (first use, at most "
-          f"{deadline_s:g} s; cached in {path})", file=sys.stderr)
-    from .gluon_args import device_supported
+    return [] if table is None else [LaunchConfig.from_dict(r["launch"]) for r in table["rows"]
+                                     if m_bucket(r["m"]) == bucket]
 
-    kw.setdefault("gluon", device_supported(words.device))
-    result = tune_shape(m, k, n, groupsize, words, scales, sm_count=sm_count, tma=tma, deadline_s=deadline_s,
-                        warm_start=warm, **kw)
+
+def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, facts: DeviceFacts, path: Path,
+                    key: str, deadline_s: float, **kw: Any) -> LaunchDecision:
+    bucket = m_bucket(m)
+    print(f"kernelscope: tuning the W4A16 launch for m<={bucket} k={k} n={n} on {facts.name} (first use, at most "
+          f"{deadline_s:g} s; cached in {path})", file=sys.stderr)
+    kw.setdefault("gluon", facts.gluon)
+    result = tune_shape(m, k, n, groupsize, words, scales, sm_count=facts.sm_count, tma=facts.tma,
+                        deadline_s=deadline_s, warm_start=table_warm_start(m, facts.name), **kw)
     if result.best is None:
-        return LaunchChoice(rule_launch(m, k, tma), "rule (first-use tuning found no correct candidate: "
-                                                   f"{len(result.tried)} tried)")
+        return LaunchDecision(rule_launch(m, k, facts.tma), "rule (first-use tuning found no correct candidate: "
+                                                            f"{len(result.tried)} tried)")
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     ok = sum(1 for t in result.tried if t.get("status") == "ok")
-    source = (f"tuned here in {result.seconds:.1f} s, {ok} of {result.candidates_total} candidates timed"
-              + (" (deadline)" if result.deadline_hit else ""))
-    entry = {"launch": result.best, "median_ms": result.best_ms, "m_bucket": bucket, "source": source,
+    source = (f"tuned here in {result.seconds:.1f} s, {ok} of {result.candidates_total} candidates timed by "
+              "CUDA-graph time" + (" (deadline)" if result.deadline_hit else ""))
+    entry = {"launch": result.best.to_dict(), "median_ms": result.best_ms, "m_bucket": bucket, "source": source,
              "measured_utc": when, "tried": result.tried}
     try:
-        write_cache(path, device, triton_version, key, entry)
+        write_cache(path, facts.name, facts.triton_version, key, entry)
         where = f"tuning cache {path} ({source}, {when})"
     except Exception as e:  # a read-only home: the launch still holds for this process
         where = f"{source}; not cached ({type(e).__name__}: {e})"
-    return LaunchChoice(dict(result.best), where)
+    return LaunchDecision(result.best, where)
+
+
+REBUILD_BUDGET_S = 300.0  # the whole table on one GPU
+
+
+def rebuild_table(points: list[tuple[int, int, int]], groupsize: int, weights: Callable[[int, int], tuple[Any, Any]],
+                  *, budget_s: float = REBUILD_BUDGET_S, limit: int = 10,
+                  on_point: Callable[[dict[str, Any]], None] | None = None,
+                  clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """A shipped table for this GPU, as :func:`launch.table_launch` reads it: every (m, k, n) of ``points`` tuned
+    by :func:`tune_shape` (graph time) within an equal share of ``budget_s``, the current table's launch for the
+    point tried first (so a rebuild keeps it unless a candidate is measured faster). ``weights(k, n)``: that
+    layer's (words, scales) in kernel layout on the GPU, asked once per shape in the order of ``points``."""
+    from .launch import TABLE_SCHEMA, table_launch
+
+    start = clock()
+    rows: list[dict[str, Any]] = []
+    facts = None
+    for i, (m, k, n) in enumerate(points):
+        words, scales = weights(k, n)
+        facts = facts or device_facts(words)
+        share = max(0.0, budget_s - (clock() - start)) / (len(points) - i)
+        old = table_launch(m, k, n, groupsize, facts.name)
+        first = [old.config] if old is not None else []
+        result = tune_shape(m, k, n, groupsize, words, scales, sm_count=facts.sm_count, tma=facts.tma,
+                            deadline_s=share, warm_start=table_warm_start(m, facts.name), limit=limit,
+                            gluon=facts.gluon, first=first)
+        if result.best is None:
+            continue  # no correct candidate: the rule answers for this point
+        row = {"m": m, "k": k, "n": n, "launch": result.best.to_dict(), "median_us": round(result.best_ms * 1e3, 2),
+               "timing": "cuda-graph", "measured": _dt.date.today().isoformat()}
+        rows.append(row)
+        if on_point:
+            on_point(row)
+    how = ("Each row: the fastest correct launch (fp32 reference check) of `kernelscope tune w4a16 --rebuild-table` "
+           "for (k, n, m) on this GPU and its median time per call (timing = cuda-graph: the calls captured in a CUDA "
+           "graph that cycles through weight copies reading more than twice L2, L2 flushed between replays; "
+           "kernelscope.collect.graph_timing, the benchmark's method).")
+    return {"schema": TABLE_SCHEMA, "version": 1, "device_name": facts.name if facts else None,
+            "groupsize": groupsize, "how": how, "rows": rows}

@@ -42,6 +42,7 @@ block_record: Any = None
 
 _SHIFTS = tuple(4 * i for i in range(NIBBLES))
 PACK_K = 128  # rows of k per block of the kernel layout; BLOCK_K is one block
+GROUP_M = 8  # row tiles per group of the grouped tile order (L2 reuse of the weights)
 _PAIRS = NIBBLES // 2  # f16x2 registers per word, one per 32-deep slice of a block
 
 
@@ -132,22 +133,18 @@ def _w4a16_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    SWAP_AB: tl.constexpr,
     DEQUANT_ASM: tl.constexpr,
-    PREFETCH: tl.constexpr,
     RAGGED_M: tl.constexpr,
     TMA: tl.constexpr,
     RECORD: tl.constexpr,
-    SKIP_SUM: tl.constexpr = False,
 ):
-    """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k.
+    """One (BLOCK_M, BLOCK_N) tile of C over one K_SPLIT-long slice of k, as the swapped product
+    C^T = W^T A^T: n fills the MMA's M side (>= 64 on Hopper's warpgroup MMA) when m is a handful of tokens.
 
-    With SPLIT_K > 1 every program stores its fp32 partial tile, then counts
-    itself in on a per-tile counter; the program that arrives last adds the
-    partials in split order (deterministic) and writes fp16 C, then resets the
-    counter, so the whole product is one launch.
-    SWAP_AB computes C^T = W^T A^T: n fills the MMA's M side (>= 64 on Hopper's
-    warpgroup MMA) when m is a handful of tokens.
+    With SPLIT_K > 1 the partial tiles are added inside the launch (:func:`_finish_tile`).
+    DEQUANT_ASM: the PTX unpack (GPU); the interpreter runs the plain Triton unpack.
+    TMA: a_ptr and b_ptr are tensor descriptors (sm_90 and later). RECORD: each program writes
+    the block recorder's row (SM, start and end time).
     """
     t_start = block_clock(RECORD)  # kernelscope's block recorder: SM, start and end time per program
     # Tutorial-style grouped ordering of the output tiles, for L2 reuse of B.
@@ -168,65 +165,40 @@ def _w4a16_kernel(
     mask_m = offs_m < M
 
     k_start = pid_k * K_SPLIT
-    if SWAP_AB:
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     if not TMA:
         # The weights are loaded transposed, (BLOCK_N, BLOCK_K // 8) words, so that the unpacked
         # block is an MMA operand of n x k (the n side of the swapped product) as it comes.
         b_ptrs = b_ptr + offs_n[:, None] * stride_bn + (k_start // 8 + offs_j)[None, :] * stride_bk
-        if SWAP_AB:
-            a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_k)[:, None] * stride_ak
-        else:
-            a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_start + offs_k)[None, :] * stride_ak
-        # PREFETCH slices of weights are loaded ahead into registers (loop-carried), so that
-        # their DRAM latency overlaps the unpack and MMA of the slices before them.
-        step = (BLOCK_K // 8) * stride_bk
-        if PREFETCH >= 1:
-            ahead1 = tl.load(b_ptrs)
-        if PREFETCH >= 2:
-            ahead2 = tl.load(b_ptrs + step, mask=BLOCK_K < K_SPLIT, other=0)
+        a_ptrs = a_ptr + offs_m[None, :] * stride_am + (k_start + offs_k)[:, None] * stride_ak
     for kk in range(0, K_SPLIT, BLOCK_K):
         if TMA:  # b_ptr and a_ptr are tensor descriptors: one bulk copy per tile, zero-filled past m
             words = tl.trans(b_ptr.load([(k_start + kk) // 8, pid_n * BLOCK_N]))
-            a = a_ptr.load([pid_m * BLOCK_M, k_start + kk])
-            if SWAP_AB:
-                a = tl.trans(a)
+            a = tl.trans(a_ptr.load([pid_m * BLOCK_M, k_start + kk]))
         else:
-            if PREFETCH == 0:
-                words = tl.load(b_ptrs)
-            elif PREFETCH == 1:
-                words = ahead1
-                ahead1 = tl.load(b_ptrs + step, mask=kk + BLOCK_K < K_SPLIT, other=0)
-            else:
-                words = ahead1
-                ahead1 = ahead2
-                ahead2 = tl.load(b_ptrs + 2 * step, mask=kk + 2 * BLOCK_K < K_SPLIT, other=0)
-            a = tl.load(a_ptrs, mask=mask_m[None, :] if SWAP_AB else mask_m[:, None], other=0.0)
+            words = tl.load(b_ptrs)
+            a = tl.load(a_ptrs, mask=mask_m[None, :], other=0.0)
             a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += step
+            b_ptrs += (BLOCK_K // 8) * stride_bk
         w = _unpack_block(words, BLOCK_N, BLOCK_K, DEQUANT_ASM)  # (BLOCK_N, BLOCK_K) fp16 q - 8
         if PER_CHANNEL:  # one scale per column, applied at the end
-            acc = tl.dot(w, a, acc) if SWAP_AB else tl.dot(a, tl.trans(w), acc)
+            acc = tl.dot(w, a, acc)
         else:
             # A block is one scale group: its sum is taken unscaled (q - 8 and the products are
             # exact in the MMA), then scaled once in fp32, not weight by weight.
-            part = tl.dot(w, a) if SWAP_AB else tl.dot(a, tl.trans(w))
+            part = tl.dot(w, a)
             scale = tl.load(s_ptr + ((k_start + kk) // GROUP_K) * stride_sg + offs_n * stride_sn).to(tl.float32)
-            acc += part * (scale[:, None] if SWAP_AB else scale[None, :])
-    if SWAP_AB:
-        acc = tl.trans(acc)
+            acc += part * scale[:, None]
+    acc = tl.trans(acc)
     if PER_CHANNEL:
         acc = acc * tl.load(s_ptr + offs_n * stride_sn).to(tl.float32)[None, :]
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M,
-                 SKIP_SUM)
+    _finish_tile(acc, c_ptrs, mask_m, offs_n < N, part_ptr, count_ptr, pid, pid_k, SPLIT_K, BLOCK_M, BLOCK_N, RAGGED_M)
     block_record(records_ptr, t_start, RECORD)
 
 
 def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_k, SPLIT_K: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RAGGED_M: tl.constexpr, SKIP_SUM: tl.constexpr = False):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RAGGED_M: tl.constexpr):
     """Store a fp32 (BLOCK_M, BLOCK_N) tile of C as fp16, or with SPLIT_K > 1 add it to the others.
 
     With SPLIT_K > 1 every program stores its fp32 partial tile, then counts itself in on
@@ -240,12 +212,9 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         parts = part_ptr + tile_id * (SPLIT_K * BLOCK_M * BLOCK_N)
         # RAGGED_M (m not a multiple of BLOCK_M): only the rows of C that exist, since at m = 1 a
-        # 16-row tile would move 16x the partial sums; full tiles store unmasked (masks measured
-        # slower at m = 256: docs/decisions/0004)
+        # 16-row tile would move 16x the partial sums; full tiles store unmasked (cheaper).
         part_mask = mask_m[:, None] if RAGGED_M else None
         tl.store(parts + pid_k * (BLOCK_M * BLOCK_N) + tile, acc, mask=part_mask)
-        if SKIP_SUM:  # measurement only: what the sum below costs (w4a16_matmul's _skip_split_sum)
-            return
         tl.debug_barrier()  # every thread's partial is stored before the counter says so
         arrived = tl.atomic_add(count_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT_K - 1:

@@ -1,5 +1,5 @@
 """``W4A16Linear``: an ``nn.Linear`` with 4-bit weights whose forward runs the W4A16 GEMM: the Triton kernel, or on
-sm_90 at m <= 64 the Gluon decode kernel where the first-use tuner measured it faster (same weights).
+sm_90 at m <= 64 the Gluon decode kernel, as :func:`launch.decide_launch` picks (same weights).
 
 ``W4A16Linear.from_linear(linear, groupsize=128)`` quantizes the layer's weight as Marlin does
 (:mod:`format`), packs it and converts it once into the kernel layout; ``forward`` flattens the
@@ -7,7 +7,7 @@ leading dimensions, calls ``torch.ops.kernelscope.w4a16_mm`` and adds the bias. 
 ``torch.library`` custom op with a fake (shape-only) implementation, so ``torch.compile`` traces
 through it without a graph break, and the kernel launch inside it does no host synchronisation
 and allocates only its output and split-k partials through torch's allocator, so a forward can
-be captured in a CUDA graph (the launch is chosen on the host per call: :func:`autotune.launch_for`;
+be captured in a CUDA graph (the launch is chosen on the host per call: :func:`launch.decide_launch`;
 nothing is tuned while capturing, so run one eager forward per batch size first to tune).
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 
-from .autotune import launch_for
 from .format import pack, quantize
 from .gemm import to_kernel_layout
+from .launch import decide_launch
 from .matmul import w4a16_matmul
 
 
@@ -28,8 +28,8 @@ def w4a16_mm(a: torch.Tensor, words: torch.Tensor, scales: torch.Tensor, groupsi
     n = words.shape[1]
     if m == 0:
         return a.new_empty((0, n))
-    choice = launch_for(m, k, n, groupsize, words, scales)
-    return w4a16_matmul(a.contiguous(), words, scales, groupsize, **choice.launch)
+    config = decide_launch(m, k, n, groupsize, words, scales).config
+    return w4a16_matmul(a.contiguous(), words, scales, groupsize, config=config)
 
 
 @w4a16_mm.register_fake

@@ -1,11 +1,12 @@
-"""The plan of one ``w4a16_matmul`` call (shapes and launch parameters), and the names the recorded session
-uses for its kernel, regions and environment keys: shared by the workload that records a launch, the phases
-and the walkthrough that explain it."""
+"""The plan of one recorded ``w4a16_matmul`` call of the Triton kernel (shapes and launch parameters), and the
+names the recorded session uses for its kernel, regions and environment keys: shared by the workload that records
+a launch, the phases and the walkthrough that explain it."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 from .format import check_shape, group_rows
+from .launch import LaunchConfig
 
 KERNEL_NAME = "_w4a16_kernel"
 GEMM_REGION = "w4a16_gemm"  # the timed calls
@@ -17,12 +18,13 @@ FLUSH_REGION = "l2_flush"  # the region that overwrites a buffer larger than L2 
 
 @dataclass(frozen=True)
 class GemmPlan:
-    """Shapes and launch parameters of one ``w4a16_matmul`` call.
+    """Shapes and launch parameters of one recorded ``w4a16_matmul`` call of the Triton kernel.
 
-    The defaults are the tuned launch for m = 16, k = n = 8192
-    (docs/decisions/0004): split_k = 8 gives ceil(n / 128) * 8
-    programs (512 for n = 8192), a few per SM, so that enough loads are in
-    flight to stream the weights at memory speed.
+    The defaults are the launch the walkthrough explains, for m = 16, k = n = 8192: split_k = 8 gives
+    ceil(n / 128) * 8 programs (512 for n = 8192), a few per SM, so that enough loads are in flight to stream
+    the weights at memory speed. The flags after ``group_m`` say which form of the kernel ran; a session records
+    them so that the phases describe the kernel it recorded, and the shipped kernel is the form with all of them
+    at their defaults (:meth:`launch_config`).
     """
 
     m: int
@@ -78,12 +80,17 @@ class GemmPlan:
     def groups(self) -> int:
         return self.k // group_rows(self.k, self.groupsize)
 
-    def launch_kwargs(self) -> dict[str, int]:
-        """Keyword arguments of ``w4a16_matmul`` that reproduce this launch."""
-        return {"split_k": self.split_k, "block_m": self.block_m, "block_n": self.block_n,
-                "block_k": self.block_k, "group_m": self.group_m, "num_warps": self.num_warps,
-                "num_stages": self.num_stages, "swap_ab": bool(self.swap_ab), "prefetch": self.prefetch,
-                "dequant_asm": bool(self.dequant_asm), "tma": bool(self.tma)}
+    def launch_config(self) -> LaunchConfig:
+        """The :class:`LaunchConfig` that reproduces this launch; ValueError (one sentence) for a plan of a kernel
+        form that is not shipped (recorded by an earlier version)."""
+        shipped = dict(block_k=128, group_m=8, swap_ab=1, prefetch=0, dequant_asm=1, fused_split_sum=1,
+                       pair_layout=1)
+        other = [f"{k}={getattr(self, k)}" for k, v in shipped.items() if getattr(self, k) != v]
+        if other:
+            raise ValueError(f"this plan ran a form of the kernel that is not shipped ({', '.join(other)}); "
+                             "record it again with the plan's shape.")
+        return LaunchConfig.triton(self.block_m, self.block_n, self.split_k, self.num_warps, self.num_stages,
+                                   tma=bool(self.tma))
 
     def program_tile(self, pid: int) -> tuple[int, int]:
         """(pid_m, pid_n) of program ``pid``: the kernel's grouped ordering, for the address example."""

@@ -71,7 +71,7 @@ def for_this_gpu(plan: GemmPlan) -> GemmPlan:
 
 
 def gemm(p: Problem, plan: GemmPlan) -> torch.Tensor:
-    return w4a16_matmul(p.a, p.bk, p.sk, plan.groupsize, out=p.out, **plan.launch_kwargs())
+    return w4a16_matmul(p.a, p.bk, p.sk, plan.groupsize, out=p.out, config=plan.launch_config())
 
 
 def stream_bytes(device: str = "cuda") -> int:
