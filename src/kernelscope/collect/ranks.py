@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from kernelscope.model import CollectorStatus, RankInfo, Session
+from kernelscope.model import CollectorStatus, Metric, RankInfo, Session
+from kernelscope.model.launch_table import LaunchDetails, LaunchTable
 
 MISSING_RANKS_NAMED = 16  # ranks without a trace named in the note; the rest are counted
 
@@ -91,8 +93,39 @@ def check_parts(parts: list[RankPart]) -> tuple[list[RankPart], list[str]]:
     return [kept[r] for r in sorted(kept)], notes
 
 
-def join_ranks(parts: list[RankPart], command: list[str] | None = None) -> Joined:
-    """One session holding every part's rank, on the earliest part's clock plus each part's offset."""
+def _move_part(out: Session, p: RankPart, shift: int, columns: bool) -> None:
+    """Part ``p``'s launches (unless joined as ``columns``), copies, regions, samples and rank into ``out``, on
+    its clock moved by ``shift``."""
+    r = p.info.rank
+    if not columns:
+        for x in p.session.launches:
+            x.rank = r
+            if x.start_ns is not None:
+                x.start_ns += shift
+            out.launches.append(x)
+    for a in p.session.activities:
+        a.rank, a.start_ns = r, a.start_ns + shift
+        out.activities.append(a)
+    for g in p.session.regions:
+        g.rank, g.cpu_start_ns = r, g.cpu_start_ns + shift
+        if g.gpu_start_ns is not None:
+            g.gpu_start_ns += shift
+        out.regions.append(g)
+    if not out.ranks:  # samples carry no rank: the first rank's GPU readings are kept, on the joined clock
+        for smp in p.session.samples:
+            if smp.t_ns is not None:
+                smp.t_ns += shift
+        out.samples = list(p.session.samples)
+        out.declared_work = list(p.session.declared_work)
+    if p.info.device_name is None and p.session.device is not None:
+        p.info.device_name, p.info.device_index = p.session.device.name, p.session.device.index
+    out.ranks.append(p.info)
+
+
+def join_ranks(parts: list[RankPart], command: list[str] | None = None, columns: bool = False) -> Joined:
+    """One session holding every part's rank, on the earliest part's clock plus each part's offset. With
+    ``columns`` the launches are joined as launch tables (no Launch object per launch; the parts' tables are
+    read, not changed): the same session as the join of Launch objects."""
     parts, notes = check_parts(parts)
     if not parts:
         raise ValueError("no rank to join")
@@ -103,32 +136,14 @@ def join_ranks(parts: list[RankPart], command: list[str] | None = None) -> Joine
     out.time_origin_ns = min(p.session.time_origin_ns + p.info.clock_offset_ns for p in parts)
     outcomes = [p.session.outcome for p in parts if p.session.outcome != "complete"]
     out.outcome = outcomes[0] if outcomes else "complete"
-    for p in parts:
-        shift = p.session.time_origin_ns + p.info.clock_offset_ns - out.time_origin_ns
-        r = p.info.rank
-        for x in p.session.launches:
-            x.rank = r
-            if x.start_ns is not None:
-                x.start_ns += shift
-            out.launches.append(x)
-        for a in p.session.activities:
-            a.rank, a.start_ns = r, a.start_ns + shift
-            out.activities.append(a)
-        for g in p.session.regions:
-            g.rank, g.cpu_start_ns = r, g.cpu_start_ns + shift
-            if g.gpu_start_ns is not None:
-                g.gpu_start_ns += shift
-            out.regions.append(g)
-        if p is parts[0]:  # samples carry no rank: the first rank's GPU readings are kept, on the joined clock
-            for smp in p.session.samples:
-                if smp.t_ns is not None:
-                    smp.t_ns += shift
-            out.samples = list(p.session.samples)
-            out.declared_work = list(p.session.declared_work)
-        if p.info.device_name is None and p.session.device is not None:
-            p.info.device_name, p.info.device_index = p.session.device.name, p.session.device.index
-        out.ranks.append(p.info)
-    out.launches.sort(key=lambda x: (x.start_ns is None, x.start_ns or 0))
+    shifts = [p.session.time_origin_ns + p.info.clock_offset_ns - out.time_origin_ns for p in parts]
+    if columns:
+        out.set_launch_table(joined_table([(p.session.launch_table(), p.info.rank, shift)
+                                           for p, shift in zip(parts, shifts)]))
+    for p, shift in zip(parts, shifts):
+        _move_part(out, p, shift, columns)
+    if not columns:
+        out.launches.sort(key=lambda x: (x.start_ns is None, x.start_ns or 0))
     out.activities.sort(key=lambda a: a.start_ns)
     trace = [p.session.collectors.get("trace") for p in parts]
     bad = [(p.info.rank, t) for p, t in zip(parts, trace) if t is not None and t.status != "ok"]
@@ -144,3 +159,68 @@ def join_ranks(parts: list[RankPart], command: list[str] | None = None) -> Joine
     out.collectors["ranks"] = CollectorStatus("partial" if notes else "ok", "; ".join(notes) or None,
                                               {"ranks": [p.info.rank for p in parts], "notes": list(notes)})
     return Joined(out, notes)
+
+
+def joined_table(tables: list[tuple[LaunchTable, int | None, int]]) -> LaunchTable:
+    """The launches of (table, rank, time shift in ns) parts as one table: every launch of a part given its rank
+    and its start moved by the shift, launches by start (those without one last), ties in part order. The table
+    LaunchTable.from_launches gives for those launches, read column-wise: a launch's shape and the values of its
+    shape's varying metrics say what it shares with the others."""
+    starts: list[int | None] = []
+    shape_of: list[int] = []
+    row_of: list[int] = []  # the launch's row in its own table
+    first_shape: list[int] = []  # per part: its shapes' number in the joined list of shapes
+    shapes: list[tuple[Any, tuple[str, ...], LaunchTable]] = []  # (base, varying metric names, table)
+    for t, rank, shift in tables:
+        first_shape.append(len(shapes))
+        off = len(shapes)
+        for s in t.shapes:
+            base = (s.kernel, s.grid, s.block, s.stream, s.device_index, tuple(s.regions), rank)
+            shapes.append((base, tuple(n for n in s.metric_names if n in s.varying), t))
+        starts += [None if st is None else st + shift for st in t.start_ns]
+        shape_of += [sid + off for sid in t.shape]
+        row_of += range(len(t))
+    n = len(starts)
+    if None in starts:
+        order = sorted(range(n), key=lambda i: (starts[i] is None, starts[i] or 0))
+    elif all(a <= b for a, b in zip(starts, starts[1:])):
+        order = range(n)
+    else:
+        order = sorted(range(n), key=starts.__getitem__)
+    part_of_shape: list[int] = []
+    for k, (t, _, _) in enumerate(tables):
+        part_of_shape += [k] * len(t.shapes)
+    raw_ids: dict[Any, int] = {}
+    raw: list[tuple[Any, tuple[tuple[str, Metric], ...]]] = []
+    raw_of: list[int] = []
+    details: dict[int, LaunchDetails] = {}
+    for pos, i in enumerate(order):
+        g = shape_of[i]
+        base, varying, t = shapes[g]
+        row = row_of[i]
+        key: Any = (g, tuple(t.metric_values[name][row] for name in varying)) if varying else g
+        try:
+            r = raw_ids.get(key)
+        except TypeError:  # a varying value that is a list: compared by its text
+            key = (g, repr(key[1]))
+            r = raw_ids.get(key)
+        if r is None:
+            r = raw_ids[key] = len(raw)
+            s = t.shapes[g - first_shape[part_of_shape[g]]]
+            raw.append((base, tuple((name, s.metrics[name] if name not in s.varying else
+                                     Metric(t.metric_values[name][row], *s.varying[name]))
+                                    for name in s.metric_names)))
+        raw_of.append(r)
+        d = t.details.get(row) if t.details else None
+        if d is not None and (d.counters or d.findings or d.block_records is not None or d.scopes is not None
+                              or d.collective or d.source_lines is not None):  # as from_launches keeps them
+            details[pos] = LaunchDetails(dict(d.counters), list(d.findings), d.block_records, d.scopes, d.collective,
+                                         d.source_lines)
+    durations = [t.duration_ns for t, _, _ in tables]
+    corrs = [t.correlation_id for t, _, _ in tables]
+    part_of_row: list[int] = []
+    for k, (t, _, _) in enumerate(tables):
+        part_of_row += [k] * len(t)
+    return LaunchTable.from_columns(raw, raw_of, [starts[i] for i in order],
+                                    [durations[part_of_row[i]][row_of[i]] for i in order],
+                                    [corrs[part_of_row[i]][row_of[i]] for i in order], details)

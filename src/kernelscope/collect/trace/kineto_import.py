@@ -145,10 +145,10 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
     command = ["kineto-trace", *map(str, files)]
     if len(parts) == 1 and parts[0].info.world_size == 1 and not check_parts(parts)[1]:
         return ImportedTraces(_one_process(parts[0], command), files, notes)
-    joined = join_ranks(parts, command=command)
+    joined = join_ranks(parts, command=command, columns=True)  # rank by rank into one table: no Launch objects
     if len(joined.session.ranks) == 1 and joined.session.ranks[0].world_size == 1:
-        for x in joined.session.launches:  # one process: a plain one-process session
-            x.rank = None
+        for shape in joined.session.launch_table().shapes:  # one process: a plain one-process session
+            shape.rank = None
         for a in joined.session.activities:
             a.rank = None
         for g in joined.session.regions:
