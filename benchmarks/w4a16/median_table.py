@@ -39,7 +39,8 @@ def load(paths: list[str], timing: str) -> tuple[dict, list[dict]]:
 
 def launch_text(lc: dict) -> str:
     """A Triton launch (BLOCK_M x BLOCK_N split, stages, registers) or a Gluon one (split, registers, loop)."""
-    regs = f" r{lc['maxnreg']}" if lc.get("maxnreg") else ""
+    reg_cap = lc.get("max_registers", lc.get("maxnreg"))  # LaunchConfig's name; "maxnreg" in older run files
+    regs = f" r{reg_cap}" if reg_cap else ""
     if lc.get("kernel") == "gluon":  # the Gluon kernel (tune_space.gluon_launch)
         stages = f" s{lc['num_stages']}" if "num_stages" in lc else ""  # a launch without it is shown without it
         return (f"gluon {lc['programs']} programs{regs}{stages}{' sync' if lc.get('sync_mma') else ''}"

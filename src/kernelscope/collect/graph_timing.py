@@ -7,8 +7,8 @@ docs/decisions/0006). :func:`time_cuda_graph` captures
 each replay, and reports ``replay time / calls_per_graph`` per call (``GRAPH_FORMULA``).
 
 Before the timed replays the graph is replayed for ``warmup_ms`` (25 ms by default, the warm-up time of
-Triton's ``do_bench``): a count of a few calls was too short at large layers, where the first timing after
-building the weights was measured slow although NVML read the full SM clock just before (docs/decisions/0006).
+Triton's ``do_bench``), a time rather than a count of calls, so that a large layer is warmed as long as a small
+one (docs/decisions/0006).
 
 Cold caches, as one layer of a model sees them (its weights were evicted by the other layers'):
 the graph cycles through ``variants`` (the same call on separate copies of the weights) so that
