@@ -130,7 +130,7 @@ def build(record: bool = True) -> Any:
     """Both kernels compiled with NVRTC (cupy.RawModule); ``record=False`` is the plain build."""
     import cupy
 
-    return cupy.RawModule(code=SOURCE, options=(*compile_options(record), "-std=c++17"))
+    return cupy.RawModule(code=SOURCE, options=compile_options(record))
 
 
 def values(blocks: int, warps: int, stages: int) -> int:
@@ -160,18 +160,23 @@ def record(module: Any, kernel: str, x: Any, y: Any, blocks: int, warps: int, st
 
 
 def time_plain_us(module: Any, kernel: str, x: Any, y: Any, blocks: int, warps: int, stages: int, iters: int,
-                  reps: int = 20) -> float:
-    """Median over ``reps`` of one launch's CUDA-event time (µs), the plain build."""
+                  launches: int = 20, batches: int = 5) -> float:
+    """One launch's time (µs), the plain build: CUDA events around ``launches`` back-to-back launches over their
+    count, the median of ``batches`` such batches."""
     import cupy
+    import numpy as np
 
+    fn, placeholder = module.get_function(kernel), cupy.zeros(1, dtype=cupy.int64)
+    args = (x, y, np.int32(stages), np.int32(iters), placeholder, placeholder)
     times = []
-    for _ in range(reps):
+    for _ in range(batches):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        launch(module, kernel, x, y, blocks, warps, stages, iters, None)
+        for _ in range(launches):
+            fn((blocks,), (warps * 32,), args, shared_mem=warps * TILE_BYTES)
         end.record()
         end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0)
+        times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0 / launches)
     return statistics.median(times)
 
 
@@ -189,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", type=int, default=1056, help="thread blocks (default 1056: 8 per SM of an H100)")
     p.add_argument("--warps", type=int, default=1, help="warps per block, 1 to 32")
-    p.add_argument("--stages", type=int, default=32, help="stages each warp streams")
-    p.add_argument("--iters", type=int, default=64, help="FMAs per value in the compute phase")
+    p.add_argument("--stages", type=int, default=16, help="stages each warp streams")
+    p.add_argument("--iters", type=int, default=256, help="FMAs per value in the compute phase")
     a = p.parse_args(argv)
     if min(a.blocks, a.warps, a.stages, a.iters) < 1 or a.warps > 32:
         print("cuda_pipeline: --blocks, --stages and --iters are positive, --warps 1 to 32", file=sys.stderr)
@@ -217,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         us = time_plain_us(plain, kernel, x, y, a.blocks, a.warps, a.stages, a.iters)
         got = record(instrumented, kernel, x, y, a.blocks, a.warps, a.stages, a.iters)
         v = summarize_phases(got.scopes)
-        print(f"{kernel}: {us:.1f} µs a launch (plain build, CUDA events, median of 20); one instrumented launch:")
+        print(f"{kernel}: {us:.1f} µs a launch (plain build, CUDA events over 20 launches, median of 5); one "
+              "instrumented launch:")
         for ph in v.phases:
             print(f"  {ph.name:8s} {ph.per_warp_median / 1000:8.1f} µs per warp (median)")
         pairs = {(o.a, o.b): o.fraction_median for o in v.overlaps}

@@ -86,7 +86,7 @@ extern "C" __global__ void four_phases(const float4* __restrict__ x, float* __re
 def build(record: bool):
     import cupy
 
-    return cupy.RawModule(code=SOURCE, options=(*compile_options(record), "-std=c++17")).get_function("four_phases")
+    return cupy.RawModule(code=SOURCE, options=compile_options(record)).get_function("four_phases")
 
 
 def _armed_buffer(cupy, capacity: int):

@@ -21,7 +21,10 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.gpu
 
-PHASE_NS = (20_000, 40_000, 10_000)  # spin lengths by construction
+# spin lengths by construction: long enough that one step of %globaltimer (32 ns under a profiler; it may be
+# coarser without one) is well under 5 %; the short set is recorded and printed, not held to 5 %
+PHASE_NS = (80_000, 160_000, 40_000)
+SHORT_NS = (20_000, 40_000, 10_000)
 NAMES = {0: "first", 1: "second", 2: "third"}
 GRID, THREADS = 264, 128  # two blocks of four warps per SM of an H100
 
@@ -82,28 +85,37 @@ def _spin_module(record: bool = True):
 
     from kernelscope.collect.instrument.cuda_scopes import compile_options
 
-    return cupy.RawModule(code=SPIN, options=(*compile_options(record), "-std=c++17"))
+    return cupy.RawModule(code=SPIN, options=compile_options(record))
 
 
-def _launch_spin(fn, rec, grid: int = GRID) -> None:
+def _launch_spin(fn, rec, grid: int = GRID, lengths: tuple[int, int, int] = PHASE_NS) -> None:
     import numpy as np
 
-    fn((grid,), (THREADS,), (*(np.uint64(d) for d in PHASE_NS), rec.blocks, rec.scopes))
+    fn((grid,), (THREADS,), (*(np.uint64(d) for d in lengths), rec.blocks, rec.scopes))
 
 
-def _check_durations(scopes) -> None:
+def _timer_step(scopes) -> int | None:
+    """The smallest step between distinct recorded times: the %globaltimer granularity this run saw."""
+    times = sorted({w.block_offset_ns + t for w in scopes.warps for t in w.start_ns + w.end_ns})
+    steps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    return min(steps) if steps else None
+
+
+def _check_durations(scopes, lengths: tuple[int, int, int] = PHASE_NS, hold: bool = True) -> None:
     durations: dict[str, list[int]] = {n: [] for n in NAMES.values()}
     for w in scopes.warps:
         assert [scopes.names[i] for i in w.scope] == list(NAMES.values()), (w.block_id, w.warp, w.scope)
         for i, s, e in zip(w.scope, w.start_ns, w.end_ns):
             durations[scopes.names[i]].append(e - s)
-    for (name, got), want in zip(durations.items(), PHASE_NS):
+    print(f"timer step seen: {_timer_step(scopes)} ns")
+    for (name, got), want in zip(durations.items(), lengths):
         med = statistics.median(got)
         within = sum(1 for d in got if abs(d - want) <= 0.05 * want) / len(got)
         print(f"{name}: set {want} ns, recorded median {med:.0f} ns, min {min(got)}, max {max(got)}, "
               f"{100 * within:.1f}% of {len(got)} within 5%")
-        assert abs(med - want) <= 0.05 * want
-        assert within >= 0.99, f"{name}: only {100 * within:.1f}% of its scopes within 5% of {want} ns"
+        if hold:
+            assert abs(med - want) <= 0.05 * want
+            assert within >= 0.99, f"{name}: only {100 * within:.1f}% of its scopes within 5% of {want} ns"
 
 
 def _check_blocks(blocks, grid: int) -> None:
@@ -120,7 +132,6 @@ def test_nvrtc_build_records_the_phase_lengths_it_spins_for():
     rec = CudaScopes((GRID, 1, 1), NAMES, block=THREADS, scopes_per_warp=3, array="cupy")
     _launch_spin(fn, rec)
     got = rec.read()
-    _keep_buffers("spin_phases.json", rec, f"spin_phases, NVRTC, grid {GRID}, block {THREADS}, phases {PHASE_NS} ns")
     assert got.scopes.problems == [], got.scopes.problems
     assert len(got.scopes.warps) == GRID * THREADS // 32
     _check_durations(got.scopes)
@@ -129,6 +140,11 @@ def test_nvrtc_build_records_the_phase_lengths_it_spins_for():
     shortest = min(e - s for s, e in zip(got.blocks.start_ns, got.blocks.end_ns))
     print("shortest block span", shortest, "ns")
     assert shortest >= sum(PHASE_NS)
+    short = CudaScopes((8, 1, 1), NAMES, block=THREADS, scopes_per_warp=3, array="cupy")  # a small fixture too
+    _launch_spin(fn, short, grid=8, lengths=SHORT_NS)
+    _check_durations(short.read().scopes, SHORT_NS, hold=False)
+    _keep_buffers("spin_phases_small.json", short, f"spin_phases, NVRTC, grid 8, block {THREADS}, phases "
+                  f"{SHORT_NS} ns")
 
 
 def test_nvcc_build_records_and_the_plain_build_says_how_to_enable_it(tmp_path):
@@ -145,7 +161,7 @@ def test_nvcc_build_records_and_the_plain_build_says_how_to_enable_it(tmp_path):
     mods = {}
     for record in (True, False):
         cubin = tmp_path / f"spin_{record}.cubin"
-        cmd = [nvcc, f"-arch={arch}", "-std=c++17", "-cubin", f"-I{include_dir()}", "-o", str(cubin), str(src)]
+        cmd = [nvcc, f"-arch={arch}", "-cubin", f"-I{include_dir()}", "-o", str(cubin), str(src)]
         r = subprocess.run(cmd + (["-DKS_RECORD"] if record else []), capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         mods[record] = cupy.RawModule(path=str(cubin))
@@ -175,7 +191,7 @@ def test_a_small_buffer_counts_what_it_dropped_and_is_never_written_past():
     blocks = cupy.zeros(GRID * 4, dtype=cupy.int64)
     import numpy as np
 
-    _spin_module().get_function("spin_phases")((GRID,), (THREADS,), (*(np.uint64(d // 10) for d in PHASE_NS),
+    _spin_module().get_function("spin_phases")((GRID,), (THREADS,), (*(np.uint64(d // 40) for d in PHASE_NS),
                                                                       blocks, buf))
     values = buf.get().tolist()
     assert not any(values[HEADER_VALUES + RECORD_VALUES * capacity:]), "a record was written past the capacity"
@@ -195,7 +211,7 @@ def test_the_pipelined_kernel_overlaps_load_and_compute_and_the_serial_one_does_
     ex = _example()
     import cupy
 
-    blocks, warps, stages, iters = 1056, 1, 16, 64
+    blocks, warps, stages, iters = 1056, 1, 8, 256
     x = cupy.random.rand(ex.values(blocks, warps, stages) * 4, dtype=cupy.float32)
     y = cupy.zeros_like(x)
     plain, instrumented = ex.build(record=False), ex.build(record=True)
