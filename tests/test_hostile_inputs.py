@@ -240,9 +240,7 @@ def test_what_import_writes_loads(tmp_path, case):
 def test_a_launch_without_a_start_time_beside_gpu_samples(tmp_path, name):
     """Found by the long fuzz run: a launch with no start (the schema allows it: seen only by the counter pass)
     in a session with GPU samples was an internal error (sorting None with ints) in show and report."""
-    from kernelscope.model import Session
-
-    d = Session.load(DATA / name).to_dict()
+    d = json.loads(gzip.decompress((DATA / name).read_bytes()))  # a recorded schema-1 file: one object a launch
     del d["launches"][6]["start_ns"]
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))

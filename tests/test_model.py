@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
 from kernelscope.model import SCHEMA_VERSION, CollectorStatus, Device, Launch, Metric, Session, SessionFileError
+
+DATA = Path(__file__).parent / "data"
 
 
 def _session() -> Session:
@@ -81,14 +84,32 @@ def test_json_that_is_not_a_session(tmp_path):
     assert "not a kernelscope session" in _one_sentence(e.value)
 
 
-def test_a_damaged_launch_is_skipped_and_named_by_its_field_path(tmp_path):
+def test_a_damaged_launch_shape_is_skipped_with_its_launches_and_named_by_its_field_path(tmp_path):
     d = _session().to_dict()
-    n = len(d["launches"])
-    d["launches"][0]["grid"] = [1, 2]
+    assert d["schema_version"] == SCHEMA_VERSION == 2 and "launches" not in d  # the one writer: columns
+    d["launch_shapes"][0]["grid"] = [1, 2]
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
     s = Session.load(p)
-    assert len(s.launches) == n - 1
+    assert s.launches == []
+    assert s.skipped_on_load == ["skipped launch_shapes[0] and its launches (launch_shapes[0].grid: expected three "
+                                 "dimensions [x, y, z], found a list of 2 items)",
+                                 "skipped launches[0] (launch_shapes[0] was skipped)"]
+
+
+def test_a_schema_1_file_loads_as_the_same_session_and_its_damaged_launch_is_named(tmp_path):
+    """Schema 1 (one object per launch, files of kernelscope < 2) is read into the same Session that its
+    schema-2 file gives back; a damaged launch is skipped and named by its field path."""
+    doc = json.loads(gzip.decompress((DATA / "session_h100_mixed.json.gz").read_bytes()))
+    assert doc["schema_version"] == 1
+    old = Session.from_dict(doc)
+    again = Session.load(old.save(tmp_path / "s2.json"))
+    assert again.to_dict() == old.to_dict() and len(again.launches) == len(doc["launches"]) > 1
+    doc["launches"][0]["grid"] = [1, 2]
+    p = tmp_path / "s1.json"
+    p.write_text(json.dumps(doc))
+    s = Session.load(p)
+    assert len(s.launches) == len(doc["launches"]) - 1
     assert s.skipped_on_load == ["skipped launches[0] (launches[0].grid: expected three dimensions [x, y, z], "
                                  "found a list of 2 items)"]
 

@@ -14,7 +14,7 @@ from kernelscope.analyze.bound import COMPUTE, LATENCY, LAUNCH, MEMORY, OCCUPANC
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings, counter_flops, declared_totals
 from kernelscope.model import Launch, Metric, Session
-from kernelscope.model.session import DeclaredWork
+from kernelscope.model.launch import DeclaredWork
 from kernelscope.render.roofline_term import RooflineChart
 from kernelscope.render.show import make_console
 from kernelscope.render.analysis_panel import SummaryPanel

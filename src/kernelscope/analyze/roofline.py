@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kernelscope.model import Launch, Metric, MetricMap, Session
-from kernelscope.model.session import DeclaredWork
+from kernelscope.model.launch import DeclaredWork
 
 NO_CALIBRATION = "no measured ceilings for this GPU: run kernelscope calibrate on it"
 

@@ -19,7 +19,7 @@ from kernelscope.analyze.kernel_table import KernelSummary, launch_config
 from kernelscope.analyze.occupancy import OccupancyResult
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
-from kernelscope.model.session_schema import MAX_SM_COUNT
+from kernelscope.model.device import MAX_SM_COUNT
 from kernelscope.model import collectors as collector
 
 COMPUTED_LABEL = "computed from the launch, not measured"

@@ -6,6 +6,9 @@ session files, so they never change (old sessions must load).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 TRACE = "trace"  # the trace pass: PyTorch profiler (CUPTI) launches, activities, regions
 COUNTERS = "counters"  # the counter pass: Nsight Compute (or an imported .ncu-rep)
 SAMPLER = "sampler"  # the live NVML / GPM sampler thread beside the trace pass
@@ -17,3 +20,19 @@ MEMORY = "memory"  # run --memory: the PyTorch caching allocator's history (torc
 STEPS = "steps"  # run --steps: the window of iterations (kernelscope.step()) the trace pass recorded
 
 ALL = (TRACE, COUNTERS, SAMPLER, DEVICE, NVML, INSTRUMENT, SCOPES, MEMORY, STEPS)
+
+
+@dataclass
+class CollectorStatus:
+    """Whether a collector ran, and if not (or only partly) why."""
+
+    status: str  # "ok" | "partial" | "not-run" | "failed"
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "details": self.details}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CollectorStatus":
+        return cls(status=str(d["status"]), reason=d.get("reason"), details=dict(d.get("details") or {}))

@@ -6,6 +6,10 @@ from typing import Any
 
 from kernelscope.model.metric import Metric, MetricMap, metrics_from_dict, metrics_to_dict
 
+# %smid is a 16-bit register (the block recorder's smid), so no GPU reports more SMs than this; a session's
+# sm_count is bounded by it when read, and the analyses that size a list by it rely on that.
+MAX_SM_COUNT = 65536
+
 
 @dataclass
 class Device:

@@ -159,3 +159,27 @@ def _dim3(v: Any) -> Dim3:
     if len(x) != 3:
         raise ValueError(f"expected three dimensions, got {v!r}")
     return (x[0], x[1], x[2])
+
+
+@dataclass
+class DeclaredWork:
+    """Work the user declared for one occurrence of a region: kernelscope.region(name, flops=, bytes=, units=).
+
+    ``occurrence`` counts entries of regions with this name in the order they were
+    entered (0 first), which is the order of the trace pass's regions of that name.
+    """
+
+    region: str
+    occurrence: int
+    flops: float | None = None
+    bytes: float | None = None
+    units: dict[str, float] = field(default_factory=dict)  # e.g. {"tokens": 4096}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"region": self.region, "occurrence": self.occurrence, "flops": self.flops, "bytes": self.bytes,
+                "units": dict(self.units)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DeclaredWork":
+        return cls(region=str(d["region"]), occurrence=int(d["occurrence"]), flops=d.get("flops"),
+                   bytes=d.get("bytes"), units={str(k): float(v) for k, v in (d.get("units") or {}).items()})

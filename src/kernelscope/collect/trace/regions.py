@@ -16,7 +16,7 @@ import functools
 from collections import Counter
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
-from kernelscope.model.session import DeclaredWork
+from kernelscope.model.launch import DeclaredWork
 
 F = TypeVar("F", bound=Callable[..., Any])
 
