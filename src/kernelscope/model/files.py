@@ -61,7 +61,7 @@ def _umask() -> int:
     return mask
 
 
-def _kind(mode: int) -> str:
+def file_type(mode: int) -> str:
     """What a non-regular file is, in words."""
     for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -107,7 +107,7 @@ def _special_output(out: Path, what: str) -> str | None:
     if stat.S_ISDIR(st.st_mode):
         return f"the {what} {out} is a directory; give a file name"
     if not stat.S_ISREG(st.st_mode):
-        return (f"the {what} {out} is {_kind(st.st_mode)}, not a regular file; give the name of a file "
+        return (f"the {what} {out} is {file_type(st.st_mode)}, not a regular file; give the name of a file "
                 "(-f replaces regular files only)")
     return None
 
@@ -264,10 +264,15 @@ def input_limit_bytes() -> int:
     return max(1, int(mb * (1 << 20)))
 
 
-def _too_large(path: Path, limit: int, decompressed: bool) -> InputFileError:
+def input_too_large(path: Path, limit: int, decompressed: bool) -> InputFileError:
+    """The error for an input over the limit (``decompressed``: once decompressed)."""
     how = " once decompressed" if decompressed else ""
     return InputFileError(path, f"holds more than {limit / (1 << 20):g} MiB{how}, the input limit; set "
                                 f"{INPUT_LIMIT_ENV} to a larger number of MiB to read it")
+
+
+# The former private names, still imported by collect/trace/kineto_stream.py.
+_kind, _too_large = file_type, input_too_large
 
 
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:
@@ -279,10 +284,10 @@ def check_input(path: str | os.PathLike[str]) -> os.stat_result:
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", str(p))
     if not stat.S_ISREG(st.st_mode):
-        raise InputFileError(p, f"is {_kind(st.st_mode)}, not a regular file; give a file on disk")
+        raise InputFileError(p, f"is {file_type(st.st_mode)}, not a regular file; give a file on disk")
     limit = input_limit_bytes()
     if st.st_size > limit:
-        raise _too_large(p, limit, False)
+        raise input_too_large(p, limit, False)
     return st
 
 
@@ -298,7 +303,7 @@ def read_input(path: str | os.PathLike[str], decompress: bool = True) -> bytearr
     fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else between stat and open
-            raise InputFileError(p, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
+            raise InputFileError(p, f"is {file_type(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
         head = f.read(2)
         f.seek(0)
         if not (decompress and head == b"\x1f\x8b"):
@@ -318,4 +323,4 @@ def _read_bounded(f: BinaryIO, p: Path, limit: int, decompressed: bool) -> bytea
             return data
         data += chunk
         if len(data) > limit:
-            raise _too_large(p, limit, decompressed)
+            raise input_too_large(p, limit, decompressed)

@@ -14,7 +14,8 @@ from kernelscope.model import Metric
 from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes
 from kernelscope.render.fit import fitted_panel
 
-_LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks/SM cap"}
+LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
+                  "blocks": "blocks/SM cap"}
 
 
 def _src(m: Metric | None) -> str:
@@ -68,9 +69,9 @@ class KernelConfigPanel:
                           f"  {occ.active_blocks_per_sm} block(s)/SM = {occ.active_warps_per_sm} of "
                           f"{occ.max_warps_per_sm} warps"),
                       f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else ""))
-            t.add_row("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), "")
+            t.add_row("  limited by", " + ".join(LIMITER_LABELS[x] for x in occ.limiters), "")
             t.add_row("  blocks/SM allowed by",
-                      " · ".join(f"{_LIMIT_LABEL[k]} {v}" for k, v in occ.blocks_limit.items()),
+                      " · ".join(f"{LIMITER_LABELS[k]} {v}" for k, v in occ.blocks_limit.items()),
                       f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
                       f"{occ.shared_memory_config_bytes:,} B carveout")
         if c.waves_per_sm is not None:

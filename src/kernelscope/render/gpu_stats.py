@@ -94,7 +94,9 @@ def kernel_busy(launches: Sequence[Launch], t0: int, t1: int, width: int) -> lis
     return [b / max(1, edges[i + 1] - edges[i]) for i, b in enumerate(busy)]
 
 
-def _scale(f: FieldStats) -> tuple[float, float]:
+def field_scale(f: FieldStats) -> tuple[float, float]:
+    """The range a field's strip is drawn against: 0-100 for a share, 0 to its limit where it has one, else the
+    samples' own minimum to peak."""
     if f.unit == "%":
         return 0.0, 100.0
     if f.limit:
@@ -238,7 +240,7 @@ class GpuStatsPanel:
                 why.no_wrap = False  # the reason wraps in the strip's no-wrap column, never cut
                 t.add_row(LABELS[key], why, "")
                 continue
-            lo, hi = _scale(f)
+            lo, hi = field_scale(f)
             cols = bucket(times, f.series, t0, t1, width)
             line = "".join(" " if v is not None and v != v else sparkline([v], lo, hi) for v in cols)
             t.add_row(LABELS[key], line, f"{value_text(lo, f.unit)}–{value_text(hi, f.unit)}")
@@ -273,9 +275,10 @@ class GpuStatsPanel:
             when = f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A"
             names = [labels.get(k) or short_kernel_name(k) for k, _ in w.kernels]
             ks = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "") if names else "(none)"
-            line = (f"{when:>9} {value_text(_f(x.value('gpu_utilization_pct')), '%'):>5} "
-                    f"{value_text(_f(x.value('sm_clock_mhz')), ''):>6} {value_text(_f(x.value('power_w')), 'W'):>6} "
-                    f"{value_text(_f(x.value('temperature_c')), 'C'):>6} {'!' if w.flags else ' '}")
+            line = (f"{when:>9} {value_text(as_number(x.value('gpu_utilization_pct')), '%'):>5} "
+                    f"{value_text(as_number(x.value('sm_clock_mhz')), ''):>6} "
+                    f"{value_text(as_number(x.value('power_w')), 'W'):>6} "
+                    f"{value_text(as_number(x.value('temperature_c')), 'C'):>6} {'!' if w.flags else ' '}")
             style = "yellow" if w.flags else ""
             t.add_row(Text(line, style=style), Text.from_markup(ks, style=style))
         out: list = [t]
@@ -296,5 +299,6 @@ class GpuStatsPanel:
         yield Panel(Group(*parts), title=self._title(), title_align="left")
 
 
-def _f(v: object) -> float | None:
+def as_number(v: object) -> float | None:
+    """A sample's reading as a float, or None when it is not a number (absent, text, true/false or NaN)."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None

@@ -20,12 +20,12 @@ def placed(points: tuple[RooflinePoint, ...]) -> list[RooflinePoint]:
             and float(p.intensity.value) > 0 and float(p.flop_rate.value) > 0]
 
 
-def _origin(m) -> str:
+def input_origin(m) -> str:
     """Where a roofline input came from, briefly: declared by the user, or the counter's name."""
     return {"user": "declared"}.get(m.source, m.raw_name if m.source == "ncu" else "SASS counters")
 
 
-def _intensity(v: float) -> str:
+def intensity_text(v: float) -> str:
     """FLOP/byte: whole numbers from 100 up (a 3-digit .3g would print 1,000 as 1e+03), else 3 digits."""
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
@@ -115,8 +115,8 @@ class RooflineChart:
             rows = []
             for mark, p in zip(MARKS, pts):
                 pct = "N/A" if p.pct_of_roof.is_missing else f"{float(p.pct_of_roof.value):.0f}% ({p.side})"
-                rows.append((mark, f"{p.label} ({p.kind})", _intensity(float(p.intensity.value)),
-                             rate_cell(p.flop_rate), pct, f"{_origin(p.flops)} / {_origin(p.bytes)}"))
+                rows.append((mark, f"{p.label} ({p.kind})", intensity_text(float(p.intensity.value)),
+                             rate_cell(p.flop_rate), pct, f"{input_origin(p.flops)} / {input_origin(p.bytes)}"))
             # what does not fit beside the numbers goes to a second table, keyed by the mark and name
             parts += fit_tables(options.max_width - 4, cols, rows, keys=2)
         else:

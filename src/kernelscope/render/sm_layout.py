@@ -50,7 +50,7 @@ def _computed_view(c: ComputedLayout, width: int) -> list:
     return parts
 
 
-def _strip(t: SMTimeline, span: int, width: int) -> str:
+def concurrency_strip(t: SMTimeline, span: int, width: int) -> str:
     """One character per time column: the most blocks running at once on this SM within it (· none, + ten or more)."""
     out = []
     for col in range(width):
@@ -125,7 +125,7 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
         what = "every SM" if len(chosen) == len(m.sms) else f"the {len(chosen)} SMs with the most idle time"
         parts.append(Text(f"Blocks running over the span ({what}; · idle, digits = blocks at once):"))
         for s in chosen:
-            parts.append(Text(f"  SM {s.smid:>4} {_strip(s, m.span_ns, strip_w)} {len(s.block_ids)} blk, "
+            parts.append(Text(f"  SM {s.smid:>4} {concurrency_strip(s, m.span_ns, strip_w)} {len(s.block_ids)} blk, "
                               f"tail idle {duration(s.tail_idle_ns)}"))
     parts.append(Text(MEASURED_NOTE + OVERHEAD_FORMULA + "; spread = " + SPREAD_FORMULA, style="dim"))
     return parts

@@ -16,7 +16,7 @@ from kernelscope.render.memory_transactions import shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.ncu_findings import plain
-from kernelscope.render.roofline_term import MARKS, _intensity, _origin, placed
+from kernelscope.render.roofline_term import MARKS, intensity_text, input_origin, placed
 
 
 def _pct_cell(m) -> Markup | str:
@@ -172,9 +172,9 @@ def roofline_section(a) -> Markup | None:
     peaks = [(label, float(m.value)) for label, m in c.compute if not m.is_missing]
     marks = list(zip(MARKS, pts))
     chart = roofline([(mk, float(p.intensity.value), float(p.flop_rate.value)) for mk, p in marks], bw, peaks, si)
-    rows = [(mk, f"{p.label} ({p.kind})", _intensity(float(p.intensity.value)), rate_cell(p.flop_rate),
+    rows = [(mk, f"{p.label} ({p.kind})", intensity_text(float(p.intensity.value)), rate_cell(p.flop_rate),
              "N/A" if p.pct_of_roof.is_missing else f"{float(p.pct_of_roof.value):.0f}% ({p.side})",
-             f"{_origin(p.flops)} / {_origin(p.bytes)}") for mk, p in marks]
+             f"{input_origin(p.flops)} / {input_origin(p.bytes)}") for mk, p in marks]
     body: list = [chart, table(("", "Kernel / region", "FLOP/byte", "FLOP/s", "% of roof", "FLOPs / bytes"), rows,
                                num_from=2)]
     reasons: dict[str, list[str]] = {}

@@ -10,11 +10,11 @@ from kernelscope.analyze.sm_layout import (
     TAIL_IDLE_SMS_FORMULA, WAVES_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData,
 )
 from kernelscope.model import Metric
-from kernelscope.render.config_panel import _LIMIT_LABEL
+from kernelscope.render.config_panel import LIMITER_LABELS
 from kernelscope.render.fmt import count, dim3, duration, size_bytes
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.sm_layout import MEASURED_NOTE, _strip, overhead_text, sm_idle_text
+from kernelscope.render.sm_layout import MEASURED_NOTE, concurrency_strip, overhead_text, sm_idle_text
 from kernelscope.render.warp_execution import choose_block, no_scopes_why, phase_letters, scopes_recorder, warp_strip
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
@@ -67,11 +67,11 @@ def config_section(k) -> Markup:
             rows.append(("Theoretical occupancy", f"{occ.theoretical_occupancy_pct:.1f}%  {occ.active_blocks_per_sm} "
                          f"block(s)/SM = {occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps",
                          f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else "")))
-            rows.append(("  limited by", " + ".join(_LIMIT_LABEL[x] for x in occ.limiters), ""))
+            rows.append(("  limited by", " + ".join(LIMITER_LABELS[x] for x in occ.limiters), ""))
             rows.append(
                 (
                     "  blocks/SM allowed by",
-                    " · ".join(f"{_LIMIT_LABEL[a]} {b}" for a, b in occ.blocks_limit.items()),
+                    " · ".join(f"{LIMITER_LABELS[a]} {b}" for a, b in occ.blocks_limit.items()),
                     f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
                     f"{occ.shared_memory_config_bytes:,} B carveout",
                 )
@@ -163,7 +163,7 @@ def _measured(m: MeasuredLayout, theoretical: int | None, max_strips: int = 16) 
         what = "every SM" if len(chosen) == len(m.sms) else f"the {len(chosen)} SMs with the most idle time"
         out.append(el("h3", f"Blocks running over the span ({what}; darker = more blocks at once)"))
         shade = {str(i): f"rgba(47,111,222,{min(1.0, 0.3 + 0.2 * i):.2f})" for i in range(1, 10)} | {"+": PALETTE[0]}
-        rows2 = [(f"SM {s.smid}", list(_strip(s, m.span_ns, STRIP_COLUMNS)),
+        rows2 = [(f"SM {s.smid}", list(concurrency_strip(s, m.span_ns, STRIP_COLUMNS)),
                   f"{len(s.block_ids)} blk, tail idle {duration(s.tail_idle_ns)}") for s in chosen]
         out.append(strips(rows2, shade, label="blocks over time per SM"))
     out.append(note(MEASURED_NOTE + OVERHEAD_FORMULA + "; spread = " + SPREAD_FORMULA))

@@ -9,8 +9,8 @@ from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.render.fmt import dim3_compact, duration, truncate
 from kernelscope.render.timeline import barrier_text, mark_text, multi_rank_note
 from kernelscope.render.header import collector_rows, header_rows
-from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, _f, _scale, bucket, kernel_busy, sampler_text,
-                                          stats_title, value_text)
+from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, as_number, bucket, field_scale, kernel_busy,
+                                          sampler_text, stats_title, value_text)
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
 from kernelscope.render.html.charts import PALETTE, series, strips
 from kernelscope.render.html.markup import Cell, Markup, el, kv, note, section, table
@@ -217,7 +217,7 @@ def _gpu_plots(session, s, samples, width: int) -> list:
             if f.count == 0:
                 plots.append((LABELS[key], el("span", f"N/A: {f.missing_reason}", class_="na"), ""))
                 continue
-            lo, hi = _scale(f)
+            lo, hi = field_scale(f)
             plots.append((LABELS[key], series(bucket(times, f.series, t0, t1, width), lo, hi, width),
                           f"{value_text(lo, f.unit)}–{value_text(hi, f.unit)}"))
         body.append(el("h3", f"Against the kernel timeline ({t0 / 1e9:.3f} s to {t1 / 1e9:.3f} s, "
@@ -246,8 +246,10 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
         names = [labels.get(k) or short_kernel_name(k) for k, _ in w.kernels]
         ks = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "") if names else "(none)"
         srows.append((f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A",
-                      value_text(_f(x.value("gpu_utilization_pct")), "%"), value_text(_f(x.value("sm_clock_mhz")), ""),
-                      value_text(_f(x.value("power_w")), "W"), value_text(_f(x.value("temperature_c")), "C"),
+                      value_text(as_number(x.value("gpu_utilization_pct")), "%"),
+                      value_text(as_number(x.value("sm_clock_mhz")), ""),
+                      value_text(as_number(x.value("power_w")), "W"),
+                      value_text(as_number(x.value("temperature_c")), "C"),
                       "!" if w.flags else "", ks))
     body.append(table(("t", "GPU", "SM MHz", "power", "temp", "", "kernels that ran since the previous sample"),
                       srows, num_from=0, text_cols=(6,)))
