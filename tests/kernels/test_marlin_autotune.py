@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from kernelscope.kernels.marlin import autotune, dequantize, pack, quantize, to_kernel_layout  # noqa: E402
+from kernelscope.kernels.marlin import autotune, dequantize, launch, pack, quantize, to_kernel_layout  # noqa: E402
 from kernelscope.kernels.marlin.autotune import (dequantize_kernel_layout, m_bucket, read_cache,  # noqa: E402
                                                  shape_key, tune_shape)
 from kernelscope.kernels.marlin.launch import decide_launch  # noqa: E402
@@ -37,6 +37,9 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path))
     autotune._MEMO.clear()
     autotune._NOTED.clear()
+    launch.forget_decisions()
+    yield
+    launch.forget_decisions()
 
 
 def ordered_timer(times_ms):
@@ -108,6 +111,7 @@ def test_first_use_tunes_once_then_reads_the_cache(weights, capsys, tmp_path):
     assert doc["entries"][shape_key(1, K, N, 128)]["launch"] == first.config.to_dict()
     assert decide_launch(1, K, N, 128, words, sk, tune=True) is first  # memo: no second tuning, no second line
     autotune._MEMO.clear()
+    launch.forget_decisions()
     again = decide_launch(1, K, N, 128, words, sk, tune=True)  # a new process: from the file, no tuning
     assert again.config == first.config and again.source.startswith("tuning cache")
     assert capsys.readouterr().err == ""

@@ -14,6 +14,13 @@ from kernelscope.kernels.marlin.launch import LaunchConfig, decide_launch, rule_
 H100 = "NVIDIA H100 80GB HBM3"
 
 
+@pytest.fixture(autouse=True)
+def fresh_decisions():
+    launch.forget_decisions()
+    yield
+    launch.forget_decisions()
+
+
 def test_a_config_holds_its_own_kernels_fields_only():
     t = LaunchConfig.triton(block_m=64, block_n=64, split_k=4, tma=True)
     assert (t.kernel, t.block_m, t.split_k, t.tma, t.programs, t.cluster_size) == ("triton", 64, 4, True, None, None)

@@ -54,16 +54,19 @@ class W4A16Call:
         self.tune = tune
         self.pdl = pdl
         self.bk, self.sk = to_kernel_layout(wt.B, wt.s, wt.groupsize)
+        self._decided: dict[int, tuple[Any, str]] = {}
 
     def decision(self, m: int) -> Any:
-        """(the LaunchConfig this point runs, where it came from)."""
+        """(the LaunchConfig this point runs, where it came from); decided once per m."""
         from kernelscope.kernels.marlin.launch import decide_launch
 
-        decision = decide_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
-        config = decision.config
-        if self.pdl and config.kernel == "gluon":
-            config = config.with_pdl()
-        return config, decision.source
+        if m not in self._decided:
+            decision = decide_launch(m, self.wt.k, self.wt.n, self.wt.groupsize, self.bk, self.sk, tune=self.tune)
+            config = decision.config
+            if self.pdl and config.kernel == "gluon":
+                config = config.with_pdl()
+            self._decided[m] = (config, decision.source)
+        return self._decided[m]
 
     def launch_info(self, m: int) -> dict[str, Any]:
         config, source = self.decision(m)

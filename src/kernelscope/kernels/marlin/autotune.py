@@ -251,9 +251,12 @@ def tuned_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any
 
 def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
     """Drop one point from this process's memo and the cache file, so the next decision tunes it again."""
+    from .launch import forget_decisions
+
     facts = device_facts(words)
     key = shape_key(m, k, n, groupsize)
     _MEMO.pop((facts.name, facts.triton_version, key), None)
+    forget_decisions()
     path = cache_file(facts.name, facts.triton_version)
     entries = read_cache(path, facts.name, facts.triton_version)
     if key in entries:

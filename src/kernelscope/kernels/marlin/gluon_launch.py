@@ -3,6 +3,7 @@ argument checks (each error one sentence, a ValueError) and its launch (:func:`g
 needs torch only; Gluon is imported at the first launch."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -127,6 +128,20 @@ def launch_in_clusters(fn: Any, programs: int, cluster: int, extra: int, args: t
 _functions: dict[tuple, Any] = {}  # (kernel hash, device, dynamic shared memory) -> the function loaded for it
 
 
+@lru_cache(maxsize=None)
+def _gluon() -> tuple[Any, Any, Any, int]:
+    """Gluon's language and tensor descriptor, the jitted kernel and the block recorder's row width, imported on the
+    first launch (not per call: a decode launch is a few microseconds)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from kernelscope.collect.instrument.layout import ROW_VALUES
+
+    from .gluon_kernel import _w4a16_gluon
+
+    return gl, TensorDescriptor, _w4a16_gluon, ROW_VALUES
+
+
 def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
                 programs: int | None = None, stages: int = 4, max_registers: int | None = 96,
                 out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
@@ -146,8 +161,7 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
     why = supported(a, n)
     if why:
         raise ValueError(f"gluon_w4a16: {why}.")
-    from kernelscope.collect.instrument.layout import ROW_VALUES
-
+    gl, TensorDescriptor, kernel, ROW_VALUES = _gluon()
     m, k = a.shape
     tiles = n // BLOCK_N
     programs = tiles if programs is None else programs
@@ -158,11 +172,6 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                          f"{programs * ROW_VALUES} values.")
     kb, units, partials, slots = work_split(k, n, programs)
     check_cluster(cluster_size, programs, tiles, kb)
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    from .gluon_kernel import _w4a16_gluon
-
     block_m = block_m_for(m)
     a = a.contiguous()
     if out is None:
@@ -184,8 +193,8 @@ def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize
                   CLUSTER=cluster_size, num_warps=4, launch_pdl=pdl,
                   **({"maxnreg": max_registers} if max_registers else {}))
     if cluster_size > 1:
-        launch_in_clusters(_w4a16_gluon, programs, cluster_size, extra_bytes(cluster_size, BLOCK_N, block_m), args,
+        launch_in_clusters(kernel, programs, cluster_size, extra_bytes(cluster_size, BLOCK_N, block_m), args,
                            kwargs)
     else:
-        _w4a16_gluon[(programs, )](*args, **kwargs)
+        kernel[(programs, )](*args, **kwargs)
     return out

@@ -178,6 +178,9 @@ def decide_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: An
     shipped table, then the first-use tuner (the module docstring). ``tune``: None = tune on a GPU only; True = also
     in the interpreter (tests); False = the table or the rule only. ``tune_kwargs`` go to the tuner
     (``deadline_s``, ``limit``, ``timer``)."""
+    key = (words.device, m, k, n, groupsize, tune)
+    if key in _DECIDED:  # every call of a model's forward asks: answered from here after the first
+        return _DECIDED[key]
     from . import autotune
 
     facts = autotune.device_facts(words)
@@ -186,5 +189,20 @@ def decide_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: An
     if tune is None:
         tune = on_gpu
     if not tune or fixed.source.startswith("table"):
-        return fixed
-    return autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, **tune_kwargs)
+        decision = fixed
+    else:
+        import torch
+
+        if on_gpu and torch.cuda.is_current_stream_capturing():  # not kept: the next eager call may still tune
+            return autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, **tune_kwargs)
+        decision = autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, **tune_kwargs)
+    _DECIDED[key] = decision
+    return decision
+
+
+def forget_decisions() -> None:
+    """Drop this process's decisions (after a table or cache changed), so the next call decides again."""
+    _DECIDED.clear()
+
+
+_DECIDED: dict[tuple, LaunchDecision] = {}  # (device, m, k, n, groupsize, tune) -> decision, this process
