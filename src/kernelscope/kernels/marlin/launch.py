@@ -7,12 +7,18 @@
    at the nearest tuned m at or above m (else the largest) replaces the rule;
 3. **first-use tuner**: on a GPU, for a shape the table does not hold, the launch the tuner measured fastest for
    this GPU and Triton version, from its cache or tuned now (:mod:`autotune`, at most a few seconds, one line on
-   stderr); the rule is its first candidate, so a tuning never picks a slower launch than the rule's. Nothing is
-   tuned in the CPU interpreter (its times say nothing about a GPU) or while a CUDA graph is being captured.
+   stderr; the candidates are :func:`tune_space.candidates`: on sm_90 at m <= 64 the Gluon kernel's rule launches,
+   then the Triton rule's, then the launches whose grids best fill whole waves), so a tuning never picks a launch
+   measured slower than the rule's. Nothing is tuned in the CPU interpreter (its times say nothing about a GPU) or
+   while a CUDA graph is being captured.
 
-Timing: every launch in the table and every tuning is ranked by CUDA-graph time
-(:func:`kernelscope.collect.graph_timing.time_cuda_graph`), the benchmark's method; the table's rows say how each
-was timed. ``kernelscope tune w4a16 --rebuild-table`` regenerates the table.
+Each decision is kept for the process (:func:`forget_decisions` drops them), so a model's forward decides once per
+shape.
+
+Timing: the tuner ranks candidates by CUDA-graph time on cold weights
+(:func:`kernelscope.collect.graph_timing.time_cuda_graph`), the benchmark's method; each table row says how it was
+timed (``timing``: ``cuda-graph``, or ``cuda-events`` for rows kept from an earlier sweep).
+``kernelscope tune w4a16 --rebuild-table`` regenerates the table, every row by graph time.
 """
 from __future__ import annotations
 
