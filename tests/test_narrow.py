@@ -114,7 +114,7 @@ def _kernel_timeline():
 
 def _memory_transactions():
     from kernelscope.analyze.counters import transactions
-    from kernelscope.render.memory_transactions import MemoryTransactionsPanel
+    from kernelscope.render.counter_panels import MemoryTransactionsPanel
 
     x = next(x for x in Session.load(RUN1).launches if x.counters and x.kernel == "matmul_kernel")
     return MemoryTransactionsPanel(transactions(x), "matmul_kernel")

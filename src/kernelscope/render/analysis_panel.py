@@ -12,7 +12,7 @@ from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
 from kernelscope.render.fmt import duration, si
-from kernelscope.render.ncu_findings import plain
+from kernelscope.render.counter_panels import plain
 from kernelscope.render.fit import fitted_panel
 
 def rate_cell(m: Metric, with_reason: bool = True) -> str:

@@ -12,10 +12,9 @@ from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
                                                roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, short_cell
-from kernelscope.render.memory_transactions import shared_wavefront_notes
+from kernelscope.render.counter_panels import plain, shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.ncu_findings import plain
 from kernelscope.render.roofline_term import MARKS, intensity_text, input_origin, placed
 
 
