@@ -308,7 +308,7 @@ def test_one_finding_per_cause_on_every_recorded_kernel(rows):
 
 
 def test_verdict_line_in_the_analysis_and_its_json(ceilings):
-    from kernelscope.render.analysis_json import kernel_analysis_json
+    from kernelscope.render.json_view import kernel_analysis_json
 
     k = _analysis("fma_matmul", DEFECT, ceilings)
     assert k.verdict.startswith("compute-bound: SM at 66% of peak")

@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     if warning:
         note(warning, "warning")  # device names from the files: escaped like every such string
     if args.json:
-        from kernelscope.render.diff_json import diff_json
+        from kernelscope.render.diff_view import diff_json
 
         json.dump(diff_json(d, name_a, name_b, args.fail_if_slower), sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -3,13 +3,17 @@ configuration's metrics are keyed by their raw collector name, each in Metric.to
 (value, unit, source; the raw name is the key)."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
+from kernelscope.analyze.analysis import KernelAnalysis
+from kernelscope.analyze.collectives import ALGBW_FORMULA, BUSBW_FORMULA, WAIT_FORMULA, WARMUP_RULE, CollectiveRow
 from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary
+from kernelscope.analyze.memory import ALLOCATED_FORMULA, BASELINE_FORMULA, RESERVED_FORMULA, MemoryReport
+from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksReport
 from kernelscope.analyze.report import KernelReport, Report
 from kernelscope.analyze.timeline import Timeline
 from kernelscope.model import Metric
-from kernelscope.render.analysis_json import kernel_analysis_json
 
 JSON_SCHEMA = "kernelscope-show/1"
 
@@ -146,3 +150,90 @@ def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, An
         "kernels": [_kernel(k) for k in report.kernels],
         **({} if timeline_limit is None else {"timeline": timeline_json(report.analysis.timeline, timeline_limit)}),
     }
+
+
+# -- each kernel's analysis: bound, throughput, % of peak, roofline point, ranked recommendations with evidence
+def _m(m: Metric) -> dict[str, Any]:
+    return m.to_dict()
+
+
+def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
+    p = a.roofline
+    return {
+        "verdict": a.verdict,
+        "bound": {"bound": a.bound.bound, "basis": a.bound.basis, "reason": a.bound.reason,
+                  "limiter": a.bound.limiter, "evidence": [list(e) for e in a.bound.evidence]},
+        "throughput": {label: _m(m) for label, m in a.throughput},
+        "pct_of_peak": {label: _m(m) for label, m in a.pct_of_peak},
+        "roofline": {"flops": _m(p.flops), "bytes": _m(p.bytes), "intensity": _m(p.intensity),
+                     "flop_rate": _m(p.flop_rate), "roof": _m(p.roof), "pct_of_roof": _m(p.pct_of_roof),
+                     "side": p.side or None},
+        "recommendations": [{"gain_pct": r.gain_pct, "gain_basis": r.gain_basis, "session_gain_pct": r.session_gain_pct,
+                             "local_pct": r.local_pct, "vendor_pct": r.vendor_pct,
+                             "ncu_estimates": [{"rule_id": n, "title": t, "pct": p, "type": ty}
+                                               for n, t, p, ty in r.ncu_estimates],
+                             "merged": list(r.merged), "finding": r.finding.to_dict()}
+                            for r in a.recommendations.recommendations],
+        "not_evaluated": [{"rule_id": n.rule_id, "reason": n.reason} for n in a.recommendations.not_evaluated],
+        "missing": [{"what": what, "why": why} for what, why in a.missing],
+    }
+
+
+# -- `ranks` and `collectives` (one rank for a one-process session)
+def _collective(row: CollectiveRow) -> dict[str, Any]:
+    return {
+        "name": row.name, "process_group": row.process_group, "index": row.index, "operation": row.operation,
+        "bytes": row.bytes, **({"bytes_missing_reason": row.bytes_missing_reason} if row.bytes is None else {}),
+        "straggler_rank": row.straggler_rank,
+        "ranks": {str(t.rank): {"start_ns": t.start_ns, "end_ns": t.end_ns, "wait_ns": t.wait_ns} for t in row.ranks},
+        "spread_ns": row.spread_ns, "transfer_ns": row.transfer_ns,
+        "algbw_gb_s": None if row.algbw_gb_s is None else round(row.algbw_gb_s, 3),
+        "busbw_gb_s": None if row.busbw_gb_s is None else round(row.busbw_gb_s, 3),
+        **({"bandwidth_missing_reason": row.bandwidth_missing_reason} if row.busbw_gb_s is None else {}),
+    }
+
+
+def ranks_json(report: RanksReport) -> dict[str, Any]:
+    """The keys `show --json` gains: ranks, collectives, and how they were derived.
+
+    collectives: in time order per process group, each with `name`, `process_group`, `bytes`,
+    `straggler_rank` and `ranks`: {"<rank>": {`start_ns`, `end_ns`, `wait_ns`}}, plus the index in its
+    group, the nccl-tests operation and bandwidths (with their formulas)."""
+    c, s = report.collectives, report.summary
+    run = c.run_straggler
+    return {
+        "ranks": [{**r.info.to_dict(), "kernels": r.kernels, "span_ns": r.span_ns, "compute_ns": r.compute_ns,
+                   "communication_ns": r.communication_ns, "idle_ns": r.idle_ns, "overlap_ns": r.overlap_ns,
+                   "overlap_pct": None if r.overlap_pct is None else round(r.overlap_pct, 3),
+                   "wait_ns": r.wait_ns, "collectives": r.collectives} for r in s.ranks],
+        "collectives": [_collective(row) for row in c.rows],
+        "ranks_summary": {
+            "compute_imbalance_pct": None if s.compute_imbalance_pct is None else round(s.compute_imbalance_pct, 3),
+            "straggler_rank": None if run is None else run.rank,
+            "straggler": None if run is None else {"rank": run.rank, "collectives": run.collectives,
+                                                   "caused_wait_ns": run.caused_wait_ns, "sentence": run.sentence,
+                                                   "warmup_collectives": run.warmup_collectives,
+                                                   "warmup_wait_ns": run.warmup_wait_ns},
+            "stragglers": [{"rank": x.rank, "collectives": x.collectives, "caused_wait_ns": x.caused_wait_ns,
+                            "warmup_collectives": x.warmup_collectives, "warmup_wait_ns": x.warmup_wait_ns}
+                           for x in c.stragglers],
+            "straggler_rule": WARMUP_RULE,
+            "collectives_missing_reason": c.missing_reason,
+            "notes": list(s.notes),
+            "formulas": {"wait_ns": WAIT_FORMULA, "algbw_gb_s": ALGBW_FORMULA, "busbw_gb_s": BUSBW_FORMULA,
+                         "overlap_pct": OVERLAP_FORMULA, "compute_imbalance_pct": IMBALANCE_FORMULA},
+        },
+    }
+
+
+# -- `memory` (run --memory): the numbers the Memory panel draws, with their formulas
+def memory_json(m) -> dict[str, Any]:
+    """A MemoryReport as plain JSON, or {"missing_reason": ...} when the history could not be used."""
+    if not isinstance(m, MemoryReport):
+        return {"missing_reason": m.reason}
+    d = asdict(m)
+    d["points"] = [[p["t_ns"], p["allocated_bytes"], p["reserved_bytes"]] for p in d["points"]]
+    d["points_columns"] = ["t_ns", "allocated_bytes", "reserved_bytes"]
+    d["formulas"] = {"allocated_bytes": ALLOCATED_FORMULA, "reserved_bytes": RESERVED_FORMULA,
+                     "baseline_allocated_bytes": BASELINE_FORMULA}
+    return d

@@ -72,15 +72,13 @@ class JsonRenderer(_Raw):
         self.timeline_limit = timeline_limit
 
     def document(self, report: Report) -> dict[str, Any]:
-        from kernelscope.render.json_view import show_json
-
-        from kernelscope.render.ranks_json import ranks_json
+        from kernelscope.render.json_view import ranks_json, show_json
 
         doc = show_json(report, self.timeline_limit)
         if report.ranks is not None:  # ranks, collectives (analyze/collectives; one rank for a one-process session)
             doc.update(ranks_json(report.ranks))
         if report.memory is not None:  # run --memory: allocated / reserved over time, the peak and what was live
-            from kernelscope.render.memory_json import memory_json
+            from kernelscope.render.json_view import memory_json
 
             doc["memory"] = memory_json(report.memory)
         if report.source_lines:  # run --source / an imported report with SourceCounters: the hot lines
