@@ -217,7 +217,7 @@ def test_bad_input_is_one_sentence(tmp_path):
 
 
 def test_lanes_nest_where_allowed_and_never_overlap_in_part():
-    from kernelscope.render.chrome_tracks import assign_lanes
+    from kernelscope.render.chrome_trace import assign_lanes
 
     spans = [(0, 100), (10, 20), (50, 150), (100, 200), (120, 130)]
     # blocks (no nesting): each takes the first slot free at its start (10-20 has left slot 1 by 50;

@@ -19,7 +19,7 @@ from kernelscope.analyze.verdict import session_verdict
 from kernelscope.collect.trace.kineto import parse_trace
 from kernelscope.model import Session
 from kernelscope.model.launch_table import LaunchTable
-from kernelscope.render.chrome_kernel_rows import KernelRows
+from kernelscope.render.chrome_trace import KernelRows
 from kernelscope.render.chrome_trace import session_to_chrome_trace
 
 SESSIONS = sorted(p.name for p in DATA.glob("session_*.json.gz"))

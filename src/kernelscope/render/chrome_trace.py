@@ -5,26 +5,327 @@ pass's start and duration); the regions' GPU spans beside them and their CPU
 spans in a host process; GPU samples as counter tracks; and, for every launch
 with block records, one track per resident-block slot of each SM ("SM 12 ·
 slot 0") with its blocks; for every launch with
-phase scopes, one track per warp (render/chrome_scopes.py). ``ts``/``dur`` are
+phase scopes, one track per warp (below). ``ts``/``dur`` are
 microseconds on the session clock (ns since ``time_origin_ns``, kept in
 ``otherData``). Anything that has no time on that clock is left out with a
 note, never placed at a made-up time.
+
+The parts, in order: tracks that trace viewers can draw (lanes), kernel launch events kept as the session's
+columns, phase scopes, memory, the trace itself, and the multi-GPU export (a process group per rank).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Union
+from typing import Any, BinaryIO, Callable, Iterator, Union
 
+from kernelscope.analyze.ranks import RanksReport
 from kernelscope.model import Launch, Session
-from kernelscope.model.launch_table import LaunchShape
-from kernelscope.render.chrome_memory import memory_events
-from kernelscope.render.chrome_kernel_rows import KernelColumns, KernelRows
-from kernelscope.render.chrome_scopes import scope_events
-from kernelscope.render.chrome_tracks import assign_lanes, split_partial_overlaps
-from kernelscope.render.text import visible
 from kernelscope.model.blocks import block_xyz
+from kernelscope.model.launch_table import LaunchShape, LaunchTable
 from kernelscope.model.names import short_kernel_name
+from kernelscope.render.text import visible
+
+
+# ====================================================================================================================
+# Tracks that trace viewers can draw: complete (``X``) events on one track must nest or be disjoint.
+#
+# Perfetto and chrome://tracing draw the ``X`` events of one (pid, tid) as a
+# stack of nested slices; two that overlap only in part are drawn wrong or
+# dropped. :func:`assign_lanes` gives each span the first lane where it fits
+# (greedy interval colouring: as few lanes as the spans' overlap needs), and
+# :func:`split_partial_overlaps` uses it to move what would overlap in part onto
+# an extra, named track of the same process, so a trace never depends on a
+# viewer's tie-breaking.
+
+def event_span_ns(e: dict[str, Any]) -> tuple[int, int]:
+    """An ``X`` event's (start, end) in whole ns (``ts``/``dur`` are µs, written from whole ns)."""
+    start = round(e["ts"] * 1000)
+    return start, start + round(e["dur"] * 1000)
+
+
+def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
+    """The lane of each (start, end) span, in input order: spans on one lane are disjoint, or nested if ``nest``.
+
+    Each span, by start (longest first at equal starts), takes the first lane
+    whose open spans have all ended by its start, or, with ``nest``, whose
+    innermost open span contains it.
+    """
+    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):  # one after another already (kernels on a stream)
+        return [0] * len(spans)
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
+    open_ends: list[list[int]] = []  # per lane: the ends of the spans still open, innermost last
+    lane_of = [0] * len(spans)
+    for i in order:
+        start, end = spans[i]
+        for lane, ends in enumerate(open_ends):
+            while ends and ends[-1] <= start:
+                ends.pop()
+            if not ends or (nest and end <= ends[-1]):
+                break
+        else:
+            lane, ends = len(open_ends), []
+            open_ends.append(ends)
+        ends.append(end)
+        lane_of[i] = lane
+    return lane_of
+
+
+def split_partial_overlaps(events: list[Any], notes: list[str]) -> list[Any]:
+    """Move ``X`` events that overlap others on their track only in part to extra tracks, with a note.
+
+    Events stay in place where their track is already drawable (the usual case:
+    kernels on a stream run one after another, regions nest); an extra track is
+    named after its track ("stream 7 · overlap 1"). ``events`` are dicts, or runs of
+    kernel events kept as columns (KernelRows), which say
+    their own spans and take their moves.
+    """
+    spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    refs: dict[tuple[int, int], list[int]] = {}  # per track: event position (>= 0) or ~launch index of a row
+    rows: Any = None
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            e.add_spans(spans, refs)
+            rows = e.cols
+        elif e["ph"] == "X":
+            key = (e["pid"], e["tid"])
+            spans.setdefault(key, []).append(event_span_ns(e))
+            refs.setdefault(key, []).append(i)
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events
+             if isinstance(e, dict) and e["ph"] == "M" and e["name"] == "thread_name"}
+    next_tid: dict[int, int] = defaultdict(int)
+    for pid, tid in list(spans) + list(names):
+        next_tid[pid] = max(next_tid[pid], (tid or 0) + 1)
+    extra: list[dict[str, Any]] = []
+    for (pid, tid), track in spans.items():
+        lanes = assign_lanes(track, nest=True)
+        if max(lanes) == 0:
+            continue
+        base = names.get((pid, tid), f"track {tid}")
+        lane_tid = {}
+        for lane in range(1, max(lanes) + 1):
+            lane_tid[lane] = next_tid[pid]
+            next_tid[pid] += 1
+            extra.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane_tid[lane],
+                          "args": {"name": f"{base} · overlap {lane}"}})
+        moved = 0
+        for i, lane in zip(refs[(pid, tid)], lanes):
+            if lane:
+                if i >= 0:
+                    events[i] = {**events[i], "tid": lane_tid[lane]}
+                else:
+                    rows.moved[~i] = lane_tid[lane]
+                moved += 1
+        notes.append(f"{moved} event(s) on track '{base}' overlap others there only in part and were drawn on "
+                     f"{max(lanes)} extra track(s) named '{base} · overlap N'")
+    return events + extra
+
+
+# ====================================================================================================================
+# Kernel launch events of a Chrome trace kept as the session's columns, written as JSON text.
+#
+# A million launches make a million kernel events of which most differ only in start, duration, launch
+# index and correlation id (and the kernel name in ``args`` can be 2 KB). So the events of launches on
+# the common path stay rows of the LaunchTable: each shape's constant parts are encoded once as JSON
+# fragments, and a row is written by joining its numbers between them, byte for byte what ``json.dumps``
+# writes for the same event dict (``events()`` builds those dicts, for tests and small traces).
+
+ROWS_PER_CHUNK = 5000  # rows joined into one string before writing: bounded memory, few write calls
+
+
+@dataclass
+class KernelColumns:
+    """What the kernel rows of one process trace share: the table, each shape's event parts (text already
+    made plain), the process id and the rows moved to an overlap track (launch index -> tid)."""
+
+    table: LaunchTable
+    shape_event: list[tuple[Any, ...]]  # per shape: name, tid, kernel, grid, block, regions, extra args
+    pid: int
+    moved: dict[int, int] = field(default_factory=dict)
+
+    def event(self, i: int) -> dict[str, Any]:
+        t = self.table
+        name, tid, kernel, grid, block, regions, extra = self.shape_event[t.shape[i]]
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": self.pid, "tid": self.moved.get(i, tid),
+                "ts": t.start_ns[i] / 1000.0, "dur": t.duration_ns[i] / 1000.0,  # type: ignore[operator]
+                "args": {"kernel": kernel, "launch_index": i, "grid": grid, "block": block,
+                         "correlation_id": t.correlation_id[i], "regions": regions, **extra}}
+
+    def fragments(self, sid: int, tid: int) -> tuple[str, str, str, str]:
+        """The JSON text of shape ``sid``'s event around its per-row numbers: before ``ts``, between ``dur``
+        and ``launch_index``, between it and ``correlation_id``, and after it."""
+        name, _, kernel, grid, block, regions, extra = self.shape_event[sid]
+        d = json.dumps
+        head = f'{{"ph": "X", "cat": "kernel", "name": {d(name)}, "pid": {d(self.pid)}, "tid": {d(tid)}, "ts": '
+        args = f', "args": {{"kernel": {d(kernel)}, "launch_index": '
+        mid = f', "grid": {d(grid)}, "block": {d(block)}, "correlation_id": '
+        tail = f', "regions": {d(regions)}' + "".join(f", {d(k)}: {d(v)}" for k, v in extra.items()) + "}}"
+        return head, args, mid, tail
+
+
+@dataclass
+class KernelRows:
+    """The kernel events of launches ``first`` .. ``stop - 1`` (those with a start time), in launch order."""
+
+    cols: KernelColumns
+    first: int
+    stop: int
+
+    def indices(self) -> Iterator[int]:
+        start = self.cols.table.start_ns
+        return (i for i in range(self.first, self.stop) if start[i] is not None)
+
+    def count(self) -> int:
+        start = self.cols.table.start_ns
+        return sum(1 for i in range(self.first, self.stop) if start[i] is not None)
+
+    def events(self) -> list[dict[str, Any]]:
+        return [self.cols.event(i) for i in self.indices()]
+
+    def add_spans(self, spans: dict[tuple[int, int], list[tuple[int, int]]],
+                  refs: dict[tuple[int, int], list[int]]) -> None:
+        """Each row's (start, end) in whole ns (as event_span_ns reads the event) on its track,
+        with ``~launch index`` as its reference (dict events use their position, >= 0)."""
+        c, t = self.cols, self.cols.table
+        shape, start, dur = t.shape, t.start_ns, t.duration_ns
+        lists: dict[int, tuple[Any, Any]] = {}
+        for i in range(self.first, self.stop):
+            st = start[i]
+            if st is None:
+                continue
+            sid = shape[i]
+            pair = lists.get(sid)
+            if pair is None:
+                key = (c.pid, c.moved.get(i, c.shape_event[sid][1]))
+                pair = lists[sid] = (spans.setdefault(key, []), refs.setdefault(key, []))
+            s = round(st / 1000.0 * 1000)
+            pair[0].append((s, s + round(dur[i] / 1000.0 * 1000)))
+            pair[1].append(~i)
+
+    def write(self, add: Callable[[str], None]) -> None:
+        """The rows as JSON text, ``ROWS_PER_CHUNK`` at a time, each chunk handed to ``add``."""
+        c, t = self.cols, self.cols.table
+        shape, start, dur, corr, moved = t.shape, t.start_ns, t.duration_ns, t.correlation_id, c.moved
+        frags: dict[tuple[int, int], tuple[str, str, str, str]] = {}
+        base = [c.fragments(sid, ev[1]) for sid, ev in enumerate(c.shape_event)]
+        rows: list[str] = []
+        for i in range(self.first, self.stop):
+            st = start[i]
+            if st is None:
+                continue
+            sid = shape[i]
+            if i in moved:
+                key = (sid, moved[i])
+                f = frags.get(key) or frags.setdefault(key, c.fragments(*key))
+            else:
+                f = base[sid]
+            k = corr[i]
+            rows.append(f'{f[0]}{st / 1000.0!r}, "dur": {dur[i] / 1000.0!r}{f[1]}{i}{f[2]}'
+                        f'{"null" if k is None else k}{f[3]}')
+            if len(rows) >= ROWS_PER_CHUNK:
+                add(", ".join(rows))
+                rows = []
+        if rows:
+            add(", ".join(rows))
+
+
+# ====================================================================================================================
+# Phase scopes of a launch as Chrome / Perfetto tracks: one track per warp (block, warp).
+#
+# Proton's times inside a block are SM cycles, not session-clock ns, and cycles
+# are never converted with a made-up clock rate: each launch's scopes get their
+# own process, placed at the launch's start, with a block at its measured
+# %globaltimer offset and its scopes at one cycle per ns (Proton's own
+# convention). The process name and a note say so.
+
+PID_SCOPES = 10_000  # scope tracks: PID_SCOPES + launch index, clear of the block tracks
+
+
+def scope_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
+    s = x.scopes
+    if s is None or not s.warps:
+        return []
+    if x.start_ns is None:
+        notes.append(f"phase scopes of launch {i} were left out: the launch has no start on the session clock")
+        return []
+    pid, name = PID_SCOPES + i, short_kernel_name(x.kernel)
+    cycles = s.time_unit == "cycles"
+    label = f"warp phases · {name} (launch {i})" + (" · inside a block: SM cycles drawn as ns" if cycles else "")
+    out: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}},
+                                 {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"name": str(pid)}}]
+    if cycles:
+        notes.append(f"phase scopes of launch {i} ({name}) are SM cycles (clock64) drawn as ns from each block's "
+                     "measured start offset; only the block offsets are on a ns clock")
+    warps = sorted(s.warps, key=lambda w: (w.block_id, w.warp))
+    max_warp = max(w.warp for w in warps) + 1
+    for w in warps:
+        tid = w.block_id * max_warp + w.warp
+        sm = f" (SM {w.smid})" if w.smid is not None else ""
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                    "args": {"name": f"block {w.block_id} warp {w.warp}{sm}"}})
+        base = x.start_ns + (w.block_offset_ns or 0)
+        for sc, st, en in zip(w.scope, w.start_ns, w.end_ns):
+            out.append({"ph": "X", "cat": "scope", "name": s.names[sc] if 0 <= sc < len(s.names) else f"scope {sc}",
+                        "pid": pid, "tid": tid, "ts": (base + st) / 1000.0, "dur": (en - st) / 1000.0,
+                        "args": {f"start_{s.time_unit}": st, f"end_{s.time_unit}": en, "block_id": w.block_id,
+                                 "warp": w.warp, "smid": w.smid, "clock": s.clock}})
+    return out
+
+
+# ====================================================================================================================
+# Chrome / Perfetto trace events of memory: the caching allocator's allocated and reserved bytes as counter
+# tracks (one value per allocator event, from the session's history: the same running sums analyze/memory.py
+# names) and kernelscope.mark() points as instant events with their values.
+
+PID_MEMORY = 4  # beside the GPU (1), host (2) and samples (3) processes of chrome_trace.py
+_ALLOC_DELTA = {"alloc": 1, "free_requested": -1}
+_RESERVED_DELTA = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+
+
+def memory_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    h = session.memory
+    if h is not None and len(h) and session.time_origin_ns:
+        out.append(
+            {"ph": "M", "name": "process_name", "pid": PID_MEMORY, "args": {"name": "memory (caching allocator)"}}
+        )
+        # the running sums start from the state before the first event (the snapshot's sums - the net change)
+        a = h.end_allocated_bytes - sum(_ALLOC_DELTA.get(h.actions[c], 0) * s for c, s in zip(h.action, h.size))
+        r = h.end_reserved_bytes - sum(_RESERVED_DELTA.get(h.actions[c], 0) * s for c, s in zip(h.action, h.size))
+        for t, code, size in zip(h.t_ns, h.action, h.size):
+            name = h.actions[code]
+            if name not in _ALLOC_DELTA and name not in _RESERVED_DELTA:
+                continue
+            a += _ALLOC_DELTA.get(name, 0) * size
+            r += _RESERVED_DELTA.get(name, 0) * size
+            out.append({"ph": "C", "name": "allocator [bytes]", "pid": PID_MEMORY, "ts": t / 1000.0,
+                        "args": {"allocated": a, "reserved": r}, "cat": f"memory{h.device_index}"})
+    elif h is not None and len(h):
+        notes.append("the allocator history has no session clock (no trace) and was left out")
+    placed = [m for m in session.marks if m.t_ns is not None]
+    if len(placed) < len(session.marks):
+        notes.append(f"{len(session.marks) - len(placed)} marks have no time on the session clock and were left out")
+    if placed:
+        out += [{"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "host (CPU)"}},
+                {"ph": "M", "name": "thread_name", "pid": 2, "tid": 2, "args": {"name": "marks"}}]
+    for m in placed:
+        args: dict[str, Any] = {
+            "step": m.step,
+            "allocated_bytes": m.allocated_bytes,
+            "reserved_bytes": m.reserved_bytes,
+        }
+        if m.memory_missing_reason:
+            args["memory_missing_reason"] = m.memory_missing_reason
+        args.update({f"value.{k}": v for k, v in m.values.items()})
+        out.append({"ph": "i", "s": "p", "cat": "mark", "name": m.name, "pid": 2, "tid": 2, "ts": m.t_ns / 1000.0,
+                    "args": args})
+    return out
+
+
+# ====================================================================================================================
+# The trace.
 
 PID_GPU, PID_HOST, PID_SAMPLES, PID_BLOCKS = 1, 2, 3, 100  # block tracks: PID_BLOCKS + launch index
 TID_REGIONS = 1_000_000  # beside the stream tracks, clear of any stream id
@@ -170,11 +471,9 @@ def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
-    """The trace; a multi-GPU session puts each rank in its own process tracks (render/chrome_ranks.py), with
+    """The trace; a multi-GPU session puts each rank in its own process tracks (below), with
     the waits at collectives of ``ranks_report`` (analyze/ranks.RanksReport) on a track of each waiting rank."""
     if len(session.ranks) > 1:
-        from kernelscope.render.chrome_ranks import ranks_chrome_events
-
         out = ChromeTrace(time_origin_ns=session.time_origin_ns)
         out.parts, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
         out.parts = [_plain_text(e) if isinstance(e, dict) else e for e in out.parts]  # rows: plain already
@@ -276,3 +575,66 @@ def _sample_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
                 out.append({"ph": "C", "name": f"{key} [{m.unit}]" if m.unit else key, "pid": PID_SAMPLES,
                             "ts": _us(s.t_ns), "args": {"value": m.value}, "cat": f"gpu{s.device_index}"})
     return out
+
+
+# ====================================================================================================================
+# Chrome / Perfetto export of a multi-GPU session: each rank in its own process tracks
+# ("rank 1 · GPU 1: NVIDIA H200", "rank 1 · host (CPU)", ...), and each wait at a collective
+# as a slice on a "collective waits" track of the waiting rank, named the methodology's way.
+
+PIDS_PER_RANK = (
+    1000  # a rank's tracks: pid = (rank + 1) * 1000 + the single-GPU pid (1 GPU, 2 host, 3 samples, 100+ blocks)
+)
+TID_WAITS = 1_000_001
+
+
+def rank_session(session: Session, rank: int) -> Session:
+    """The session with only this rank's launches, copies and regions (samples go with the first rank)."""
+    first = min(r.rank for r in session.ranks)
+    info = next(r for r in session.ranks if r.rank == rank)
+    device = session.device
+    if device is not None and info.device_index is not None:  # the rank's own GPU, not the session's first
+        device = dataclasses.replace(device, index=info.device_index, name=info.device_name or device.name)
+    return dataclasses.replace(
+        session, device=device, launches=[x for x in session.launches if x.rank == rank],
+        activities=[a for a in session.activities if a.rank == rank],
+        regions=[g for g in session.regions if g.rank == rank],
+        samples=session.samples if rank == first else [])
+
+
+def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], report: RanksReport | None,
+                        gpu_pid: int) -> tuple[list[Any], list[str]]:
+    """Every rank's events from the one-GPU builder ``one_rank``, moved to the rank's own pids (event dicts,
+    and runs of kernel events kept as columns (KernelRows), whose process id moves)."""
+    events: list[Any] = []
+    notes: list[str] = []
+    for info in sorted(session.ranks, key=lambda r: r.rank):
+        base = (info.rank + 1) * PIDS_PER_RANK
+        trace = one_rank(rank_session(session, info.rank))
+        shifted: list[Any] = []
+        notes += [f"rank {info.rank}: {n}" for n in trace.notes]
+        for e in trace.parts:
+            if not isinstance(e, dict):
+                if all(e.cols is not c for c in shifted):  # the rank's runs share their columns: move once
+                    e.cols.pid += base
+                    shifted.append(e.cols)
+                events.append(e)
+                continue
+            e = dict(e, pid=base + e["pid"])
+            if e["ph"] == "M" and e["name"] == "process_name":
+                e["args"] = {"name": f"rank {info.rank} · {e['args']['name']}"}
+            elif e["ph"] == "M" and e["name"] == "process_sort_index":
+                e["args"] = {"name": str(e["pid"])}
+            events.append(e)
+    if report is not None:
+        waits = [(t, row) for row in report.collectives.rows for t in row.ranks if t.wait_ns > 0]
+        for r in sorted({t.rank for t, _ in waits}):
+            events.append({"ph": "M", "name": "thread_name", "pid": (r + 1) * PIDS_PER_RANK + gpu_pid, "tid": TID_WAITS,
+                           "args": {"name": "collective waits"}})
+        for t, row in waits:
+            events.append({"ph": "X", "cat": "collective-wait", "pid": (t.rank + 1) * PIDS_PER_RANK + gpu_pid,
+                           "tid": TID_WAITS, "ts": t.start_ns / 1000.0, "dur": t.wait_ns / 1000.0,
+                           "name": f"barrier: {row.name} GPU{t.rank} waits for GPU{row.straggler_rank}",
+                           "args": {"process_group": row.process_group, "index": row.index, "wait_ns": t.wait_ns,
+                                    "straggler_rank": row.straggler_rank}})
+    return events, notes
