@@ -2,7 +2,7 @@
 
     PYTHONPATH=src:. python benchmarks/diagnosis/source_score.py [DIR] [--ceilings FILE] [--json]
 
-DIR holds CASE_VARIANT.ncu-rep.xz (default tests/data/source/suite). Each report is imported as `kernelscope import`
+DIR holds CASE_VARIANT.ncu-rep.xz (default tests/data/source). Each report is imported as `kernelscope import`
 does and analysed with the H100 calibration (tests/data/diagnosis/ceilings.json). The planted lines come from the
 case definition: the lines of the suite's kernel source that end in a `planted: CASE` marker comment
 (suite/triton_kernels.py, suite/cuda_kernels.cu), read from the source text the report itself holds (the kernel
@@ -36,7 +36,7 @@ from kernelscope.analyze.source_lines import RULE_COUNTS, rank_lines, rule_count
 from kernelscope.model import Session  # noqa: E402
 from kernelscope.model.source_lines import SourceLines  # noqa: E402
 
-DEFAULT_DIR = ROOT / "tests" / "data" / "source" / "suite"
+DEFAULT_DIR = ROOT / "tests" / "data" / "source"
 DEFAULT_CEILINGS = ROOT / "tests" / "data" / "diagnosis" / "ceilings.json"
 MARKER = re.compile(r"(?:#|//)\s*planted:\s*([\w ]+?)\s*$")
 TARGET_HIT_PCT = 90.0  # issue 39: the planted line is the hottest or a named line in at least 90% of the cases
