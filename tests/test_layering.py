@@ -5,7 +5,10 @@ exception on that page is one check here:
   vendor libraries; render/ imports model/, analyze/ and Rich, matplotlib, pandas; none imports kernels/, bench/ or
   cli/; two exceptions, each one import of plain data (:data:`CORE_EXCEPTIONS`), which must still exist;
 - cli/ imports Rich only in cli/bench/ and torch only in cli/tune.py;
-- kernels/ imports kernels/, model/, collect/ and analyze/, and torch and triton;
+- kernels/ imports kernels/, model/, collect/ and analyze/, and torch and triton; the one exception is the Marlin
+  demo's panels (kernels/marlin/panels.py, :data:`MARLIN_PANELS`), which draw with Rich and render/'s helpers and
+  import no torch (docs/decisions/0008-marlin-demo-panels.md);
+- Rich only in render/, cli/bench/ and the Marlin demo's panels; matplotlib only in render/ and bench/plots/;
 - bench/ imports anything but cli/, and matplotlib only in bench/plots/;
 - the top-level modules import only the core and no third-party library; __main__ imports only cli/;
 - no module imports another module's private name (``from kernelscope.x import _name``), except the few listed
@@ -49,6 +52,10 @@ PENDING_PRIVATE_IMPORTS = {
     ("kernelscope.kernels.marlin.matmul", "kernelscope.kernels.marlin.gemm", "_kernel"),
     ("kernelscope.kernels.marlin.workload", "kernelscope.kernels.marlin.gemm", "_kernel"),
 }
+# The Marlin demo's panels: the one module outside render/ and cli/bench/ that draws with Rich, and the plain data
+# it draws (docs/decisions/0008-marlin-demo-panels.md).
+MARLIN_PANELS = "kernelscope.kernels.marlin.panels"
+MARLIN_PANEL_DATA = "kernelscope.kernels.marlin.panel_data"
 
 
 def _layer(module: str) -> str:
@@ -123,9 +130,29 @@ def test_the_cli_imports_rich_only_in_bench_and_torch_only_in_tune():
 
 
 def test_kernels_import_only_model_collect_analyze_torch_and_triton():
-    assert _violations({"kernels"}, {"kernels", "model", "collect", "analyze"}) == []
+    found = _violations({"kernels"}, {"kernels", "model", "collect", "analyze"})
+    assert [v for v in found if not v.startswith(f"{MARLIN_PANELS} imports kernelscope.render.")] == []
     assert {m: tp - {"torch", "triton"} for m, tp in _third_party_by_module("kernels").items()
-            if tp - {"torch", "triton"}} == {}
+            if tp - {"torch", "triton"} and m != MARLIN_PANELS} == {}
+
+
+def test_the_marlin_demo_panels_draw_with_rich_and_render_helpers_and_never_import_torch():
+    """The exception of docs/design.md, exactly: Rich and render/ (its fitting and formatting helpers), the demo's
+    plain data, model/; no torch, so the panels draw on a machine without it."""
+    assert _third_party(MARLIN_PANELS) == {"rich"}
+    assert {_layer(t) for t in GRAPH[MARLIN_PANELS]} == {"kernels", "model", "render"}
+    assert {t for t in GRAPH[MARLIN_PANELS] if _layer(t) == "kernels"} == {MARLIN_PANEL_DATA}
+    assert _third_party(MARLIN_PANEL_DATA) == set() and {_layer(t) for t in GRAPH[MARLIN_PANEL_DATA]} <= {"model"}
+
+
+def test_rich_only_in_render_the_bench_cli_and_the_marlin_panels_and_matplotlib_only_in_render_and_bench_plots():
+    for module in MODULES:
+        tp = _third_party(module)
+        if "rich" in tp:
+            assert _layer(module) == "render" or module.startswith("kernelscope.cli.bench") \
+                or module == MARLIN_PANELS, module
+        if "matplotlib" in tp:
+            assert _layer(module) == "render" or module.startswith("kernelscope.bench.plots"), module
 
 
 def test_bench_never_imports_the_cli_and_matplotlib_only_in_its_plots():

@@ -146,7 +146,7 @@ def test_other_shapes_without_a_gpu_say_so():
 def test_walkthrough_snapshot_at_120_columns(bundled):
     from kernelscope.kernels.marlin.walkthrough import build_walkthrough, plan_of
     from kernelscope.render.show import make_console
-    from kernelscope.render.walkthrough import NeedsGpuNote, WalkthroughView
+    from kernelscope.kernels.marlin.panels import NeedsGpuNote, WalkthroughView
 
     buf = io.StringIO()
     console = make_console(width=120, file=buf, color=False)

@@ -15,7 +15,7 @@ from kernelscope.kernels.marlin.explain import (  # noqa: E402
     load_real_layer, packing_example, real_layer_example, unpack_in_registers,
 )
 from kernelscope.kernels.marlin.layout import fragment_coords  # noqa: E402
-from kernelscope.render.packing import PackingPanel  # noqa: E402
+from kernelscope.kernels.marlin.panels import PackingPanel  # noqa: E402
 from kernelscope.render.show import make_console  # noqa: E402
 
 

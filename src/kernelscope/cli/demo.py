@@ -42,7 +42,7 @@ def _show(session, args: argparse.Namespace, banner: str | None = None) -> int:
         console.print(f"The data-packing panel needs torch and numpy to pack the weights ({e}); install what is "
                       f"missing with: {_install_packing()}")
         return 0
-    from kernelscope.render.packing import PackingPanel
+    from kernelscope.kernels.marlin.panels import PackingPanel
 
     console.print(PackingPanel(real_layer_example()))
     console.print("Phase by phase, with the numbers of a launch: kernelscope learn marlin")

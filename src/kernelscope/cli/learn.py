@@ -104,9 +104,8 @@ def main(args: argparse.Namespace) -> int:
         from kernelscope.kernels.marlin.walkthrough import build_walkthrough
     except ImportError as e:
         fail(f"learn marlin needs torch and numpy to pack the weights ({e})")
-    from kernelscope.render.packing import PackingPanel
+    from kernelscope.kernels.marlin.panels import NeedsGpuNote, PackingPanel, WalkthroughView
     from kernelscope.render.console import make_console
-    from kernelscope.render.walkthrough import NeedsGpuNote, WalkthroughView
 
     session, plan, banner = _session_and_plan(args, given)
     recorded_here = not args.session and banner is None

@@ -7,13 +7,11 @@ from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, Dim3, Launch, Region
 from kernelscope.model.metric import SOURCES, Metric, MetricMap
 from kernelscope.model.ranks import Collective, RankInfo
-from kernelscope.model.packing import Figure, PackedWord, PackingExample, Phase, Walkthrough
 from kernelscope.model.sample import DeviceReading, GpuProcess, Sample
 from kernelscope.model.session import SCHEMA_VERSION, CollectorStatus, Session, SessionFileError
 
 __all__ = [
     "Activity", "BlockRecords", "PhaseScopes", "WarpScopes", "CollectorStatus", "Device", "DeviceReading", "Dim3",
-    "Finding", "GpuProcess", "HostSync", "Launch", "Metric", "MetricMap", "Region", "Sample", "Figure", "PackedWord",
-    "PackingExample", "Phase", "Walkthrough", "Collective", "RankInfo", "SCHEMA_VERSION", "SOURCES", "Session",
-    "SessionFileError", "attribute"
+    "Finding", "GpuProcess", "HostSync", "Launch", "Metric", "MetricMap", "Region", "Sample", "Collective", "RankInfo",
+    "SCHEMA_VERSION", "SOURCES", "Session", "SessionFileError", "attribute"
 ]

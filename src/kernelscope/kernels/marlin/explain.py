@@ -16,7 +16,7 @@ from importlib import resources
 
 import torch
 
-from kernelscope.model.packing import (
+from kernelscope.kernels.marlin.panel_data import (
     NibbleSlot, PackedWord, PackingExample, QuantizedValue, RegisterConstant, RegisterStep, ThreadTile, UnpackTrace,
 )
 

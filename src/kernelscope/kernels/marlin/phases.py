@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
-from kernelscope.model.packing import Figure, Phase
+from kernelscope.kernels.marlin.panel_data import Figure, Phase
 from .plan import FLUSH_REGION, GemmPlan
 from .unpack_ptx import instruction_count
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.names import short_kernel_name
-from kernelscope.model.packing import Walkthrough
+from kernelscope.kernels.marlin.panel_data import Walkthrough
 
 from .phases import gemm_phases
 from .plan import COMPILED_KEY, COPY_REGION, FLUSH_REGION, GEMM_REGION, KERNEL_NAME, PLAN_KEY, GemmPlan

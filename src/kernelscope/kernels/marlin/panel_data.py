@@ -1,8 +1,7 @@
-"""Plain data for the data-packing panel and the kernel walkthrough.
+"""Plain data for the Marlin demo's data-packing panel and kernel walkthrough.
 
-Builders live with the kernel (kernels/marlin/explain.py, walkthrough.py) and
-fill these from real packed data and a recorded session; renderers draw them.
-No third-party imports, so a renderer never needs torch.
+Builders (explain.py, walkthrough.py) fill these from real packed data and a recorded session; panels.py draws
+them. No third-party imports, so drawing never needs torch.
 """
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""Panel 6, Data packing: real weights through Marlin's INT4 format, byte by byte.
+"""The Marlin demo's panels (Rich): the data-packing panel of `kernelscope demo` and `kernelscope learn marlin`
+(real weights through Marlin's INT4 format, byte by byte: quantize, pack, place and unpack, composed by
+PackingPanel) and the walkthrough of `learn marlin` (one recorded launch of the W4A16 kernel, phase by phase).
 
-Four small renderables (quantize, pack, place, unpack) composed by PackingPanel;
-every number comes from a PackingExample built from real packed data.
+They draw the plain data of panel_data.py, which explain.py and walkthrough.py build from real packed data and a
+recorded session; every number comes from there. Rich is imported here, outside render/, because these panels are
+part of the demo (docs/decisions/0008-marlin-demo-panels.md); nothing here imports torch.
 """
 from __future__ import annotations
 
@@ -12,10 +15,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from kernelscope.kernels.marlin.panel_data import PackedWord, PackingExample, Phase, UnpackTrace, Walkthrough
+from kernelscope.model import Metric
 from kernelscope.render.fit import Column, fit_tables
-from kernelscope.model.packing import PackedWord, PackingExample, UnpackTrace
+from kernelscope.render.fmt import duration, size_bytes
 
 
+# -- the data-packing panel (panel 6)
 def _hex32(x: int) -> str:
     return f"0x{x & 0xFFFFFFFF:08x}"
 
@@ -167,3 +173,99 @@ class PackingPanel:
         )
         body = Group(head, QuantizeView(ex.words[0]), PackView(ex), PlacementView(ex), UnpackView(ex.unpack))
         yield Panel(body, title="Data packing · Marlin INT4 (real weights)", title_align="left")
+
+
+# -- the walkthrough of one launch, phase by phase
+def _unit(unit: str, value: float) -> str:
+    """'program' -> 'programs' for counts other than one; 'register/thread' -> 'registers/thread'."""
+    if not unit or value == 1:
+        return unit
+    head, sep, tail = unit.partition("/")
+    words = head.split(" ")
+    words[-1] = words[-1] if words[-1].endswith("s") else words[-1] + "s"
+    return " ".join(words) + sep + tail
+
+
+def figure_value(m: Metric) -> str:
+    """A figure's value in its unit; N/A with the reason when it was not measured."""
+    if m.is_missing:
+        return f"N/A: {m.missing_reason}"
+    v, unit = m.value, m.unit
+    if isinstance(v, str):
+        return v
+    if unit in ("byte", "byte/block"):
+        return f"{int(v):,} B" + (f" ({size_bytes(v)})" if v >= 1024 else "")
+    if unit == "ns":
+        return duration(v)
+    if unit == "byte/s":
+        return f"{float(v) / 1e9:,.1f} GB/s"
+    if unit == "FLOP/s":
+        return f"{float(v) / 1e12:,.2f} TFLOP/s"
+    if unit == "FLOP/byte":
+        return f"{float(v):.2f} FLOP/B"
+    if unit == "%":
+        return f"{float(v):.1f}%"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:,.2f} {_unit(unit, v)}".rstrip()
+    return f"{int(v):,} {_unit(unit, v)}".rstrip()
+
+
+_COLLECTOR = {"instrument": "in-kernel instrumentation", "ncu": "the counter pass (ncu)"}
+
+
+def figure_source(m: Metric) -> str:
+    if m.is_missing:
+        return "" if m.source == "derived" else f"would come from {_COLLECTOR.get(m.source, m.source)}"
+    if m.source == "derived" and m.formula:
+        return m.formula
+    if m.source == "user":
+        return "launch parameter"
+    return f"{m.source}: {m.raw_name}"
+
+
+class PhaseView:
+    def __init__(self, number: int, phase: Phase) -> None:
+        self.number, self.phase = number, phase
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        values = [figure_value(f.metric) for f in self.phase.figures]
+        longest_word = max((len(w) for v in values for w in v.split()), default=1)  # a number with its unit
+        label_w = max([24, *(len(f.label) for f in self.phase.figures)])
+        room = options.max_width - 4 - label_w - 6  # the panel's border and the three columns' padding
+        value_w = max(min(longest_word, 24), min(max(map(len, values), default=1), room * 2 // 5))
+        t = Table(box=None, padding=(0, 1), show_header=False, expand=True)
+        t.add_column("", style="bold", no_wrap=True, min_width=24)
+        t.add_column("", overflow="fold", width=value_w)
+        t.add_column("", style="dim", overflow="fold", ratio=1)
+        for f in self.phase.figures:
+            t.add_row(Text(f.label), Text(figure_value(f.metric)), Text(figure_source(f.metric)))
+        body = Group(Text(self.phase.what), t)
+        yield Panel(body, title=f"{self.number}. {self.phase.title}", title_align="left")
+
+
+class WalkthroughView:
+    def __init__(self, walk: Walkthrough, banner: str | None = None) -> None:
+        self.walk, self.banner = walk, banner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        w = self.walk
+        if self.banner:
+            yield Text(self.banner)
+        yield Text.assemble(("Walkthrough · ", "bold"), (w.kernel, "bold"),
+                            f" on {w.device}, recorded {w.recorded}\n{w.problem}")
+        for i, p in enumerate(w.phases, 1):
+            yield PhaseView(i, p)
+
+
+class NeedsGpuNote:
+    """Which parts of what was shown came from a GPU run, for a reader without one."""
+
+    def __init__(self, walk: Walkthrough) -> None:
+        self.walk = walk
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = [Text("Needs a GPU (shown above from the recording):", style="bold")]
+        lines += [Text(f"  - {x}") for x in self.walk.needs_gpu]
+        lines.append(Text("Works here without one: quantizing and packing real weights, the placement of every "
+                          "nibble, the in-register unpack, and the bytes, FLOPs and intensity arithmetic."))
+        yield Group(*lines)
