@@ -491,3 +491,70 @@ def test_an_installed_copy_has_the_header(tmp_path):
         pytest.skip(f"pip could not build a wheel here: {r.stderr.strip()[-200:]}")
     wheel = next(tmp_path.glob("kernelscope-*.whl"))
     assert "kernelscope/include/kernelscope.cuh" in zipfile.ZipFile(wheel).namelist()
+
+
+# -- buffers and sessions recorded on an H100 (tests/data/cuda_scopes/README.md) -----------------------------
+RECORDED = ROOT / "tests" / "data" / "cuda_scopes"
+
+
+def _recorded(name: str) -> dict:
+    import gzip
+    import json
+
+    path = RECORDED / name
+    return json.loads(gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_text())
+
+
+def _read_recorded(name: str):
+    d = _recorded(name)
+    names = {int(k): v for k, v in d["names"].items()}
+    return d, read_scope_buffer(d["scopes"], names), read_cuda_blocks(d["blocks"], d["grid"])
+
+
+def test_recorded_spin_phases_last_as_long_as_the_kernel_spun():
+    d, s, blocks = _read_recorded("spin_phases_h100.json.gz")
+    assert s.problems == [] and blocks.problems == []
+    assert sorted(blocks.block_id) == list(range(264)) and blocks.nsmid == 132  # every block once
+    assert len(s.warps) == 264 * 4 and all(len(w.scope) == 3 for w in s.warps)
+    assert d["scopes"][1] == 264 * 4 * cs.SCOPES_CHUNK and d["scopes"][3] == 0  # one claim a warp, none dropped
+    for i, want in enumerate((20_000, 40_000, 10_000)):
+        got = [e - st for w in s.warps for sc, st, e in zip(w.scope, w.start_ns, w.end_ns) if sc == i]
+        assert all(want <= g <= 1.05 * want for g in got), (s.names[i], min(got), max(got))
+    times = {t for t in d["scopes"][cs.HEADER_VALUES::2] if t}
+    assert all(t % 32 == 0 for t in times)  # the H100's %globaltimer step
+    for w in s.warps:  # the block recorder's span of each block holds its warps' scopes
+        b = blocks.block_id.index(w.block_id)
+        assert blocks.end_ns[b] - blocks.start_ns[b] >= w.end_ns[-1] - w.start_ns[0]
+
+
+def test_recorded_pipeline_overlaps_load_and_compute_more_than_the_serial_one():
+    from kernelscope.analyze.phases import summarize_phases
+
+    overlap = {}
+    for kernel in ("pipeline_serial", "pipeline_overlap"):
+        d, s, blocks = _read_recorded(f"{kernel}_h100.json")
+        assert s.problems == [] and blocks.problems == [] and sorted(blocks.block_id) == [0, 1, 2, 3]
+        assert s.names == ["load", "compute", "store"] and len(s.warps) == 8
+        assert all(sorted(w.scope) == [0] * 4 + [1] * 4 + [2] * 4 for w in s.warps)  # four stages each
+        v = summarize_phases(s)
+        overlap[kernel] = {frozenset((o.a, o.b)): o.fraction_median for o in v.overlaps}[frozenset(("load", "compute"))]
+    # two warps a block: the serial kernel's warps overlap one another a little, the pipeline's own loads much more
+    assert overlap["pipeline_overlap"] > 3 * overlap["pipeline_serial"] > 0
+
+
+def test_recorded_sessions_show_the_panels():
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.show import ShowView, make_console
+
+    for name, kernel in (("session_h100_spin.json.gz", "spin_phases"),
+                         ("session_h100_pipeline.json.gz", "pipeline_overlap")):
+        s = Session.load(RECORDED / name)
+        assert s.collectors["instrument"].status == "ok" and s.collectors["scopes"].status == "ok", name
+        buf = io.StringIO()
+        make_console(width=140, file=buf, color=False).print(ShowView(build_report(s, kernel, 1),
+                                                                      with_analysis=False))
+        text = buf.getvalue()
+        assert f"Block → SM layout · {kernel} · measured" in text, name
+        assert "Warp execution" in text and "measured: kernelscope.cuh scopes, globaltimer per warp" in text
+        if kernel == "pipeline_overlap":
+            assert "load ∥ compute" in text

@@ -87,11 +87,19 @@ __device__ __forceinline__ unsigned long long ks_block_id() {
            + (unsigned long long)blockIdx.z * gridDim.x * gridDim.y;
 }
 
-// One record of a warp's scope. END reads the clock before claiming room;
-// BEGIN reads it only once a claim has returned (the read sits behind a branch
-// on the slot), so an atomic's latency falls outside the interval the two
-// records bound. next/stop: the slots of the recording lane's current claim.
-__device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long long& next, unsigned long long& stop,
+// The packed value's fixed part for the calling thread's warp: block id (bits 0-31), warp in block (32-39).
+__device__ __forceinline__ unsigned long long ks_scope_tag() {
+    const unsigned int tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+    return (ks_block_id() & 0xFFFFFFFFULL) | ((unsigned long long)((tid >> 5) & 0xFF) << 32);
+}
+
+// One record of a warp's scope. END reads the clock before any claim; BEGIN
+// reads it only after (the read sits behind a branch on the claim's result),
+// so an atomic's latency falls outside the interval the two records bound.
+// next/stop: the recording lane's current claim; limit: the end of its room
+// (the capacity, read once per claim).
+__device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long long tag, unsigned long long& next,
+                                                unsigned long long& stop, unsigned long long& limit,
                                                 unsigned int id, unsigned int end) {
     const unsigned int mask = __activemask();
     if (ks_laneid() != (unsigned int)(__ffs(mask) - 1)) return;  // one lane per warp: the first active one
@@ -99,16 +107,16 @@ __device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long lo
     if (next == stop) {
         next = atomicAdd((unsigned long long*)(buf + 1), (unsigned long long)KS_SCOPES_CHUNK);
         stop = next + KS_SCOPES_CHUNK;
+        const unsigned long long capacity = (unsigned long long)buf[0];
+        limit = capacity < stop ? capacity : stop;
     }
     const unsigned long long slot = next++;
-    if (slot >= (unsigned long long)buf[0]) {  // full: counted, never written past the end
+    if (slot >= limit) {  // full: counted, never written past the end
         atomicAdd((unsigned long long*)(buf + 3), 1ULL);
         return;
     }
     if (!end) t = ks_globaltimer();
-    const unsigned int tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
-    const unsigned long long packed = (ks_block_id() & 0xFFFFFFFFULL)
-        | ((unsigned long long)((tid >> 5) & 0xFF) << 32)
+    const unsigned long long packed = tag
         | ((unsigned long long)(ks_smid() & 0xFFF) << 40)
         | ((unsigned long long)(id & KS_SCOPES_MAX_ID) << 52)
         | ((unsigned long long)(end ? 1 : 0) << 62);
@@ -119,9 +127,14 @@ __device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long lo
 
 #define KS_SCOPES_INIT(buf)                                                                            \
     long long* const ks_scopes_buffer_ = (buf);                                                        \
-    unsigned long long ks_scopes_next_ = 0, ks_scopes_stop_ = 0
-#define KS_SCOPE_BEGIN(id) ks_scope_record(ks_scopes_buffer_, ks_scopes_next_, ks_scopes_stop_, (unsigned int)(id), 0u)
-#define KS_SCOPE_END(id) ks_scope_record(ks_scopes_buffer_, ks_scopes_next_, ks_scopes_stop_, (unsigned int)(id), 1u)
+    const unsigned long long ks_scopes_tag_ = ks_scope_tag();                                          \
+    unsigned long long ks_scopes_next_ = 0, ks_scopes_stop_ = 0, ks_scopes_limit_ = 0
+#define KS_SCOPE_BEGIN(id)                                                                             \
+    ks_scope_record(ks_scopes_buffer_, ks_scopes_tag_, ks_scopes_next_, ks_scopes_stop_, ks_scopes_limit_, \
+                    (unsigned int)(id), 0u)
+#define KS_SCOPE_END(id)                                                                               \
+    ks_scope_record(ks_scopes_buffer_, ks_scopes_tag_, ks_scopes_next_, ks_scopes_stop_, ks_scopes_limit_, \
+                    (unsigned int)(id), 1u)
 
 #define KS_BLOCK_BEGIN() const unsigned long long ks_block_start_ = ks_globaltimer()
 
