@@ -76,21 +76,22 @@ __device__ __forceinline__ unsigned int ks_nsmid() {  // %smid need not be conti
     return v;
 }
 
-__device__ __forceinline__ unsigned int ks_laneid() {
-    unsigned int v;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(v));
-    return v;
-}
-
 __device__ __forceinline__ unsigned long long ks_block_id() {
     return (unsigned long long)blockIdx.x + (unsigned long long)blockIdx.y * gridDim.x
            + (unsigned long long)blockIdx.z * gridDim.x * gridDim.y;
 }
 
-// The packed value's fixed part for the calling thread's warp: block id (bits 0-31), warp in block (32-39).
+// The packed value's fixed part for the calling thread's warp: block id (bits 0-31), warp in block (32-39),
+// %smid (40-51; a block runs on one SM from start to end).
 __device__ __forceinline__ unsigned long long ks_scope_tag() {
     const unsigned int tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
-    return (ks_block_id() & 0xFFFFFFFFULL) | ((unsigned long long)((tid >> 5) & 0xFF) << 32);
+    return (ks_block_id() & 0xFFFFFFFFULL) | ((unsigned long long)((tid >> 5) & 0xFF) << 32)
+           | ((unsigned long long)(ks_smid() & 0xFFF) << 40);
+}
+
+// The thread's lane: warps are cut from the linear thread index, 32 at a time.
+__device__ __forceinline__ unsigned int ks_lane() {
+    return (threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) & 31u;
 }
 
 // One record of a warp's scope. END reads the clock before any claim; BEGIN
@@ -98,11 +99,10 @@ __device__ __forceinline__ unsigned long long ks_scope_tag() {
 // so an atomic's latency falls outside the interval the two records bound.
 // next/stop: the recording lane's current claim; limit: the end of its room
 // (the capacity, read once per claim).
-__device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long long tag, unsigned long long& next,
-                                                unsigned long long& stop, unsigned long long& limit,
-                                                unsigned int id, unsigned int end) {
-    const unsigned int mask = __activemask();
-    if (ks_laneid() != (unsigned int)(__ffs(mask) - 1)) return;  // one lane per warp: the first active one
+__device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long long tag, unsigned int lane,
+                                                unsigned long long& next, unsigned long long& stop,
+                                                unsigned long long& limit, unsigned int id, unsigned int end) {
+    if (lane != (unsigned int)(__ffs(__activemask()) - 1)) return;  // one lane per warp: the first active one
     unsigned long long t = end ? ks_globaltimer() : 0ULL;
     if (next == stop) {
         next = atomicAdd((unsigned long long*)(buf + 1), (unsigned long long)KS_SCOPES_CHUNK);
@@ -116,25 +116,22 @@ __device__ __forceinline__ void ks_scope_record(long long* buf, unsigned long lo
         return;
     }
     if (!end) t = ks_globaltimer();
-    const unsigned long long packed = tag
-        | ((unsigned long long)(ks_smid() & 0xFFF) << 40)
-        | ((unsigned long long)(id & KS_SCOPES_MAX_ID) << 52)
-        | ((unsigned long long)(end ? 1 : 0) << 62);
     long long* rec = buf + KS_SCOPES_HEADER_VALUES + KS_SCOPES_RECORD_VALUES * slot;
     rec[0] = (long long)t;
-    rec[1] = (long long)packed;
+    rec[1] = (long long)(tag | ((unsigned long long)(id & KS_SCOPES_MAX_ID) << 52)
+                         | ((unsigned long long)(end ? 1 : 0) << 62));
 }
 
 #define KS_SCOPES_INIT(buf)                                                                            \
     long long* const ks_scopes_buffer_ = (buf);                                                        \
     const unsigned long long ks_scopes_tag_ = ks_scope_tag();                                          \
+    const unsigned int ks_scopes_lane_ = ks_lane();                                                    \
     unsigned long long ks_scopes_next_ = 0, ks_scopes_stop_ = 0, ks_scopes_limit_ = 0
-#define KS_SCOPE_BEGIN(id)                                                                             \
-    ks_scope_record(ks_scopes_buffer_, ks_scopes_tag_, ks_scopes_next_, ks_scopes_stop_, ks_scopes_limit_, \
-                    (unsigned int)(id), 0u)
-#define KS_SCOPE_END(id)                                                                               \
-    ks_scope_record(ks_scopes_buffer_, ks_scopes_tag_, ks_scopes_next_, ks_scopes_stop_, ks_scopes_limit_, \
-                    (unsigned int)(id), 1u)
+#define KS_SCOPE_RECORD_(id, end)                                                                      \
+    ks_scope_record(ks_scopes_buffer_, ks_scopes_tag_, ks_scopes_lane_, ks_scopes_next_, ks_scopes_stop_, \
+                    ks_scopes_limit_, (unsigned int)(id), (end))
+#define KS_SCOPE_BEGIN(id) KS_SCOPE_RECORD_(id, 0u)
+#define KS_SCOPE_END(id) KS_SCOPE_RECORD_(id, 1u)
 
 #define KS_BLOCK_BEGIN() const unsigned long long ks_block_start_ = ks_globaltimer()
 
