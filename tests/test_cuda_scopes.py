@@ -558,3 +558,15 @@ def test_recorded_sessions_show_the_panels():
         assert "Warp execution" in text and "measured: kernelscope.cuh scopes, globaltimer per warp" in text
         if kernel == "pipeline_overlap":
             assert "load ∥ compute" in text
+
+
+def test_scopes_without_block_records_say_who_recorded_their_sms():
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.show import ShowView, make_console
+
+    s = _session()
+    s.launches[0].scopes = read_scope_buffer(kernel_writes(launch_records(), capacity=32), NAMES)
+    buf = io.StringIO()
+    make_console(width=140, file=buf, color=False).print(ShowView(build_report(s, None, 1), with_analysis=False))
+    text = " ".join(buf.getvalue().split())
+    assert "kernelscope.cuh scopes of one launch recorded the SM of 2 of its 2 blocks: 2 distinct SMs" in text

@@ -307,11 +307,12 @@ def instrumented_launches(session: Session, kernel: str) -> list[Launch]:
 
 @dataclass(frozen=True)
 class ProtonSMs:
-    """Where no block recorder ran but Proton scopes did: the SMs of the blocks one launch's scopes recorded."""
+    """Where no block recorder ran but phase scopes did: the SMs of the blocks one launch's scopes recorded."""
 
     blocks_recorded: int
     grid_blocks: int
     distinct_sms: int
+    recorder: str = "Proton"  # who recorded the scopes: Proton, or kernelscope.cuh
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,7 @@ def sm_layout_data(session: Session, k: KernelSummary, sm_count: int | None) -> 
     if scoped:
         last = scoped[-1]
         ws = last.scopes.warps  # type: ignore[union-attr]
+        source = last.scopes.source  # type: ignore[union-attr]
         proton = ProtonSMs(len({w.block_id for w in ws}), last.grid[0] * last.grid[1] * last.grid[2],
-                           len({w.smid for w in ws}))
+                           len({w.smid for w in ws}), "Proton" if source == "proton" else source)
     return SMLayoutData(0, None, None, layout, len(k.configs), proton)

@@ -173,7 +173,7 @@ class SMLayoutPanel:
             parts.append(Text("Not measured: no launch of this kernel was instrumented with the block recorder.",
                               style="dim"))
             if (p := d.proton_sms) is not None:
-                parts.append(Text(f"Proton scopes of one launch recorded the SM of {p.blocks_recorded:,} "
+                parts.append(Text(f"{p.recorder} scopes of one launch recorded the SM of {p.blocks_recorded:,} "
                                   f"of its {p.grid_blocks:,} blocks: {p.distinct_sms:,} distinct SMs "
                                   "(instrument: %smid per block)", style="dim"))
             title = f"Block → SM layout · {self.label} · {COMPUTED_LABEL}"

@@ -183,7 +183,7 @@ def sm_layout_section(d: SMLayoutData, label: str) -> Markup:
         body.insert(0, note(f"Configuration 1 of {d.configs} (most time)"))
     body.append(note("Not measured: no launch of this kernel was instrumented with the block recorder."))
     if (p := d.proton_sms) is not None:
-        body.append(note(f"Proton scopes of one launch recorded the SM of {p.blocks_recorded:,} of its "
+        body.append(note(f"{p.recorder} scopes of one launch recorded the SM of {p.blocks_recorded:,} of its "
                          f"{p.grid_blocks:,} blocks: {p.distinct_sms:,} distinct SMs (instrument: %smid per block)"))
     return section(f"2 · Block → SM layout · {label} · {COMPUTED_LABEL}", *body)
 
