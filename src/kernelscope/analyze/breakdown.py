@@ -140,7 +140,9 @@ def intervals_by_rank(session: Session) -> dict[int, RankIntervals]:
         if r is None or not traced[sid]:
             continue
         r.launches[x.kernel] = r.launches.get(x.kernel, 0) + len(traced[sid])
-        first = next(i for i in _indices(table.shape, sid) if starts[i] is not None)
+        first = table.first_launch(sid)  # first launches of every shape, found in one pass
+        if first is None or starts[first] is None:
+            first = next(i for i in _indices(table.shape, sid) if starts[i] is not None)
         end = starts[first] + durs[first]
         r.first_end[x.kernel] = min(end, r.first_end.get(x.kernel, end))
     for a in session.activities:

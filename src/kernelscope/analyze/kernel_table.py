@@ -124,13 +124,15 @@ def _shapes_dims_source(table: LaunchTable, group: list[int]) -> tuple[str, str]
     """_group_dims_source of the launches of these shapes, in launch order: one answer per shape, except for
     launches with counter results or without a start time (an ncu-only launch names ncu)."""
     firsts: list[tuple[int, tuple[str, str]]] = []
+    unstarted = None in table.start_ns  # once: a scan of every launch per shape would be quadratic
     for sid in group:
         s = table.shapes[sid]
         cupti = any(m.source == "cupti" for m in s.metrics.values()) or any(t[1] == "cupti" for t in s.varying.values())
         plain = ("cupti: grid", "cupti: block") if cupti else ("source not recorded", "source not recorded")
-        special = [i for i in table.details if table.shape[i] == sid]
-        if special or None in table.start_ns:
-            special += [i for i, (x, st) in enumerate(zip(table.shape, table.start_ns)) if x == sid and st is None]
+        # a launch with a start time has the shape's source (its metrics are the shape's, whatever details it
+        # has, e.g. an NCCL kernel's collective): only launches without one (ncu's alone) may name another
+        special = [i for i, (x, st) in enumerate(zip(table.shape, table.start_ns)) if x == sid and st is None] \
+            if unstarted else []
         if not special:
             firsts.append((table.first_launch(sid) or 0, plain))
             continue

@@ -291,16 +291,20 @@ def _build_timeline_ranks(session: Session) -> Timeline:
     multi = True
     marks = barrier_marks(session)
     gpu: list[tuple[int, int, str, str, str, tuple[str, ...], tuple, int | None, BarrierMark | None]] = []
-    for x in session.launches:
-        if x.start_ns is not None:
-            rank = (x.rank or 0) if multi else None
-            gpu.append((x.start_ns, x.duration_ns, "kernel", x.kernel, short_kernel_name(x.kernel),
-                        tuple(x.regions), _notes(x), rank, marks.get((x.rank or 0, x.start_ns, x.kernel))))
+    table = session.launch_table()  # read column-wise: no Launch object per launch
+    per_shape = [(s.kernel, short_kernel_name(s.kernel), tuple(s.regions), s.rank or 0) for s in table.shapes]
+    detailed = table.details
+    for i, (sid, start, dur) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)):
+        if start is not None:
+            kernel, short, regions, rank = per_shape[sid]
+            notes = _notes(table.launch(i)) if i in detailed else ()  # counters are launch details
+            gpu.append((start, dur, "kernel", kernel, short, regions, notes, rank if multi else None,
+                        marks.get((rank, start, kernel)) if marks else None))
     for a in session.activities:
         gpu.append((a.start_ns, a.duration_ns, a.kind, a.name, a.name, (), (), (a.rank or 0) if multi else None, None))
     if not gpu:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if session.launches else "the session recorded no kernels or copies")
+               if len(table) else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why, marks=mark_rows(session))
     gpu.sort(key=lambda e: (e[0], e[2] != "kernel"))
     rows: list[TimelineRow] = []

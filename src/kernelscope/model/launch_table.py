@@ -71,6 +71,7 @@ class LaunchTable:
     details: dict[int, LaunchDetails] = field(default_factory=dict)
     _detailed: dict[int, Launch] = field(default_factory=dict, init=False, repr=False, compare=False)
     _by_shape: Any = field(default=None, init=False, repr=False, compare=False)
+    _first: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shape)
@@ -105,10 +106,14 @@ class LaunchTable:
         return self._by_shape
 
     def first_launch(self, sid: int) -> int | None:
-        try:
-            return self.shape.index(sid)
-        except ValueError:
-            return None
+        """The index of shape ``sid``'s first launch (None: it has none). One pass for every shape, kept."""
+        if self._first is None:
+            first: dict[int, int] = {}
+            for i, s in enumerate(self.shape):
+                if s not in first:
+                    first[s] = i
+            self._first = first
+        return self._first.get(sid)
 
     def value(self, i: int, key: str) -> Any:
         """Launch i's value of metric ``key`` (None when it has none), like Launch.value."""

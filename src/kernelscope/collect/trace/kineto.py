@@ -319,12 +319,13 @@ class _KernelRows:
             order = sorted(range(n), key=start.__getitem__)
         pos = {row: k for k, row in enumerate(order)} if self.collective else {}
         details = {pos[row]: LaunchDetails(collective=c) for row, c in sorted(self.collective.items())}
+        same: dict[int, int] = {}  # durations repeat (ns of a few kernels): one int object per value
         if isinstance(order, range):
-            dur, corr = list(self.dur), list(self.corr)
+            dur, corr = [same.setdefault(d, d) for d in self.dur], list(self.corr)
         else:  # shapes numbered by first launch in start order, as from_launches does
             raw_of = [raw_of[k] for k in order]
             start = [start[k] for k in order]
-            dur, corr = [self.dur[k] for k in order], [self.corr[k] for k in order]
+            dur, corr = [same.setdefault(self.dur[k], self.dur[k]) for k in order], [self.corr[k] for k in order]
             new_id: dict[int, int] = {}
             for r in raw_of:
                 if r not in new_id:

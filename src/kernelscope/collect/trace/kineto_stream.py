@@ -12,6 +12,7 @@ keeps those events and names the damage in one sentence among the parse problems
 from __future__ import annotations
 
 import codecs
+import gc
 import json
 import os
 import re
@@ -325,22 +326,24 @@ class _Events:
         handlers = {"kernel": self._kernel, "cuda_runtime": self._call, "cuda_driver": self._call,
                     "user_annotation": self.annotations.append, "gpu_user_annotation": self._gpu_annotation,
                     "gpu_memcpy": self._copy, "gpu_memset": self._copy}
+        handler, want_pid, origin = handlers.get, self.pid is _MISSING, self.origin_us
         for batch in batches:
             self.read += len(batch)
             for e in batch:
                 if type(e) is not dict:
                     continue
                 cat = e.get("cat")
-                if self.pid is _MISSING and cat in _PID_CATEGORIES:
-                    self.pid = e.get("pid")
+                if want_pid and cat in _PID_CATEGORIES:
+                    self.pid, want_pid = e.get("pid"), False
                 if e.get("ph") != "X":
                     continue
                 if cat != "Trace":
                     ts = e.get("ts")
-                    if type(ts) is not float or self.origin_us is None or not ts >= self.origin_us:
+                    if type(ts) is not float or origin is None or not ts >= origin:
                         self._origin(ts)  # else a later finite time, or infinity: not the origin
+                        origin = self.origin_us
                 if type(cat) is str:  # else no category any part of the parse reads
-                    h = handlers.get(cat)
+                    h = handler(cat)
                     if h is not None:
                         h(e)
         return self
@@ -554,6 +557,8 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
         holder[:] = [ev]  # a second traceEvents key replaces the first, as json.loads does
         return ev.feed(items)
 
+    collecting = gc.isenabled()
+    gc.disable()  # the reader makes no reference cycles; a collection would only walk what it keeps, again and again
     try:
         f, chunks = _open_text(Path(path), bounded)
         with f:
@@ -580,6 +585,9 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
                           "events; those were read and the rest was not")
     except InputFileError as e:
         raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
+    finally:
+        if collecting:
+            gc.enable()
     if not holder or ("traceEvents" in top and not isinstance(top["traceEvents"], _Events)):
         raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
     ev = holder[0]
