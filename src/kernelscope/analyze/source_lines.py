@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.model.session import Session
-from kernelscope.model.source_lines import SourceLine, SourceLines
+from kernelscope.model.source_lines import SassInstruction, SourceLine, SourceLines
 
 TOP_LINES = 10
 TOP_STALLS = 3
@@ -126,50 +126,84 @@ def opcode(sass: str) -> str:
     return words[0].split(".")[0] if words else ""
 
 
-def rule_count(ln: SourceLine, rule_id: str) -> float:
-    """The per-line count that locates ``rule_id``'s cause on ``ln`` (RULE_COUNTS; 0 when not measured)."""
+def instruction_count(ins: SassInstruction, rule_id: str) -> float:
+    """The count that locates ``rule_id``'s cause on one SASS instruction (RULE_COUNTS; 0 when not measured)."""
     count = RULE_COUNTS[rule_id][0]
-    if count == "fma_inst_executed":  # inst_executed of the line's FMA instructions
-        return sum(i.counts.get("inst_executed", 0.0) for i in ln.instructions if opcode(i.sass) in FMA_OPCODES)
-    if count == "idle_lane_slots":  # per instruction, so a line's converged instructions add nothing
-        return sum(WARP_SIZE * i.counts["inst_executed"] - i.counts["thread_inst_executed"] for i in ln.instructions
-                   if "inst_executed" in i.counts and "thread_inst_executed" in i.counts)
+    if count == "fma_inst_executed":  # inst_executed of an FMA instruction
+        return ins.counts.get("inst_executed", 0.0) if opcode(ins.sass) in FMA_OPCODES else 0.0
+    if count == "idle_lane_slots":
+        if "inst_executed" not in ins.counts or "thread_inst_executed" not in ins.counts:
+            return 0.0
+        return WARP_SIZE * ins.counts["inst_executed"] - ins.counts["thread_inst_executed"]
+    return ins.counts.get(count, 0.0)
+
+
+def rule_count(ln: SourceLine, rule_id: str) -> float:
+    """The per-line count that locates ``rule_id``'s cause on ``ln`` (RULE_COUNTS; 0 when not measured): the sum
+    of its instructions' (idle lane slots per instruction, so a line's converged instructions add nothing)."""
+    count = RULE_COUNTS[rule_id][0]
+    if count in ("fma_inst_executed", "idle_lane_slots"):
+        return sum(instruction_count(i, rule_id) for i in ln.instructions)
     return ln.counts.get(count, 0.0)
 
 
-def active_threads(ln: SourceLine) -> float | None:
-    """thread_inst_executed / inst_executed of the line; None when either was not measured or nothing ran."""
-    inst, threads = ln.counts.get("inst_executed"), ln.counts.get("thread_inst_executed")
+def active_threads(counts: dict[str, float]) -> float | None:
+    """thread_inst_executed / inst_executed of a line's or instruction's counts; None when either was not measured
+    or nothing ran."""
+    inst, threads = counts.get("inst_executed"), counts.get("thread_inst_executed")
     return threads / inst if inst and threads is not None else None
+
+
+@dataclass
+class _Located:
+    where: str  # file:line, or +PC offset (no line information)
+    text: str | None  # source text, or the SASS instruction
+    value: float  # the rule's count
+    counts: dict[str, float]  # of the line or instruction
+
+
+def _located(src: SourceLines, rule_id: str) -> list[_Located]:
+    """Lines with the rule's count; without line information, the SASS instructions that carry it."""
+    out = []
+    for ln in src.lines:
+        if ln.file is None:
+            out += [_Located(f"+{i.pc_offset:04x} (no line information)", i.sass, v, i.counts)
+                    for i in ln.instructions if (v := instruction_count(i, rule_id)) > 0]
+        elif (v := rule_count(ln, rule_id)) > 0:
+            out.append(_Located(src.location(ln), src.text(ln), v, ln.counts))
+    return out
 
 
 def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[str, float]]]:
     """The lines responsible for a kernel rule's finding, most first: (a sentence to add to its message, evidence
-    pairs ``(<ncu metric> at <file:line>, value)``); ("", []) when the launch has no per-line counters for it."""
+    pairs ``(<ncu metric> at <file:line>, value)``); ("", []) when the launch has no per-line counters for it.
+    Instructions without line information are named by their SASS and offset, with how to get lines."""
     if src is None or rule_id not in RULE_COUNTS:
         return "", []
     count, what = RULE_COUNTS[rule_id]
-    located = [(ln, v) for ln in src.lines if (v := rule_count(ln, rule_id)) > 0]
+    located = _located(src, rule_id)
     if not located:
         return "", []
-    total = sum(v for _, v in located)
+    total = sum(x.value for x in located)
     samples = src.total("samples") if src.has("samples") else None
-    ranked = sorted(located, key=lambda lv: -lv[1])[:RULE_LINES]
+    ranked = sorted(located, key=lambda x: -x.value)[:RULE_LINES]
     from kernelscope.model.source_lines import COUNT_METRICS
 
     metric = COUNT_METRICS.get(count) or {
         "fma_inst_executed": f"inst_executed of {'/'.join(FMA_OPCODES)}",
         "idle_lane_slots": f"{WARP_SIZE} x inst_executed - thread_inst_executed"}[count]
     parts, evidence = [], []
-    for ln, v in ranked:
-        where = src.location(ln)
-        text = src.text(ln)
-        share = f", {100 * ln.counts.get('samples', 0) / samples:.1f}% of warp samples" if samples else ""
-        if count == "idle_lane_slots" and (active := active_threads(ln)) is not None:
+    for x in ranked:
+        share = f", {100 * x.counts.get('samples', 0) / samples:.1f}% of warp samples" if samples else ""
+        if count == "idle_lane_slots" and (active := active_threads(x.counts)) is not None:
             share = f", {active:.1f} active threads per instruction" + share
-        parts.append(f"{where.rsplit('/', 1)[-1]}" + (f" `{text.strip()}`" if text else "")
-                     + f" ({100 * v / total:.0f}% of the {what}{share})")
-        evidence.append((f"{metric} at {where}", v))
+        parts.append(x.where.rsplit("/", 1)[-1].removesuffix(" (no line information)")
+                     + (f" `{x.text.strip()}`" if x.text else "")
+                     + f" ({100 * x.value / total:.0f}% of the {what}{share})")
+        evidence.append((f"{metric} at {x.where}", x.value))
+    if all(x.where.endswith("(no line information)") for x in ranked):
+        return (" Instructions (the kernel has no line information; build it with -lineinfo to see source lines): "
+                + "; ".join(parts) + ".", evidence)
     return " Lines: " + "; ".join(parts) + ".", evidence
 
 
@@ -183,28 +217,34 @@ def with_lines(message: str, where: str) -> str:
 
 
 # What a line does, read from the SASS opcodes under it (learn mode labels the W4A16 kernel's hot lines with them).
-OPCODE_PHASES: dict[str, tuple[str, ...]] = {
-    "MMA": ("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "DMMA", "WARPGROUP"),
-    "loads": ("LDG", "LDGSTS", "LDGDEPBAR", "UTMALDG", "UBLKCP", "LDS", "LDSM", "SYNCS"),
-    "unpack": ("LOP3", "PRMT", "SHF", "I2F", "I2FP", "HADD2", "HFMA2", "HMUL2"),
-    "write-back": ("STG", "STS", "RED", "ATOMG", "UTMASTG"),
-}
-
-
-PHASE_MIN_SHARE = 0.5  # a line takes a phase when its opcodes are at least this share of its executed instructions
+# A line takes the first phase in this order that it has an executed instruction of ("any"), or whose opcodes are at
+# least PHASE_MIN_SHARE of its executed instructions ("share"): a load or an MMA surrounded by address arithmetic is
+# still the line's point, while the unpack and the math are the bulk of theirs.
+OPCODE_PHASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("MMA", "any", ("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "DMMA", "BMMA")),
+    ("loads", "any", ("LDG", "LDGSTS", "UTMALDG", "UBLKCP")),
+    ("write-back", "any", ("STG", "RED", "REDG", "ATOM", "ATOMG", "UTMASTG", "UBLKRED")),
+    ("unpack", "share", ("LOP3", "PRMT", "SHF", "I2F", "I2FP", "HADD2", "HFMA2", "HMUL2")),
+    ("fp32 math", "share", ("FFMA", "FMUL", "FADD")),
+    ("shared memory", "share", ("LDS", "LDSM", "STS", "STSM")),
+)
+PHASE_MIN_SHARE = 0.5
 
 
 def line_phase(ln: SourceLine) -> str | None:
-    """The phase whose opcodes (OPCODE_PHASES) account for the most of the line's executed instructions
-    (inst_executed per SASS instruction), when they are at least PHASE_MIN_SHARE of them; else None."""
-    by_phase: dict[str, float] = {}
-    total = 0.0
+    """The line's phase by OPCODE_PHASES, with the opcodes that decided it (most executed first), e.g.
+    "MMA (HGMMA)"; None when no rule matches or nothing on the line ran. Counts are inst_executed per SASS
+    instruction."""
+    by_op: dict[str, float] = {}
     for ins in ln.instructions:
         n = ins.counts.get("inst_executed", 0.0)
-        total += n
-        op = opcode(ins.sass)
-        for phase, ops in OPCODE_PHASES.items():
-            if op in ops:
-                by_phase[phase] = by_phase.get(phase, 0.0) + n
-    best = max(by_phase.items(), key=lambda kv: kv[1], default=None)
-    return best[0] if best is not None and total > 0 and best[1] >= PHASE_MIN_SHARE * total else None
+        if n > 0:
+            op = opcode(ins.sass)
+            by_op[op] = by_op.get(op, 0.0) + n
+    total = sum(by_op.values())
+    for phase, how, ops in OPCODE_PHASES:
+        hit = sorted((op for op in by_op if op in ops), key=lambda op: -by_op[op])
+        n = sum(by_op[op] for op in hit)
+        if hit and (how == "any" or n >= PHASE_MIN_SHARE * total):
+            return f"{phase} ({' '.join(hit)})"
+    return None

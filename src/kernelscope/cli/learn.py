@@ -101,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
     require_modules("learn marlin", "torch", "numpy")
     try:
         from kernelscope.kernels.marlin.explain import real_layer_example
-        from kernelscope.kernels.marlin.walkthrough import build_walkthrough
+        from kernelscope.kernels.marlin.walkthrough import build_walkthrough, plan_of
     except ImportError as e:
         fail(f"learn marlin needs torch and numpy to pack the weights ({e})")
     from kernelscope.kernels.marlin.panels import NeedsGpuNote, PackingPanel, WalkthroughView
@@ -118,6 +118,11 @@ def main(args: argparse.Namespace) -> int:
         console.print(banner)
     console.print(PackingPanel(real_layer_example(plan.groupsize)))
     console.print(WalkthroughView(walk))
+    from kernelscope.cli.learn_hot_lines import hot_lines_parts  # the kernel's hot lines, beside its phases
+
+    bundled_plan = plan_of(_bundled()) if banner is None else plan
+    for part in hot_lines_parts(plan, live=recorded_here, given=given, bundled_plan=bundled_plan):
+        console.print(part)
     if banner:
         console.print(NeedsGpuNote(walk))
     if recorded_here:  # the profiler ran in this process
