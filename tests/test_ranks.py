@@ -341,3 +341,47 @@ def test_the_timeline_marks_collective_waits_on_the_waiting_rank(capsys) -> None
     code, out, _ = ks("show", str(RUN), "--json", "--timeline", "5000", capsys=capsys)
     doc = json.loads(out)["timeline"]
     assert len(doc["barriers"]) == len(waited) and {r["rank"] for r in doc["rows"]} == {0, 1}
+
+
+def _file_doc(s: Session, p: Path) -> dict:
+    s.save(p)
+    d = json.loads(p.read_text())
+    d.pop("created_utc", None)
+    return d
+
+
+@pytest.mark.parametrize("files", [JOB, NODES, [JOB[0]], [*JOB, NODES[0]]], ids=["job", "nodes", "one", "twice"])
+def test_the_columnwise_join_is_the_join_of_launch_objects(tmp_path: Path, capsys, files) -> None:
+    """import joins the ranks' launch tables column-wise; the session (its file) and `show --json` are those of
+    the join of Launch objects, shifted clocks, collectives and a rank left out included."""
+    from kernelscope.collect.ranks import join_ranks
+    from kernelscope.collect.trace.kineto_import import import_traces, part_from_stream
+    from kernelscope.collect.trace.kineto_stream import read_trace
+
+    docs = [load_trace(f) for f in files]
+    for k, doc in enumerate(docs):  # different time origins and a kernel without args (a malformed one)
+        doc["baseTimeNanoseconds"] = 10**18 + 7_000 * k
+    paths = [write_trace(doc, tmp_path / f"r{k}.pt.trace.json.gz") for k, doc in enumerate(docs)]
+    imported = import_traces(paths)
+    columns = imported.joined.session
+    assert columns.__dict__.get("_launches_table") is not None  # no Launch object per kernel was built
+    parts = [part_from_stream(read_trace(p), p) for p in paths]
+    objects = join_ranks(parts, command=columns.command).session
+    assert objects.__dict__.get("_launches_table") is None  # the per-object join: a list of launches
+    assert len(columns.ranks) == len({d["distributedInfo"]["rank"] for d in docs})
+    assert _file_doc(columns, tmp_path / "c.json") == _file_doc(objects, tmp_path / "o.json")
+    shown = [ks("show", str(tmp_path / name), "--json", capsys=capsys) for name in ("c.json", "o.json")]
+    assert shown[0][0] == 0 and shown[0][1] == shown[1][1]
+
+
+def test_the_ranks_timeline_reads_columns_and_equals_the_rows_of_launch_objects(job: Path) -> None:
+    from kernelscope.analyze.timeline import build_timeline
+
+    s = Session.load(job)
+    timeline = build_timeline(s)
+    assert s.__dict__.get("_launches_table") is not None  # still columns: no Launch list was made
+    kernels = sorted((r.start_ns, r.duration_ns, r.name, r.regions, r.rank)
+                     for r in timeline.rows if r.kind == "kernel")
+    assert kernels == sorted((x.start_ns, x.duration_ns, x.kernel, tuple(x.regions), x.rank) for x in s.launches
+                             if x.start_ns is not None)
+    assert any(r.barrier is not None for r in timeline.rows) and {r.rank for r in timeline.rows} == {0, 1}
