@@ -1,6 +1,6 @@
 """Score kernelscope's hot lines on the defect suite's recorded source-counter reports (record_source.sh).
 
-    PYTHONPATH=src:. python benchmarks/diagnosis/source_score.py [DIR] [--ceilings FILE] [--json]
+    PYTHONPATH=src:. python benchmarks/diagnosis/source_score.py [DIR] [--ceilings FILE] [--json] [--write-results]
 
 DIR holds CASE_VARIANT.ncu-rep.xz (default tests/data/source). Each report is imported as `kernelscope import`
 does and analysed with the H100 calibration (tests/data/diagnosis/ceilings.json). The planted lines come from the
@@ -194,6 +194,7 @@ def summary(rows: list[Row]) -> dict[str, Any]:
     f = [r for r in rows if r.variant == FIXED]
     hits, passes = sum(bool(r.ok) for r in d), sum(bool(r.ok) for r in f)
     return {"defect_cases": len(d), "planted_line_found": hits,
+            "planted_line_hottest": sum(r.ok is True and r.why.startswith("hottest") for r in d),
             "planted_line_found_pct": 100.0 * hits / len(d) if d else None,
             "fixed_twins": len(f), "fixed_twin_pass": passes,
             "fixed_twin_pass_pct": 100.0 * passes / len(f) if f else None}
@@ -204,7 +205,8 @@ def table_md(rows: list[Row], facts: dict[str, Any]) -> str:
     out = [f"Recorded on {', '.join(facts.get('devices') or ['N/A'])}, "
            f"{', '.join(facts.get('dates') or ['date N/A'])} (record_source.sh); scored by source_score.py.", "",
            f"Planted line is the hottest line or a line the finding names: **{s['planted_line_found']} of "
-           f"{s['defect_cases']}** defect cases ({s['planted_line_found_pct']:.0f}%; target {TARGET_HIT_PCT:.0f}%). "
+           f"{s['defect_cases']}** defect cases ({s['planted_line_found_pct']:.0f}%; target {TARGET_HIT_PCT:.0f}%; "
+           f"the hottest line by samples alone: {s['planted_line_hottest']} of {s['defect_cases']}). "
            f"Fixed twin's hot line moves or its planted lines fall to the ideal: **{s['fixed_twin_pass']} of "
            f"{s['fixed_twins']}**.", "",
            "| case | variant | rule | planted | hottest (share of samples) | finding names | rule count on planted "
@@ -220,13 +222,31 @@ def table_md(rows: list[Row], facts: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+RESULTS = ROOT / "benchmarks" / "diagnosis" / "RESULTS.md"
+BEGIN, END = "<!-- source_score.py: begin -->", "<!-- source_score.py: end -->"
+
+
+def write_results(table: str, path: Path = RESULTS) -> None:
+    """Put ``table`` between the BEGIN and END markers of RESULTS.md (added at the end the first time)."""
+    text = path.read_text()
+    block = f"{BEGIN}\n{table}{END}\n"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END) + 1:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR))
     ap.add_argument("--ceilings", default=str(DEFAULT_CEILINGS))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write-results", action="store_true", help="put the table in benchmarks/diagnosis/RESULTS.md")
     args = ap.parse_args(argv)
     rows, facts = score_dir(Path(args.dir), Path(args.ceilings))
+    if args.write_results:
+        write_results(table_md(rows, facts))
     if args.json:
         print(json.dumps({"facts": facts, "summary": summary(rows), "rows": [r.to_dict() for r in rows]}, indent=1))
     else:
