@@ -116,6 +116,7 @@ RULE_COUNTS: dict[str, tuple[str, str]] = {
 WARP_SIZE = 32
 FMA_OPCODES = ("FFMA", "HFMA2", "DFMA")  # SASS fused multiply-adds on the FMA pipes
 RULE_LINES = 3  # lines named in a finding
+RULE_LINE_MIN_SHARE = 0.01  # of the rule's count over all lines: a line with less is not named
 
 
 def opcode(sass: str) -> str:
@@ -186,7 +187,8 @@ def rule_lines(src: SourceLines | None, rule_id: str) -> tuple[str, list[tuple[s
         return "", []
     total = sum(x.value for x in located)
     samples = src.total("samples") if src.has("samples") else None
-    ranked = sorted(located, key=lambda x: -x.value)[:RULE_LINES]
+    ranked = [x for x in sorted(located, key=lambda x: -x.value) if x.value >= RULE_LINE_MIN_SHARE * total]
+    ranked = ranked[:RULE_LINES]
     from kernelscope.model.source_lines import COUNT_METRICS
 
     metric = COUNT_METRICS.get(count) or {
