@@ -11,6 +11,7 @@
 #     the kernel inside the w4a16_gemm region of python -m kernelscope.kernels.marlin.workload).
 # Writes 3 files to $OUT: source_reports.tar (every report, xz-compressed), cost.txt (wall time of each ncu run,
 # and of one case with the targeted sections only against the source sections added) and record.log.
+# ONLY=REGEX records only the reports whose name matches (e.g. ONLY=w4a16 re-records the learn launch alone).
 # Stops starting new runs after $BUDGET_S seconds (default 420) so the whole run stays under 8 minutes; what was
 # skipped is in record.log. Back on a checkout: tar -xf $OUT/source_reports.tar -C tests/data/source.
 # Never changes clocks (--clock-control none).
@@ -42,6 +43,7 @@ over() { [ $(( $(date +%s) - T0 )) -ge "$BUDGET_S" ]; }
 rec() {  # name region kernel-regex import-source(yes|no) sections... -- command...
   local name=$1 region=$2 kre=$3 imp=$4; shift 4
   local args=(); while [ "$1" != -- ]; do args+=("$1"); shift; done; shift
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
   if over; then echo "$name SKIPPED (past ${BUDGET_S} s)" | tee -a "$LOG"; return; fi
   local t0 t1 rc
   t0=$(date +%s.%N)
@@ -73,7 +75,7 @@ rec cost_targeted uncoalesced "" no "${TARGETED[@]}" -- \
 rec cost_source uncoalesced "" yes "${PASS[@]}" -- \
   python3 benchmarks/diagnosis/suite/run_case.py uncoalesced defect --repeats 1
 rm -f "$W/reports/cost_targeted.ncu-rep" "$W/reports/cost_source.ncu-rep"
-for f in "$W"/reports/*.ncu-rep; do xz -9 "$f"; done
+for f in "$W"/reports/*.ncu-rep; do [ -e "$f" ] && xz -9 "$f"; done
 tar -cf "$O/source_reports.tar" -C "$W/reports" .
 echo "== done in $(( $(date +%s) - T0 )) s; $(ls "$W"/reports | wc -l) reports" | tee -a "$LOG"
 ls -la "$W/reports" >> "$LOG"
