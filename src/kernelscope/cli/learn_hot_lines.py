@@ -29,8 +29,18 @@ def _with_lines(session: Session):
 
 
 def bundled_session() -> Session:
+    """The bundled pass, its kernelscope source files pointed at this installation's copies, so that `show`'s
+    checksum test says when the shipped kernel changed since the pass was recorded."""
+    import kernelscope
+
     raw = resources.files("kernelscope").joinpath("data", BUNDLED_SOURCE).read_bytes()
-    return Session.from_dict(json.loads(gzip.decompress(raw)))
+    session = Session.from_dict(json.loads(gzip.decompress(raw)))
+    package = Path(kernelscope.__file__).parent
+    for x in session.detailed_launches():
+        for f in x.source_lines.files if x.source_lines is not None else []:
+            if "/kernelscope/" in f.path:
+                f.path = str(package / f.path.rsplit("/kernelscope/", 1)[1])
+    return session
 
 
 def live_session(plan: Any) -> tuple[Session | None, str | None]:
