@@ -82,6 +82,13 @@ def test_divergence_finding_names_both_paths_with_half_the_lanes_active(tmp_path
         assert rule_count(ln, "thread-divergence") == 32 * ln.counts["inst_executed"] - ln.counts[
             "thread_inst_executed"]
         assert active_threads(ln.counts) == 16.0
+    from kernelscope.analyze.source_lines import rank_lines
+    from kernelscope.render.source_view import excess_text
+
+    kl = rank_lines("parity_paths", 0, src)
+    shown = {r.line.line: excess_text(r) for r in kl.hot}
+    assert shown[71] == shown[73] == "16.0 of 32 lanes active"  # what show --source and the HTML report draw
+    assert all("lanes active" not in t for n, t in shown.items() if n not in (71, 73))
     fixed, _, _ = _load("divergence_fixed", tmp_path)
     same = [ln for ln in fixed.detailed_launches()[0].source_lines.lines if ln.line in (71, 73)]
     assert same and all(rule_count(ln, "thread-divergence") == 0 for ln in same)

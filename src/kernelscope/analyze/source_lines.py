@@ -17,11 +17,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.analyze import thresholds as th
 from kernelscope.model.session import Session
 from kernelscope.model.source_lines import SassInstruction, SourceLine, SourceLines
 
 TOP_LINES = 10
 TOP_STALLS = 3
+DIVERGED_ACTIVE_THREADS = th.DIVERGENCE_MAX_ACTIVE_THREADS  # a line at or under this many active lanes is shown so
 
 
 @dataclass
@@ -38,6 +40,7 @@ class LineRank:
     excess_wavefronts: float | None  # shared-memory wavefronts beyond the ideal (bank conflicts)
     conflict_ways: float | None  # largest n-way shared bank conflict of the line's instructions
     local_sectors: float | None  # L2 sectors of local memory (spills, dynamically indexed arrays)
+    active_threads: float | None = None  # thread_inst_executed / inst_executed of the line; None: not measured
 
 
 @dataclass
@@ -61,7 +64,8 @@ def _rank(src: SourceLines, ln: SourceLine, total: float | None) -> LineRank:
         ln, src.location(ln), src.text(ln), samples,
         (samples or 0.0) / total if total else None, stalls,
         c.get("global_sectors_excessive"), c.get("global_sectors"), c.get("global_sectors_ideal"),
-        c.get("shared_wavefronts_excessive"), c.get("shared_conflicts_nway"), c.get("local_sectors"))
+        c.get("shared_wavefronts_excessive"), c.get("shared_conflicts_nway"), c.get("local_sectors"),
+        active_threads(c))
 
 
 def _excess_key(r: LineRank) -> float:

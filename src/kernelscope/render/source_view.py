@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.source_lines import KernelLines, LineRank
+from kernelscope.analyze.source_lines import DIVERGED_ACTIVE_THREADS, WARP_SIZE, KernelLines, LineRank
 from kernelscope.model.escape import visible
 from kernelscope.model.source_lines import COUNT_METRICS
 
@@ -43,6 +43,8 @@ def excess_text(r: LineRank) -> str:
                      + (f" ({r.conflict_ways:.0f}-way)" if r.conflict_ways and r.conflict_ways > 1 else ""))
     if r.local_sectors:
         parts.append(f"{_num(r.local_sectors)} local sectors")
+    if r.active_threads is not None and r.active_threads <= DIVERGED_ACTIVE_THREADS:
+        parts.append(f"{r.active_threads:.1f} of {WARP_SIZE} lanes active")
     return "; ".join(parts) or "-"
 
 
@@ -61,7 +63,7 @@ class SourcePanel:
     def _table(self, rows: list[LineRank]) -> Table:
         t = Table(box=None, pad_edge=False, show_edge=False, expand=False)
         names = [("line", "right"), ("samples", "right")] + ([(self.tag_name, "left")] if self.tag else [])
-        for name, just in names + [("top stalls", "left"), ("excess traffic", "left"), ("source", "left")]:
+        for name, just in names + [("top stalls", "left"), ("excess traffic, idle lanes", "left"), ("source", "left")]:
             t.add_column(name, justify=just, overflow="fold")
         for r in rows:
             line = str(r.line.line) if r.line.file is not None else "-"
