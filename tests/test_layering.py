@@ -7,7 +7,7 @@ exception on that page is one check here:
 - cli/ imports Rich only in cli/bench/ and torch only in cli/tune.py;
 - kernels/ imports kernels/, model/, collect/ and analyze/, and torch and triton; the one exception is the Marlin
   demo's panels (kernels/marlin/panels.py, :data:`MARLIN_PANELS`), which draw with Rich and render/'s helpers and
-  import no torch (docs/decisions/0008-marlin-demo-panels.md);
+  import no torch (docs/decisions/0009-marlin-demo-panels.md);
 - Rich only in render/, cli/bench/ and the Marlin demo's panels; matplotlib only in render/ and bench/plots/;
 - bench/ imports anything but cli/, and matplotlib only in bench/plots/;
 - the top-level modules import only the core and no third-party library; __main__ imports only cli/;
@@ -53,7 +53,7 @@ PENDING_PRIVATE_IMPORTS = {
     ("kernelscope.kernels.marlin.workload", "kernelscope.kernels.marlin.gemm", "_kernel"),
 }
 # The Marlin demo's panels: the one module outside render/ and cli/bench/ that draws with Rich, and the plain data
-# it draws (docs/decisions/0008-marlin-demo-panels.md).
+# it draws (docs/decisions/0009-marlin-demo-panels.md).
 MARLIN_PANELS = "kernelscope.kernels.marlin.panels"
 MARLIN_PANEL_DATA = "kernelscope.kernels.marlin.panel_data"
 

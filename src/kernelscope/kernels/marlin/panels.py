@@ -4,7 +4,7 @@ PackingPanel) and the walkthrough of `learn marlin` (one recorded launch of the 
 
 They draw the plain data of panel_data.py, which explain.py and walkthrough.py build from real packed data and a
 recorded session; every number comes from there. Rich is imported here, outside render/, because these panels are
-part of the demo (docs/decisions/0008-marlin-demo-panels.md); nothing here imports torch.
+part of the demo (docs/decisions/0009-marlin-demo-panels.md); nothing here imports torch.
 """
 from __future__ import annotations
 
