@@ -137,3 +137,12 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
     s.save(tmp_path / "s.json")
     s.save(tmp_path / "s.json")
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_the_session_file_format_lives_in_one_module():
+    """Only model/session_file.py names the file format or parses its launch columns; Session delegates to it."""
+    src = Path(__file__).parent.parent / "src" / "kernelscope"
+    naming = sorted(str(p.relative_to(src)) for p in src.rglob("*.py")
+                    if any(word in p.read_text() for word in ('"kernelscope-session"', '"launch_columns"')))
+    assert naming == ["model/session_file.py"]
+    assert Session.from_dict(_session().to_dict()).to_dict() == _session().to_dict()
