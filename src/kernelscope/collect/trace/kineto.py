@@ -17,10 +17,10 @@ from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
 from kernelscope.collect.trace.host_syncs import host_syncs
 from kernelscope.model import Activity, Device, HostSync, Launch, Metric, Region, attribute
-from kernelscope.model import session_schema as schema
+from kernelscope.model import session_file as schema
 from kernelscope.model.launch_table import LaunchDetails, LaunchTable
 from kernelscope.model.schema import Invalid
-from kernelscope.model.session_codec import decode_launches, encode_launches
+from kernelscope.model.session_file import decode_launches, encode_launches
 
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 
@@ -95,7 +95,7 @@ def checked_parse(build: Callable[[], ParsedTrace]) -> ParsedTrace:
 
 def _launches_valid(table: LaunchTable) -> bool:
     """Whether every launch passes the session schema, checked as the session file will be read (shapes and
-    columns, model/session_codec.py): the same checks as schema.launch per launch, at column speed."""
+    columns, model/session_file.py): the same checks as schema.launch per launch, at column speed."""
     problems: list[str] = []
     try:
         decode_launches(encode_launches(table), problems)
