@@ -120,7 +120,7 @@ def _log_axes(fig):
 
 
 def test_tick_labels_on_log_axes_do_not_overlap(drawn):
-    from kernelscope.render.plot_layout import boxes_overlap, tick_label_boxes
+    from kernelscope.render.plot_text import boxes_overlap, tick_label_boxes
 
     checked = 0
     for _, name, fig, _ in drawn:
@@ -140,7 +140,7 @@ def test_the_tick_overlap_check_catches_labelled_minor_ticks():
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    from kernelscope.render.plot_layout import boxes_overlap, tick_label_boxes
+    from kernelscope.render.plot_text import boxes_overlap, tick_label_boxes
 
     fig, ax = plt.subplots(figsize=(4, 2))
     ax.plot([1, 2], [0.2, 9.0])

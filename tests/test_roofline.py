@@ -320,7 +320,7 @@ def test_roofline_axes_hold_the_points_and_ridges_not_the_whole_memory_line():
 def test_roofline_labels_do_not_overlap_and_the_key_and_note_lie_in_the_figure():
     import matplotlib.pyplot as plt
 
-    from kernelscope.render.plot_layout import boxes_overlap
+    from kernelscope.render.plot_text import boxes_overlap
 
     for ceilings in (None, Ceilings.none()):
         fig, points, ceilings = _recorded_roofline(ceilings)
@@ -351,7 +351,7 @@ def test_crowded_roofline_points_still_get_separate_labels():
     import matplotlib.pyplot as plt
 
     from kernelscope.analyze.roofline import make_point
-    from kernelscope.render.plot_layout import boxes_overlap
+    from kernelscope.render.plot_text import boxes_overlap
     from kernelscope.render.roofline_plot import roofline_figure
 
     def m(v, unit):

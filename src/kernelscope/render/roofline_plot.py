@@ -49,7 +49,7 @@ def roofline_figure(points: tuple[RooflinePoint, ...], ceilings: Ceilings, title
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from kernelscope.render.plot_layout import place_point_labels, plain_log_axis
+    from kernelscope.render.plot_text import place_point_labels, plain_log_axis
 
     pts = placed(points)
     fig, (ax, key) = plt.subplots(1, 2, figsize=(12.0, 5.6), gridspec_kw={"width_ratios": [1.45, 1.0]})

@@ -1,8 +1,8 @@
 """PNG plots of a `kernelscope bench` results file, one module per benchmark (attention.py, w4a16.py) over
 the shared figure helpers (figure.py).
 
-matplotlib is imported on first use, with the Agg backend (no display needed); the layout helpers shared with
-the roofline plot are render/plot_layout.py. One figure per quantity; one panel per shape; one line per
+matplotlib is imported on first use, with the Agg backend (no display needed); the text placement shared with
+the roofline plot is render/plot_text.py. One figure per quantity; one panel per shape; one line per
 implementation, in the same colour in every panel, named in one legend row under the title (never over the
 data). Points that failed or ran out of memory are not drawn and are named under the panel, so a gap never
 looks like a measurement. Titles carry the device name and the date of the run.

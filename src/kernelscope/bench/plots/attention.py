@@ -91,7 +91,7 @@ def attention_figures(results: "BenchResults", baseline: str | None) -> list[tup
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kernelscope.render.plot_layout import plain_log_axis
+    from kernelscope.render.plot_text import plain_log_axis
 
     groups = _groups(results.rows)
     impls = impl_order(results.rows)

@@ -55,7 +55,7 @@ def missing_note(ax: Any, rows: list["BenchRow"], point: str = "seq_len", short:
 
 def finish_figure(fig: Any, axes: list[Any], full_title: str) -> None:
     """Title, then one legend row for all panels under it (never over data), then the panels."""
-    from kernelscope.render.plot_layout import figure_legend
+    from kernelscope.render.plot_text import figure_legend
 
     inches = fig.get_figheight()
     fig.suptitle(full_title, fontsize=12, y=1 - 0.06 / inches, va="top")

@@ -42,7 +42,7 @@ def w4a16_figures(results: "BenchResults", baseline: str | None) -> list[tuple[s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kernelscope.render.plot_layout import plain_log_axis
+    from kernelscope.render.plot_text import plain_log_axis
 
     shapes = _shapes(results.rows)
     impls = impl_order(results.rows)

@@ -1,5 +1,5 @@
-"""Layout helpers the PNG plots share: readable log-axis ticks, one legend outside the data,
-text labels beside points that do not cover each other, and overlap checks tests use.
+"""Where the PNG plots put their text: readable log-axis tick labels, one legend outside the data,
+text labels beside points that do not cover each other, and the overlap checks tests use.
 
 matplotlib objects are passed in; nothing here imports pyplot, so these work on any figure.
 """
