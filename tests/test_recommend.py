@@ -16,7 +16,7 @@ from kernelscope.analyze.rules.memory import SPILL_COUNTER, spills
 from kernelscope.analyze.rules.occupancy import occupancy_limit
 from kernelscope.model import Metric, Session
 from kernelscope.render.show import make_console
-from kernelscope.render.analysis_panel import SummaryPanel
+from kernelscope.render.kernel_analysis import SummaryPanel
 
 CUDA = DATA / "counters_h100_cuda.json.gz"
 TRITON = DATA / "session_h100_counters.json.gz"

@@ -17,7 +17,7 @@ from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch import DeclaredWork
 from kernelscope.render.roofline_term import RooflineChart
 from kernelscope.render.show import make_console
-from kernelscope.render.analysis_panel import SummaryPanel
+from kernelscope.render.kernel_analysis import SummaryPanel
 
 # tests/workloads/counters_small.py multiplies two 2048 x 2048 fp16 matrices, twice, in each region.
 N = 2048

@@ -9,7 +9,7 @@ from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, UNSTE
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration
-from kernelscope.render.analysis_panel import number, rate_cell
+from kernelscope.render.kernel_analysis import number, rate_cell
 
 _VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim", UNSTEADY: "yellow"}
 _BOUND = {"memory-bound": "memory", "compute-bound": "compute", "latency-bound": "latency",

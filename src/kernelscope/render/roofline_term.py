@@ -9,7 +9,7 @@ from rich.panel import Panel
 
 from kernelscope.analyze.roofline import Ceilings, RooflinePoint
 from kernelscope.render.fit import Column, fit_tables
-from kernelscope.render.analysis_panel import rate_cell
+from kernelscope.render.kernel_analysis import rate_cell
 from kernelscope.render.fmt import si
 
 MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"

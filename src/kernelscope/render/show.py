@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Console, ConsoleOptions, RenderResult
 
 from kernelscope.analyze.report import Report
-from kernelscope.render.analysis_panel import SummaryPanel
-from kernelscope.render.analysis_view import SessionPanels
+from kernelscope.render.kernel_analysis import SummaryPanel
+from kernelscope.render.session_analysis import SessionPanels
 from kernelscope.render.config_panel import KernelConfigPanel
 from kernelscope.render.console import make_console  # noqa: F401  (its older home; tests import it here)
 from kernelscope.render.counter_panels import CounterPanels

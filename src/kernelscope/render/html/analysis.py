@@ -9,7 +9,7 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
-from kernelscope.render.analysis_panel import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
+from kernelscope.render.kernel_analysis import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
                                                roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, short_cell
 from kernelscope.render.counter_panels import plain, shared_wavefront_notes

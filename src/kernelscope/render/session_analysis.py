@@ -9,7 +9,7 @@ from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.roofline_term import RooflineChart, placed
-from kernelscope.render.analysis_panel import RecommendationsTable
+from kernelscope.render.kernel_analysis import RecommendationsTable
 from kernelscope.render.timeline import TimelinePanel
 from kernelscope.render.fit import fitted_panel
 
