@@ -570,3 +570,21 @@ def test_scopes_without_block_records_say_who_recorded_their_sms():
     make_console(width=140, file=buf, color=False).print(ShowView(build_report(s, None, 1), with_analysis=False))
     text = " ".join(buf.getvalue().split())
     assert "kernelscope.cuh scopes of one launch recorded the SM of 2 of its 2 blocks: 2 distinct SMs" in text
+
+
+def _source_of(path) -> str:
+    """The CUDA source string (SOURCE = r\"\"\"...\"\"\") of an example or script, without importing it."""
+    m = re.search(r'^SOURCE = r"""(.*?)"""', path.read_text(), re.S | re.M)
+    assert m, path
+    return m.group(1)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("path", ["examples/cuda_pipeline.py", "scripts/cuda_scopes_overhead.py"])
+def test_the_example_and_the_overhead_kernels_compile_both_ways(tmp_path, path):
+    source = _source_of(ROOT / path)
+    for flags in ((), ("-DKS_RECORD",)):
+        ptx = _nvcc(tmp_path, source, "k" + "".join(flags).replace("-", "_"), *flags)
+        assert ("%globaltimer" in ptx) == bool(flags)
+    if "cuda_pipeline" in path:
+        assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 0" in ptx
