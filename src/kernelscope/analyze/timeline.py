@@ -13,6 +13,7 @@ thresholds.BARRIER_MARK_MIN_NS are launch jitter and not marked).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
@@ -286,53 +287,104 @@ def barrier_marks(session: Session) -> dict[tuple[int, int, str], BarrierMark]:
     return out
 
 
+class _RankRows(TimelineRows):
+    """TimelineRows of a session of several ranks: each row with its rank, an NCCL kernel's row with the wait
+    marked at it."""
+
+    def __init__(self, session: Session, table: LaunchTable, order: list[int], gap_before: list[int | None],
+                 marks: dict[tuple[int, int, str], BarrierMark]):
+        super().__init__(session, table, order, gap_before)
+        self._marks = marks
+        self._rank_of_shape = [sh.rank or 0 for sh in table.shapes]
+
+    def _row(self, c: int) -> TimelineRow:
+        row = super()._row(c)
+        t, n = self._t, self._n
+        if c < n:
+            rank = self._rank_of_shape[t.shape[c]]
+            mark = self._marks.get((rank, row.start_ns, row.name)) if self._marks else None
+            return dataclasses.replace(row, rank=rank, barrier=mark)
+        if c < n + self._na:
+            return dataclasses.replace(row, rank=self._s.activities[c - n].rank or 0)
+        return dataclasses.replace(row, rank=self._s.regions[c - n - self._na].rank or 0)
+
+
 def _build_timeline_ranks(session: Session) -> Timeline:
-    """The timeline of a session of several ranks, row by row (per-rank gaps need the rank of every row)."""
-    multi = True
+    """The timeline of a session of several ranks: each GPU row's gap is measured from the latest end on its own
+    rank's GPU, read from the launch columns; rows are built when read (TimelineRows)."""
     marks = barrier_marks(session)
-    gpu: list[tuple[int, int, str, str, str, tuple[str, ...], tuple, int | None, BarrierMark | None]] = []
     table = session.launch_table()  # read column-wise: no Launch object per launch
-    per_shape = [(s.kernel, short_kernel_name(s.kernel), tuple(s.regions), s.rank or 0) for s in table.shapes]
-    detailed = table.details
-    for i, (sid, start, dur) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)):
-        if start is not None:
-            kernel, short, regions, rank = per_shape[sid]
-            notes = _notes(table.launch(i)) if i in detailed else ()  # counters are launch details
-            gpu.append((start, dur, "kernel", kernel, short, regions, notes, rank if multi else None,
-                        marks.get((rank, start, kernel)) if marks else None))
-    for a in session.activities:
-        gpu.append((a.start_ns, a.duration_ns, a.kind, a.name, a.name, (), (), (a.rank or 0) if multi else None, None))
-    if not gpu:
+    n, acts = len(table), session.activities
+    start, dur = table.start_ns, table.duration_ns
+    # (start, kernel before copy) as one int, as build_timeline sorts them
+    if None in start:
+        codes = [i for i, st in enumerate(start) if st is not None]
+        keys = [start[i] << 1 for i in codes]
+    else:
+        codes, keys = list(range(n)), [st << 1 for st in start]
+    keys, codes = _sorted_by(keys, codes)
+    keys, codes = _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts],
+                                                 [n + j for j in range(len(acts))]))
+    if not codes:
         why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if len(table) else "the session recorded no kernels or copies")
+               if n else "the session recorded no kernels or copies")
         return Timeline((), None, None, (), why, marks=mark_rows(session))
-    gpu.sort(key=lambda e: (e[0], e[2] != "kernel"))
-    rows: list[TimelineRow] = []
-    end = None
-    rank_end: dict[int | None, int] = {}  # a gap is idling of the rank's own GPU: measured from its own last end
-    busy = 0
+    rank_of_shape = [sh.rank or 0 for sh in table.shapes]
+    shape = table.shape
+    rank_of_act = [a.rank or 0 for a in acts]
+    gap_before: list[int | None] = [None] * (n + len(acts) + len(session.regions))
+    rank_end: dict[int, int] = {}  # a gap is idling of the rank's own GPU: measured from its own last end
     gap_sums: dict[str, list[int]] = defaultdict(list)
-    for start, dur, kind, name, short, regions, notes, rank, mark in gpu:
+    end: int | None = None
+    busy = 0
+    for k, c in zip(keys, codes):
+        st = k >> 1
+        if c < n:
+            d, rank = dur[c], rank_of_shape[shape[c]]
+        else:
+            d, rank = acts[c - n].duration_ns, rank_of_act[c - n]
         mine = rank_end.get(rank)
-        gap = None if mine is None else max(0, start - mine)
-        kind_of_gap = gap_kind(gap)
-        if gap is not None and kind_of_gap != BACK_TO_BACK:
-            gap_sums[kind_of_gap].append(gap)
-        busy += dur if end is None else max(0, start + dur - max(start, end))
-        end = start + dur if end is None else max(end, start + dur)
-        rank_end[rank] = start + dur if mine is None else max(mine, start + dur)
-        rows.append(
-            TimelineRow(kind, name, short, start, dur, gap, kind_of_gap, regions, notes, rank=rank, barrier=mark)
-        )
-    first = gpu[0][0]
-    for r in session.regions:
-        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-        start = r.gpu_start_ns if on_gpu else r.cpu_start_ns
-        dur = r.gpu_duration_ns if on_gpu else r.cpu_duration_ns
-        rows.append(TimelineRow("region", r.name, r.name, int(start), int(dur), None, "", (), (), on_gpu,
-                                (r.rank or 0) if multi else None))
-    rows.sort(key=lambda r: (r.start_ns, r.kind != "region"))  # a region opens before its first kernel
+        if mine is not None:
+            gap = st - mine if st > mine else 0
+            gap_before[c] = gap
+            if gap > BACK_TO_BACK_GAP_NS:
+                gap_sums[gap_kind(gap)].append(gap)
+        e = st + d
+        rank_end[rank] = e if mine is None or e > mine else mine
+        busy += d if end is None else max(0, e - max(st, end))
+        end = e if end is None or e > end else end
+    names = [sh.kernel for sh in table.shapes]
+    by_kernel: dict[str, list[int | None]] = {}
+    for c in codes:
+        if c < n:
+            by_kernel.setdefault(names[shape[c]], []).append(gap_before[c])
+    order = codes
+    if session.regions:  # a region opens before its first GPU row of the same start
+        region_code = n + len(acts)
+        rkeys = []
+        for r in session.regions:
+            on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+            rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
+        rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
+        _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
-    barriers = tuple(r.barrier for r in rows if r.barrier is not None)
-    return Timeline(tuple(rows), end - first, busy, gaps, None, marks=mark_rows(session), barriers=barriers)
+    return Timeline(_RankRows(session, table, order, gap_before, marks), end - (keys[0] >> 1), busy, gaps, None,
+                    by_kernel, marks=mark_rows(session), barriers=_barriers_in_order(table, codes, marks))
+
+
+def _barriers_in_order(table: LaunchTable, codes: list[int], marks: dict[tuple[int, int, str], BarrierMark]
+                       ) -> tuple[BarrierMark, ...]:
+    """The marked waits in row order (kernel rows only carry them; codes below len(table) are launches)."""
+    if not marks:
+        return ()
+    at = {st for (_, st, _) in marks}
+    n, start, shape, shapes = len(table), table.start_ns, table.shape, table.shapes
+    out = []
+    for c in codes:
+        if c < n and start[c] in at:
+            sh = shapes[shape[c]]
+            m = marks.get((sh.rank or 0, start[c], sh.kernel))
+            if m is not None:
+                out.append(m)
+    return tuple(out)
 
