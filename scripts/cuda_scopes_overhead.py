@@ -203,8 +203,8 @@ def section(rows: list[dict], device: str, date: str) -> str:
                      f"({r['plain_range_us'][0]:.2f} – {r['plain_range_us'][1]:.2f}) | " + " | ".join(cells)
                      + f" | {r['plain_registers']} / {regs} |")
     lines += ["", "overhead = 100 × (median instrumented / median plain − 1). Where it is smaller than the plain "
-              "build's own range over its batches, no cost could be told from run-to-run variation. The cost is "
-              "per record, not per unit of work: the fewer FMAs between records, the larger its share.", ""]
+              "build's own range over its batches, no cost could be told from run-to-run variation. Both rows "
+              "write the same records per launch; they differ in the work between them.", ""]
     return "\n".join(lines)
 
 

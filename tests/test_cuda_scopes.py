@@ -588,3 +588,13 @@ def test_the_example_and_the_overhead_kernels_compile_both_ways(tmp_path, path):
         assert ("%globaltimer" in ptx) == bool(flags)
     if "cuda_pipeline" in path:
         assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 0" in ptx
+
+
+def test_recorded_microsecond_phases_overshoot_by_a_few_timer_steps_at_most():
+    """Spins of 2, 4 and 1 µs: each recorded scope lasts the spin plus the time to leave it and write its END,
+    here at most four 32 ns steps of %globaltimer."""
+    d, s, blocks = _read_recorded("spin_phases_small_h100.json")
+    assert s.problems == [] and sorted(blocks.block_id) == list(range(8)) and len(s.warps) == 8 * 4
+    for i, want in enumerate((2_000, 4_000, 1_000)):
+        got = [e - st for w in s.warps for sc, st, e in zip(w.scope, w.start_ns, w.end_ns) if sc == i]
+        assert len(got) == 32 and all(want <= g <= want + 4 * 32 for g in got), (s.names[i], sorted(set(got)))
