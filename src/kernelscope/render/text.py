@@ -35,9 +35,14 @@ def display_copy(obj: T) -> T:
     return _copy(obj)  # type: ignore[no-any-return]
 
 
-def _copy(v: Any) -> Any:
+def _copy(v: Any, _plain: dict[str, str] = {}) -> Any:  # noqa: B006 (the cache: names and units repeat)
     if isinstance(v, str):
-        return plain(v)
+        got = _plain.get(v)
+        if got is None:
+            got = plain(v)
+            if len(_plain) < 65536:
+                _plain[v] = got
+        return got
     if isinstance(v, (int, float, bool)) or v is None:
         return v
     if isinstance(v, list):
