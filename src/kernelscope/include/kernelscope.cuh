@@ -29,9 +29,11 @@
 //
 //    A record whose slot is at or past the capacity is never written, only
 //    counted in [3]. Slots of a claim a warp did not use stay zero. Scope ids are
-//    0..1023; the warp is threadIdx's linear index / 32. The macros keep the
-//    warp's claim in locals that KS_SCOPES_INIT declares, so they must be used in
-//    the function (scope) that calls KS_SCOPES_INIT. kernelscope's Python side
+//    0..1023; the warp is threadIdx's linear index / 32. KS_SCOPES_INIT reads the
+//    thread's block, warp, lane and SM once and declares the locals that hold
+//    them and the warp's claim, so the scope macros must be used in the function
+//    (scope) that calls KS_SCOPES_INIT: a record then reads only the clock.
+//    kernelscope's Python side
 //    (kernelscope.collect.instrument.cuda_scopes) holds the same numbers and reads
 //    the buffer.
 //

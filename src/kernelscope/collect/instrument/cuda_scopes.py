@@ -48,7 +48,7 @@ from kernelscope.model import BlockRecords, PhaseScopes, WarpScopes
 HEADER_NAME = "kernelscope.cuh"
 ENABLE_MACRO = "KS_RECORD"
 SOURCE = "kernelscope.cuh"  # BlockRecords.source and PhaseScopes.source of what the header recorded
-COLLECTOR = "kernelscope.cuh warp scopes (%globaltimer per record, one atomic slot per record)"
+COLLECTOR = "kernelscope.cuh warp scopes (%globaltimer per record; slots claimed 8 at a time per warp)"
 
 HEADER_VALUES = 4
 HDR_CAPACITY, HDR_CLAIMED, HDR_MAGIC, HDR_DROPPED = 0, 1, 2, 3
