@@ -318,8 +318,8 @@ class CudaScopes:
 
     ``names``: scope id -> name. The scope buffer holds ``capacity`` records, or, without it, two per scope for
     ``scopes_per_warp`` scopes in every warp of ``block``. ``blocks=False`` skips the block buffer (``.blocks`` is
-    then a one-value placeholder); ``array`` is "torch" or "cupy". ``enabled=False`` gives placeholders and submits
-    nothing, so the same call site runs plain.
+    then a one-value placeholder); ``array`` is "torch" (on ``device``) or "cupy" (on cupy's current device).
+    ``enabled=False`` gives placeholders and submits nothing, so the same call site runs plain.
     """
 
     def __init__(self, grid: Any, names: Mapping[int, str] | Sequence[str], *, block: Any = None,
