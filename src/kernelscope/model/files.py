@@ -220,6 +220,19 @@ def _write_and_move(out: Path, data: Data, force: bool, temporary: list[str]) ->
     place_file(tmp, out, force)
 
 
+def private_output(out: str | os.PathLike[str]) -> Path:
+    """An empty file of this process's own beside ``out`` (same directory, so it can later be moved into place
+    by link or rename; same compression suffix), for a writer that fills it before ``out`` is claimed."""
+    out = Path(out)
+    suffix = ".json.gz" if out.name.endswith(".gz") else ".json"
+    try:
+        fd, name = tempfile.mkstemp(prefix=".kernelscope-run-", suffix=suffix, dir=out.parent)
+    except OSError as e:
+        raise OutputFileError(f"cannot write beside {out} ({e.strerror or e})") from None
+    os.close(fd)
+    return Path(name)
+
+
 def place_file(tmp: str | os.PathLike[str], out: str | os.PathLike[str], force: bool) -> None:
     """Move the finished temporary file ``tmp`` (same directory) to ``out``: without ``force`` only if the name
     is free (FileExistsError otherwise), with it over a regular file only (OutputFileError for anything else).

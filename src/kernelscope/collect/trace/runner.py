@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import kernelscope
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.errors import RunError  # noqa: F401  (raised here; callers import it from here)
 from kernelscope.model import CollectorStatus, Session, SessionFileError
-from kernelscope.model.files import OutputFileError
+from kernelscope.model.files import OutputFileError, private_output
 from kernelscope.model import collectors as collector
 
 
@@ -89,23 +88,15 @@ def run(command: list[str], output: Path, module: str | None = None, keep_trace:
                            "torch.profiler and use kernelscope import instead")
         exit_code, session = run_torchrun(command, output, force=force)
         return RunResult(exit_code=exit_code, session=session, output=output)
-    private = private_output(output)
+    try:
+        private = private_output(output)
+    except OutputFileError as e:
+        raise RunError(str(e)) from None
     try:
         return _run_child(command, output, private, module, keep_trace, steps, memory, force)
     finally:
         if private.exists() and private.stat().st_size == 0:
             private.unlink()  # the child never wrote it
-
-
-def private_output(output: Path) -> Path:
-    """An empty file beside ``output`` (same directory: the session is moved into place by rename or link)."""
-    suffix = ".json.gz" if output.name.endswith(".gz") else ".json"
-    try:
-        fd, name = tempfile.mkstemp(prefix=".kernelscope-run-", suffix=suffix, dir=output.parent)
-    except OSError as e:
-        raise RunError(f"cannot write beside {output} ({e.strerror or e})") from None
-    os.close(fd)
-    return Path(name)
 
 
 def _run_child(command: list[str], output: Path, private: Path, module: str | None, keep_trace: str | None,

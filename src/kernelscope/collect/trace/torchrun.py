@@ -18,7 +18,7 @@ from kernelscope.collect.ranks import RankPart, join_ranks, split_ranks
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.rank_record import RANK_DIR_ENV
 from kernelscope.model import CollectorStatus, Session, SessionFileError
-from kernelscope.model.files import OutputFileError
+from kernelscope.model.files import OutputFileError, private_output
 
 HOOK_DIR = Path(__file__).resolve().parent / "rank_hook"
 
@@ -91,7 +91,7 @@ def run_torchrun(command: list[str], output: Path, force: bool = True) -> tuple[
     try:
         session.save(output, force=force)  # without -f only onto a free name, also if a file appeared meanwhile
     except OutputFileError as e:
-        from kernelscope.collect.trace.runner import RunError, private_output
+        from kernelscope.collect.trace.errors import RunError
 
         kept = private_output(output)
         session.save(kept)  # the joined ranks are not lost: they stay beside the name that was taken
