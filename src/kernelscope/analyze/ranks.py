@@ -57,6 +57,26 @@ def _spans_by_rank(session: Session) -> dict[int, tuple[list[Interval], list[Int
     return out
 
 
+def _union(spans: list[Interval]) -> list[Interval]:
+    """union() of spans, in one pass when they come by start (the launch columns are in start order): spans of
+    equal start merge into the same interval whichever comes first."""
+    if not all(a[0] <= b[0] for a, b in zip(spans, spans[1:])):
+        return union(spans)
+    out: list[Interval] = []
+    if not spans:
+        return out
+    cs, ce = spans[0]
+    for s, e in spans:
+        if s <= ce:
+            if e > ce:
+                ce = e
+        else:
+            out.append((cs, ce))
+            cs, ce = s, e
+    out.append((cs, ce))
+    return out
+
+
 def _one_rank_no_collectives(session: Session, infos: list[RankInfo]) -> tuple[int, int, int] | None:
     """For a session of one rank whose launches run no collective: (union of its kernels' intervals, first start
     to last end, timed kernels), in one pass over the columns (the same numbers as union/total of the
@@ -105,9 +125,9 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
                                 wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
             continue
         comm_raw, comp_raw = spans.get(info.rank, ([], []))
-        comm, comp = union(comm_raw), union(comp_raw)
+        comm, comp = _union(comm_raw), _union(comp_raw)
         n_kernels = len(comm_raw) + len(comp_raw)
-        busy = union(comm + comp)
+        busy = union(comm + comp)  # two sorted runs: the sort merges them
         span = (busy[-1][1] - busy[0][0]) if busy else 0
         c = total(comm)
         ov = total(intersect(comp, comm))
