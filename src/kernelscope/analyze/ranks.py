@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
-from kernelscope.analyze.intervals import Interval, intersect, total, union
+from kernelscope.analyze.intervals import Interval, total, union
 from kernelscope.model import RankInfo, Session
 
 OVERLAP_FORMULA = "|compute ∩ communication| / communication * 100"
@@ -77,6 +77,21 @@ def _union(spans: list[Interval]) -> list[Interval]:
     return out
 
 
+def _intersect_unions(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    """intersect() of two unions (sorted, disjoint): the same sweep, without merging them again."""
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
 def _one_rank_no_collectives(session: Session, infos: list[RankInfo]) -> tuple[int, int, int] | None:
     """For a session of one rank whose launches run no collective: (union of its kernels' intervals, first start
     to last end, timed kernels), in one pass over the columns (the same numbers as union/total of the
@@ -130,7 +145,7 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         busy = union(comm + comp)  # two sorted runs: the sort merges them
         span = (busy[-1][1] - busy[0][0]) if busy else 0
         c = total(comm)
-        ov = total(intersect(comp, comm))
+        ov = total(_intersect_unions(comp, comm))
         out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=total(comp), communication_ns=c,
                             idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
                             wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
