@@ -1,13 +1,15 @@
 """Read a PyTorch profiler (Kineto) Chrome trace event by event, in memory that follows the session it builds.
 
 The document is read in chunks (gzip decompressed as a stream, both bounded by the input limit of
-model/files.py); the top-level object is walked by hand, each element of `traceEvents` decoded on its own with
-``json.JSONDecoder.raw_decode``, and only what the session needs is kept: kernels as compact rows (their args
-shared between launches of one configuration), copies and memsets, the launch sites of runtime calls, the calls
-that block the host, annotations. The other top-level keys (`deviceProperties`, `distributedInfo`,
-`baseTimeNanoseconds`, ...) are kept wherever they appear. The result is what ``parse_trace`` gives for the whole
-document (tests/test_kineto_stream.py checks it on every recorded trace). A document damaged after some events
-keeps those events and names the damage in one sentence among the parse problems.
+model/files.py); the top-level object is walked by hand, the elements of `traceEvents` decoded a run at a time
+(the whole events a chunk holds, by one call of the C decoder; an event the chunk's end cuts, or a run that does
+not decode, one element at a time), and each event is dropped once read: only what the session needs is kept, as
+the session will hold it. Kernels become launch rows in int64 columns (what launches of one configuration share
+built once), copies and memsets activities, runtime calls their launch sites in int64 columns; the calls that
+block the host and the annotations are kept as they are. The other top-level keys (`deviceProperties`,
+`distributedInfo`, `baseTimeNanoseconds`, ...) are kept wherever they appear. The result is what ``parse_trace``
+gives for the whole document (tests/test_kineto_stream.py checks it on every recorded trace). A document damaged
+after some events keeps those events and names the damage in one sentence among the parse problems.
 """
 from __future__ import annotations
 
