@@ -36,7 +36,6 @@ _CHUNK = 1 << 18  # a run of events decoded at once stays in the cache
 _WS = re.compile(r"[ \t\n\r]*")
 _CUT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*(?=\{)")  # between two objects of an array, most likely
 _TAIL = 1 << 14  # how far from the buffer's end a cut is looked for first
-_AFTER = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")  # what follows an event: its delimiter
 _DECODER = json.JSONDecoder()
 _HOST_SYNC_NAMES = frozenset(SYNC_CALLS) | SYNC_COPY_CALLS | ASYNC_COPY_CALLS
 _PID_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime")
