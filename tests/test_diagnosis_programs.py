@@ -1,4 +1,4 @@
-"""The whole-program defect suite (benchmarks/diagnosis/programs, issue 35's check half) on the CPU: the table is
+"""The whole-program defect suite (benchmarks/diagnosis/programs) on the CPU: the table is
 consistent, every program parses and builds, defect and fixed twins compute the same result where they can run on
 the CPU at tiny size, and score.py's scoring of a verdict (pure functions) on synthetic verdict JSON."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ if str(PROGRAMS_DIR) not in sys.path:  # programs import harness (and one anothe
     sys.path.insert(0, str(PROGRAMS_DIR))
 
 
-def load(name: str):
+def _load_file(name: str):
     key = f"kernelscope_diagnosis_programs_{name}"
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, PROGRAMS_DIR / f"{name}.py")
@@ -28,9 +28,15 @@ def load(name: str):
     return sys.modules[key]
 
 
-config = load("config")
-score = load("score")
-measure = load("measure")
+config = _load_file("config")
+score = _load_file("score")
+measure = _load_file("measure")
+run = _load_file("run")
+
+
+def load(name: str):
+    """One program's names (build, main, SIZES, CPU_SKIP), as run.py gives them."""
+    return run.load(name)
 NAMES = [p.name for p in config.PROGRAMS]
 # (rtol, atol) where the fix changes the arithmetic (bf16 autocast, fp32 accumulation in a fused kernel)
 TOLERANCE = {"tc_conv_infer": (5e-2, 5e-2), "unfused_layernorm_chain": (2e-2, 0.15),
@@ -86,7 +92,7 @@ def test_the_holdout_half_covers_every_single_gpu_rule():
 @needs_torch
 @pytest.mark.parametrize("name", NAMES)
 def test_every_program_compiles_and_declares_its_sizes(name):
-    py_compile.compile(str(PROGRAMS_DIR / f"{name}.py"), doraise=True)
+    py_compile.compile(str(PROGRAMS_DIR / config.BY_NAME[name].file), doraise=True)
     mod = load(name)
     assert callable(mod.build) and callable(mod.main)
     assert set(mod.SIZES) == {"full", "tiny"}
@@ -149,8 +155,8 @@ def test_controls_run_at_tiny_size(name):
 @needs_torch
 def test_a_program_prints_its_step_times_as_one_json_line():
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
-    p = subprocess.run([sys.executable, str(PROGRAMS_DIR / "launch_param_loop.py"), "--tiny", "--variant", "fixed",
-                        "--steps", "3", "--warmup", "1"], capture_output=True, text=True, timeout=120, env=env)
+    p = subprocess.run([sys.executable, str(PROGRAMS_DIR / "run.py"), "launch_param_loop", "--tiny", "--variant",
+                        "fixed", "--steps", "3", "--warmup", "1"], capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     res = measure.parse_result(p.stdout)
     assert res["variant"] == "fixed" and len(res["step_ms"]) == 3 and res["median_ms"] > 0
@@ -160,7 +166,7 @@ def test_measure_builds_the_documented_run_command_lines(tmp_path):
     single, ranks = config.BY_NAME["tc_mlp_train"], config.BY_NAME["straggler_ddp"]
     cmd = measure.record_command(single, "defect", 1, tmp_path / "s.json.gz")
     assert cmd[1:5] == ["-m", "kernelscope", "run", "-f"] and "--steps" in cmd and "-o" in cmd
-    assert cmd[cmd.index("--") + 1:][1:4] == [str(PROGRAMS_DIR / "tc_mlp_train.py"), "--variant", "defect"]
+    assert cmd[cmd.index("--") + 1:][1:5] == [str(PROGRAMS_DIR / "run.py"), "tc_mlp_train", "--variant", "defect"]
     cmd = measure.record_command(ranks, "fixed", 4, tmp_path / "r.json.gz")
     assert "--steps" not in cmd[:cmd.index("--")]  # not supported under torchrun
     work = cmd[cmd.index("--") + 1:]

@@ -1,13 +1,14 @@
-"""The whole-program defect suite in one table (issue 35). Two halves: "check", written before the verdict rules
-changed, not tuned on them; "holdout" (holdout_*.py), written later without reading the rules, kept unseen by
-them while they are tuned on the check half. Only the holdout half on one GPU, from the repository root:
+"""The whole-program defect suite in one table. Two halves: "check", written before the verdict rules changed,
+not tuned on them; "holdout" (holdout_*), written later without reading the rules, kept unseen by them while they
+are tuned on the check half. Only the holdout half on one GPU, from the repository root:
 ``measure.py --programs "$(cd benchmarks/diagnosis/programs && python -c \
 "import config; print(config.names('holdout'))")"``.
 
-Each program is one file taking --variant defect|fixed (controls: control only), --steps N, --warmup N and
---tiny. ``expected_rule``: the verdict rule id that should come first on the defect variant and be absent (or
-under 5%) on the fixed one; controls have none and should get no finding above 20%. ``ranks``: 1 for a plain
-process, or the torchrun world sizes the program runs at.
+Each program is one function in its defect's module (``MODULE``), run by name with ``run.py NAME`` taking
+--variant defect|fixed (controls: control only), --steps N, --warmup N and --tiny. ``expected_rule``: the verdict
+rule id that should come first on the defect variant and be absent (or under 5%) on the fixed one; controls have
+none and should get no finding above 20%. ``ranks``: 1 for a plain process, or the torchrun world sizes the program
+runs at.
 """
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ from dataclasses import dataclass, replace
 RULE_IDS = ("tensor-cores-unused", "unfused-elementwise", "pageable-copies", "host-input-stall", "sync-in-loop",
             "launch-bound", "straggler-rank")
 CONTROL = "control"
+# the module holding each category's programs
+MODULE = {"tensor-cores-unused": "tensor_cores", "unfused-elementwise": "unfused", "pageable-copies": "pageable",
+          "host-input-stall": "host_stall", "sync-in-loop": "sync_in_loop", "launch-bound": "launch_bound",
+          "straggler-rank": "straggler", CONTROL: "controls"}
 
 
 @dataclass(frozen=True)
 class Program:
     name: str
-    file: str  # relative to this directory
     category: str  # one of RULE_IDS, or CONTROL
     expected_rule: str | None  # None for controls
     ranks: int | tuple[int, ...]  # 1, or the torchrun --nproc-per-node values
@@ -36,6 +40,15 @@ class Program:
         return (CONTROL,) if self.category == CONTROL else ("defect", "fixed")
 
     @property
+    def module(self) -> str:
+        return MODULE[self.category]
+
+    @property
+    def file(self) -> str:
+        """The module's file, relative to this directory."""
+        return f"{self.module}.py"
+
+    @property
     def world_sizes(self) -> tuple[int, ...]:
         return (self.ranks,) if isinstance(self.ranks, int) else tuple(self.ranks)
 
@@ -45,7 +58,7 @@ class Program:
 
 
 def _p(name: str, category: str, note: str, ranks: int | tuple[int, ...] = 1, half: str = "check") -> Program:
-    return Program(name, f"{name}.py", category, None if category == CONTROL else category, ranks, note, half)
+    return Program(name, category, None if category == CONTROL else category, ranks, note, half)
 
 
 def _h(name: str, category: str, note: str) -> Program:

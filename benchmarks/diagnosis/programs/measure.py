@@ -63,7 +63,7 @@ TINY: list[str] = []  # ["--tiny"] with measure.py --tiny (a CPU smoke run of th
 
 
 def workload(prog: Program, variant: str, nproc: int, steps: int | None) -> list[str]:
-    args = [str(HERE / prog.file), "--variant", variant, "--warmup", str(WARMUP), *TINY]
+    args = [str(HERE / "run.py"), prog.name, "--variant", variant, "--warmup", str(WARMUP), *TINY]
     if steps is not None:
         args += ["--steps", str(steps)]
     if prog.distributed:

@@ -8,7 +8,7 @@ kernel, gain_pct, gain_formula, evidence, fix) and checks, against program_timin
 - control: no finding above 20%.
 
     PYTHONPATH=src python benchmarks/diagnosis/programs/score.py OUT/sessions.tar.gz OUT/program_timings.json \
-        [--out DIR]
+        [--out DIR] [--results benchmarks/diagnosis/RESULTS.md]
 
 A session whose JSON has no verdict (or no findings list) is reported as "no verdict", never guessed at.
 """
@@ -192,11 +192,28 @@ def markdown(rows: list[dict], t: dict, device: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN, END = "<!-- score.py: begin -->", "<!-- score.py: end -->"
+
+
+def write_results(table: str, path: Path) -> None:
+    """Put ``table`` between the BEGIN and END markers of ``path`` (added at the end the first time)."""
+    text = path.read_text() if path.exists() else ""
+    block = f"{BEGIN}\n{table.rstrip()}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sessions", type=Path, help="sessions.tar.gz from measure.py, or a directory of sessions")
     ap.add_argument("timings", type=Path, help="program_timings.json from measure.py")
     ap.add_argument("--out", type=Path, help="write score.json and score.md here")
+    ap.add_argument("--results", type=Path, help="put the table in this file, between its score.py markers "
+                    "(benchmarks/diagnosis/RESULTS.md)")
     a = ap.parse_args(argv)
     for p in (a.sessions, a.timings):
         if not p.exists():
@@ -215,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "recorded": timings.get("recorded"), "rows": rows,
                                                       "totals": t, "totals_by_half": by_half}, indent=1))
         (a.out / "score.md").write_text(md)
+    if a.results:
+        write_results(md, a.results)
     return 0
 
 
