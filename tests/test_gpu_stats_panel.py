@@ -1,5 +1,5 @@
 """Panel 9 and its analysis: on samples recorded with `kernelscope run --sample-interval 50`
-on an H100 (tests/data/session_h100_samples.json.gz, scripts/record_gpu_stats.sh), and on
+on an H100 (tests/data/session_h100_samples.json.gz, scripts/record.sh gpu_stats), and on
 small hand-made sessions for the edge cases. No GPU needed."""
 from __future__ import annotations
 

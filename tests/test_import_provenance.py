@@ -42,7 +42,7 @@ def test_capture_times_come_from_the_report(tmp_path, name):
 
 
 def test_capture_time_agrees_with_the_recording_script(tmp_path):
-    """scripts/record_counters.sh runs `kernelscope run --counters` (session_h100_counters, whose
+    """scripts/record.sh counters runs `kernelscope run --counters` (session_h100_counters, whose
     created_utc is kernelscope's own clock) and then `ncu -o handmade_cuda` (this report): the
     report's creation time must fall shortly after that session began. Needs no ncu_report."""
     path = tmp_path / "r.ncu-rep"

@@ -1,5 +1,5 @@
 """In-kernel instrumentation as RECORDED on an NVIDIA H100 80GB HBM3 (driver 580.159.04,
-torch 2.11, Triton 3.6, 2026-11-22, scripts/record_instrumented.sh): the block recorder
+torch 2.11, Triton 3.6, 2026-11-22, scripts/record.sh instrumented): the block recorder
 session (tests/workloads/instrumented_example.py), the Proton scopes session
 (tests/workloads/proton_phases.py) and Proton's raw trace of that launch. No GPU needed."""
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each row of tests/data/ncu_occupancy_h100_*.csv is one real kernel launch
 (cuBLAS, cuDNN, PyTorch, flash attention, Triton) profiled with ncu's
-LaunchStats + Occupancy sections (scripts/record_fixtures.sh).
+LaunchStats + Occupancy sections (scripts/record.sh fixtures).
 """
 from __future__ import annotations
 

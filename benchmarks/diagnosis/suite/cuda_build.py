@@ -1,6 +1,6 @@
 """Build cuda_kernels.cu with nvcc into a shared library and call it through ctypes.
 
-The same route as scripts/record_counters.sh (nvcc on the GPU machine), without
+The same route as scripts/record.sh counters (nvcc on the GPU machine), without
 torch.utils.cpp_extension: no ninja, no pybind, no torch headers, a 2-second build.
 The library is cached by the hash of the source, the GPU architecture and nvcc's
 version, so the many processes of a calibration run build it once. Launches go on

@@ -13,7 +13,7 @@ block write the SM it ran on (%smid) and its start and end time (%globaltimer).
   phase scopes): their buffers (torch or cupy), read back (pure) and handed to the same sinks.
 
 tests/gpu/test_block_recorder_gpu.py and tests/gpu/test_proton_scopes_gpu.py check them on a GPU,
-and the recorded sessions in tests/data/ (scripts/record_instrumented.sh) are tested without one;
+and the recorded sessions in tests/data/ (scripts/record.sh instrumented) are tested without one;
 the W4A16 kernel records its programs with ``w4a16_matmul(..., recorder=)``, the Gluon decode kernel
 too (a Gluon ``LaunchConfig``: kernels/marlin/gluon_kernel.py writes the same rows in Gluon).
 """
