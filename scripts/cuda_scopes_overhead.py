@@ -1,6 +1,6 @@
 """What kernelscope.cuh's warp phase scopes cost: one kernel, built plain and with -DKS_RECORD, timed on a GPU.
 
-    python scripts/cuda_scopes_overhead.py [--results benchmarks/results/instrumentation_overhead.md] [--copy-to DIR]
+    python scripts/cuda_scopes_overhead.py [--results benchmarks/results/RESULTS.md] [--copy-to DIR]
 
 The kernel has four scopes per warp (load, compute, reduce, store: eight records,
 one slot claim per warp) and the block recorder; two variants leave out one of them. Each warp loads 16 float4 per
@@ -13,7 +13,7 @@ GPU-bound, so the batch time over the launch count is the kernel's time),
 plain and instrumented batches alternating, the median batch of each. The
 instrumented launches of a batch share one buffer with room for all of their
 records, so none is dropped (checked after the run). Writes (replacing a
-previous one) the section "CUDA C++ phase scopes" of the results file, with the
+previous one) the subsection "CUDA C++ phase scopes" of the results file, with the
 device, driver and date of the run; ``--copy-to`` also writes the file and the
 raw times (JSON) there.
 """
@@ -38,7 +38,7 @@ from kernelscope.collect.instrument.cuda_scopes import (  # noqa: E402  the chec
     scope_capacity,
 )
 
-SECTION = "## CUDA C++ phase scopes (kernelscope.cuh)"
+SECTION = "### CUDA C++ phase scopes (kernelscope.cuh)"
 NAMES = {0: "load", 1: "compute", 2: "reduce", 3: "store"}
 VECS = 16  # float4 per lane
 THREADS = 256
@@ -210,7 +210,7 @@ def section(rows: list[dict], device: str, date: str) -> str:
 
 def write_section(path: Path, text: str) -> str:
     old = path.read_text() if path.exists() else ""
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(re.escape(SECTION) + r".*?(?=^#{1,3} |\Z)", re.S | re.M)  # up to the next heading
     new = pattern.sub(lambda _: text, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
     path.write_text(new)
     return new
@@ -219,7 +219,7 @@ def write_section(path: Path, text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default=None,
-                   help="the results file (default benchmarks/results/instrumentation_overhead.md; with "
+                   help="the results file (default benchmarks/results/RESULTS.md; with "
                         "--include-dir, none unless given)")
     p.add_argument("--copy-to", default=None, help="also write the results file and the raw times (JSON) here")
     p.add_argument("--blocks", type=int, default=132 * 16)
@@ -238,13 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         note = f"Header measured: `{a.include_dir}/kernelscope.cuh`, not the shipped one."
         text = text.replace("\n\n", f"\n\n{note}\n\n", 1)
     print(text)
-    results = a.results or (None if a.include_dir else str(ROOT / "benchmarks" / "results" /
-                                                            "instrumentation_overhead.md"))
+    results = a.results or (None if a.include_dir else str(ROOT / "benchmarks" / "results" / "RESULTS.md"))
     full = write_section(Path(results), text) if results else text
     if a.copy_to:
         out = Path(a.copy_to)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "instrumentation_overhead.md").write_text(full)
+        (out / "RESULTS.md").write_text(full)
         (out / "cuda_scopes_overhead.json").write_text(json.dumps({"date": date, "rows": rows}, indent=1))
     return 0
 

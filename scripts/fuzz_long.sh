@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long fuzz run behind benchmarks/results/fuzz.md: the reader fuzz suite in PROCS parallel processes,
+# The long fuzz run behind benchmarks/results/RESULTS.md: the reader fuzz suite in PROCS parallel processes,
 # each with its own Hypothesis seed and EXAMPLES examples per reader, tallies merged at the end.
 # Usage: scripts/fuzz_long.sh [PROCS] [EXAMPLES] [OUTDIR]   (needs hypothesis, rich, ncu_report; matplotlib for plot)
 set -uo pipefail

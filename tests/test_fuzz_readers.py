@@ -6,7 +6,7 @@ the trace pass uses. For each mutated input: no traceback, no hang (each command
 exit 0 or exit 2 with one `kernelscope: error:` sentence, and a file cut short is never taken as whole.
 
 The budget is fixed in CI; `KERNELSCOPE_FUZZ_EXAMPLES=2000` (examples per reader) runs a long search, and
-`KERNELSCOPE_FUZZ_REPORT=FILE` writes the counts (benchmarks/results/fuzz.md cites such a run).
+`KERNELSCOPE_FUZZ_REPORT=FILE` writes the counts (benchmarks/results/RESULTS.md cites such a run).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 # Only what the panels need: far cheaper than --set full.
 # The MemoryWorkloadAnalysis_Tables section alone costs many replay passes
-# (docs/decisions/0007, benchmarks/results/counter_pass.md), so the
+# (docs/decisions/0007, benchmarks/results/RESULTS.md), so the
 # few table values the panels use are asked for as metrics instead; and no
 # panel uses InstructionStats.
 SECTIONS: tuple[str, ...] = (
