@@ -15,7 +15,7 @@
 # Never changes clocks (--clock-control none).
 set -u
 if [ "${1:-}" = install ]; then
-  S=${2:?usage: record_diagnosis.sh install OUTDIR}
+  S=${2:?usage: record.sh install OUTDIR}
   mkdir -p tests/data/diagnosis
   tar -xzf "$S/diagnosis_sessions.tar.gz" -C tests/data/diagnosis --strip-components=1 sessions
   # timings are merged into the checked-in file (a run of one half or a few cases keeps the others' timings)
