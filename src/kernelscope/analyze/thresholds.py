@@ -127,7 +127,7 @@ HOST_GAP_MIN_LAUNCH_SHARE = 0.25
 HOST_GAP_MIN_WAITS = 10
 
 # The verdict line names a first fix only when its estimated gain is at least this % of the
-# kernel's time (below it, the issue-14 target for "no defect" kernels: nothing worth chasing).
+# kernel's time (below it, the diagnosis suite's bound for "no defect" kernels: nothing worth chasing).
 VERDICT_MIN_GAIN_PCT = 5.0
 
 # -- diff (analyze/diff.py) ------------------------------------------------------------------
@@ -155,6 +155,7 @@ FMA_MATMUL_MIN_FMA_PER_DRAM_BYTE = 64.0
 
 # A GPU-idle gap longer than this, with no host sync behind it, is the host doing other work (input preparation,
 # preprocessing): shorter ones are the host's per-op cost between launches (Python, the framework's dispatch and the
-# launch itself; under the profiler 50-500 µs is common). In the H100 whole-program recordings of 2026-11-26 the
-# input-stall programs' gaps were 19-126 ms, the eager decode loop's and the sync loop's 50-1,900 µs (median 70-120).
+# launch itself; under the profiler 50-500 µs is common). In the whole-program recordings (tests/data/diagnosis/
+# programs) the input-stall programs' gaps are 19-126 ms, the eager decode loop's and the sync loop's 50-1,900 µs
+# (median 70-120).
 HOST_STALL_GAP_NS = 1_000_000

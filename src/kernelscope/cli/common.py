@@ -71,8 +71,7 @@ def note(msg: str, kind: str = "note") -> None:
 
 def exit_past_profiler_teardown(code: int) -> NoReturn:
     """Leave with ``code`` without the interpreter's teardown, once everything is written: after the torch
-    profiler (CUPTI) ran in this process, torch 2.11's teardown at exit can abort with "double free or corruption"
-    (seen on an H100, 2026-11-23: `bench w4a16` in 2 of 3 runs, `demo` in 1 of 2 runs with a cold Triton cache),
+    profiler (CUPTI) ran in this process, torch 2.11's teardown at exit can abort with "double free or corruption",
     turning a finished command into exit code 134. PyTorch traced it to profiler buffers freed while CUPTI still
     held them (pytorch/pytorch#195207)."""
     sys.stdout.flush()

@@ -41,8 +41,8 @@ _COMMON_EXTRA = (
 )
 # Math ops executed in the tensor path, one counter per source precision: ncu counts 2 per multiply-add, so
 # they are FLOPs (summed by analyze/roofline.counter_flops; checked against a cuBLAS GEMM's 2*m*n*k in
-# benchmarks/diagnosis/RESULTS.md). Only the names the chip has, from `ncu --query-metrics --chip gh100`
-# (ncu 2025.3.1) on the H100, 2026-11-23: gh100 has no per-destination fp16 or fp8 counters and no
+# benchmarks/diagnosis/RESULTS.md). Only the names the chip has, as `ncu --query-metrics --chip gh100`
+# (ncu 2025.3.1) lists them: gh100 has no per-destination fp16 or fp8 counters and no
 # bf16/tf32 totals, so each precision is its one counter here.
 TENSOR_OPS: dict[str, tuple[str, ...]] = {
     "sm_90": ("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
@@ -52,8 +52,8 @@ TENSOR_OPS: dict[str, tuple[str, ...]] = {
 
 EXTRA_METRICS: dict[str, tuple[str, ...]] = {
     "sm_80": _COMMON_EXTRA, "sm_86": _COMMON_EXTRA, "sm_87": _COMMON_EXTRA, "sm_89": _COMMON_EXTRA,
-    # FMA-pipe instructions, fp16 ones apart (rule fma-instead-of-tensor); names checked with
-    # `ncu --query-metrics --chip gh100` (ncu 2025.3.1), 2026-11-24
+    # FMA-pipe instructions, fp16 ones apart (rule fma-instead-of-tensor); names as
+    # `ncu --query-metrics --chip gh100` (ncu 2025.3.1) lists them
     "sm_90": _COMMON_EXTRA + ("sm__inst_executed_pipe_tensor_op_gmma.sum", "sm__inst_executed_pipe_fma.sum",
                               "sm__inst_executed_pipe_fma_type_fp16.sum") + TENSOR_OPS["sm_90"],
 }

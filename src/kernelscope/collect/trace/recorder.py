@@ -88,8 +88,8 @@ class TraceRecorder:
         if self.step_window is None:
             self._mark_step(0)
         self._declared = regions.start_declared_work_log()
-        # After the profiler starts, so samples begin with the trace (started before it, the first
-        # traced event came 5.3 s after the first sample on the H100).
+        # After the profiler starts, so samples begin with the trace (started before it, the samples
+        # would also cover the profiler's start-up, seconds in which nothing is traced yet).
         self._sampler = sampler.start_for_session(self.session, self.sample_interval_ms)
 
     def _profiler_step(self, ended: int) -> None:
