@@ -144,3 +144,33 @@ def test_one_process_import_keeps_columns_and_equals_the_per_object_join(tmp_pat
     assert _file_json(new, tmp_path, "new.json") == _file_json(old, tmp_path, "old.json")
     if world:
         assert new.collectors["trace"].status == "partial" and "rank 0:" in new.collectors["trace"].reason
+
+
+def test_runs_of_events_cut_anywhere_decode_as_the_whole_document(tmp_path, monkeypatch):
+    """Events decoded a run at a time: names holding '}, {', args before the other keys (a '},' inside an event),
+    and a damaged event inside a run, at chunk sizes that cut runs everywhere."""
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    doc = _doc(DATA / "ranks" / "job2_rank0.pt.trace.json.gz")
+    for k, e in enumerate(doc["traceEvents"]):
+        if e.get("cat") == "kernel" and k % 3 == 0:
+            e["name"] = e["name"] + "}, {lambda()#1}"
+        if k % 2 == 0:  # args first: "},' inside the event
+            doc["traceEvents"][k] = {"args": e.pop("args", {}), **e}
+    text = json.dumps(doc, indent=1)
+    p = tmp_path / "t.json"
+    p.write_text(text)
+    for chunk in (97, 4096, 1 << 18):
+        monkeypatch.setattr(ks, "_CHUNK", chunk)
+        monkeypatch.setattr(ks, "_TAIL", max(16, chunk // 16))
+        streamed = read_trace(p)
+        assert streamed.damage is None and streamed.events_read == len(doc["traceEvents"])
+        assert _parsed_dict(streamed.parsed) == _parsed_dict(parse_trace(doc))
+    at = text.index('"ph"', len(text) // 2)  # damage in the middle of a run: the events before it are kept
+    p.write_text(text[:at] + "}" + text[at:])
+    monkeypatch.setattr(ks, "_CHUNK", 1 << 18)
+    streamed = read_trace(p)
+    n = streamed.events_read
+    assert streamed.damage and f"the {n:,} events before it were read" in streamed.damage
+    whole = parse_trace({**doc, "traceEvents": doc["traceEvents"][:n]})
+    assert [x.to_dict() for x in streamed.parsed.table.launches()] == [x.to_dict() for x in whole.table.launches()]

@@ -314,11 +314,10 @@ class _Events:
         self.annotations: list[dict[str, Any]] = []
         self.rows = K._KernelRows()
         self.kernel_error: Exception | None = None  # the first a kernel raised that ends the parse
-        self.activities: list[Activity] = []  # start_ns on the trace's clock until the origin is known
+        self.copies = _Copies()  # memcpy / memset activities
         self.memcpys: list[dict[str, Any]] = []  # GPU copies, trimmed to what host_syncs reads of them
         self.calls: list[dict[str, Any]] = []  # runtime calls that may block the host
         self.bad: list[str] = []
-        self.names: dict[str, str] = {}
         self.pid: Any = _MISSING
         self.origin_error: Exception | None = None
         self.read = 0
@@ -372,9 +371,8 @@ class _Events:
         try:
             args = e.get("args") or {}
             name = str(e.get("name"))
-            self.activities.append(Activity(
-                kind=cat[4:], name=self.names.setdefault(name, name), start_ns=K._ns(e["ts"]),
-                duration_ns=K._ns(e.get("dur", 0)), bytes=args.get("bytes"), stream=args.get("stream")))
+            self.copies.add(cat[4:], name, K._ns(e["ts"]), K._ns(e.get("dur", 0)), args.get("bytes"),
+                            args.get("stream"))
         except K._MALFORMED:
             self.bad.append("memcpy/memset")
         if cat == "gpu_memcpy":
@@ -421,6 +419,49 @@ class _Events:
         except K.TraceFormatError as x:
             if self.kernel_error is None:
                 self.kernel_error = x
+
+
+class _Copies:
+    """memcpy / memset activities as columns while the trace is read (int64 times, what repeats, kind, name,
+    bytes and stream, numbered), built as Activity objects at the end, next to each other: objects made one by
+    one between the events would each keep a page of the freed events in use."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+        self.parts: list[tuple[str, str, Any, Any]] = []  # (kind, name, bytes, stream)
+        self.part = array("q")
+        self.start = array("q")  # ns on the trace's clock
+        self.dur = array("q")
+        self.odd: list[Activity] | None = None  # once a value does not fit the columns: objects from there on
+
+    def add(self, kind: str, name: str, start: int, dur: int, nbytes: Any, stream: Any) -> None:
+        if self.odd is None:
+            key = (kind, name, nbytes, stream, type(nbytes), type(stream))
+            try:
+                k = self.ids.get(key)
+                if k is None:
+                    k = self.ids[key] = len(self.parts)
+                    self.parts.append((kind, name, nbytes, stream))
+                if not (_INT64[0] <= start <= _INT64[1] and _INT64[0] <= dur <= _INT64[1]):
+                    raise OverflowError
+            except (TypeError, OverflowError):  # an unhashable value, a time past int64
+                self.odd = self.activities(0)
+            else:
+                self.part.append(k)
+                self.start.append(start)
+                self.dur.append(dur)
+                return
+        self.odd.append(Activity(kind=kind, name=name, start_ns=start, duration_ns=dur, bytes=nbytes, stream=stream))
+
+    def activities(self, origin_ns: int) -> list[Activity]:
+        """The activities in trace order, their starts from ``origin_ns``."""
+        if self.odd is not None:
+            for a in self.odd:
+                a.start_ns -= origin_ns
+            return self.odd
+        parts = self.parts
+        return [Activity(kind=parts[k][0], name=parts[k][1], start_ns=st - origin_ns, duration_ns=d,
+                         bytes=parts[k][2], stream=parts[k][3]) for k, st, d in zip(self.part, self.start, self.dur)]
 
 
 class _Sites:
@@ -526,9 +567,8 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
             return ()
 
     out.table = ev.rows.table(origin_ns, enclosing)
-    for a in ev.activities:
-        a.start_ns -= origin_ns
-    out.activities, ev.activities = ev.activities, []
+    out.activities = ev.copies.activities(origin_ns)
+    ev.copies = _Copies()
     out.devices = []
     for p in top.get("deviceProperties") or []:
         try:
