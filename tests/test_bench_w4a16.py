@@ -78,7 +78,7 @@ def test_shapes_and_cases():
 def test_launch_choice_tuned_table_and_rule():
     """The shipped H100 table covers every default point with one key set and says how each row was timed; its
     launches divide k; any other GPU or shape gets the rule, which also divides k, and the source says which."""
-    from kernelscope.kernels.marlin.gluon_launch import MAX_M
+    from kernelscope.kernels.marlin.gluon_host import MAX_M
     from kernelscope.kernels.marlin.launch import LaunchConfig, rule_launch, rule_or_table, tuned_tables
 
     h100 = "NVIDIA H100 80GB HBM3"

@@ -39,18 +39,11 @@ CORE_EXCEPTIONS = {
 # (importer, module, private name) still imported across modules: each is to become a public name, and leaves this
 # list when it does (an entry that no longer exists fails, so the list never allows more than the code has).
 PENDING_PRIVATE_IMPORTS = {
-    ("kernelscope.bench.w4a16", "kernelscope.bench.attention", "_error_text"),
-    ("kernelscope.bench.w4a16", "kernelscope.bench.attention", "_is_oom"),
-    ("kernelscope.bench.w4a16", "kernelscope.bench.attention", "_release"),
-    ("kernelscope.bench.w4a16_timing", "kernelscope.bench.attention", "_error_text"),
     ("kernelscope.collect.instrument.cuda_scopes", "kernelscope.collect.instrument.recorder", "_grid3"),
     ("kernelscope.collect.trace.kineto_stream", "kernelscope.collect.trace.kineto_dist", "_int"),
     ("kernelscope.collect.trace.kineto_stream", "kernelscope.model.files", "_kind"),  # public: file_type
     ("kernelscope.collect.trace.kineto_stream", "kernelscope.model.files", "_too_large"),  # public: input_too_large
     ("kernelscope.kernels.attention.workload", "kernelscope.kernels.attention.flash", "_gluon_runs"),
-    ("kernelscope.kernels.marlin.gluon_launch", "kernelscope.kernels.marlin.gluon_kernel", "_w4a16_gluon"),
-    ("kernelscope.kernels.marlin.matmul", "kernelscope.kernels.marlin.gemm", "_kernel"),
-    ("kernelscope.kernels.marlin.workload", "kernelscope.kernels.marlin.gemm", "_kernel"),
 }
 # The Marlin demo's panels: the one module outside render/ and cli/bench/ that draws with Rich, and the plain data
 # it draws (docs/decisions/0009-marlin-demo-panels.md).

@@ -38,7 +38,7 @@ def weights(request):
 @pytest.mark.parametrize("m,programs,sync", list(itertools.product((1, 13), (None, 4, 5, 36, 100, 0), (False, True))))
 def test_matches_the_reference(weights, m, programs, sync):
     from kernelscope.kernels.marlin import reference_matmul
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     if programs == 0:
@@ -55,7 +55,7 @@ def test_matches_the_reference(weights, m, programs, sync):
 @pytest.mark.parametrize("m,programs", list(itertools.product((17, 32, 40, 64), (None, 5, 36, 0))))
 def test_matches_the_reference_up_to_64_tokens(weights, m, programs):
     from kernelscope.kernels.marlin import reference_matmul
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     if programs == 0:
@@ -72,7 +72,7 @@ def test_matches_the_reference_up_to_64_tokens(weights, m, programs):
 def test_more_than_64_tokens_are_refused():
     if not _hopper():
         pytest.skip("needs an sm_90 (Hopper) GPU")
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     a = torch.zeros((65, 256), dtype=torch.float16, device="cuda")
     with pytest.raises(ValueError, match=r"^gluon_w4a16: the Gluon W4A16 kernel takes fp16 a of shape \(m, k\) with "
@@ -153,7 +153,7 @@ def test_programmatic_dependent_launches_chain_exactly(programs, sync):
     copy or a store that ran before griddepcontrol.wait would change the result. PDL launches, eager and captured
     in a CUDA graph, must give bit for bit what plain launches give (the same arithmetic in the same order), and
     the shared tiles' counters and partials must survive launches that overlap."""
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     x, bk, sk, outs = _square_chain()
     n = x.shape[1]
@@ -180,7 +180,7 @@ def test_block_records_cover_every_program(weights, programs):
     """records=...: one row a program (the block recorder's: program, SM below %nsmid, start <= end), and the
     launch's result is the unrecorded one's."""
     from kernelscope.collect.instrument.layout import ROW_VALUES, SM_BITS
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     grid = n // 64 if programs is None else programs
@@ -226,7 +226,7 @@ def test_clusters_sum_shared_tiles_to_the_same_bits(weights, m, sync):
     partials from its shared memory. Same grid, same partials, same order of the sum: the result
     must be the stream-K kernel's bit for bit, eager, twice (each launch initialises its mbarriers), and replayed
     from a CUDA graph, for every cluster size that divides the tile's k blocks."""
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     gs, k, n, wt, words, sk = weights
     tiles, kb = n // 64, k // 128
@@ -253,7 +253,7 @@ def test_clusters_chain_exactly_as_programmatic_dependent_launches():
     """PDL launches in clusters, each reading the launch before's output, eager and in a CUDA graph: the plain
     stream-K launches' bits (an activation copy before griddepcontrol.wait, or a partial sent early, would change
     them)."""
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     x, bk, sk, outs = _square_chain()
     n = x.shape[1]

@@ -82,7 +82,6 @@ def test_the_tuner_comes_after_the_table_and_never_overrides_it(monkeypatch, tmp
     row = {"m": 1, "k": 512, "n": 256, "launch": LaunchConfig.triton(16, 64, 2).to_dict(), "median_us": 3.0,
            "timing": "cuda-graph", "measured": "2026-01-02"}
     monkeypatch.setattr(launch, "tuned_tables", lambda: {cpu: {"device_name": cpu, "groupsize": 128, "rows": [row]}})
-    monkeypatch.setattr(autotune, "tuned_tables", launch.tuned_tables)
     times = iter([2.0, 1.0])
 
     def timer(run, w, s):
@@ -115,7 +114,6 @@ def test_rebuild_writes_the_shipped_format_and_tries_the_current_launch_first(mo
     old = {"m": 1, "k": 512, "n": 256, "launch": current.to_dict(), "median_us": 9.0, "timing": "cuda-events",
            "measured": "2026-01-02"}
     monkeypatch.setattr(launch, "tuned_tables", lambda: {cpu: {"device_name": cpu, "groupsize": 128, "rows": [old]}})
-    monkeypatch.setattr(autotune, "tuned_tables", launch.tuned_tables)
     tried = []
     real = autotune.tune_shape
 
@@ -126,7 +124,7 @@ def test_rebuild_writes_the_shipped_format_and_tries_the_current_launch_first(mo
         return out
 
     monkeypatch.setattr(autotune, "tune_shape", spy)
-    doc = autotune.rebuild_table([(1, 512, 256)], 128, lambda k, n: (words, scales), budget_s=1e9, limit=2)
+    doc = launch.rebuild_table([(1, 512, 256)], 128, lambda k, n: (words, scales), budget_s=1e9, limit=2)
     assert tried[0][0]["launch"] == current.to_dict()
     assert doc["schema"] == launch.TABLE_SCHEMA and doc["device_name"] == cpu and doc["groupsize"] == 128
     (row,) = doc["rows"]

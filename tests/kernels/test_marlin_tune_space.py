@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-pytest.importorskip("torch")  # the marlin package (its format module, gluon_launch) imports torch
+pytest.importorskip("torch")  # the marlin package (its format module, gluon_host) imports torch
 
 from kernelscope.kernels.marlin.launch import LaunchConfig, rule_launch  # noqa: E402
 from kernelscope.kernels.marlin.tune_space import (CAPPED_REGISTERS, candidates, wide_launch)  # noqa: E402
@@ -109,7 +109,8 @@ def test_gluon_rows_of_the_table_are_not_warm_starts_for_other_shapes():
 def test_gluon_launch_is_what_w4a16_matmul_passes_to_the_kernel(monkeypatch):
     """A Gluon LaunchConfig reaches gluon_w4a16 field by field (the grid, stages, registers, mma.sync, PDL, cluster)."""
     torch = pytest.importorskip("torch")
-    from kernelscope.kernels.marlin import gluon_launch as host, w4a16_matmul
+    pytest.importorskip("triton.experimental.gluon")
+    from kernelscope.kernels.marlin import gluon_kernel, w4a16_matmul
     from kernelscope.kernels.marlin.tune_space import gluon_launch
 
     seen = {}
@@ -118,7 +119,7 @@ def test_gluon_launch_is_what_w4a16_matmul_passes_to_the_kernel(monkeypatch):
         seen.update(kw)
         return torch.zeros(a.shape[0], n, dtype=torch.float16)
 
-    monkeypatch.setattr(host, "gluon_w4a16", fake)
+    monkeypatch.setattr(gluon_kernel, "gluon_w4a16", fake)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     a = torch.zeros(1, 3584, dtype=torch.float16)
     words = torch.zeros(3584 // 8, 18944, dtype=torch.int32)
@@ -157,7 +158,7 @@ def test_gluon_launches_past_16_tokens(k, n, grids):
     registers and four stages
     (two programs an SM fit: 256 threads x 128 registers, and 2 x 82 KiB of stages at 64 tokens); they come first,
     before the Triton rule, at m = 17..64 and not past."""
-    from kernelscope.kernels.marlin.gluon_launch import MAX_M
+    from kernelscope.kernels.marlin.gluon_host import MAX_M
     from kernelscope.kernels.marlin.tune_space import gluon_wide_launches
 
     got = gluon_wide_launches(k, n, SMS)

@@ -1,7 +1,7 @@
 """The Gluon W4A16 kernel (kernels/marlin/gluon_kernel.py) without a GPU: it compiles for sm_90 with and without
 shared (stream-K) tiles, and the SASS shows what the kernel is built for: no local memory, the words of a block as
 two TMA copies read word by word from shared memory, each MMA waited for before the next block, no serialisation
-reported by ptxas; the stream-K split (gluon_launch.py) covers every unit once, with enough partial slots.
+reported by ptxas; the stream-K split (gluon_host.py) covers every unit once, with enough partial slots.
 Correctness against the reference is tests/gpu/test_w4a16_gluon_gpu.py's (there is no Gluon interpreter)."""
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_programmatic_dependent_launch_waits_for_the_launch_before(compiled):
 def test_stream_k_split_covers_every_unit_once(k, n, programs):
     """_segment's shares, inverted as _finish inverts them: every unit in exactly one program, each shared tile's
     programs first..last found from the tile alone, and within the slots work_split allocates."""
-    from kernelscope.kernels.marlin.gluon_launch import work_split
+    from kernelscope.kernels.marlin.gluon_host import work_split
 
     kb, units, partials, slots = work_split(k, n, programs)
     seen = [0] * units
@@ -163,13 +163,14 @@ def test_stream_k_split_covers_every_unit_once(k, n, programs):
 
 
 def test_token_tile_is_the_next_power_of_two_from_8():
-    from kernelscope.kernels.marlin.gluon_launch import MAX_M, block_m_for
+    from kernelscope.kernels.marlin.gluon_host import MAX_M, block_m_for
 
     assert [block_m_for(m) for m in (1, 8, 9, 16, 17, 32, 33, 40, MAX_M)] == [8, 8, 16, 16, 32, 32, 64, 64, 64]
 
 
 def test_supported_says_why_not_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_launch import gluon_w4a16, supported
+    from kernelscope.kernels.marlin.gluon_host import supported
+    from kernelscope.kernels.marlin.gluon_kernel import gluon_w4a16
 
     a = torch.zeros(1, 256, dtype=torch.float16)
     assert "sm_90" in supported(a, 256)
@@ -179,7 +180,7 @@ def test_supported_says_why_not_in_one_sentence():
 
 
 def test_bad_arguments_say_why_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_launch import check_args
+    from kernelscope.kernels.marlin.gluon_host import check_args
 
     k, n = 512, 256
     a = torch.zeros(3, k, dtype=torch.float16)
@@ -241,7 +242,7 @@ def test_clusters_sum_through_distributed_shared_memory(compiled):
 
 
 def test_cluster_arguments_say_why_in_one_sentence():
-    from kernelscope.kernels.marlin.gluon_launch import check_cluster
+    from kernelscope.kernels.marlin.gluon_host import check_cluster
 
     check_cluster(1, 5, 12, 15)
     check_cluster(3, 36, 12, 15)

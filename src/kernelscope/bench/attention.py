@@ -78,13 +78,13 @@ def make_cases(seq_lengths: list[int], head_dims: list[int], causal_modes: list[
     return cases
 
 
-def _is_oom(e: BaseException) -> bool:
+def is_oom(e: BaseException) -> bool:
     import torch
 
     return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
 
 
-def _error_text(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
@@ -131,8 +131,8 @@ def prepare(case: AttentionCase, impl: str, fn: Callable[..., Any], qkv: tuple[A
         call()
         return call, _peak_memory(call, settings.device)
     except Exception as e:  # an implementation that cannot run this point is a result, not a crash
-        _release(settings.device)
-        return None, BenchRow(impl, asdict(case), "oom" if _is_oom(e) else "failed", _error_text(e))
+        release_memory(settings.device)
+        return None, BenchRow(impl, asdict(case), "oom" if is_oom(e) else "failed", error_text(e))
 
 
 def ok_row(case: AttentionCase, impl: str, timing: Timing, memory: dict[str, Any]) -> BenchRow:
@@ -155,11 +155,11 @@ def time_point(case: AttentionCase, calls: dict[str, Callable[[], Any]], memory:
             try:
                 rows[n] = ok_row(case, n, timer({n: call}, **kw)[n], memory[n])
             except Exception as e:
-                rows[n] = BenchRow(n, asdict(case), "oom" if _is_oom(e) else "failed", _error_text(e))
+                rows[n] = BenchRow(n, asdict(case), "oom" if is_oom(e) else "failed", error_text(e))
         return rows
 
 
-def _release(device: str) -> None:
+def release_memory(device: str) -> None:
     if device == "cuda":
         import torch
 
@@ -185,7 +185,7 @@ def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable
         try:
             qkv = _inputs(case, settings)
         except Exception as e:  # no inputs: every implementation misses this point for the same reason
-            status, err = ("oom" if _is_oom(e) else "failed"), f"allocating the inputs: {_error_text(e)}"
+            status, err = ("oom" if is_oom(e) else "failed"), f"allocating the inputs: {error_text(e)}"
             qkv = None
         rows: dict[str, BenchRow] = {}
         calls: dict[str, Callable[[], Any]] = {}
@@ -215,7 +215,7 @@ def run_attention_sweep(cases: list[AttentionCase], impls: Mapping[str, Callable
             if on_row:
                 on_row(results)
         del qkv, calls
-        _release(settings.device)
+        release_memory(settings.device)
     if on_progress:
         on_progress(done, total, "done")
     add_environment_at_end(env)

@@ -23,7 +23,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
-from kernelscope.bench.attention import _error_text, _is_oom, _release
+from kernelscope.bench.attention import error_text, is_oom, release_memory
 from kernelscope.collect.graph_timing import CUPTI_FORMULA, GRAPH_FORMULA, copies_for_cold_l2
 from kernelscope.bench.environment import add_environment_at_end, clocks_now, environment_at_start
 from kernelscope.bench.results import BenchResults, BenchRow
@@ -157,7 +157,7 @@ def measure(case: W4A16Case, impl: str, fn: Callable[[Any], Any], a: Any, wt: We
                             {"relative_error": err})
         timing = timer(lambda: fn(a), warmup=settings.warmup, repeats=settings.repeats, flush_l2=settings.flush_l2)
     except Exception as e:  # an implementation that cannot run this point is a result, not a crash
-        return BenchRow(impl, params, "oom" if _is_oom(e) else "failed", _error_text(e))
+        return BenchRow(impl, params, "oom" if is_oom(e) else "failed", error_text(e))
     floor_ms = case.bytes_moved / bandwidth * 1e3
     launch = fn.launch_info(case.m) if hasattr(fn, "launch_info") else {}
     values = {**launch, **timing.to_dict(), "relative_error": err, "relative_error_columns": min(CHECK_COLUMNS, case.n),
@@ -166,7 +166,7 @@ def measure(case: W4A16Case, impl: str, fn: Callable[[Any], Any], a: Any, wt: We
         variants = [(lambda f=f: f(a)) for f in (copies() if copies is not None else [fn])]
     except Exception as e:
         variants = [lambda: fn(a)]
-        values["weight_copies_error"] = _error_text(e)
+        values["weight_copies_error"] = error_text(e)
     no_timer = "not measured on a CPU run" if settings.device != "cuda" else "switched off for this run"
     values.update(production_times(variants, flush_l2=settings.flush_l2, replays=settings.graph_replays,
                                    cupti_calls=settings.cupti_calls, graph_timer=graph_timer,
@@ -202,13 +202,13 @@ def _set_up_shape(case: W4A16Case, builders: Mapping[str, Builder], settings: W4
     try:
         wt = make_weights(case.k, case.n, case.groupsize, settings.device, settings.seed)
     except Exception as e:  # no weights: every implementation misses this shape for the same reason
-        return None, fns, {n: BenchRow(n, {}, "oom" if _is_oom(e) else "failed",
-                                       f"quantizing the weights: {_error_text(e)}") for n in builders}
+        return None, fns, {n: BenchRow(n, {}, "oom" if is_oom(e) else "failed",
+                                       f"quantizing the weights: {error_text(e)}") for n in builders}
     for name, build in builders.items():
         try:
             fns[name] = build(wt)
         except Exception as e:
-            setup_error[name] = BenchRow(name, {}, "oom" if _is_oom(e) else "failed", f"setting up: {_error_text(e)}")
+            setup_error[name] = BenchRow(name, {}, "oom" if is_oom(e) else "failed", f"setting up: {error_text(e)}")
     return wt, fns, setup_error
 
 
@@ -287,7 +287,7 @@ def run_w4a16_sweep(cases: list[W4A16Case], builders: Mapping[str, Builder],
             if on_row:
                 on_row(results)
         del fns, wt, built
-        _release(settings.device)
+        release_memory(settings.device)
     if on_progress:
         on_progress(done, total, "done")
     add_environment_at_end(env)

@@ -21,7 +21,7 @@ def production_times(variants: Sequence[Callable[[], Any]], *, flush_l2: bool, r
                      graph_timer: Timer | None, kernel_timer: Timer | None,
                      no_timer_reason: str) -> dict[str, Any]:
     """Graph and CUPTI timings of one point, or the reason each is missing (errors are recorded, not raised)."""
-    from kernelscope.bench.attention import _error_text
+    from kernelscope.bench.attention import error_text
 
     out: dict[str, Any] = {}
     if graph_timer is None:
@@ -33,7 +33,7 @@ def production_times(variants: Sequence[Callable[[], Any]], *, flush_l2: bool, r
             out["graph_clock"] = t.clock
             out["graph_weight_copies"] = len(variants)
         except Exception as e:  # a call that cannot be captured (host sync, allocation) is a result too
-            out["graph_missing_reason"] = f"CUDA-graph capture or replay failed: {_error_text(e)}"
+            out["graph_missing_reason"] = f"CUDA-graph capture or replay failed: {error_text(e)}"
     if kernel_timer is None:
         out["cupti_missing_reason"] = no_timer_reason
     else:
@@ -41,7 +41,7 @@ def production_times(variants: Sequence[Callable[[], Any]], *, flush_l2: bool, r
             t = kernel_timer(variants[0], calls=cupti_calls, flush_l2=flush_l2)
             out.update({f"cupti_{k}": v for k, v in t.to_dict().items() if k in GRAPH_KEYS})
         except Exception as e:
-            out["cupti_missing_reason"] = f"the profiler pass failed: {_error_text(e)}"
+            out["cupti_missing_reason"] = f"the profiler pass failed: {error_text(e)}"
     return out
 
 

@@ -79,8 +79,7 @@ def main_w4a16(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available():  # the interpreter's times say nothing about a GPU's launches
         fail("kernelscope tune times kernel launches on an NVIDIA GPU, and PyTorch sees no CUDA GPU here")
     from kernelscope.bench.w4a16_impls import make_weights
-    from kernelscope.kernels.marlin import autotune, to_kernel_layout
-    from kernelscope.kernels.marlin.launch import decide_launch, tuned_tables
+    from kernelscope.kernels.marlin import autotune, launch, to_kernel_layout
 
     done: dict[tuple[int, int], tuple] = {}
 
@@ -92,19 +91,19 @@ def main_w4a16(args: argparse.Namespace) -> int:
         return done[(k, n)]
 
     if args.rebuild_table is not None:
-        return _rebuild(args, points, weights, autotune, tuned_tables)
+        return _rebuild(args, points, weights, launch)
     for m, k, n in points:
         words, scales = weights(k, n)
         if args.retune:
-            autotune.forget(m, k, n, args.groupsize, words)
-        decision = decide_launch(m, k, n, args.groupsize, words, scales, tune=True, deadline_s=args.deadline,
+            launch.forget(m, k, n, args.groupsize, words)
+        decision = launch.decide_launch(m, k, n, args.groupsize, words, scales, tune=True, deadline_s=args.deadline,
                                  limit=args.candidates)
         print(f"k={k} n={n} m={m} (bucket m<={autotune.m_bucket(m)}): {decision.config.to_dict()} "
               f"from {decision.source}")
     return 0
 
 
-def _rebuild(args: argparse.Namespace, points: list[tuple[int, int, int]], weights, autotune, tuned_tables) -> int:
+def _rebuild(args: argparse.Namespace, points: list[tuple[int, int, int]], weights, launch) -> int:
     """--rebuild-table: every point tuned by graph time, the table written to OUT (JSON, the shipped format)."""
     import json
     import time
@@ -114,13 +113,13 @@ def _rebuild(args: argparse.Namespace, points: list[tuple[int, int, int]], weigh
     from kernelscope.model.files import write_atomic
 
     if not points:
-        table = tuned_tables().get(torch.cuda.get_device_properties(0).name)
+        table = launch.tuned_tables().get(torch.cuda.get_device_properties(0).name)
         if table is None:
             fail("tune w4a16 --rebuild-table: no shipped table for this GPU; give the points with --shapes and --m")
         points = sorted((r["m"], r["k"], r["n"]) for r in table["rows"])
         points.sort(key=lambda p: (p[1], p[2], p[0]))  # one shape's weights at a time
     t0 = time.perf_counter()
-    doc = autotune.rebuild_table(points, args.groupsize, weights, budget_s=args.budget, limit=args.candidates,
+    doc = launch.rebuild_table(points, args.groupsize, weights, budget_s=args.budget, limit=args.candidates,
                                  on_point=lambda r: print(f"k={r['k']} n={r['n']} m={r['m']}: {r['median_us']} us "
                                                           f"{r['launch']}", flush=True))
     write_atomic(args.rebuild_table, (json.dumps(doc, indent=1) + "\n").encode())

@@ -15,8 +15,8 @@ from .format import (
     unpack,
 )
 from .gemm import reference_matmul, to_kernel_layout
-from .launch import LaunchConfig, LaunchDecision, decide_launch
-from .matmul import launch_grid, tma_supported, w4a16_matmul
+from .launch import LaunchConfig, LaunchDecision, decide_launch, w4a16_matmul
+from .matmul import launch_grid, tma_supported
 from .linear import W4A16Linear, swap_linears
 
 __all__ = [

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .launch import LaunchConfig, LaunchDecision, rule_launch, tuned_tables
+from .launch_config import LaunchConfig, LaunchDecision
 from .tune_space import candidates
 
 CACHE_SCHEMA = "kernelscope.w4a16-launch-cache"
@@ -148,9 +148,9 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
     m <= 64. ``first``: launches tried before the space (a rebuild's current launch)."""
     import torch
 
-    from .matmul import w4a16_matmul
+    from .matmul import run
 
-    matmul = matmul or w4a16_matmul
+    matmul = matmul or run
     on_gpu = words.device.type == "cuda"
     timer = timer or (graph_time_ms if on_gpu else _wall_time_ms)
     t0 = clock()
@@ -170,13 +170,13 @@ def tune_shape(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, 
             break
         record: dict[str, Any] = {"launch": launch.to_dict()}
         try:
-            got = matmul(a, words, scales, groupsize, config=launch)
+            got = matmul(a, words, scales, groupsize, launch)
             err = ((got[:, cols].float() - ref).norm() / ref.norm()).item()
             record["relative_error"] = err
             if not err < TOLERANCE:  # also NaN: a wrong launch is never timed, never cached
                 record["status"] = "wrong"
             else:
-                ms = timer(lambda w, s, launch=launch: matmul(a, w, s, groupsize, config=launch), words, scales)
+                ms = timer(lambda w, s, launch=launch: matmul(a, w, s, groupsize, launch), words, scales)
                 record.update(status="ok", median_ms=ms)
                 if out.best_ms is None or ms < out.best_ms:
                     out.best, out.best_ms = launch, ms
@@ -208,7 +208,7 @@ def device_facts(words: Any) -> DeviceFacts:
     """What the tuner and the decision need to know of the device ``words`` live on."""
     import torch
 
-    from .gluon_launch import device_supported
+    from .gluon_host import device_supported
     from .matmul import tma_supported
 
     try:
@@ -224,10 +224,11 @@ def device_facts(words: Any) -> DeviceFacts:
 
 
 def tuned_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, facts: DeviceFacts,
-                 fallback: LaunchDecision, *, deadline_s: float = FIRST_USE_DEADLINE_S,
-                 **tune_kwargs: Any) -> LaunchDecision:
+                 fallback: LaunchDecision, warm_start: list[LaunchConfig] = (), *,
+                 deadline_s: float = FIRST_USE_DEADLINE_S, **tune_kwargs: Any) -> LaunchDecision:
     """Step 3 of :func:`launch.decide_launch`: this process's memo, else the cache, else a tuning now (the module
-    docstring); ``fallback`` (the rule's decision) while a CUDA graph is being captured."""
+    docstring; ``warm_start``: extra candidates, the table's launches at this m); ``fallback`` (the rule's decision)
+    while a CUDA graph is being captured or when no candidate is correct."""
     import torch
 
     key = shape_key(m, k, n, groupsize)
@@ -244,19 +245,17 @@ def tuned_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any
         # not memoized: the next eager call may still tune
         return LaunchDecision(fallback.config, fallback.source + "; not tuned now: a CUDA graph was being captured")
     else:
-        decision = _tune_and_cache(m, k, n, groupsize, words, scales, facts, path, key, deadline_s, **tune_kwargs)
+        decision = _tune_and_cache(m, k, n, groupsize, words, scales, facts, fallback, list(warm_start), path, key,
+                                   deadline_s, **tune_kwargs)
     _MEMO[memo_key] = decision
     return decision
 
 
-def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
-    """Drop one point from this process's memo and the cache file, so the next decision tunes it again."""
-    from .launch import forget_decisions
-
+def forget_tuning(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
+    """Drop one point from this process's memo and the cache file (:func:`launch.forget` also drops decisions)."""
     facts = device_facts(words)
     key = shape_key(m, k, n, groupsize)
     _MEMO.pop((facts.name, facts.triton_version, key), None)
-    forget_decisions()
     path = cache_file(facts.name, facts.triton_version)
     entries = read_cache(path, facts.name, facts.triton_version)
     if key in entries:
@@ -268,25 +267,18 @@ def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
         write_atomic(path, (json.dumps(doc, indent=1) + "\n").encode())
 
 
-def table_warm_start(m: int, device_name: str) -> list[LaunchConfig]:
-    """The shipped table's launches at this token bucket (other shapes): extra candidates for a tuning."""
-    table = tuned_tables().get(device_name)
-    bucket = m_bucket(m)
-    return [] if table is None else [LaunchConfig.from_dict(r["launch"]) for r in table["rows"]
-                                     if m_bucket(r["m"]) == bucket]
-
-
-def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, facts: DeviceFacts, path: Path,
-                    key: str, deadline_s: float, **kw: Any) -> LaunchDecision:
+def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, facts: DeviceFacts,
+                    fallback: LaunchDecision, warm_start: list[LaunchConfig], path: Path, key: str, deadline_s: float,
+                    **kw: Any) -> LaunchDecision:
     bucket = m_bucket(m)
     print(f"kernelscope: tuning the W4A16 launch for m<={bucket} k={k} n={n} on {facts.name} (first use, at most "
           f"{deadline_s:g} s; cached in {path})", file=sys.stderr)
     kw.setdefault("gluon", facts.gluon)
     result = tune_shape(m, k, n, groupsize, words, scales, sm_count=facts.sm_count, tma=facts.tma,
-                        deadline_s=deadline_s, warm_start=table_warm_start(m, facts.name), **kw)
+                        deadline_s=deadline_s, warm_start=warm_start, **kw)
     if result.best is None:
-        return LaunchDecision(rule_launch(m, k, facts.tma), "rule (first-use tuning found no correct candidate: "
-                                                            f"{len(result.tried)} tried)")
+        return LaunchDecision(fallback.config, f"rule (first-use tuning found no correct candidate: "
+                                               f"{len(result.tried)} tried)")
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     ok = sum(1 for t in result.tried if t.get("status") == "ok")
     source = (f"tuned here in {result.seconds:.1f} s, {ok} of {result.candidates_total} candidates timed by "
@@ -299,43 +291,3 @@ def _tune_and_cache(m: int, k: int, n: int, groupsize: int, words: Any, scales: 
     except Exception as e:  # a read-only home: the launch still holds for this process
         where = f"{source}; not cached ({type(e).__name__}: {e})"
     return LaunchDecision(result.best, where)
-
-
-REBUILD_BUDGET_S = 300.0  # the whole table on one GPU
-
-
-def rebuild_table(points: list[tuple[int, int, int]], groupsize: int, weights: Callable[[int, int], tuple[Any, Any]],
-                  *, budget_s: float = REBUILD_BUDGET_S, limit: int = 10,
-                  on_point: Callable[[dict[str, Any]], None] | None = None,
-                  clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """A shipped table for this GPU, as :func:`launch.table_launch` reads it: every (m, k, n) of ``points`` tuned
-    by :func:`tune_shape` (graph time) within an equal share of ``budget_s``, the current table's launch for the
-    point tried first (so a rebuild keeps it unless a candidate is measured faster). ``weights(k, n)``: that
-    layer's (words, scales) in kernel layout on the GPU, asked once per shape in the order of ``points``."""
-    from .launch import TABLE_SCHEMA, table_launch
-
-    start = clock()
-    rows: list[dict[str, Any]] = []
-    facts = None
-    for i, (m, k, n) in enumerate(points):
-        words, scales = weights(k, n)
-        facts = facts or device_facts(words)
-        share = max(0.0, budget_s - (clock() - start)) / (len(points) - i)
-        old = table_launch(m, k, n, groupsize, facts.name)
-        first = [old.config] if old is not None else []
-        result = tune_shape(m, k, n, groupsize, words, scales, sm_count=facts.sm_count, tma=facts.tma,
-                            deadline_s=share, warm_start=table_warm_start(m, facts.name), limit=limit,
-                            gluon=facts.gluon, first=first)
-        if result.best is None:
-            continue  # no correct candidate: the rule answers for this point
-        row = {"m": m, "k": k, "n": n, "launch": result.best.to_dict(), "median_us": round(result.best_ms * 1e3, 2),
-               "timing": "cuda-graph", "measured": _dt.date.today().isoformat()}
-        rows.append(row)
-        if on_point:
-            on_point(row)
-    how = ("Each row: the fastest correct launch (fp32 reference check) of `kernelscope tune w4a16 --rebuild-table` "
-           "for (k, n, m) on this GPU and its median time per call (timing = cuda-graph: the calls captured in a CUDA "
-           "graph that cycles through weight copies reading more than twice L2, L2 flushed between replays; "
-           "kernelscope.collect.graph_timing, the benchmark's method).")
-    return {"schema": TABLE_SCHEMA, "version": 1, "device_name": facts.name if facts else None,
-            "groupsize": groupsize, "how": how, "rows": rows}

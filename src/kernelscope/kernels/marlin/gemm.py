@@ -35,9 +35,9 @@ import torch
 from .format import NIBBLES, ZERO, group_rows, unpack
 from .unpack_ptx import UNPACK_PTX as _UNPACK_PTX
 
-tl: Any = None  # triton.language, bound by _kernel() before the first compile
-_UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by _kernel()
-block_clock: Any = None  # kernelscope's block recorder helpers (collect.instrument), bound by _kernel()
+tl: Any = None  # triton.language, bound by triton_kernel() before the first compile
+_UNPACK_ASM: Any = None  # _UNPACK_PTX as a triton constexpr, bound by triton_kernel()
+block_clock: Any = None  # kernelscope's block recorder helpers (collect.instrument), bound by triton_kernel()
 block_record: Any = None
 
 _SHIFTS = tuple(4 * i for i in range(NIBBLES))
@@ -230,7 +230,7 @@ def _finish_tile(acc, c_ptrs, mask_m, mask_n, part_ptr, count_ptr, tile_id, pid_
 
 
 @lru_cache(maxsize=None)
-def _kernel() -> Callable:
+def triton_kernel() -> Callable:
     """Import triton and jit the kernel on first use (see the module docstring)."""
     global tl
     try:

@@ -1,5 +1,5 @@
-"""The Gluon W4A16 decode kernel for Hopper (Triton 3.6's explicit-layout dialect): device code only; the host side
-(checks, the stream-K split, the launch) is :mod:`gluon_launch`.
+"""The Gluon W4A16 decode kernel for Hopper (Triton 3.6's explicit-layout dialect) and its launch,
+:func:`gluon_w4a16`; the host-side checks, the stream-K split and the cluster launcher are :mod:`gluon_host`.
 
 A program is warp-specialised:
 
@@ -11,7 +11,7 @@ A program is warp-specialised:
 
 Work is split stream-K: the grid is any number of programs, and each takes an even share of the layer's
 (column tile, k block) units in tile-major order, so the grid fills the SMs evenly whatever the number of column
-tiles (:func:`gluon_launch.work_split`). A tile shared by programs is summed by the one whose blocks complete it
+tiles (:func:`gluon_host.work_split`). A tile shared by programs is summed by the one whose blocks complete it
 (:func:`_finish`), through L2 (partials and a tile counter) or, with CLUSTER > 1, through distributed shared memory
 (the ``_cluster_*`` functions). A program is 8 warps (the producer warp's partition is padded to a warpgroup), so
 two fit an SM at 96 registers a thread, three at 80 and four at 64 (the consumer warpgroup still gets 104-168 by
@@ -34,7 +34,7 @@ end time). Past 16 tokens a shared tile's partials are stored column-major (a 32
 and summed one slot at a time.
 
 Distributed shared memory, which Gluon 3.6 does not expose, is reached through PTX: the kernel is compiled for one
-CTA and launched with a cluster dimension (:func:`gluon_launch.launch_in_clusters`); the receive region is dynamic
+CTA and launched with a cluster dimension (:func:`gluon_host.launch_in_clusters`); the receive region is dynamic
 shared memory past what Triton allocates, found at ``global_smem + %dynamic_smem_size - extra``, its mbarrier in
 the last 16 bytes. Programs 1..S-1 of a tile's cluster send their partials with asynchronous remote stores
 (``st.async``) that count their bytes on program 0's mbarrier; program 0 waits for the bytes and adds the partials
@@ -44,21 +44,26 @@ partition is then a full warpgroup.
 """
 from __future__ import annotations
 
+import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from kernelscope.collect.instrument.triton_blocks import GLOBALTIMER_PTX, NSMID_PTX, SMID_PTX
 from kernelscope.collect.instrument.layout import ROW_VALUES, SM_BITS
 
-from . import gluon_launch
+from . import gluon_host
+from .gluon_host import (block_m_for, check_args, check_cluster, extra_bytes, launch_in_clusters, supported,
+                         work_split)
+from .split_counters import tile_counters
 from .unpack_ptx import UNPACK_PTX
 
 # constexpr objects, so that the jitted functions may read them
-PACK_K = gl.constexpr(gluon_launch.PACK_K)  # rows of k per block, as in gemm.py
-BLOCK_N = gl.constexpr(gluon_launch.BLOCK_N)  # output columns per program: one MMA's M side (a warpgroup's 64)
-_WORDS = gl.constexpr(gluon_launch.WORDS)
+PACK_K = gl.constexpr(gluon_host.PACK_K)  # rows of k per block, as in gemm.py
+BLOCK_N = gl.constexpr(gluon_host.BLOCK_N)  # output columns per program: one MMA's M side (a warpgroup's 64)
+_WORDS = gl.constexpr(gluon_host.WORDS)
 PRODUCER_REGS = gl.constexpr(24)  # setmaxnreg of the producer warp's partition: issuing TMA copies needs few
 _UNPACK: gl.constexpr = gl.constexpr(UNPACK_PTX)
 _GLOBALTIMER = gl.constexpr(GLOBALTIMER_PTX)
@@ -66,7 +71,7 @@ _SMID = gl.constexpr(SMID_PTX)
 _NSMID = gl.constexpr(NSMID_PTX)
 _SM_BITS = gl.constexpr(SM_BITS)
 _ROW_VALUES = gl.constexpr(ROW_VALUES)
-BARRIER_BYTES = gluon_launch.BARRIER_BYTES
+BARRIER_BYTES = gluon_host.BARRIER_BYTES
 
 
 # --- the cluster sum through distributed shared memory ---
@@ -546,3 +551,61 @@ def _w4a16_gluon(w_desc, a_desc, s_desc, c_ptr, s_ptr, part_ptr, count_ptr, M, N
         (_producer, (bufs, bars, (w_desc, a_desc, s_desc), work, N, PER_CHANNEL, GROUP_BLOCKS, STAGES, PDL,
                      CLUSTER)),
     ], [WORKER_WARPS], [PRODUCER_REGS])
+
+
+def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
+                programs: int | None = None, stages: int = 4, max_registers: int | None = 96,
+                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
+                records: torch.Tensor | None = None, cluster_size: int = 1) -> torch.Tensor:
+    """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n), with ``(words, s)`` from :func:`gemm.to_kernel_layout` (the
+    Triton kernel's weights). ``programs``: the grid, each program an even share of the (column tile, k block)
+    units (stream-K, :func:`work_split`); None: one program a column tile. ``max_registers`` caps each thread's
+    registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
+    partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
+    four at 64). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA. ``pdl``: launch as a
+    programmatic dependent launch, so that the launch starts while the one before it on the stream ends and copies
+    its first blocks of weights meanwhile; only for weights and scales that the launch just before does not write
+    (a model's forward; not right after packing them). ``records``: an int64 tensor of at least ``programs`` x 4
+    values on the device, into which each program writes the block recorder's row. ``cluster_size``: S > 1 launches
+    each column tile's S programs as one thread-block cluster and sums their partials through distributed shared
+    memory; ``programs`` must then be the tiles x S and S must divide the k blocks."""
+    why = supported(a, n)
+    if why:
+        raise ValueError(f"gluon_w4a16: {why}.")
+    pack_k, block_n, words_a_block = gluon_host.PACK_K, gluon_host.BLOCK_N, gluon_host.WORDS
+    m, k = a.shape
+    tiles = n // block_n
+    programs = tiles if programs is None else programs
+    rows = check_args(a, words, s, groupsize, n, programs, stages, out)
+    if records is not None and (records.dtype != torch.int64 or records.device != a.device
+                                or records.numel() < programs * ROW_VALUES):
+        raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
+                         f"{programs * ROW_VALUES} values.")
+    kb, units, partials, slots = work_split(k, n, programs)
+    check_cluster(cluster_size, programs, tiles, kb)
+    block_m = block_m_for(m)
+    a = a.contiguous()
+    if out is None:
+        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+    per_channel = rows == k
+    w_desc = TensorDescriptor.from_tensor(words, [words_a_block, block_n], gl.NVMMASharedLayout(128, 32, rank=2))
+    a_desc = TensorDescriptor.from_tensor(a, [block_m, pack_k],
+                                          gl.NVMMASharedLayout.get_default_for([block_m, pack_k], gl.float16))
+    s_desc = TensorDescriptor.from_tensor(s.view(-1), [block_n], gl.NVMMASharedLayout(0, 16, rank=1))
+    if partials and cluster_size == 1:
+        parts = torch.empty(tiles * slots * block_n * block_m, dtype=torch.float32, device=a.device)
+        counters = tile_counters(a.device, tiles)
+    else:
+        parts = counters = out  # never read: the PARTIALS branch is compiled out
+    args = (w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
+            out if records is None else records)
+    kwargs = dict(GROUP_BLOCKS=1 if per_channel else rows // pack_k, PER_CHANNEL=per_channel, PARTIALS=partials,
+                  STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None,
+                  CLUSTER=cluster_size, num_warps=4, launch_pdl=pdl,
+                  **({"maxnreg": max_registers} if max_registers else {}))
+    if cluster_size > 1:
+        launch_in_clusters(_w4a16_gluon, programs, cluster_size, extra_bytes(cluster_size, block_n, block_m), args,
+                           kwargs)
+    else:
+        _w4a16_gluon[(programs, )](*args, **kwargs)
+    return out

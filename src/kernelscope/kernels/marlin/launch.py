@@ -23,124 +23,24 @@ timed (``timing``: ``cuda-graph``, or ``cuda-events`` for rows kept from an earl
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, replace
+import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import torch
+
+from . import autotune
+from .launch_config import LaunchConfig, LaunchDecision
+from .matmul import check_inputs, run_checked
+from .tune_space import rule_launch
+
+__all__ = ["LaunchConfig", "LaunchDecision", "decide_launch", "forget", "forget_decisions", "rebuild_table",
+           "rule_launch", "rule_or_table", "table_launch", "tuned_tables", "w4a16_matmul"]
 
 TUNED_FILES = ("tuned_h100.json",)
 TABLE_SCHEMA = "kernelscope.w4a16-launch-table"
-KERNELS = ("triton", "gluon")
-TRITON_FIELDS = ("block_m", "block_n", "split_k", "num_warps", "tma")
-GLUON_FIELDS = ("programs", "sync_mma", "cluster_size", "pdl")
-BLOCK_SIZES = (16, 32, 64, 128, 256)
-
-
-@dataclass(frozen=True)
-class LaunchConfig:
-    """One launch of the W4A16 GEMM: the kernel and its parameters. The other kernel's fields are None.
-
-    Both kernels: ``num_stages`` (blocks of k in flight in shared memory) and ``max_registers`` (per thread, capped
-    at launch; None: the compiler's choice).
-    Triton kernel (:mod:`gemm`): ``block_m`` tokens x ``block_n`` columns a tile, k split ``split_k`` ways (the
-    partials are added inside the launch), ``num_warps`` a program, ``tma``: tiles copied by the tensor memory
-    accelerator (sm_90 and later).
-    Gluon kernel (:mod:`gluon_kernel`, sm_90, m <= 64): ``programs`` (the stream-K grid; None: one a column tile),
-    ``sync_mma`` (mma.sync instead of the warpgroup MMA), ``cluster_size`` (a column tile's programs one
-    thread-block cluster, summing through distributed shared memory; 1: through L2), ``pdl`` (a programmatic
-    dependent launch).
-    """
-
-    kernel: str = "triton"
-    num_stages: int = 3
-    max_registers: int | None = None
-    block_m: int | None = None
-    block_n: int | None = None
-    split_k: int | None = None
-    num_warps: int | None = None
-    tma: bool | None = None
-    programs: int | None = None
-    sync_mma: bool | None = None
-    cluster_size: int | None = None
-    pdl: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.kernel not in KERNELS:
-            raise ValueError(f"LaunchConfig: kernel must be 'triton' or 'gluon', got {self.kernel!r}.")
-        own, other = (TRITON_FIELDS, GLUON_FIELDS) if self.kernel == "triton" else (GLUON_FIELDS, TRITON_FIELDS)
-        stray = [f for f in other if getattr(self, f) is not None]
-        if stray:
-            raise ValueError(f"LaunchConfig: {', '.join(stray)} are not parameters of the {self.kernel} kernel.")
-        missing = [f for f in own if f != "programs" and getattr(self, f) is None]
-        if missing:
-            raise ValueError(f"LaunchConfig: the {self.kernel} kernel needs {', '.join(missing)} "
-                             f"(use LaunchConfig.{self.kernel}()).")
-        if self.num_stages < 1 or (self.max_registers is not None and self.max_registers < 1):
-            raise ValueError(f"LaunchConfig: num_stages and max_registers must be positive, got {self.num_stages} "
-                             f"and {self.max_registers}.")
-        if self.kernel == "triton":
-            if self.block_m not in BLOCK_SIZES or self.block_n not in BLOCK_SIZES:
-                raise ValueError(f"LaunchConfig: block_m and block_n must be one of {BLOCK_SIZES}, got "
-                                 f"{self.block_m} and {self.block_n}.")
-            if self.split_k < 1 or self.num_warps < 1:
-                raise ValueError(f"LaunchConfig: split_k and num_warps must be positive, got {self.split_k} and "
-                                 f"{self.num_warps}.")
-
-    @classmethod
-    def triton(cls, block_m: int = 16, block_n: int = 128, split_k: int = 1, num_warps: int = 4,
-               num_stages: int = 3, max_registers: int | None = None, tma: bool = False) -> "LaunchConfig":
-        """A launch of the Triton kernel."""
-        return cls("triton", num_stages, max_registers, block_m=block_m, block_n=block_n, split_k=split_k,
-                   num_warps=num_warps, tma=bool(tma))
-
-    @classmethod
-    def gluon(cls, programs: int | None = None, num_stages: int = 4, max_registers: int | None = None,
-              sync_mma: bool = False, cluster_size: int = 1, pdl: bool = False) -> "LaunchConfig":
-        """A launch of the Gluon decode kernel."""
-        return cls("gluon", num_stages, max_registers, programs=programs, sync_mma=bool(sync_mma),
-                   cluster_size=cluster_size, pdl=bool(pdl))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field, the other kernel's as None: the one key set of the table, the cache and the benchmark."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LaunchConfig":
-        """The inverse of :meth:`to_dict`; unknown keys are an error (one sentence, ValueError)."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"LaunchConfig: unknown fields {', '.join(unknown)}.")
-        return cls(**d)
-
-    def with_pdl(self) -> "LaunchConfig":
-        """This launch as a programmatic dependent launch (the Gluon kernel's only; ValueError otherwise)."""
-        if self.kernel != "gluon":
-            raise ValueError("LaunchConfig: only the Gluon kernel has programmatic dependent launches.")
-        return replace(self, pdl=True)
-
-
-@dataclass(frozen=True)
-class LaunchDecision:
-    config: LaunchConfig
-    source: str  # "rule (...)", "table tuned_h100.json (...)", "tuning cache ...", "tuned here ..."
-
-
-def rule_launch(m: int, k: int, tma: bool = False) -> LaunchConfig:
-    """The tuned launches' pattern, for any shape: the Triton kernel, one 128-row block of k an iteration; for
-    decode (m <= 16) 16-token tiles of 128 columns with k split 4 ways; wider token tiles above. ``tma``: the
-    device has the tensor memory accelerator (sm_90 and later)."""
-    if m <= 16:
-        block_m, block_n, split_k, stages = 16, 128, 4, 3
-    elif m <= 64:
-        block_m, block_n, split_k, stages = 64, 128, 4, 4
-    else:
-        block_m, block_n, split_k, stages = 128, 64, 1, 3
-    while split_k > 1 and k % (split_k * 128):
-        split_k //= 2  # k must split into whole 128-row blocks
-    return LaunchConfig.triton(block_m, block_n, split_k, 4, stages, tma=tma)
-
-
+REBUILD_BUDGET_S = 300.0  # the whole table on one GPU
 @lru_cache(maxsize=None)
 def tuned_tables() -> dict[str, dict[str, Any]]:
     """Device name -> shipped table (the files beside this module)."""
@@ -175,7 +75,7 @@ def rule_or_table(m: int, k: int, n: int, groupsize: int, device_name: str | Non
         return row
     table = tuned_tables().get(device_name or "")
     why = "no tuned table for this GPU" if table is None else "this shape was not tuned"
-    return LaunchDecision(rule_launch(m, k, tma), f"rule ({why}): kernelscope.kernels.marlin.launch.rule_launch")
+    return LaunchDecision(rule_launch(m, k, tma), f"rule ({why}): kernelscope.kernels.marlin.tune_space.rule_launch")
 
 
 def decide_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: Any, *, tune: bool | None = None,
@@ -187,8 +87,6 @@ def decide_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: An
     key = (words.device, m, k, n, groupsize, tune)
     if key in _DECIDED:  # every call of a model's forward asks: answered from here after the first
         return _DECIDED[key]
-    from . import autotune
-
     facts = autotune.device_facts(words)
     on_gpu = words.device.type == "cuda"
     fixed = rule_or_table(m, k, n, groupsize, facts.name if on_gpu else None, facts.tma)
@@ -197,13 +95,34 @@ def decide_launch(m: int, k: int, n: int, groupsize: int, words: Any, scales: An
     if not tune or fixed.source.startswith("table"):
         decision = fixed
     else:
-        import torch
-
+        warm = table_warm_start(m, facts.name)
+        decision = autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, warm, **tune_kwargs)
         if on_gpu and torch.cuda.is_current_stream_capturing():  # not kept: the next eager call may still tune
-            return autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, **tune_kwargs)
-        decision = autotune.tuned_launch(m, k, n, groupsize, words, scales, facts, fixed, **tune_kwargs)
+            return decision
     _DECIDED[key] = decision
     return decision
+
+
+def w4a16_matmul(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, *,
+                 config: LaunchConfig | None = None, out: torch.Tensor | None = None,
+                 workspace: torch.Tensor | None = None, recorder: Any = None) -> torch.Tensor:
+    """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`; a is fp16 ``(m, k)``, m >= 1.
+
+    ``config``: the launch (:class:`LaunchConfig`: the Triton kernel or, on sm_90 at m <= 64, the Gluon decode
+    kernel); None: :func:`decide_launch` picks it (rule, shipped table, first-use tuner).
+    Split-k partial sums are added inside the launch, in split order, so results are deterministic.
+    ``out``, if given, receives the result.
+    ``workspace`` (Triton kernel): zeroed int32 per-tile counters for split-k, at least one per output tile, owned
+    by the caller (e.g. one per stream); the kernel leaves it zeroed. Without it a per-device buffer is kept, for
+    one stream at a time.
+    ``recorder``: a ``collect.instrument.recorder.BlockRecorder`` sized for this launch's grid
+    (:func:`matmul.launch_grid` for the Triton kernel, ``(programs, 1, 1)`` for the Gluon kernel): every program
+    writes the SM it ran on and its start and end time (GPU only).
+    """
+    shape = check_inputs(a, B, s, groupsize, out)
+    if config is None:
+        config = decide_launch(*shape, groupsize, B, s).config
+    return run_checked(a, B, s, groupsize, config, shape, out=out, workspace=workspace, recorder=recorder)
 
 
 def forget_decisions() -> None:
@@ -211,4 +130,56 @@ def forget_decisions() -> None:
     _DECIDED.clear()
 
 
+def forget(m: int, k: int, n: int, groupsize: int, words: Any) -> None:
+    """Drop one point's tuning (this process's and the cache file's) and every decision, so the next call of that
+    point tunes it again."""
+    autotune.forget_tuning(m, k, n, groupsize, words)
+    forget_decisions()
+
+
 _DECIDED: dict[tuple, LaunchDecision] = {}  # (device, m, k, n, groupsize, tune) -> decision, this process
+
+
+def table_warm_start(m: int, device_name: str) -> list[LaunchConfig]:
+    """The shipped table's launches at this token bucket (other shapes): extra candidates for a tuning."""
+    table = tuned_tables().get(device_name)
+    bucket = autotune.m_bucket(m)
+    return [] if table is None else [LaunchConfig.from_dict(r["launch"]) for r in table["rows"]
+                                     if autotune.m_bucket(r["m"]) == bucket]
+
+
+def rebuild_table(points: list[tuple[int, int, int]], groupsize: int, weights: Callable[[int, int], tuple[Any, Any]],
+                  *, budget_s: float = REBUILD_BUDGET_S, limit: int = 10,
+                  on_point: Callable[[dict[str, Any]], None] | None = None,
+                  clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """A shipped table for this GPU, as :func:`table_launch` reads it: every (m, k, n) of ``points`` tuned by
+    :func:`autotune.tune_shape` (graph time) within an equal share of what is left of ``budget_s``, the current
+    table's launch for the point tried first (so a rebuild keeps it unless a candidate is measured faster).
+    ``weights(k, n)``: that layer's (words, scales) in kernel layout on the GPU, asked once per point in the order
+    of ``points``."""
+    import datetime as dt
+
+    start = clock()
+    rows: list[dict[str, Any]] = []
+    facts = None
+    for i, (m, k, n) in enumerate(points):
+        words, scales = weights(k, n)
+        facts = facts or autotune.device_facts(words)
+        share = max(0.0, budget_s - (clock() - start)) / (len(points) - i)
+        old = table_launch(m, k, n, groupsize, facts.name)
+        result = autotune.tune_shape(m, k, n, groupsize, words, scales, sm_count=facts.sm_count, tma=facts.tma,
+                                     deadline_s=share, warm_start=table_warm_start(m, facts.name), limit=limit,
+                                     gluon=facts.gluon, first=[old.config] if old is not None else [])
+        if result.best is None:
+            continue  # no correct candidate: the rule answers for this point
+        row = {"m": m, "k": k, "n": n, "launch": result.best.to_dict(), "median_us": round(result.best_ms * 1e3, 2),
+               "timing": "cuda-graph", "measured": dt.date.today().isoformat()}
+        rows.append(row)
+        if on_point:
+            on_point(row)
+    how = ("Each row: the fastest correct launch (fp32 reference check) of `kernelscope tune w4a16 --rebuild-table` "
+           "for (k, n, m) on this GPU and its median time per call (timing = cuda-graph: the calls captured in a CUDA "
+           "graph that cycles through weight copies reading more than twice L2, L2 flushed between replays; "
+           "kernelscope.collect.graph_timing, the benchmark's method).")
+    return {"schema": TABLE_SCHEMA, "version": 1, "device_name": facts.name if facts else None,
+            "groupsize": groupsize, "how": how, "rows": rows}

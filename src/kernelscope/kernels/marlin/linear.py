@@ -17,8 +17,7 @@ import torch
 
 from .format import pack, quantize
 from .gemm import to_kernel_layout
-from .launch import decide_launch
-from .matmul import w4a16_matmul
+from .launch import w4a16_matmul
 
 
 @torch.library.custom_op("kernelscope::w4a16_mm", mutates_args=())
@@ -28,8 +27,7 @@ def w4a16_mm(a: torch.Tensor, words: torch.Tensor, scales: torch.Tensor, groupsi
     n = words.shape[1]
     if m == 0:
         return a.new_empty((0, n))
-    config = decide_launch(m, k, n, groupsize, words, scales).config
-    return w4a16_matmul(a.contiguous(), words, scales, groupsize, config=config)
+    return w4a16_matmul(a.contiguous(), words, scales, groupsize)  # the launch: launch.decide_launch
 
 
 @w4a16_mm.register_fake

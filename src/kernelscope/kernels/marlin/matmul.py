@@ -1,5 +1,6 @@
-"""``w4a16_matmul``: checks the inputs of the W4A16 GEMM and runs one :class:`launch.LaunchConfig`: the Triton
-kernel (:mod:`gemm`) or the Gluon decode kernel (:mod:`gluon_launch`) on the same weights."""
+"""Runs one W4A16 launch: :func:`run` checks the inputs and runs a :class:`LaunchConfig`, the Triton kernel
+(:mod:`gemm`) or the Gluon decode kernel (:mod:`gluon_kernel`) on the same weights. The public entry, which also
+decides the launch, is :func:`launch.w4a16_matmul`."""
 from __future__ import annotations
 
 import os
@@ -8,8 +9,9 @@ from typing import Any
 import torch
 
 from .format import check_shape, describe, group_rows
-from .gemm import GROUP_M, PACK_K, _kernel
-from .launch import LaunchConfig
+from .gemm import GROUP_M, PACK_K, triton_kernel
+from .gluon_host import BLOCK_N as GLUON_BLOCK_N
+from .launch_config import LaunchConfig
 from .split_counters import tile_counters
 
 
@@ -29,9 +31,9 @@ def launch_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) ->
     return (_cdiv(m, block_m) * _cdiv(n, block_n), split_k, 1)
 
 
-def _check(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
-           out: torch.Tensor | None) -> tuple[int, int, int]:
-    """Validate the inputs of :func:`w4a16_matmul`; return (m, k, n)."""
+def check_inputs(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int,
+                 out: torch.Tensor | None) -> tuple[int, int, int]:
+    """Validate the inputs of a W4A16 call (one sentence each, ValueError); return (m, k, n)."""
     where = "w4a16_matmul"
     if not isinstance(a, torch.Tensor) or a.dtype != torch.float16 or a.dim() != 2 or a.shape[0] < 1:
         desc = describe(a)
@@ -90,47 +92,31 @@ def _check_recorder(recorder: Any, grid: tuple[int, int, int]) -> bool:
 def _gluon(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, out: torch.Tensor | None,
            config: LaunchConfig, recorder: Any) -> torch.Tensor:
     """The Gluon decode kernel on the same weights; a block recorder gets its programs' rows."""
-    from .gluon_launch import BLOCK_N, gluon_w4a16
+    from .gluon_kernel import gluon_w4a16
 
     n = B.shape[1]
-    grid = (config.programs if config.programs is not None else n // BLOCK_N, 1, 1)  # None: one a column tile
+    grid = (config.programs if config.programs is not None else n // GLUON_BLOCK_N, 1, 1)  # None: one a column tile
     record = _check_recorder(recorder, grid)
     return gluon_w4a16(a, B, s, groupsize, n, programs=config.programs, stages=config.num_stages,
                        max_registers=config.max_registers, out=out, sync_mma=config.sync_mma, pdl=config.pdl,
                        records=recorder.buffer if record else None, cluster_size=config.cluster_size)
 
 
-def w4a16_matmul(
-    a: torch.Tensor,
-    B: torch.Tensor,
-    s: torch.Tensor,
-    groupsize: int,
-    *,
-    config: LaunchConfig | None = None,
-    out: torch.Tensor | None = None,
-    workspace: torch.Tensor | None = None,
-    recorder: Any = None,
-) -> torch.Tensor:
-    """``a @ dequant(B, s)`` in fp16, with ``(B, s)`` from :func:`to_kernel_layout`; a is fp16 ``(m, k)``, m >= 1.
+def run(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, config: LaunchConfig, *,
+        out: torch.Tensor | None = None, workspace: torch.Tensor | None = None, recorder: Any = None) -> torch.Tensor:
+    """``a @ dequant(B, s)`` in fp16 by the launch ``config``, with ``(B, s)`` from :func:`to_kernel_layout`; the
+    arguments as :func:`launch.w4a16_matmul`'s."""
+    m, k, n = check_inputs(a, B, s, groupsize, out)
+    return run_checked(a, B, s, groupsize, config, (m, k, n), out=out, workspace=workspace, recorder=recorder)
 
-    ``config``: the launch (:class:`launch.LaunchConfig`: the Triton kernel or, on sm_90 at m <= 64, the Gluon
-    decode kernel); None: :func:`launch.decide_launch` picks it (rule, shipped table, first-use tuner).
-    Split-k partial sums are added inside the launch, in split order, so results are deterministic.
-    ``out``, if given, receives the result.
-    ``workspace`` (Triton kernel): zeroed int32 per-tile counters for split-k, at least one per output tile, owned
-    by the caller (e.g. one per stream); the kernel leaves it zeroed. Without it a per-device buffer is kept here,
-    for one stream at a time.
-    ``recorder``: a ``collect.instrument.recorder.BlockRecorder`` sized for this launch's grid (:func:`launch_grid`
-    for the Triton kernel, ``(programs, 1, 1)`` for the Gluon kernel): every program writes the SM it ran on and
-    its start and end time (GPU only).
-    """
-    m, k, n = _check(a, B, s, groupsize, out)
-    if config is not None and not isinstance(config, LaunchConfig):
+
+def run_checked(a: torch.Tensor, B: torch.Tensor, s: torch.Tensor, groupsize: int, config: LaunchConfig,
+                shape: tuple[int, int, int], *, out: torch.Tensor | None = None, workspace: torch.Tensor | None = None,
+                recorder: Any = None) -> torch.Tensor:
+    """:func:`run` on inputs :func:`check_inputs` accepted, ``shape`` its (m, k, n)."""
+    m, k, n = shape
+    if not isinstance(config, LaunchConfig):
         raise ValueError(f"w4a16_matmul: config must be a LaunchConfig, got {type(config).__name__}.")
-    if config is None:
-        from .launch import decide_launch
-
-        config = decide_launch(m, k, n, groupsize, B, s).config
     if config.kernel == "gluon":
         if workspace is not None:
             raise ValueError("w4a16_matmul: workspace is the Triton kernel's (split-k counters); the Gluon kernel "
@@ -162,7 +148,7 @@ def w4a16_matmul(
     else:
         parts = counters = out  # never read: the SPLIT_K == 1 branch is compiled out
     record = _check_recorder(recorder, grid)
-    _kernel()[grid[:2]](
+    triton_kernel()[grid[:2]](
         a_arg, b_arg, s, out, parts, counters, recorder.buffer if record else out,
         m, n, k // split_k,
         a.stride(0), a.stride(1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .format import check_shape, group_rows
-from .launch import LaunchConfig
+from .launch_config import LaunchConfig
 
 KERNEL_NAME = "_w4a16_kernel"
 GEMM_REGION = "w4a16_gemm"  # the timed calls

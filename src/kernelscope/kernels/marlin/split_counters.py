@@ -1,5 +1,5 @@
 """Per-device split-k arrival counters, shared by the Triton kernel (:mod:`matmul`) and the Gluon kernel
-(:mod:`gluon_launch`): each launch leaves its counters at zero, so one buffer serves every launch on a stream."""
+(:mod:`gluon_kernel`): each launch leaves its counters at zero, so one buffer serves every launch on a stream."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
-"""The pruned launch space the W4A16 first-use tuner tries, best guesses first.
+"""The W4A16 launch rules (:func:`rule_launch` for the Triton kernel, :func:`gluon_launch` for the Gluon kernel) and
+the pruned launch space the first-use tuner tries, best guesses first.
 
 Decode launches (m <= 16) are fastest when the grid is about one full wave of programs at 3-4
 programs per SM with several 128-row k blocks per program; the shapes the rule handles badly are
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 import math
 
-from .gluon_launch import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, MAX_M as GLUON_MAX_M
-from .gluon_launch import PACK_K as GLUON_PACK_K
-from .launch import LaunchConfig, rule_launch
+from .gluon_host import BLOCK_N as GLUON_BLOCK_N, MAX_CLUSTER as GLUON_MAX_CLUSTER, MAX_M as GLUON_MAX_M
+from .gluon_host import PACK_K as GLUON_PACK_K
+from .launch_config import LaunchConfig
 
 PROGRAMS_PER_SM = {16: 4, 64: 2, 128: 2}  # resident programs per SM measured for each token tile
 MAX_SPLIT_K = 16
@@ -26,6 +27,21 @@ CAPPED_PROGRAMS_PER_SM = 6
 # m > 16: 64x64 tiles with the largest split whose grid stays within this many programs per SM
 # (docs/decisions/0004).
 WIDE_PROGRAMS_PER_SM = 2.5
+
+
+def rule_launch(m: int, k: int, tma: bool = False) -> LaunchConfig:
+    """The tuned launches' pattern, for any shape: the Triton kernel, one 128-row block of k an iteration; for
+    decode (m <= 16) 16-token tiles of 128 columns with k split 4 ways; wider token tiles above. ``tma``: the
+    device has the tensor memory accelerator (sm_90 and later)."""
+    if m <= 16:
+        block_m, block_n, split_k, stages = 16, 128, 4, 3
+    elif m <= 64:
+        block_m, block_n, split_k, stages = 64, 128, 4, 4
+    else:
+        block_m, block_n, split_k, stages = 128, 64, 1, 3
+    while split_k > 1 and k % (split_k * 128):
+        split_k //= 2  # k must split into whole 128-row blocks
+    return LaunchConfig.triton(block_m, block_n, split_k, 4, stages, tma=tma)
 
 
 def token_tile(m: int) -> int:

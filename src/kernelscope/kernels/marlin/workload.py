@@ -116,9 +116,9 @@ def relative_error(p: Problem, plan: GemmPlan) -> float:
 def compiled_info() -> dict[str, Any]:
     """What Triton compiled for the GEMM: MMA opcodes in its PTX and the shared memory it allocated."""
     try:
-        from kernelscope.kernels.marlin.gemm import _kernel  # the jitted kernel, built on first call
+        from kernelscope.kernels.marlin.gemm import triton_kernel  # the jitted kernel, built on first call
 
-        cache = _kernel().device_caches[torch.cuda.current_device()][0]
+        cache = triton_kernel().device_caches[torch.cuda.current_device()][0]
         compiled = list(cache.values())[-1]
         ops = Counter(re.findall(r"\b((?:wgmma\.mma_async|mma\.sync)[\w.]*)", compiled.asm["ptx"]))
         return {"mma_instructions": dict(ops), "shared_bytes": int(compiled.metadata.shared),

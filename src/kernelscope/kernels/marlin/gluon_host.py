@@ -1,15 +1,13 @@
 """Host side of the Gluon W4A16 decode kernel (:mod:`gluon_kernel`): what it supports, its stream-K split, its
-argument checks (each error one sentence, a ValueError) and its launch (:func:`gluon_w4a16`). Importing this module
-needs torch only; Gluon is imported at the first launch."""
+argument checks (each error one sentence, a ValueError) and the launcher of thread-block clusters. Importing this
+module needs torch only (the tuner's launch space reads it on any machine)."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import torch
 
 from .format import group_rows
-from .split_counters import tile_counters
 
 PACK_K = 128  # rows of k per block, as in gemm.py
 BLOCK_N = 64  # output columns per program
@@ -126,75 +124,3 @@ def launch_in_clusters(fn: Any, programs: int, cluster: int, extra: int, args: t
 
 
 _functions: dict[tuple, Any] = {}  # (kernel hash, device, dynamic shared memory) -> the function loaded for it
-
-
-@lru_cache(maxsize=None)
-def _gluon() -> tuple[Any, Any, Any, int]:
-    """Gluon's language and tensor descriptor, the jitted kernel and the block recorder's row width, imported on the
-    first launch (not per call: a decode launch is a few microseconds)."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    from kernelscope.collect.instrument.layout import ROW_VALUES
-
-    from .gluon_kernel import _w4a16_gluon
-
-    return gl, TensorDescriptor, _w4a16_gluon, ROW_VALUES
-
-
-def gluon_w4a16(a: torch.Tensor, words: torch.Tensor, s: torch.Tensor, groupsize: int, n: int, *,
-                programs: int | None = None, stages: int = 4, max_registers: int | None = 96,
-                out: torch.Tensor | None = None, sync_mma: bool = False, pdl: bool = False,
-                records: torch.Tensor | None = None, cluster_size: int = 1) -> torch.Tensor:
-    """fp16 ``a (m, k) @ dequant(words, s)`` -> (m, n), with ``(words, s)`` from :func:`gemm.to_kernel_layout` (the
-    Triton kernel's weights). ``programs``: the grid, each program an even share of the (column tile, k block)
-    units (stream-K, :func:`work_split`); None: one program a column tile. ``max_registers`` caps each thread's
-    registers at launch (None: the compiler's choice). A program is 8 warps: Triton pads the producer warp's
-    partition to a warpgroup for its register reallocation, so two programs fit an SM at 96 registers (three at 80,
-    four at 64). ``sync_mma``: multiply with mma.sync instead of the warpgroup MMA. ``pdl``: launch as a
-    programmatic dependent launch, so that the launch starts while the one before it on the stream ends and copies
-    its first blocks of weights meanwhile; only for weights and scales that the launch just before does not write
-    (a model's forward; not right after packing them). ``records``: an int64 tensor of at least ``programs`` x 4
-    values on the device, into which each program writes the block recorder's row. ``cluster_size``: S > 1 launches
-    each column tile's S programs as one thread-block cluster and sums their partials through distributed shared
-    memory; ``programs`` must then be the tiles x S and S must divide the k blocks."""
-    why = supported(a, n)
-    if why:
-        raise ValueError(f"gluon_w4a16: {why}.")
-    gl, TensorDescriptor, kernel, ROW_VALUES = _gluon()
-    m, k = a.shape
-    tiles = n // BLOCK_N
-    programs = tiles if programs is None else programs
-    rows = check_args(a, words, s, groupsize, n, programs, stages, out)
-    if records is not None and (records.dtype != torch.int64 or records.device != a.device
-                                or records.numel() < programs * ROW_VALUES):
-        raise ValueError(f"gluon_w4a16: records must be an int64 tensor on {a.device} of at least "
-                         f"{programs * ROW_VALUES} values.")
-    kb, units, partials, slots = work_split(k, n, programs)
-    check_cluster(cluster_size, programs, tiles, kb)
-    block_m = block_m_for(m)
-    a = a.contiguous()
-    if out is None:
-        out = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    per_channel = rows == k
-    w_desc = TensorDescriptor.from_tensor(words, [WORDS, BLOCK_N], gl.NVMMASharedLayout(128, 32, rank=2))
-    a_desc = TensorDescriptor.from_tensor(a, [block_m, PACK_K],
-                                          gl.NVMMASharedLayout.get_default_for([block_m, PACK_K], gl.float16))
-    s_desc = TensorDescriptor.from_tensor(s.view(-1), [BLOCK_N], gl.NVMMASharedLayout(0, 16, rank=1))
-    if partials and cluster_size == 1:
-        parts = torch.empty(tiles * slots * BLOCK_N * block_m, dtype=torch.float32, device=a.device)
-        counters = tile_counters(a.device, tiles)
-    else:
-        parts = counters = out  # never read: the PARTIALS branch is compiled out
-    args = (w_desc, a_desc, s_desc, out, s, parts, counters, m, n, kb, units, programs, slots,
-            out if records is None else records)
-    kwargs = dict(GROUP_BLOCKS=1 if per_channel else rows // PACK_K, PER_CHANNEL=per_channel, PARTIALS=partials,
-                  STAGES=stages, BLOCK_M=block_m, SYNC_MMA=sync_mma, PDL=pdl, RECORD=records is not None,
-                  CLUSTER=cluster_size, num_warps=4, launch_pdl=pdl,
-                  **({"maxnreg": max_registers} if max_registers else {}))
-    if cluster_size > 1:
-        launch_in_clusters(kernel, programs, cluster_size, extra_bytes(cluster_size, BLOCK_N, block_m), args,
-                           kwargs)
-    else:
-        kernel[(programs, )](*args, **kwargs)
-    return out
