@@ -1,8 +1,10 @@
-"""Where a W4A16 launch is decided: :class:`LaunchConfig` (which kernel, and its launch) and :func:`decide_launch`.
+"""Where a W4A16 launch is decided (:func:`decide_launch`) and the public GEMM that uses it (:func:`w4a16_matmul`).
 
+A launch is a :class:`LaunchConfig` (:mod:`launch_config`): the kernel, Triton or Gluon, and its parameters.
 :func:`decide_launch` answers, for a call ``a (m, k) @ W (k, n)`` on a device, in this order:
 
-1. **rule**: :func:`rule_launch`, the pattern of the tuned launches; it holds for any shape and device;
+1. **rule**: :func:`rule_launch` (:mod:`tune_space`), the pattern of the tuned launches; it holds for any shape
+   and device;
 2. **shipped table**: where ``tuned_<gpu>.json`` beside this module holds this GPU and layer shape (k, n), its row
    at the nearest tuned m at or above m (else the largest) replaces the rule;
 3. **first-use tuner**: on a GPU, for a shape the table does not hold, the launch the tuner measured fastest for
@@ -41,6 +43,8 @@ __all__ = ["LaunchConfig", "LaunchDecision", "decide_launch", "forget", "forget_
 TUNED_FILES = ("tuned_h100.json",)
 TABLE_SCHEMA = "kernelscope.w4a16-launch-table"
 REBUILD_BUDGET_S = 300.0  # the whole table on one GPU
+
+
 @lru_cache(maxsize=None)
 def tuned_tables() -> dict[str, dict[str, Any]]:
     """Device name -> shipped table (the files beside this module)."""
