@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -23,6 +24,26 @@ def _cuda() -> bool:
 
 
 HAS_CUDA = _cuda()
+
+# Repeatable runs: Hypothesis draws the same examples every run (profile "ci", the default), and tests with random
+# inputs take their seed from input_seed(). A search for new failures: KERNELSCOPE_FUZZ_EXAMPLES=N (the fuzz suite's
+# long run; profile "search", random examples, --hypothesis-seed honoured) and KERNELSCOPE_TEST_SEED=random.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # the test extra installs it; without it the fuzz suite is not collected
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+    _hypothesis_settings.register_profile("search", derandomize=False, database=None)
+    _hypothesis_settings.load_profile(os.environ.get(
+        "KERNELSCOPE_HYPOTHESIS_PROFILE", "search" if "KERNELSCOPE_FUZZ_EXAMPLES" in os.environ else "ci"))
+
+
+def input_seed() -> int:
+    """The seed of a test's random inputs: KERNELSCOPE_TEST_SEED (an integer, or "random" for a fresh one per call),
+    else 0. Tests print it when they fail, so a failure of a random run reruns with KERNELSCOPE_TEST_SEED=that."""
+    value = os.environ.get("KERNELSCOPE_TEST_SEED", "0")
+    return secrets.randbelow(2**31) if value == "random" else int(value)
 if not HAS_CUDA:
     # Must be set before triton is imported anywhere in the test process.
     os.environ.setdefault("TRITON_INTERPRET", "1")

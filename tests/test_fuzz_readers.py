@@ -31,9 +31,10 @@ from fuzz_inputs import SPECIAL_FILES, Mutated, mutated_bytes, mutated_json, spe
 EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
 COMMAND_TIMEOUT_S = 30.0
 LONG_RUN = "KERNELSCOPE_FUZZ_EXAMPLES" in os.environ
-# CI: the same examples every run. A long run: random examples, no shrinking (inputs are large; the
-# mutation's description already says what broke), every distinct failure reported.
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG_RUN, database=None,
+# CI: the same examples every run (conftest's Hypothesis profile "ci"). A long run (profile "search"): random
+# examples, no shrinking (inputs are large; the mutation's description already says what broke), every distinct
+# failure reported.
+FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
                 phases=[Phase.explicit, Phase.generate] if LONG_RUN else list(Phase))
 TALLY: Counter = Counter()
@@ -313,6 +314,22 @@ def test_proton_reader_survives_mutated_traces():
         _session_from_parts(launches, [], [])
 
     run()
+
+
+@pytest.mark.skipif(LONG_RUN or os.environ.get("KERNELSCOPE_HYPOTHESIS_PROFILE", "ci") != "ci",
+                    reason="a search draws random examples")
+def test_ci_draws_the_same_examples_every_run():
+    @settings(FUZZ, max_examples=5)
+    @given(st.binary(min_size=1))
+    def draw(data: bytes) -> None:
+        drawn.append(data)
+
+    runs = []
+    for _ in range(2):
+        drawn: list[bytes] = []
+        draw()
+        runs.append(drawn)
+    assert FUZZ.derandomize and runs[0] == runs[1]
 
 
 def teardown_module() -> None:

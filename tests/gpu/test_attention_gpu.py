@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, input_seed
 
 pytestmark = pytest.mark.gpu
 
@@ -46,7 +45,7 @@ def _check(q, k, v, causal, seed, autotune=False, **kw):
 def test_autotuned_kernel_matches_reference(head_dim, causal):
     import torch
 
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     q, k, v = _qkv(8, 2048 // head_dim, 2048, 2048, head_dim, torch.float16, seed)  # the benchmark's shape
     _check(q, k, v, causal, seed, autotune=True)
 
@@ -60,7 +59,7 @@ def test_pinned_config_matches_reference(seq, head_dim, causal, dtype_name):
 
     from kernelscope.kernels.attention.flash import HOPPER_CONFIGS
 
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     q, k, v = _qkv(2, 4, seq, seq, head_dim, getattr(torch, dtype_name), seed)
     _check(q, k, v, causal, seed, config=HOPPER_CONFIGS[0])
 
@@ -70,7 +69,7 @@ def test_every_hopper_config_is_correct_at_a_ragged_length():
 
     from kernelscope.kernels.attention.flash import HOPPER_CONFIGS
 
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     # One compile per config (compiles dominate this test); head dims alternate.
     for i, config in enumerate(HOPPER_CONFIGS):
         q, k, v = _qkv(1, 3, 333, 333, 128 if i % 2 == 0 else 64, torch.float16, seed)
@@ -84,7 +83,7 @@ def test_every_hopper_config_is_correct_at_a_ragged_length():
 def test_fully_masked_rows_and_cross_lengths():
     import torch
 
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     q, k, v = _qkv(2, 4, 700, 300, 128, torch.float16, seed)
     out = _check(q, k, v, True, seed)
     assert bool((out[:, :, :400] == 0).all()) and bool((out[:, :, 400:].abs().sum(-1) > 0).all())
@@ -96,7 +95,7 @@ def test_fully_masked_rows_and_cross_lengths():
 def test_non_contiguous_model_layout():
     import torch
 
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in _qkv(2, 8, 513, 513, 128, torch.float16, seed))
     _check(q, k, v, True, seed)
 
@@ -156,7 +155,7 @@ def test_gluon_kernel_matches_reference(seq, head_dim, causal, dtype_name):
 
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the Gluon kernel is for sm_90")
-    seed = secrets.randbelow(2**31)
+    seed = input_seed()
     q, k, v = _qkv(2, 3, seq, seq, head_dim, getattr(torch, dtype_name), seed)
     assert _gluon_runs(q, k, v)
     _check(q, k, v, causal, seed, autotune=True)  # config None: the Gluon kernel
