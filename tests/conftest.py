@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import signal
 import subprocess
@@ -37,6 +38,17 @@ if _hypothesis_settings is not None:
     _hypothesis_settings.register_profile("search", derandomize=False, database=None)
     _hypothesis_settings.load_profile(os.environ.get(
         "KERNELSCOPE_HYPOTHESIS_PROFILE", "search" if "KERNELSCOPE_FUZZ_EXAMPLES" in os.environ else "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _same_random_state() -> None:
+    """Each test starts from the same random state whatever ran before it: Python's, and numpy's and torch's global
+    generators where the test process has imported them (a test that draws without its own seed still repeats)."""
+    random.seed(0)
+    if (np := sys.modules.get("numpy")) is not None:
+        np.random.seed(0)
+    if (torch := sys.modules.get("torch")) is not None:
+        torch.manual_seed(0)
 
 
 def input_seed() -> int:
