@@ -76,6 +76,21 @@ def test_the_table_is_consistent():
     assert sum(p.category == config.CONTROL for p in check) >= 2
 
 
+def test_each_defect_module_holds_exactly_its_programs():
+    import ast
+
+    for module in set(config.MODULE.values()):
+        tree = ast.parse((PROGRAMS_DIR / f"{module}.py").read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert functions == {p.name for p in config.PROGRAMS if p.module == module}, module
+
+
+def test_run_refuses_an_unknown_program_in_one_sentence(capsys):
+    assert run.main(["no_such_program", "--tiny"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tc_mlp_train" in err
+
+
 def test_the_holdout_half_covers_every_single_gpu_rule():
     holdout = [p for p in config.PROGRAMS if p.half == "holdout"]
     assert all(not p.distributed for p in holdout)  # one GPU
