@@ -94,7 +94,7 @@ def test_page_is_aggregated_on_100k_launches() -> None:
     page = render_html(build_report(big))
     took = time.perf_counter() - t
     assert len(big.launches) == 100_000
-    assert "100000 launches" in page_text(page)  # the table's title counts them all
+    assert "100,000 launches" in page_text(page)  # the table's title counts them all
     # no element per launch: per-kernel rows, lanes of at most TIMELINE_COLUMNS runs, the timeline table's first
     # rows; ten times the launches add only the runs a busier lane breaks into (3,948 and 5,588 elements measured)
     from kernelscope.render.html.session import TIMELINE_COLUMNS, TIMELINE_LANES

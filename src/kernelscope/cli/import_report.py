@@ -77,8 +77,9 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
     session.save(out, force=args.force_overwrite)
     ranks = f"{len(session.ranks)} rank{'s' if len(session.ranks) != 1 else ''}, " if session.ranks else ""
     n = len(session.launch_table())  # columns: no Launch object per kernel to count them
-    print(visible(f"kernelscope: {ranks}{n:,} kernel launches from {len(imported.files)} trace "
-                  f"file(s) written to {out}. View them with: kernelscope show {out}"), file=sys.stderr)
+    files = f"{len(imported.files)} trace file{'s' if len(imported.files) != 1 else ''}"
+    print(visible(f"kernelscope: {ranks}{n:,} kernel launch{'es' if n != 1 else ''} from {files} written to {out}. "
+                  f"View them with: kernelscope show {out}"), file=sys.stderr)
     return 0
 
 

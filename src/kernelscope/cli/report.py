@@ -31,6 +31,10 @@ def main(args: argparse.Namespace) -> int:
     r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings))
     page = renderer.render(r).encode()
     write_atomic(out, page, force=args.force_overwrite)
-    print(f"wrote {visible(str(out))}: {len(page) / 1024:,.0f} KiB, {len(r.kernels)} kernel(s) with panels of "
-          f"{len(r.summary.kernels)}; open it in any browser (nothing is fetched)")
+    shown, total = len(r.kernels), len(r.summary.kernels)
+    every = {1: "the one kernel", 2: "both kernels"}.get(total, f"all {total:,} kernels")
+    panels = (f"panels for {every}" if shown == total else
+              f"panels for {shown:,} of {total:,} kernels (--panels N or --kernel REGEX for others)")
+    print(f"wrote {visible(str(out))}: {len(page) / 1024:,.0f} KiB, {panels}; open it in any browser (nothing is "
+          "fetched)")
     return 0

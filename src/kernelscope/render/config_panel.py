@@ -11,7 +11,7 @@ from rich.text import Text
 
 from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, KernelSummary
 from kernelscope.model import Metric
-from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes
+from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes, waves
 from kernelscope.render.fit import fitted_panel
 
 LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
@@ -66,7 +66,7 @@ class KernelConfigPanel:
         else:
             t.add_row("Theoretical occupancy",
                       Text(f"{occ.theoretical_occupancy_pct:.1f}%", style="bold") + Text(
-                          f"  {occ.active_blocks_per_sm} block(s)/SM = {occ.active_warps_per_sm} of "
+                          f"  {plural(occ.active_blocks_per_sm, 'block')}/SM = {occ.active_warps_per_sm} of "
                           f"{occ.max_warps_per_sm} warps"),
                       f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else ""))
             t.add_row("  limited by", " + ".join(LIMITER_LABELS[x] for x in occ.limiters), "")
@@ -75,7 +75,7 @@ class KernelConfigPanel:
                       f"smem/block allocated {occ.shared_memory_allocated_per_block_bytes:,} B of "
                       f"{occ.shared_memory_config_bytes:,} B carveout")
         if c.waves_per_sm is not None:
-            t.add_row("Waves", f"{c.waves_per_sm:.2f}", f"derived: {WAVES_FORMULA}")
+            t.add_row("Waves", waves(c.waves_per_sm), f"derived: {WAVES_FORMULA}")
         else:
             t.add_row("Waves", "N/A: needs theoretical occupancy and the SM count", "")
         ach = m.get("achieved_occupancy_pct")

@@ -8,7 +8,7 @@ from rich.table import Table
 from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, UNSTEADY, UNSTEADY_FORMULA, SessionDiff
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
-from kernelscope.render.fmt import duration
+from kernelscope.render.fmt import duration, plural
 from kernelscope.render.kernel_analysis import number, rate_cell
 
 _VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "dim", UNSTEADY: "yellow"}
@@ -93,8 +93,8 @@ class DiffView:
             names = ", ".join(labels[k.name] for k in slow[:5]) + (
                 f" and {len(slow) - 5} more" if len(slow) > 5 else ""
             )
-            parts.append(f"[bold red]{len(slow)} kernel(s) slower by more than {self.fail_pct:g}% beyond the spread: "
-                         f"{names}[/]" if slow else
+            parts.append(f"[bold red]{plural(len(slow), 'kernel')} slower by more than {self.fail_pct:g}% beyond the "
+                         f"spread: {names}[/]" if slow else
                          f"No kernel is slower by more than {self.fail_pct:g}% beyond the spread.")
         yield Panel(Group(*parts), title="kernelscope diff", title_align="left")
 

@@ -32,6 +32,12 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
+def waves(x: float) -> str:
+    """A wave count: two decimals, or two significant digits below 0.1, so a grid far smaller than one wave
+    does not read '0.00 waves'."""
+    return f"{x:.2f}" if x == 0 or x >= 0.1 else f"{x:.2g}"
+
+
 def count(n: int | None) -> str:
     return "N/A" if n is None else f"{n:,}"
 

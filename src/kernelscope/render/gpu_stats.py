@@ -29,6 +29,30 @@ STRIP_FIELDS = ("gpu_utilization_pct", "sm_activity_pct", "tensor_activity_pct",
                 "sm_clock_mhz", "power_w", "temperature_c", "memory_used_bytes")
 
 
+def throttle_text(reason: str, count: int, samples: int, busy: int) -> str:
+    """'HW slowdown in 2 of 4 samples (1 while kernels ran)'."""
+    return f"{reason} in {count} of {plural(samples, 'sample')} ({busy} while kernels ran)"
+
+
+def outside_text(k: int) -> str:
+    """The samples taken outside the trace, which the summary leaves out."""
+    return (f"{plural(k, 'more sample')}, taken before the trace began or after it ended, {'are' if k > 1 else 'is'} "
+            "kept in the session but not summarised")
+
+
+def clocks_text(s: GpuStatsSummary) -> str:
+    """The line on the clocks of the samples taken while kernels ran: how many were throttled or slow, or that
+    none was ('' without such samples)."""
+    if s.flagged_samples:
+        return (f"! {s.flagged_samples} of {plural(s.busy_samples, 'sample')} taken while kernels ran "
+                f"{'was' if s.flagged_samples == 1 else 'were'} throttled or had the SM clock below "
+                f"{CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from those windows may be slow")
+    if s.busy_samples:
+        return (f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in "
+                f"{'the ' if s.busy_samples > 1 else ''}{plural(s.busy_samples, 'sample')} taken while kernels ran")
+    return ""
+
+
 def value_text(v: float | None, unit: str) -> str:
     if v is None:
         return "N/A"
@@ -140,9 +164,7 @@ class GpuStatsPanel:
     def _cost(self) -> list[Text]:
         out = []
         if self.summary.outside_trace:
-            k = self.summary.outside_trace
-            out.append(Text(f"{k} more sample{'s' if k > 1 else ''}, taken before the trace began or after it ended, "
-                            f"{'are' if k > 1 else 'is'} kept in the session but not summarised", style="dim"))
+            out.append(Text(outside_text(self.summary.outside_trace), style="dim"))
         st = self.session.collectors.get(collector.SAMPLER)
         d = st.details if st else {}
         if "read_ms_mean" in d:
@@ -194,26 +216,14 @@ class GpuStatsPanel:
         s = self.summary
         out = []
         if s.throttle_counts:
-            parts = [f"{n} in {c} of {s.samples} samples ({b} while kernels ran)" for n, c, b in s.throttle_counts]
+            parts = [throttle_text(n, c, s.samples, b) for n, c, b in s.throttle_counts]
             out.append(Text("Clock event reasons: " + "; ".join(parts)))
         elif s.field("sm_clock_mhz") is not None:
             out.append(Text("Clock event reasons: none reported"))
         if s.flagged_samples:
-            out.append(
-                Text(
-                    f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled or "
-                    f"had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from those "
-                    "windows may be slow (marked ! below)",
-                    style="bold yellow",
-                )
-            )
+            out.append(Text(clocks_text(s) + " (marked ! below)", style="bold yellow"))
         elif s.busy_samples:
-            out.append(
-                Text(
-                    f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in the "
-                    f"{s.busy_samples} samples taken while kernels ran"
-                )
-            )
+            out.append(Text(clocks_text(s)))
         return out
 
     def _strip(self, width: int) -> Table:

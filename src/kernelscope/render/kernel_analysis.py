@@ -11,7 +11,7 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
 from kernelscope.model import Metric
-from kernelscope.render.fmt import duration, si
+from kernelscope.render.fmt import duration, plural, si
 from kernelscope.render.counter_panels import plain
 from kernelscope.render.fit import fitted_panel
 
@@ -113,6 +113,13 @@ def gain_cell(r: Recommendation) -> str:
     return "—"
 
 
+def no_recommendation_text(rules_run: int) -> str:
+    """Why a kernel has no recommendation: no rule could run on its data, or those that ran found nothing."""
+    if rules_run == 0:
+        return "none: no kernelscope rule could run on this kernel's data (the reasons are below)."
+    return f"none: the {plural(rules_run, 'kernelscope rule')} that could run on the data collected found nothing."
+
+
 class RecommendationsTable:
     def __init__(self, recs: tuple[Recommendation, ...], limit: int = 5, show_kernel: bool = False) -> None:
         self.recs, self.limit, self.show_kernel = recs, limit, show_kernel
@@ -135,7 +142,8 @@ class RecommendationsTable:
             t.add_row(*cells)
         yield t
         if len(self.recs) > self.limit:
-            yield f"[dim]… and {len(self.recs) - self.limit} more findings with smaller or no estimated gain[/]"
+            yield (f"[dim]… and {plural(len(self.recs) - self.limit, 'more finding')} with smaller or no estimated "
+                   "gain[/]")
         bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
                               for r in self.recs[: self.limit]
                               if r.gain_pct is not None or r.local_pct is not None or r.vendor_pct is not None)
@@ -167,8 +175,7 @@ class SummaryPanel:
                          "time a fix could save)[/]")
             parts.append(RecommendationsTable(recs.recommendations, self.limit))
         else:
-            rules = f"{recs.rules_run} kernelscope rule{'s' if recs.rules_run != 1 else ''}"
-            parts.append(f"[bold]Recommendations[/]: none. No rule fired on the data collected ({rules} looked).")
+            parts.append(f"[bold]Recommendations[/]: {no_recommendation_text(recs.rules_run)}")
         parts.append(MissingList(k))
         yield fitted_panel(parts, f"Profiling summary · {k.kernel.label}", options.max_width)
 

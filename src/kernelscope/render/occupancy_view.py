@@ -7,6 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.analyze.occupancy import OccupancyResult
+from kernelscope.render.fmt import plural
 
 _LABEL = {
     "warps": "warps per SM",
@@ -30,7 +31,8 @@ class OccupancyView:
             t.add_row(_LABEL[k], str(v), "◀ limiter" if k in r.limiters else "")
         head = (
             f"[bold]{r.theoretical_occupancy_pct:.1f}%[/] theoretical occupancy on {r.arch}: "
-            f"{r.active_blocks_per_sm} block(s) × {r.warps_per_block} warps = {r.active_warps_per_sm} of "
+            f"{plural(r.active_blocks_per_sm, 'block')} × {plural(r.warps_per_block, 'warp')} = "
+            f"{r.active_warps_per_sm} of "
             f"{r.max_warps_per_sm} warps per SM\n"
             f"block {r.threads_per_block} threads · {r.registers_per_thread} registers/thread · "
             f"{r.shared_memory_per_block_bytes:,} B shared memory "
@@ -40,6 +42,10 @@ class OccupancyView:
         from rich.console import Group
 
         parts = [head, t]
+        if r.active_blocks_per_sm == 0:
+            limits = " and ".join(_LABEL[k] for k in r.limiters)
+            parts.append(f"[bold red]No block of this configuration fits on one SM ({limits} allow 0): a launch "
+                         "with it fails.[/]")
         if r.caveat:
             parts.append(f"[yellow]{escape(r.caveat)}[/]")
         yield Panel(Group(*parts), title="Theoretical occupancy (calculated)", title_align="left")

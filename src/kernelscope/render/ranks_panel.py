@@ -17,7 +17,7 @@ from rich.text import Text
 from kernelscope.analyze.collectives import BUSBW_FORMULA, WAIT_FORMULA, WARMUP_RULE, CollectiveAnalysis, CollectiveRow
 from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksSummary
 from kernelscope.analyze.thresholds import BARRIER_MARK_MIN_NS
-from kernelscope.render.fmt import duration, size_bytes
+from kernelscope.render.fmt import duration, plural, size_bytes
 from kernelscope.render.text import visible
 
 WAIT_MARK_MIN_NS = BARRIER_MARK_MIN_NS  # waits under it are launch jitter, not a straggler
@@ -55,7 +55,9 @@ def rank_notes(summary: RanksSummary) -> list[tuple[str, str]]:
     """The lines under the ranks table, each (text, kind): kind 'formula', 'fact' or 'note'."""
     imb = summary.compute_imbalance_pct
     out = [(f"compute imbalance across ranks: {'N/A' if imb is None else f'{imb:.1f}%'} ({IMBALANCE_FORMULA}); "
-            f"overlap = {OVERLAP_FORMULA}; % of each rank's span (first kernel start to last kernel end)", "formula")]
+            f"overlap = {OVERLAP_FORMULA}; waiting = the rank's waits for the last rank to arrive, summed over the "
+            f"collectives it took part in (at N: N collectives); % of each rank's span (first kernel start to last "
+            "kernel end)", "formula")]
     world = {r.info.world_size for r in summary.ranks if r.info.world_size}
     nccl = {r.info.nccl_version for r in summary.ranks if r.info.nccl_version}
     aligned = [r.info for r in summary.ranks if r.info.alignment_error_ns is not None]
@@ -102,7 +104,7 @@ def collective_notes(a: CollectiveAnalysis, limit: int) -> list[tuple[str, str]]
     'barrier' or 'note'."""
     out: list[tuple[str, str]] = []
     if len(a.rows) > limit:
-        out.append((f"... {len(a.rows) - limit} more collectives (show --json lists all)", "more"))
+        out.append((f"… {plural(len(a.rows) - limit, 'more collective')} (show --json lists all)", "more"))
     out.append((f"wait = {WAIT_FORMULA}; bus bw = {BUSBW_FORMULA}, algbw = bytes / (latest end - last arrival); "
                 "start = since the first collective", "formula"))
     s = a.run_straggler
@@ -111,19 +113,20 @@ def collective_notes(a: CollectiveAnalysis, limit: int) -> list[tuple[str, str]]
                     f"collectives, others waited {duration(s.caused_wait_ns)} in all; worst: {s.sentence}",
                     "straggler"))
         for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
-            out.append((f"also last to arrive: rank {other.rank} at {other.collectives} collectives, others waited "
+            out.append((f"also last to arrive: rank {other.rank} at {plural(other.collectives, 'collective')}, "
+                        f"others waited "
                         f"{duration(other.caused_wait_ns)} in all"
                         + (f"; worst: {other.sentence}" if other.worst is not None else ""), "also"))
     late_at_warmup = [x for x in a.stragglers if x.warmup_wait_ns > 0]
     for x in late_at_warmup:
-        out.append((f"warm-up: rank {x.rank} last at {x.warmup_collectives} warm-up collectives, others waited "
-                    f"{duration(x.warmup_wait_ns)} (left out of the run's straggler)", "warmup"))
+        out.append((f"warm-up: rank {x.rank} last at {plural(x.warmup_collectives, 'warm-up collective')}, "
+                    f"others waited {duration(x.warmup_wait_ns)} (left out of the run's straggler)", "warmup"))
     if late_at_warmup:
         out.append((f"warm-up = {WARMUP_RULE}", "formula"))
     marks = [line for row in a.rows for line in barrier_lines(row)]
     out += [(line, "barrier") for line in marks[:limit]]
     if len(marks) > limit:
-        out.append((f"... {len(marks) - limit} more waits", "more"))
+        out.append((f"… {plural(len(marks) - limit, 'more wait')}", "more"))
     out += [(f"note: {visible(p)}", "note") for p in a.problems]
     return out
 

@@ -12,6 +12,7 @@ from kernelscope.render.roofline_term import RooflineChart, placed
 from kernelscope.render.kernel_analysis import RecommendationsTable
 from kernelscope.render.timeline import TimelinePanel
 from kernelscope.render.fit import fitted_panel
+from kernelscope.render.fmt import plural
 
 
 class SessionRecommendationsPanel:
@@ -24,7 +25,8 @@ class SessionRecommendationsPanel:
         left_out = len(with_gain) - len(recs)
         if not recs:
             if left_out:
-                yield (f"[dim]Recommendations across the session: {left_out} finding(s), each under "
+                yield (f"[dim]Recommendations across the session: {plural(left_out, 'finding')}, "
+                       f"{'each ' if left_out > 1 else ''}under "
                        f"{SESSION_LIST_MIN_GAIN_PCT:g}% of all kernel time; see each kernel's summary.[/]")
             return
         from dataclasses import replace

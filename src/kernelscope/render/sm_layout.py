@@ -12,7 +12,7 @@ from kernelscope.analyze.sm_layout import (
     OVERHEAD_FORMULA, SPREAD_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData, SMTimeline,
 )
 from kernelscope.model import Metric
-from kernelscope.render.fmt import bar, duration, plural
+from kernelscope.render.fmt import bar, duration, plural, waves as waves_text
 from kernelscope.render.fit import fitted_panel
 
 SHADES = " ▁▂▃▄▅▆▇█"
@@ -30,7 +30,7 @@ def _computed_view(c: ComputedLayout, width: int) -> list:
     last = int(c.last_wave_blocks.value)  # type: ignore[arg-type]
     waves = float(c.waves.value)  # type: ignore[arg-type]
     parts: list = [Text(f"{plural(c.blocks, 'block')} / ({c.active_blocks_per_sm} resident per SM × {c.sm_count} SMs = "
-                        f"{slots:,} at once) = {waves:.2f} waves → {plural(count, 'wave')}")]
+                        f"{slots:,} at once) = {waves_text(waves)} waves → {plural(count, 'wave')}")]
     bar_width = max(10, min(50, width - 40))
     shown = list(range(count)) if count <= 6 else [0, 1, -1, count - 2, count - 1]
     for i in shown:
@@ -39,15 +39,27 @@ def _computed_view(c: ComputedLayout, width: int) -> list:
             continue
         n = last if i == count - 1 else slots
         parts.append(Text(f"  wave {i + 1:>3} {bar(100.0 * n / slots, bar_width)} {n:,} of {slots:,} slots"))
-    parts.append(Text(f"Last (tail) wave: {plural(last, 'block')}, {_v(c.last_wave_idle_slots)} slots idle, at least "
-                      f"{_v(c.last_wave_idle_sms)} of {c.sm_count} SMs without a block (exactly that many if the "
-                      "scheduler spreads blocks one per SM first)"))
+    parts.append(Text(tail_text(c)))
     parts.append(Text(f"Block slots used: {_v(c.slot_use_pct, '{:.1f}%')} if every block takes as long"))
     parts.append(Text(f"derived: concurrent = {CONCURRENT_FORMULA}; waves = {WAVES_FORMULA}, rounded up for "
                       f"whole waves; last wave = {TAIL_FORMULA}; idle SMs >= {TAIL_IDLE_SMS_FORMULA}; "
                       f"slots used = {SLOT_USE_FORMULA}",
                       style="dim"))
     return parts
+
+
+def tail_text(c: ComputedLayout) -> str:
+    """The last wave in words: its blocks, idle slots and the SMs left without a block (or that it has a block
+    for every SM)."""
+    last = int(c.last_wave_blocks.value)  # type: ignore[arg-type]
+    idle_slots = c.last_wave_idle_slots
+    slots = _v(idle_slots) + " slots" if idle_slots.is_missing else plural(int(idle_slots.value), "slot")  # type: ignore[arg-type]
+    out = f"Last (tail) wave: {plural(last, 'block')}, {slots} idle, "
+    sms = c.last_wave_idle_sms
+    if not sms.is_missing and sms.value == 0:
+        return out + f"enough for each of the {c.sm_count} SMs to get a block"
+    return out + (f"at least {_v(sms)} of {c.sm_count} SMs without a block (exactly that many if the scheduler "
+                  "spreads blocks one per SM first)")
 
 
 def concurrency_strip(t: SMTimeline, span: int, width: int) -> str:
@@ -99,8 +111,8 @@ def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_s
     t.add_row("SMs used", f"{len(m.sms)}; {idle}")
     peak = max((s.max_resident_blocks for s in m.sms), default=0)
     calc = "N/A" if theoretical is None else str(theoretical)
-    t.add_row("Waves (measured)", f"up to {m.waves} on one SM; up to {peak} blocks resident at once on one SM "
-              f"(occupancy calculator: {calc})")
+    t.add_row("Waves (measured)", f"up to {m.waves} on one SM; up to {plural(peak, 'block')} resident at once on "
+              f"one SM (occupancy calculator: {calc})")
     span = "N/A: no valid record" if m.span_ns is None else duration(m.span_ns)
     step = "N/A" if m.timer_step_ns is None else duration(m.timer_step_ns)
     t.add_row("Time span", f"records {span}; trace pass {duration(m.launch_duration_ns)} (timer step {step})")

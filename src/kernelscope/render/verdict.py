@@ -14,7 +14,7 @@ from rich.text import Text
 
 from kernelscope.analyze.breakdown import CATEGORIES, IDLE
 from kernelscope.analyze.verdict import SessionVerdict, TimeShare
-from kernelscope.render.fmt import duration
+from kernelscope.render.fmt import duration, plural
 
 KIND_NAMES = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}
 
@@ -24,15 +24,25 @@ def pct(share: float | None) -> str:
 
 
 def time_line(v: SessionVerdict) -> str:
-    return f"{duration(v.kernel_time_ns)} of kernel time in {v.launches:,} launches of {v.kernel_count} kernels"
+    """Kernel time, launches and kernels; with copies or memsets on the GPU, also the GPU time of all kinds, which
+    the 'by kind' shares divide."""
+    out = (f"{duration(v.kernel_time_ns)} of kernel time in {plural(v.launches, 'launch', 'launches')} of "
+           f"{plural(v.kernel_count, 'kernel')}")
+    others = [KIND_NAMES.get(r.name, r.name) for r in v.by_kind if r.name != "kernel"]
+    if others:
+        out += (f"; {duration(sum(r.total_ns for r in v.by_kind))} of GPU time with the {' and '.join(others)}, "
+                "which the shares by kind divide")
+    return out
 
 
-def gain_text(f) -> str:
-    """A finding in one line: what, where, and (kernel findings) its gain in the kernel's own time."""
+def gain_text(f, ranks: int = 1) -> str:
+    """A finding in one line: what, where, and (kernel findings) its gain in the kernel's own time; the rank of a
+    rank's own program finding where the session has ``ranks`` > 1."""
     who = "" if f.source == "kernelscope" else " (NVIDIA's rule)"
     where = f"{f.kernel}: " if f.kernel and f.scope == "kernel" else ""
     own = f", about {f.kernel_gain_pct:.0f}% of its time" if f.kernel_gain_pct is not None else ""
-    rank = f" [rank {f.rank}]" if f.rank is not None and f.scope == "program" and f.rule != "straggler-rank" else ""
+    rank = (f" (rank {f.rank})" if ranks > 1 and f.rank is not None and f.scope == "program"
+            and f.rule != "straggler-rank" else "")
     return f"{where}{f.title}{who}{own}{rank}"
 
 
@@ -54,17 +64,36 @@ def breakdown_rows(v: SessionVerdict) -> tuple[tuple[str, ...], list[tuple[str, 
 
 
 def window_text(v: SessionVerdict) -> str:
-    out = []
-    for r in v.breakdown.ranks:
-        who = f"rank {r.rank}: " if len(v.breakdown.ranks) > 1 else ""
+    """Each rank's window: its wall time, how it was chosen and the median step; ranks whose windows read the
+    same are named together, and a basis shared by ranks is said once."""
+    ranks = v.breakdown.ranks
+    if len(ranks) == 1:
+        r = ranks[0]
         step = f", median step {duration(r.median_step_ns)}" if r.median_step_ns else ""
-        out.append(f"{who}{duration(r.wall_ns)} of wall time, {r.window_basis}{step}")
+        return f"{duration(r.wall_ns)} of wall time, {r.window_basis}{step}"
+    by_basis: dict[str, list] = {}
+    for r in ranks:
+        by_basis.setdefault(r.window_basis, []).append(r)
+    out = []
+    for basis, rs in by_basis.items():
+        times = {(duration(r.wall_ns), duration(r.median_step_ns) if r.median_step_ns else "") for r in rs}
+        if len(times) == 1:
+            wall, step = times.pop()
+            who = f"ranks {', '.join(str(r.rank) for r in rs)}" if len(rs) > 1 else f"rank {rs[0].rank}"
+            out.append(f"{who}: {wall} of wall time{' each' if len(rs) > 1 else ''}, {basis}"
+                       + (f", median step {step}" if step else ""))
+        else:
+            each = ", ".join(f"rank {r.rank} {duration(r.wall_ns)}"
+                             + (f" (median step {duration(r.median_step_ns)})" if r.median_step_ns else "")
+                             for r in rs)
+            out.append(f"{each} of wall time, {basis}")
     return "; ".join(out)
 
 
 def unranked_text(v: SessionVerdict) -> str:
     return (
-        f"{v.unranked} more findings have no kernel-time estimate; the kernels' panels list them" if v.unranked else ""
+        f"{plural(v.unranked, 'more finding has', 'more findings have')} no kernel-time estimate; the kernels' panels "
+        "list them" if v.unranked else ""
     )
 
 
@@ -146,7 +175,7 @@ def _findings(v: SessionVerdict) -> list:
     g.add_column(justify="right", no_wrap=True)
     g.add_column(overflow="fold")
     for i, f in enumerate(v.gains, 1):
-        g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", gain_text(f))
+        g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", Text(gain_text(f, len(v.breakdown.ranks))))
         if fix_text(f):
             g.add_row("", "", f"[dim]{fix_text(f)}[/]")
     more = len(v.findings) - len(v.gains)

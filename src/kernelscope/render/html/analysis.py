@@ -9,9 +9,9 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
-from kernelscope.render.kernel_analysis import (duration_text, evidence_text, gain_cell, pct_of_peak_text, rate_cell,
-                                               roofline_text, si, throughput_parts)
-from kernelscope.render.fmt import metric_cell, short_cell
+from kernelscope.render.kernel_analysis import (duration_text, evidence_text, gain_cell, no_recommendation_text,
+                                               pct_of_peak_text, rate_cell, roofline_text, si, throughput_parts)
+from kernelscope.render.fmt import metric_cell, plural, short_cell
 from kernelscope.render.counter_panels import plain, shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
@@ -40,7 +40,7 @@ def counter_sections(cv, label: str) -> list[Markup]:
             if m is not None and m.is_missing:
                 mem.append(note(f"N/A {lv.name} {what}: {m.missing_reason}"))
     mem.append(note("% of peak are ncu's own pct_of_peak_sustained metrics; bytes and hit rates are ncu counters."))
-    out = [section(f"3 · Memory hierarchy · {title}", *mem)]
+    out = [section(f"Memory hierarchy · {title}", *mem)]
 
     t = cv.transactions
     g = table(("", "Requests", "Sectors", "Sectors/req", "Bytes used/sector", "Efficiency", "Wasted"),
@@ -55,7 +55,7 @@ def counter_sections(cv, label: str) -> list[Markup]:
         m = r.bytes_used_per_sector if r.bytes_used_per_sector.is_missing else r.efficiency_pct
         if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
             reasons.append(f"global {r.kind}: {m.missing_reason}")
-    out.append(section(f"5 · Memory transactions · {title}", g, s, *(note(f"N/A {x}") for x in reasons),
+    out.append(section(f"Memory transactions · {title}", g, s, *(note(f"N/A {x}") for x in reasons),
                        *(note(x) for x in shared_wavefront_notes(t)),
                        note(f"Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                             "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. A "
@@ -73,7 +73,7 @@ def counter_sections(cv, label: str) -> list[Markup]:
     if tv.hmma_includes_gmma:
         tnotes.append(note("HMMA and GMMA counts are equal: ncu counts the wgmma instructions on the HMMA pipe too, so "
                            "they are the same instructions, not two kinds."))
-    out.append(section(f"7 · Tensor cores · {title}", head, mma, *tnotes))
+    out.append(section(f"Tensor cores · {title}", head, mma, *tnotes))
 
     ws = cv.warp_state
     if ws.total_cycles_per_issue is None:
@@ -119,7 +119,7 @@ def recommendations_table(recs, limit: int = 5, show_kernel: bool = False) -> li
     out: list = [table(("#", "Gain", "Source", *(["Kernel"] if show_kernel else []), "Finding and evidence"), rows,
                        num_from=99)]
     if len(recs) > limit:
-        out.append(note(f"… and {len(recs) - limit} more findings with smaller or no estimated gain"))
+        out.append(note(f"… and {plural(len(recs) - limit, 'more finding')} with smaller or no estimated gain"))
     bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
                           for r in recs[:limit]
                           if r.gain_pct is not None or r.local_pct is not None or r.vendor_pct is not None)
@@ -146,9 +146,7 @@ def summary_section(k) -> Markup:
                                                           "time a fix could save)", class_="note")))
         body += recommendations_table(recs.recommendations)
     else:
-        n = recs.rules_run
-        body.append(el("p", f"Recommendations: none. No rule fired on the data collected ({n} kernelscope "
-                            f"rule{'s' if n != 1 else ''} looked)."))
+        body.append(el("p", f"Recommendations: {no_recommendation_text(recs.rules_run)}"))
     by_reason: dict[str, list[str]] = defaultdict(list)
     for what, why in k.missing:
         by_reason[why].append(what)
@@ -157,7 +155,7 @@ def summary_section(k) -> Markup:
     if by_reason:
         body.append(note("Not shown or not evaluated:"))
         body.append(el("ul", *(el("li", f"{', '.join(w)}: {why}") for why, w in by_reason.items()), class_="note"))
-    return section(f"10 · Profiling summary · {k.kernel.label}", *body)
+    return section(f"Profiling summary · {k.kernel.label}", *body)
 
 
 def roofline_section(a) -> Markup | None:
@@ -198,7 +196,8 @@ def session_recommendations(a) -> Markup | None:
     left_out = len(with_gain) - len(recs)
     if not recs:
         if left_out:
-            return note(f"Recommendations across the session: {left_out} finding(s), each under "
+            return note(f"Recommendations across the session: {plural(left_out, 'finding')}, "
+                        f"{'each ' if left_out > 1 else ''}under "
                         f"{SESSION_LIST_MIN_GAIN_PCT:g}% of all kernel time; see each kernel's summary.")
         return None
     from dataclasses import replace

@@ -11,10 +11,10 @@ from kernelscope.analyze.sm_layout import (
 )
 from kernelscope.model import Metric
 from kernelscope.render.config_panel import LIMITER_LABELS
-from kernelscope.render.fmt import count, dim3, duration, size_bytes
+from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes, waves
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.sm_layout import MEASURED_NOTE, concurrency_strip, overhead_text, sm_idle_text
+from kernelscope.render.sm_layout import MEASURED_NOTE, concurrency_strip, overhead_text, sm_idle_text, tail_text
 from kernelscope.render.warp_execution import choose_block, no_scopes_why, phase_letters, scopes_recorder, warp_strip
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
@@ -64,8 +64,9 @@ def config_section(k) -> Markup:
         if occ is None:
             rows.append(("Theoretical occupancy", f"N/A: {c.occupancy_missing_reason}", ""))
         else:
-            rows.append(("Theoretical occupancy", f"{occ.theoretical_occupancy_pct:.1f}%  {occ.active_blocks_per_sm} "
-                         f"block(s)/SM = {occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps",
+            rows.append(("Theoretical occupancy", f"{occ.theoretical_occupancy_pct:.1f}%  "
+                         f"{plural(occ.active_blocks_per_sm, 'block')}/SM = {occ.active_warps_per_sm} of "
+                         f"{occ.max_warps_per_sm} warps",
                          f"derived: occupancy calculator ({occ.arch})" + (f"; {occ.caveat}" if occ.caveat else "")))
             rows.append(("  limited by", " + ".join(LIMITER_LABELS[x] for x in occ.limiters), ""))
             rows.append(
@@ -76,7 +77,7 @@ def config_section(k) -> Markup:
                     f"{occ.shared_memory_config_bytes:,} B carveout",
                 )
             )
-        rows.append(("Waves", f"{c.waves_per_sm:.2f}", f"derived: {CONFIG_WAVES_FORMULA}") if c.waves_per_sm is not None
+        rows.append(("Waves", waves(c.waves_per_sm), f"derived: {CONFIG_WAVES_FORMULA}") if c.waves_per_sm is not None
                     else ("Waves", "N/A: needs theoretical occupancy and the SM count", ""))
         ach = m.get("achieved_occupancy_pct")
         rows.append(
@@ -84,10 +85,11 @@ def config_section(k) -> Markup:
             if ach is not None and not ach.is_missing
             else ("Achieved occupancy", _na(ach, "needs the counter pass (ncu)"), "")
         )
-        caption = (f"Configuration {i + 1} of {len(k.configs)}: {c.launches} launches, {duration(c.total_ns)}"
+        caption = (f"Configuration {i + 1} of {len(k.configs)}: {plural(c.launches, 'launch', 'launches')}, "
+                   f"{duration(c.total_ns)}"
                    if len(k.configs) > 1 else None)
         body.append(table(("", "Value", "Source"), rows, caption=caption, num_from=99))
-    return section(f"1 · Kernel configuration · {k.label}", *body)
+    return section(f"Kernel configuration · {k.label}", *body)
 
 
 def _computed(c: ComputedLayout) -> list:
@@ -95,7 +97,7 @@ def _computed(c: ComputedLayout) -> list:
         return [el("p", f"{c.blocks:,} blocks. Waves and tail: N/A: {c.waves.missing_reason}")]
     slots, n, last = int(c.concurrent_blocks.value), int(c.wave_count.value), int(c.last_wave_blocks.value)  # type: ignore[arg-type]
     out: list = [el("p", f"{c.blocks:,} blocks / ({c.active_blocks_per_sm} resident per SM × {c.sm_count} SMs = "
-                         f"{slots:,} at once) = {float(c.waves.value):.2f} waves → {n} wave(s)")]  # type: ignore[arg-type]
+                         f"{slots:,} at once) = {waves(float(c.waves.value))} waves → {plural(n, 'wave')}")]  # type: ignore[arg-type]
     shown = list(range(n)) if n <= 6 else [0, 1, -1, n - 2, n - 1]
     rows = []
     for i in shown:
@@ -107,9 +109,7 @@ def _computed(c: ComputedLayout) -> list:
         rows.append((f"wave {i + 1}", [1] * filled + [0] * (STRIP_COLUMNS - filled), f"{blocks:,} of {slots:,} slots"))
     out.append(strips(rows, {1: PALETTE[0]}, label="waves"))
     v = lambda m, f="{:,}": f"N/A: {m.missing_reason}" if m.is_missing else f.format(m.value)  # noqa: E731
-    out.append(el("p", f"Last (tail) wave: {last:,} blocks, {v(c.last_wave_idle_slots)} slots idle, at least "
-                       f"{v(c.last_wave_idle_sms)} of {c.sm_count} SMs without a block (exactly that many if the "
-                       "scheduler spreads blocks one per SM first)"))
+    out.append(el("p", tail_text(c)))
     out.append(el("p", f"Block slots used: {v(c.slot_use_pct, '{:.1f}%')} if every block takes as long"))
     out.append(note(f"derived: concurrent = {CONCURRENT_FORMULA}; waves = {WAVES_FORMULA}, rounded up for whole "
                     f"waves; last wave = {TAIL_FORMULA}; idle SMs >= {TAIL_IDLE_SMS_FORMULA}; slots used = "
@@ -143,8 +143,8 @@ def _measured(m: MeasuredLayout, theoretical: int | None, max_strips: int = 16) 
             idle += ": " + ", ".join(str(i) for i in m.idle_sm_ids[:12]) + (" …" if len(m.idle_sm_ids) > 12 else "")
     rows.append(("SMs used", f"{len(m.sms)}; {idle}"))
     peak = max((s.max_resident_blocks for s in m.sms), default=0)
-    rows.append(("Waves (measured)", f"up to {m.waves} on one SM; up to {peak} blocks resident at once on one SM "
-                 f"(occupancy calculator: {'N/A' if theoretical is None else theoretical})"))
+    rows.append(("Waves (measured)", f"up to {m.waves} on one SM; up to {plural(peak, 'block')} resident at once on "
+                 f"one SM (occupancy calculator: {'N/A' if theoretical is None else theoretical})"))
     span = "N/A: no valid record" if m.span_ns is None else duration(m.span_ns)
     step = "N/A" if m.timer_step_ns is None else duration(m.timer_step_ns)
     rows.append(("Time span", f"records {span}; trace pass {duration(m.launch_duration_ns)} (timer step {step})"))
@@ -176,7 +176,7 @@ def sm_layout_section(d: SMLayoutData, label: str) -> Markup:
         body = _measured(d.measured, d.theoretical_blocks_per_sm)
         if d.instrumented_launches > 1:
             body.insert(0, note(f"{d.instrumented_launches} instrumented launches; showing the last"))
-        return section(f"2 · Block → SM layout · {label} · measured", *body)
+        return section(f"Block → SM layout · {label} · measured", *body)
     assert d.computed is not None
     body = _computed(d.computed)
     if d.configs > 1:
@@ -185,7 +185,7 @@ def sm_layout_section(d: SMLayoutData, label: str) -> Markup:
     if (p := d.proton_sms) is not None:
         body.append(note(f"{p.recorder} scopes of one launch recorded the SM of {p.blocks_recorded:,} of its "
                          f"{p.grid_blocks:,} blocks: {p.distinct_sms:,} distinct SMs (instrument: %smid per block)"))
-    return section(f"2 · Block → SM layout · {label} · {COMPUTED_LABEL}", *body)
+    return section(f"Block → SM layout · {label} · {COMPUTED_LABEL}", *body)
 
 
 def _stall_rows(ws, limit: int) -> list:
@@ -195,7 +195,7 @@ def _stall_rows(ws, limit: int) -> list:
 
 def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
     """Panel 4 from the ScopedLaunchView: each warp of one block as a strip of its phases over time."""
-    title = f"4 · Warp execution · {label}"
+    title = f"Warp execution · {label}"
     s = scoped.launch.scopes
     if s is None or not s.warps:
         return section(title, el("p", f"N/A: {no_scopes_why(s)}", class_="na"))
@@ -236,7 +236,7 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
 
 def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
     """Panel 8 (inside the kernel): the phase table KernelPhasesPanel prints."""
-    title = f"8 · Kernel timeline (inside) · {label}"
+    title = f"Kernel timeline (inside) · {label}"
     v, s = scoped.phases, scoped.launch.scopes
     if v is None:
         return section(title, el("p", f"N/A: {no_scopes_why(s)}", class_="na"))

@@ -6,12 +6,12 @@ from __future__ import annotations
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
-from kernelscope.render.fmt import dim3_compact, duration, truncate
+from kernelscope.render.fmt import dim3_compact, duration, plural, truncate
 from kernelscope.render.timeline import barrier_text, mark_text, multi_rank_note
 from kernelscope.render.header import collector_rows, header_rows
-from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, as_number, bucket, field_scale, kernel_busy,
-                                          sampler_text, stats_title, value_text)
-from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION
+from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, as_number, bucket, clocks_text, field_scale,
+                                          kernel_busy, outside_text, sampler_text, stats_title, throttle_text,
+                                          value_text)
 from kernelscope.render.html.charts import PALETTE, series, strips
 from kernelscope.render.html.markup import Cell, Markup, el, kv, note, section, table
 
@@ -49,7 +49,8 @@ def kernel_table_section(summary) -> Markup:
                          "shared memory); the one shown took the most time."))
     if len(summary.kernels) > KERNEL_TABLE_ROWS:
         body.append(note(f"… and {len(summary.kernels) - KERNEL_TABLE_ROWS} more kernels (show --json lists all)"))
-    return section(f"Kernels by total GPU time ({summary.launch_count} launches, {duration(summary.total_kernel_ns)})",
+    return section(f"Kernels by total GPU time ({plural(summary.launch_count, 'launch', 'launches')}, "
+                   f"{duration(summary.total_kernel_ns)})",
                    *body, id_="kernels")
 
 
@@ -78,7 +79,7 @@ def _lanes(tl, top: list[str]) -> tuple[list[tuple[str, list[float]]], int, int]
 def timeline_section(tl, summary) -> Markup:
     """Panel 8, the run: GPU busy and gaps, a lane per kernel drawn by busy share per column, and the first
     TIMELINE_ROWS rows of the table show --timeline prints."""
-    title = "8 · Timeline"
+    title = "Timeline"
     if tl.missing_reason is not None:
         return section(title, el("p", f"N/A: {tl.missing_reason}.", class_="na"), id_="timeline")
     busy_pct = 100.0 * tl.gpu_busy_ns / tl.span_ns if tl.span_ns else 0.0
@@ -178,23 +179,19 @@ def _gpu_notes(session, s) -> list:
     body: list = []
     if s.throttle_counts:
         body.append(el("p", "Clock event reasons: " + "; ".join(
-            f"{r} in {c} of {s.samples} samples ({b} while kernels ran)" for r, c, b in s.throttle_counts)))
+            throttle_text(r, c, s.samples, b) for r, c, b in s.throttle_counts)))
     elif s.field("sm_clock_mhz") is not None:
         body.append(el("p", "Clock event reasons: none reported"))
     if s.flagged_samples:
-        body.append(el("p", f"! {s.flagged_samples} of {s.busy_samples} samples taken while kernels ran were throttled "
-                            f"or had the SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum: kernel times from "
-                            "those windows may be slow", class_="warn"))
+        body.append(el("p", clocks_text(s), class_="warn"))
     elif s.busy_samples:
-        body.append(el("p", f"Clocks: no throttling and no SM clock below {CLOCK_LOW_FRACTION:.0%} of its maximum in "
-                            f"the {s.busy_samples} samples taken while kernels ran"))
+        body.append(el("p", clocks_text(s)))
     st = session.collectors.get("sampler")
     d = st.details if st else {}
     if "read_ms_mean" in d:
         body.append(note(sampler_text(d)))
     if s.outside_trace:
-        body.append(note(f"{s.outside_trace} more sample(s), taken before the trace began or after it ended, are kept "
-                         "in the session but not summarised"))
+        body.append(note(outside_text(s.outside_trace)))
     return body
 
 

@@ -22,7 +22,8 @@ def verdict_section(v) -> Markup:
         body.append(table(("", "Share", "Time", "What"), rows, num_from=1))
     if v.gains:
         body.append(table(("#", "Of wall time", "Finding", "Fix"),
-                          [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g), fix_text(g).removeprefix("fix: "))
+                          [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g, len(v.breakdown.ranks)),
+                            fix_text(g).removeprefix("fix: "))
                            for i, g in enumerate(v.gains, 1)], caption=GAINS_TITLE, num_from=1))
         if combined_text(v):
             body.append(note(combined_text(v)))
