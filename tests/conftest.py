@@ -56,6 +56,8 @@ def input_seed() -> int:
     else 0. Tests print it when they fail, so a failure of a random run reruns with KERNELSCOPE_TEST_SEED=that."""
     value = os.environ.get("KERNELSCOPE_TEST_SEED", "0")
     return secrets.randbelow(2**31) if value == "random" else int(value)
+
+
 if not HAS_CUDA:
     # Must be set before triton is imported anywhere in the test process.
     os.environ.setdefault("TRITON_INTERPRET", "1")
