@@ -150,3 +150,13 @@ def test_ranks_panel_explains_waiting_and_counts_collectives():
     assert "at 1 collective," in text
     flat = " ".join(line.strip("│ ") for line in text.splitlines())
     assert "waiting = the rank's waits for the last rank to arrive, summed over the collectives it took part in" in flat
+
+
+def test_html_verdict_names_are_text_not_numbers(tmp_path):
+    # '15 other kernels' starts with a digit: as a number cell it was right-aligned and never wrapped, and ran
+    # past the card on a phone-wide page
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
+    page = out.read_text()
+    assert "<td>15 other kernels</td>" in page and "<td>7 other regions</td>" in page
+    assert 'class="n">15 other kernels' not in page

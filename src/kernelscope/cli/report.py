@@ -31,10 +31,10 @@ def main(args: argparse.Namespace) -> int:
     r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings))
     page = renderer.render(r).encode()
     write_atomic(out, page, force=args.force_overwrite)
-    shown, total = len(r.kernels), len(r.summary.kernels)
+    with_panels, total = len(r.kernels), len(r.summary.kernels)
     every = {1: "the one kernel", 2: "both kernels"}.get(total, f"all {total:,} kernels")
-    panels = (f"panels for {every}" if shown == total else
-              f"panels for {shown:,} of {total:,} kernels (--panels N or --kernel REGEX for others)")
+    panels = (f"panels for {every}" if with_panels == total else "no kernel panels" if with_panels == 0 else
+              f"panels for {with_panels:,} of {total:,} kernels (--panels N or --kernel REGEX for others)")
     print(f"wrote {visible(str(out))}: {len(page) / 1024:,.0f} KiB, {panels}; open it in any browser (nothing is "
           "fetched)")
     return 0

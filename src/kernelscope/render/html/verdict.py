@@ -19,12 +19,12 @@ def verdict_section(v) -> Markup:
         for i, r in enumerate(shares):
             rows.append((label if i == 0 else "", pct(r.share), duration(r.total_ns), names.get(r.name, r.name)))
     if rows:
-        body.append(table(("", "Share", "Time", "What"), rows, num_from=1))
+        body.append(table(("", "Share", "Time", "What"), rows, num_from=1, text_cols=(3,)))  # '15 other kernels
     if v.gains:
         body.append(table(("#", "Of wall time", "Finding", "Fix"),
                           [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g, len(v.breakdown.ranks)),
                             fix_text(g).removeprefix("fix: "))
-                           for i, g in enumerate(v.gains, 1)], caption=GAINS_TITLE, num_from=1))
+                           for i, g in enumerate(v.gains, 1)], caption=GAINS_TITLE, num_from=1, text_cols=(2, 3)))
         if combined_text(v):
             body.append(note(combined_text(v)))
     else:
