@@ -38,13 +38,7 @@ CORE_EXCEPTIONS = {
 
 # (importer, module, private name) still imported across modules: each is to become a public name, and leaves this
 # list when it does (an entry that no longer exists fails, so the list never allows more than the code has).
-PENDING_PRIVATE_IMPORTS = {
-    ("kernelscope.collect.instrument.cuda_scopes", "kernelscope.collect.instrument.recorder", "_grid3"),
-    ("kernelscope.collect.trace.kineto_stream", "kernelscope.collect.trace.kineto_dist", "_int"),
-    ("kernelscope.collect.trace.kineto_stream", "kernelscope.model.files", "_kind"),  # public: file_type
-    ("kernelscope.collect.trace.kineto_stream", "kernelscope.model.files", "_too_large"),  # public: input_too_large
-    ("kernelscope.kernels.attention.workload", "kernelscope.kernels.attention.flash", "_gluon_runs"),
-}
+PENDING_PRIVATE_IMPORTS: set[tuple[str, str, str]] = set()
 # The Marlin demo's panels: the one module outside render/ and cli/bench/ that draws with Rich, and the plain data
 # it draws (docs/decisions/0009-marlin-demo-panels.md).
 MARLIN_PANELS = "kernelscope.kernels.marlin.panels"

@@ -285,7 +285,6 @@ def input_too_large(path: Path, limit: int, decompressed: bool) -> InputFileErro
 
 
 # The former private names, still imported by collect/trace/kineto_stream.py.
-_kind, _too_large = file_type, input_too_large
 
 
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:

@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 from kernelscope.collect.instrument import scope_sink, sink
 from kernelscope.collect.instrument.layout import buffer_values
 from kernelscope.collect.instrument.reader import read_block_buffer
-from kernelscope.collect.instrument.recorder import InstrumentError, _grid3
+from kernelscope.collect.instrument.recorder import InstrumentError, grid3
 from kernelscope.model import BlockRecords, PhaseScopes, WarpScopes
 
 HEADER_NAME = "kernelscope.cuh"
@@ -126,7 +126,7 @@ def scope_names(names: Mapping[int, str] | Sequence[str]) -> dict[int, str]:
 def scope_capacity(grid: Any, block: Any, scopes_per_warp: int) -> int:
     """Slots one launch claims when every warp of every block passes ``scopes_per_warp`` scopes: two records
     each, rounded up to whole claims of SCOPES_CHUNK."""
-    g, b = _grid3(grid), _grid3(block)
+    g, b = grid3(grid), grid3(block)
     warps = -(-(b[0] * b[1] * b[2]) // 32)
     return g[0] * g[1] * g[2] * warps * -(-(scopes_per_warp * 2) // SCOPES_CHUNK) * SCOPES_CHUNK
 
@@ -302,7 +302,7 @@ def read_cuda_blocks(buffer: Any, grid: Any) -> BlockRecords:
     if not any(values):
         raise NotInstrumentedError(f"no block wrote its record (the buffer is all zero): the kernel was built without "
                                    f"{ENABLE_MACRO} or never reached KS_BLOCK_END with this buffer; {ENABLE_HINT}")
-    return read_block_buffer(values, _grid3(grid), source=SOURCE)
+    return read_block_buffer(values, grid3(grid), source=SOURCE)
 
 
 @dataclass
@@ -325,7 +325,7 @@ class CudaScopes:
     def __init__(self, grid: Any, names: Mapping[int, str] | Sequence[str], *, block: Any = None,
                  scopes_per_warp: int | None = None, capacity: int | None = None, blocks: bool = True,
                  array: str = "torch", device: Any = "cuda", enabled: bool = True) -> None:
-        self.grid = _grid3(grid)
+        self.grid = grid3(grid)
         self.names = scope_names(names)
         self.enabled = bool(enabled)
         self.record_blocks = bool(blocks) and self.enabled

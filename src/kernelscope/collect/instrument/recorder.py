@@ -25,7 +25,7 @@ class InstrumentError(RuntimeError):
     """The recorder cannot work here; the message is one sentence for the user."""
 
 
-def _grid3(grid: Any) -> tuple[int, int, int]:
+def grid3(grid: Any) -> tuple[int, int, int]:
     g = [int(v) for v in (grid if isinstance(grid, (tuple, list)) else (grid,))]
     if not 1 <= len(g) <= 3 or min(g) < 1:
         raise InstrumentError(f"a launch grid is one to three positive sizes, not {grid!r}")
@@ -37,7 +37,7 @@ class BlockRecorder:
     def __init__(self, grid: Any, device: Any = "cuda", enabled: bool = True) -> None:
         import torch
 
-        self.grid = _grid3(grid)
+        self.grid = grid3(grid)
         self.enabled = bool(enabled)
         if self.enabled and os.environ.get("TRITON_INTERPRET") == "1":
             raise InstrumentError("the block recorder reads %smid and %globaltimer with inline PTX, which Triton's "

@@ -20,7 +20,7 @@ def is_nccl_kernel(name: str) -> bool:
     return name.startswith(("ncclDevKernel", "ncclKernel"))
 
 
-def _int(v: Any) -> int | None:
+def as_int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
     try:
@@ -40,14 +40,14 @@ def nccl_collective(kernel_name: str, args: dict[str, Any]) -> Collective | None
         m = _NCCL_KERNEL.match(kernel_name)
         name = m.group(1).lower() if m else "nccl"
     pg = args.get("Process Group Name")
-    seq = next((_int(args[k]) for k in _SEQ_ARGS if k in args), None)
+    seq = next((as_int(args[k]) for k in _SEQ_ARGS if k in args), None)
     dtype = args.get("dtype")
     return Collective(
         name=name,
         process_group=None if pg is None else str(pg),
-        in_nelems=_int(args.get("In msg nelems")),
-        out_nelems=_int(args.get("Out msg nelems")),
-        group_size=_int(args.get("Group size")) or None,
+        in_nelems=as_int(args.get("In msg nelems")),
+        out_nelems=as_int(args.get("Out msg nelems")),
+        group_size=as_int(args.get("Group size")) or None,
         dtype=None if dtype is None else str(dtype),
         seq=seq,
     )
@@ -56,11 +56,11 @@ def nccl_collective(kernel_name: str, args: dict[str, Any]) -> Collective | None
 def rank_info(doc: dict[str, Any], source: str | None = None) -> RankInfo | None:
     """The rank record of a trace with `distributedInfo`; None for a trace of one process."""
     info = doc.get("distributedInfo")
-    if not isinstance(info, dict) or _int(info.get("rank")) is None:
+    if not isinstance(info, dict) or as_int(info.get("rank")) is None:
         return None
     groups = info.get("pg_config")
     nccl = info.get("nccl_version")
-    return RankInfo(rank=int(info["rank"]), world_size=_int(info.get("world_size")) or None,
+    return RankInfo(rank=int(info["rank"]), world_size=as_int(info.get("world_size")) or None,
                     backend=None if info.get("backend") is None else str(info["backend"]),
                     nccl_version=None if nccl is None else str(nccl),
                     process_groups=[g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else [],
@@ -71,5 +71,5 @@ def trace_pid(doc: dict[str, Any]) -> int | None:
     """The OS process id of the profiled process (its CPU events' pid)."""
     for e in doc.get("traceEvents") or []:
         if isinstance(e, dict) and e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime"):
-            return _int(e.get("pid"))
+            return as_int(e.get("pid"))
     return None

@@ -28,9 +28,10 @@ from typing import Any, BinaryIO, Iterator
 
 from kernelscope.collect.trace import kineto as K
 from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
-from kernelscope.collect.trace.kineto_dist import _int
+from kernelscope.collect.trace.kineto_dist import as_int
 from kernelscope.model import Activity
-from kernelscope.model.files import InputFileError, _kind, _too_large, check_input, input_limit_bytes, read_input
+from kernelscope.model.files import (InputFileError, check_input, file_type, input_limit_bytes, input_too_large,
+                                     read_input)
 
 _CHUNK = 1 << 18  # a run of events decoded at once stays in the cache
 _WS = re.compile(r"[ \t\n\r]*")
@@ -70,7 +71,7 @@ def _open_text(path: Path, bounded: bool = True) -> tuple[BinaryIO, Iterator[byt
     f = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         f.close()
-        raise InputFileError(p, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
+        raise InputFileError(p, f"is {file_type(os.fstat(fd).st_mode)}, not a regular file; give a file on disk")
     gz = f.read(2) == b"\x1f\x8b"
     f.seek(0)
     return f, _bounded(_inflated(f, p) if gz else _raw(f), p, limit, gz)
@@ -118,7 +119,7 @@ def _bounded(chunks: Iterator[bytes], p: Path, limit: int | None, gz: bool) -> I
     for b in chunks:
         total += len(b)
         if limit is not None and total > limit:  # a gzip bomb stops here, one chunk past the limit
-            raise _too_large(p, limit, gz)
+            raise input_too_large(p, limit, gz)
         yield b
 
 
@@ -638,7 +639,7 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
         top.pop("traceEvents", None)
     if damage:
         parsed.problems.append(damage)
-    pid = None if ev.pid is _MISSING else _int(ev.pid)
+    pid = None if ev.pid is _MISSING else as_int(ev.pid)
     return StreamedTrace(parsed, top, pid, damage, ev.read)
 
 

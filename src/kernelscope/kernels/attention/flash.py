@@ -342,7 +342,7 @@ def _use_warp_specialized(q: torch.Tensor) -> bool:
     return False
 
 
-def _gluon_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+def gluon_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the default path is a Gluon kernel (gluon_hopper.py: sm_90, seq_q == seq_k a multiple of 128,
     head dim 64 or 128): at head dim 128 the warp-specialised one, measured faster than this file's kernel
     (docs/decisions/0003)."""
@@ -362,11 +362,11 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     ``sm_scale`` defaults to ``1 / sqrt(head_dim)``. ``config`` pins a launch
     configuration of this file's kernel (``config.warp_specialize`` picks the experimental
     warp-specialised one). By default, inputs the Gluon kernel takes on an sm_90 GPU go to it
-    (``_gluon_runs``); the rest to this file's kernel, whose autotuner picks one of HOPPER_CONFIGS
+    (``gluon_runs``); the rest to this file's kernel, whose autotuner picks one of HOPPER_CONFIGS
     (the interpreter uses INTERPRETER_CONFIG).
     """
     check_inputs(q, k, v, sm_scale)
-    if config is None and not _interpreting() and _gluon_runs(q, k, v):
+    if config is None and not _interpreting() and gluon_runs(q, k, v):
         from .gluon_hopper import hopper_attention
 
         return hopper_attention(q, k, v, causal, sm_scale)

@@ -65,9 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         from kernelscope.kernels.attention.flash import tuned_config
 
-        from kernelscope.kernels.attention.flash import _gluon_runs
+        from kernelscope.kernels.attention.flash import gluon_runs
 
-        if args.impl == "flash" and _gluon_runs(q, k, v):  # the default path ran the Gluon kernel: no tuning
+        if args.impl == "flash" and gluon_runs(q, k, v):  # the default path ran the Gluon kernel: no tuning
             print(json.dumps({"config": "gluon"}))
             return 0
         cfg = None
