@@ -160,3 +160,14 @@ def test_html_verdict_names_are_text_not_numbers(tmp_path):
     page = out.read_text()
     assert "<td>15 other kernels</td>" in page and "<td>7 other regions</td>" in page
     assert 'class="n">15 other kernels' not in page
+
+
+def test_shared_wavefronts_per_instruction_na_says_why(tmp_path):
+    # copy_strided runs no shared-memory instruction: 0 instructions, so no ratio, and the panel says so
+    counters = DATA / "counters_h100_cuda.json.gz"
+    flat = " ".join(line.strip("│ ") for line in show(counters, "--width", "160").splitlines())
+    assert ("N/A shared load: wavefronts/inst: no shared-memory load instruction ran "
+            "(smsp__inst_executed_op_shared_ld.sum = 0)") in flat
+    out = tmp_path / "c.html"
+    assert run_cli("report", str(counters), "-o", str(out)).returncode == 0
+    assert "N/A shared store: wavefronts/inst: no shared-memory store instruction ran" in out.read_text()

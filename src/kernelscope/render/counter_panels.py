@@ -52,6 +52,21 @@ class MemoryHierarchyPanel:
 
 
 # -- Panel 5, Memory transactions: sectors per request, coalescing, wasted bytes, bank conflicts.
+def shared_na_reasons(view: TransactionsView) -> list[str]:
+    """Why a shared row's wavefronts per instruction is N/A: no shared instruction of that kind ran, or the
+    counters' own reason."""
+    out = []
+    for r in view.shared_access:
+        m = r.wavefronts_per_instruction
+        if not m.is_missing:
+            continue
+        inst = r.instructions
+        why = (f"wavefronts/inst: no shared-memory {r.kind} instruction ran ({inst.raw_name} = 0)"
+               if not inst.is_missing and float(inst.value) == 0 else m.missing_reason)
+        out.append(f"shared {r.kind}: {why}")
+    return out
+
+
 def shared_wavefront_notes(view: TransactionsView) -> list[str]:
     """Many wavefronts per instruction with few conflicts, said why (the terminal and the HTML report)."""
     out = []
@@ -87,7 +102,7 @@ class MemoryTransactionsPanel:
             m = r.bytes_used_per_sector if r.bytes_used_per_sector.is_missing else r.efficiency_pct
             if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
                 reasons.append(f"global {r.kind}: {m.missing_reason}")
-        notes = [f"[dim]N/A {text}[/]" for text in reasons]
+        notes = [f"[dim]N/A {text}[/]" for text in reasons + shared_na_reasons(self.view)]
         notes += [f"[dim]{text}[/]" for text in shared_wavefront_notes(self.view)]
         note = (f"[dim]Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                 "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. "

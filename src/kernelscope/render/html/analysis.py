@@ -12,7 +12,7 @@ from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.kernel_analysis import (duration_text, evidence_text, gain_cell, no_recommendation_text,
                                                pct_of_peak_text, rate_cell, roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, plural, short_cell
-from kernelscope.render.counter_panels import plain, shared_wavefront_notes
+from kernelscope.render.counter_panels import plain, shared_na_reasons, shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.roofline_term import MARKS, intensity_text, input_origin, placed
@@ -55,7 +55,8 @@ def counter_sections(cv, label: str) -> list[Markup]:
         m = r.bytes_used_per_sector if r.bytes_used_per_sector.is_missing else r.efficiency_pct
         if m.is_missing and f"global {r.kind}: {m.missing_reason}" not in reasons:
             reasons.append(f"global {r.kind}: {m.missing_reason}")
-    out.append(section(f"Memory transactions · {title}", g, s, *(note(f"N/A {x}") for x in reasons),
+    out.append(section(f"Memory transactions · {title}", g, s,
+                       *(note(f"N/A {x}") for x in reasons + shared_na_reasons(t)),
                        *(note(x) for x in shared_wavefront_notes(t)),
                        note(f"Efficiency = bytes used per {SECTOR_BYTES}-byte sector / {SECTOR_BYTES} (ncu's "
                             "smsp__sass_average_data_bytes_per_sector ratio); wasted = sectors x unused bytes. A "
