@@ -171,3 +171,12 @@ def test_shared_wavefronts_per_instruction_na_says_why(tmp_path):
     out = tmp_path / "c.html"
     assert run_cli("report", str(counters), "-o", str(out)).returncode == 0
     assert "N/A shared store: wavefronts/inst: no shared-memory store instruction ran" in out.read_text()
+
+
+def test_measured_layout_with_every_sm_used_says_so(tmp_path):
+    text = show(DATA / "session_h100_instrumented.json.gz", "--width", "160")
+    assert "SMs used            132; every SM ran a block" in text
+    assert "0 of 132 ran no block" not in text
+    out = tmp_path / "i.html"
+    assert run_cli("report", str(DATA / "session_h100_instrumented.json.gz"), "-o", str(out)).returncode == 0
+    assert "132; every SM ran a block" in out.read_text()

@@ -97,17 +97,24 @@ def _sm_grid(m: MeasuredLayout, width: int) -> list:
     return lines
 
 
+def idle_sms_text(m: MeasuredLayout) -> str:
+    """The SMs that ran no block of the launch: how many and which, or that every SM ran one."""
+    if m.idle_sm_count is None:
+        return "the SM count was not recorded"
+    if m.idle_sm_count == 0:
+        return "every SM ran a block"
+    idle = f"{m.idle_sm_count} of {m.sm_count} ran no block"
+    if m.idle_sm_ids:
+        idle += ": " + ", ".join(str(i) for i in m.idle_sm_ids[:12]) + (" …" if len(m.idle_sm_ids) > 12 else "")
+    return idle
+
+
 def _measured_view(m: MeasuredLayout, theoretical: int | None, width: int, max_strips: int) -> list:
     t = Table(show_header=False, box=None, padding=(0, 1), expand=True)
     t.add_column("", style="bold", no_wrap=True, min_width=18)
     t.add_column("Value", overflow="fold")
     t.add_row("Blocks recorded", f"{plural(m.recorded_blocks, 'row')} for {plural(m.expected_blocks, 'block')}")
-    if m.idle_sm_count is None:
-        idle = "the SM count was not recorded"
-    else:
-        idle = f"{m.idle_sm_count} of {m.sm_count} ran no block"
-        if m.idle_sm_ids:
-            idle += ": " + ", ".join(str(i) for i in m.idle_sm_ids[:12]) + (" …" if len(m.idle_sm_ids) > 12 else "")
+    idle = idle_sms_text(m)
     t.add_row("SMs used", f"{len(m.sms)}; {idle}")
     peak = max((s.max_resident_blocks for s in m.sms), default=0)
     calc = "N/A" if theoretical is None else str(theoretical)

@@ -14,7 +14,8 @@ from kernelscope.render.config_panel import LIMITER_LABELS
 from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes, waves
 from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strips, svg
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.sm_layout import MEASURED_NOTE, concurrency_strip, overhead_text, sm_idle_text, tail_text
+from kernelscope.render.sm_layout import (MEASURED_NOTE, concurrency_strip, idle_sms_text, overhead_text,
+                                          sm_idle_text, tail_text)
 from kernelscope.render.warp_execution import choose_block, no_scopes_why, phase_letters, scopes_recorder, warp_strip
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
@@ -134,13 +135,8 @@ def _sm_heatmap(m: MeasuredLayout) -> Markup:
 
 
 def _measured(m: MeasuredLayout, theoretical: int | None, max_strips: int = 16) -> list:
-    rows = [("Blocks recorded", f"{m.recorded_blocks:,} rows for {m.expected_blocks:,} blocks")]
-    if m.idle_sm_count is None:
-        idle = "the SM count was not recorded"
-    else:
-        idle = f"{m.idle_sm_count} of {m.sm_count} ran no block"
-        if m.idle_sm_ids:
-            idle += ": " + ", ".join(str(i) for i in m.idle_sm_ids[:12]) + (" …" if len(m.idle_sm_ids) > 12 else "")
+    rows = [("Blocks recorded", f"{plural(m.recorded_blocks, 'row')} for {plural(m.expected_blocks, 'block')}")]
+    idle = idle_sms_text(m)
     rows.append(("SMs used", f"{len(m.sms)}; {idle}"))
     peak = max((s.max_resident_blocks for s in m.sms), default=0)
     rows.append(("Waves (measured)", f"up to {m.waves} on one SM; up to {plural(peak, 'block')} resident at once on "
