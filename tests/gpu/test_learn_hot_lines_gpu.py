@@ -22,8 +22,8 @@ def test_learn_marlin_shows_hot_lines_from_a_live_counter_pass():
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=400)
     assert r.returncode == 0, r.stderr
     assert "profiling one W4A16 launch under ncu for its hot lines" in r.stderr
-    assert "Hot lines of the W4A16 kernel: _w4a16_kernel" in r.stdout
+    assert "Hot lines · _w4a16_kernel" in r.stdout
     assert "Hot lines below:" not in r.stdout  # that sentence comes only with the bundled pass
-    hot = r.stdout.split("Hot lines of the W4A16 kernel")[1]
+    hot = r.stdout.split("Hot lines · _w4a16_kernel")[1]
     for phase in ("MMA (", "unpack (", "loads ("):
         assert phase in hot, phase

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 import tempfile
 from importlib import resources
@@ -39,7 +40,8 @@ def bundled_session() -> Session:
     for x in session.detailed_launches():
         for f in x.source_lines.files if x.source_lines is not None else []:
             if "/kernelscope/" in f.path:
-                f.path = str(package / f.path.rsplit("/kernelscope/", 1)[1])
+                here = package / f.path.rsplit("/kernelscope/", 1)[1]
+                f.path = os.path.relpath(here) if here.is_relative_to(Path.cwd()) else str(here)
     return session
 
 
@@ -94,7 +96,8 @@ def hot_lines_parts(plan: Any, live: bool, given: Session | None = None, bundled
                 + (f"; the live pass did not run ({why})." if why else "."))
     x = _with_lines(session)
     k = rank_lines(x.kernel, 0, x.source_lines, top=TOP)
+    k.notes.insert(0, "The W4A16 kernel's lines by share of warp samples; phase: what the opcodes of the line's "
+                      "executed SASS instructions do.")
     panel = SourcePanel(k, tag=lambda r: line_phase(r.line), tag_name="phase (SASS)",
-                        title=f"Hot lines of the W4A16 kernel: {x.kernel} (share of warp samples; phase by the "
-                              "opcodes of its executed instructions)")
+                        title=f"Hot lines · {x.kernel}")
     return ([plain(note)] if note else []) + [panel]
