@@ -44,6 +44,15 @@ def multi_rank_note(tl) -> str:
             f"waits under {duration(BARRIER_MARK_MIN_NS)} are not).")
 
 
+
+def gap_text(g, multi: bool) -> str:
+    """A kind of gap: how many, their total (summed over the ranks' own timelines where there are several, so it
+    may exceed the span), the largest and what it means."""
+    what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else
+            "host doing other work (Python, synchronize, data preparation)")
+    over = ", summed over the ranks" if multi else ""
+    return f"{g.count:,} totalling {duration(g.total_ns)}{over}, largest {duration(g.largest_ns)}: {what}"
+
 class TimelinePanel:
     def __init__(self, timeline: Timeline, limit: int = 200) -> None:
         self.timeline, self.limit = timeline, limit
@@ -101,10 +110,7 @@ class TimelinePanel:
         head.add_row("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
                      "kernels and copies" + (" of any rank (the Ranks panel has each rank's)" if multi else ""))
         for g in tl.gaps:
-            what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else "host doing other work "
-                    "(Python, synchronize, data preparation)")
-            head.add_row(g.kind.capitalize() + "s", f"{g.count} totalling {duration(g.total_ns)}, largest "
-                         f"{duration(g.largest_ns)}: {what}")
+            head.add_row(g.kind.capitalize() + "s", gap_text(g, multi))
         if not tl.gaps:
             head.add_row("Gaps", "none: every kernel started within "
                          f"{duration(BACK_TO_BACK_GAP_NS)} of the previous one ending")
@@ -120,7 +126,7 @@ class TimelinePanel:
         tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
         parts: list = [head, *tables]
         if hidden:
-            parts.append(f"[dim]… {hidden} more rows (show --timeline N to see more)[/]")
+            parts.append(f"[dim]… {hidden:,} more rows (show --timeline N to see more)[/]")
         parts.append(f"[dim]Idle before = {GAP_FORMULA}; up to {duration(BACK_TO_BACK_GAP_NS)} is back-to-back "
                      f"(not shown), under {duration(HOST_WAIT_GAP_NS)} a launch gap, longer a host wait. Notes are "
                      "ncu's % of peak for the launches the counter pass measured (SM, memory, DRAM, tensor pipe, "

@@ -7,7 +7,7 @@ from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_WAIT_GAP_NS
 from kernelscope.analyze.timeline import GAP_FORMULA, HOST_WAIT, LAUNCH_GAP
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.render.fmt import dim3_compact, duration, plural, truncate
-from kernelscope.render.timeline import barrier_text, mark_text, multi_rank_note
+from kernelscope.render.timeline import barrier_text, gap_text, mark_text, multi_rank_note
 from kernelscope.render.header import collector_rows, header_rows
 from kernelscope.render.gpu_stats import (LABELS, STRIP_FIELDS, as_number, bucket, clocks_text, field_scale,
                                           kernel_busy, outside_text, sampler_text, stats_title, throttle_text,
@@ -88,10 +88,7 @@ def timeline_section(tl, summary) -> Markup:
     rows: list = [("GPU busy", f"{duration(tl.gpu_busy_ns)} of a {duration(tl.span_ns)} span ({busy_pct:.1f}%), "
                                f"kernels and copies{of_any}")]
     for g in tl.gaps:
-        what = ("CPU launching the next kernel" if g.kind == LAUNCH_GAP else
-                "host doing other work (Python, synchronize, data preparation)")
-        rows.append((g.kind.capitalize() + "s", f"{g.count} totalling {duration(g.total_ns)}, largest "
-                                               f"{duration(g.largest_ns)}: {what}"))
+        rows.append((g.kind.capitalize() + "s", gap_text(g, multi)))
     if not tl.gaps:
         rows.append(("Gaps", f"none: every kernel started within {duration(BACK_TO_BACK_GAP_NS)} of the previous "
                              "one ending"))
