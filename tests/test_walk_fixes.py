@@ -192,3 +192,19 @@ def test_multi_rank_timeline_gaps_say_they_sum_over_ranks(tmp_path):
     out = tmp_path / "r.html"
     assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
     assert "681 totalling 1.990 s, summed over the ranks" in out.read_text()
+
+
+def test_a_prerequisite_listed_before_a_larger_gain_is_said(tmp_path):
+    # the host syncs (5.1%) come before launch-bound (44.3%): a CUDA graph cannot hold them
+    path = DATA / "diagnosis" / "programs" / "sync_item_train_defect.json.gz"
+    s = Session.load(path)
+    v = session_verdict(s, analyze_session(s))
+    assert [f.rule for f in v.gains[:2]] == ["sync-in-loop", "launch-bound"]
+    assert v.gains[0].gain_pct < v.gains[1].gain_pct
+    flat = " ".join(line.strip("│ ") for line in show(path, "--brief", "--width", "160").splitlines())
+    assert "largest estimated gain first (share of the window's wall time); a finding whose fix another needs first " \
+           "comes before it" in flat
+    assert "needs first comes before it" not in show(DEMO, "--brief", "--width", "160")  # in gain order there
+    out = tmp_path / "s.html"
+    assert run_cli("report", str(path), "-o", str(out), "--panels", "0").returncode == 0
+    assert "a finding whose fix another needs first comes before it" in out.read_text()

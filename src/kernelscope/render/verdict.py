@@ -111,6 +111,15 @@ def not_measured_text(n) -> str:
 GAINS_TITLE = "Findings, largest estimated gain first (share of the window's wall time)"
 
 
+def gains_title(v: SessionVerdict) -> str:
+    """GAINS_TITLE, and where a finding comes before a larger one (its fix is the larger one's first step, as
+    host syncs before a CUDA graph), that it does."""
+    gains = [f.gain_pct for f in v.gains]
+    if all(a >= b for a, b in zip(gains, gains[1:])):
+        return GAINS_TITLE
+    return GAINS_TITLE + "; a finding whose fix another needs first comes before it"
+
+
 def combined_text(v: SessionVerdict) -> str:
     if v.combined_gain_pct is None or len(v.findings) < 2:
         return ""
@@ -184,7 +193,7 @@ def _findings(v: SessionVerdict) -> list:
     for n in notes:
         if n:
             g.add_row("", "", f"[dim]{n}[/]")
-    return [Text(GAINS_TITLE, style="bold"), g]
+    return [Text(gains_title(v), style="bold"), g]
 
 
 def _listed(title: str, lines: list[str]) -> list:

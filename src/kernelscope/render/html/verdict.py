@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kernelscope.render.fmt import duration
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.verdict import (GAINS_TITLE, KIND_NAMES, breakdown_rows, combined_text, fix_text, gain_text,
+from kernelscope.render.verdict import (KIND_NAMES, breakdown_rows, combined_text, fix_text, gain_text, gains_title,
                                         no_gain_text, not_measured_text, pct, time_line, unranked_text, window_text)
 
 
@@ -24,7 +24,7 @@ def verdict_section(v) -> Markup:
         body.append(table(("#", "Of wall time", "Finding", "Fix"),
                           [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g, len(v.breakdown.ranks)),
                             fix_text(g).removeprefix("fix: "))
-                           for i, g in enumerate(v.gains, 1)], caption=GAINS_TITLE, num_from=1, text_cols=(2, 3)))
+                           for i, g in enumerate(v.gains, 1)], caption=gains_title(v), num_from=1, text_cols=(2, 3)))
         if combined_text(v):
             body.append(note(combined_text(v)))
     else:
