@@ -208,3 +208,12 @@ def test_a_prerequisite_listed_before_a_larger_gain_is_said(tmp_path):
     out = tmp_path / "s.html"
     assert run_cli("report", str(path), "-o", str(out), "--panels", "0").returncode == 0
     assert "a finding whose fix another needs first comes before it" in out.read_text()
+
+
+def test_a_rank_last_only_at_warm_up_gets_no_empty_also_line():
+    # rank 1 of this run was last only at a warm-up collective: its warm-up line says so, and no
+    # 'also last to arrive: rank 1 at 0 collectives, others waited 0 ns' line says nothing
+    text = show(DATA / "diagnosis" / "programs" / "straggler_ddp_n4_defect.json.gz", "--width", "160")
+    assert "at 0 collectives" not in text
+    assert "warm-up: rank 1 last at 1 warm-up collective, others waited 607.26 µs" in text
+    assert "also last to arrive: rank 2 at 3 collectives" in text

@@ -112,7 +112,8 @@ def collective_notes(a: CollectiveAnalysis, limit: int) -> list[tuple[str, str]]
         out.append((f"straggler of the run: rank {s.rank}, last to arrive at {s.collectives} of {len(a.rows)} "
                     f"collectives, others waited {duration(s.caused_wait_ns)} in all; worst: {s.sentence}",
                     "straggler"))
-        for other in a.stragglers[1:]:  # e.g. a slow first step on one rank, a steady straggler on another
+        for other in [x for x in a.stragglers[1:] if x.collectives]:  # e.g. a slow first step on one rank, a
+            # steady straggler on another; a rank last only at warm-up collectives has its warm-up line alone
             out.append((f"also last to arrive: rank {other.rank} at {plural(other.collectives, 'collective')}, "
                         f"others waited "
                         f"{duration(other.caused_wait_ns)} in all"
