@@ -260,3 +260,15 @@ def test_a_world_size_of_10_to_the_18_is_counted_not_listed(tmp_path):
     assert "internal error" not in err and code in (0, 2), err
     assert "999,999,999,999,999,999 of 1,000,000,000,000,000,000 ranks have no trace" in err
     assert "and 999,999,999,999,999,983 more" in err
+
+
+@pytest.mark.parametrize("regex", ["a{99999999999}", "(" * 1000 + ")" * 1000])
+@pytest.mark.parametrize("command", ["show", "report", "diff"])
+def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, regex):
+    """re.compile raises OverflowError for a repetition past its limit and RecursionError for thousands of nested
+    groups, not re.error: --kernel printed 'internal error' for them."""
+    argv = {"show": ["show", str(SESSION)], "report": ["report", str(SESSION), "-o", str(tmp_path / "r.html")],
+            "diff": ["diff", str(SESSION), str(SESSION)]}[command]
+    code, _, err = run_cli([*argv, "--kernel", regex])
+    assert code == 2 and "internal error" not in err and "is not a valid regular expression" in err, err
+    assert not (tmp_path / "r.html").exists()

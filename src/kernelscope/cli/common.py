@@ -47,6 +47,18 @@ def _int(text: str, what: str) -> int:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
 
 
+def kernel_regex(text: str) -> str:
+    """--kernel REGEX: an argparse type; a pattern Python's re cannot compile is refused here, including the ones
+    it refuses with OverflowError (a{99999999999}) or RecursionError (thousands of nested groups), not re.error."""
+    import re
+
+    try:
+        re.compile(text)
+    except (re.error, OverflowError, RecursionError) as e:
+        raise argparse.ArgumentTypeError(f"{visible(text[:80])!r} is not a valid regular expression ({e})") from None
+    return text
+
+
 def add_style_args(p: argparse.ArgumentParser) -> None:
     """--width and --no-color, the same on every command that draws."""
     p.add_argument("--width", type=columns, metavar="COLS",
@@ -151,7 +163,8 @@ def load_session(path: str):
 
 
 def add_view_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kernel", metavar="REGEX", help="show the configuration of kernels matching REGEX")
+    p.add_argument("--kernel", type=kernel_regex, metavar="REGEX",
+                   help="show the configuration of kernels matching REGEX")
     p.add_argument("--panels", dest="top", type=non_negative, default=3, metavar="N",
                    help="configuration panels for the top N kernels (default 3; 0: the table only)")
     p.add_argument("--top", dest="top", type=non_negative, help=argparse.SUPPRESS)  # the older name of --panels

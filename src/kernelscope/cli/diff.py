@@ -10,8 +10,8 @@ import json
 import re
 import sys
 
-from kernelscope.cli.common import (WIDTH_HELP, add_ceilings_arg, ceilings, columns, fail, load_session, non_negative,
-                                    note)
+from kernelscope.cli.common import (WIDTH_HELP, add_ceilings_arg, ceilings, columns, fail, kernel_regex, load_session,
+                                     non_negative, note)
 
 EXIT_SLOWER = 1
 
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compare rank RANK_A of A with rank RANK_B of B (of A when B is not given)")
     p.add_argument("--fail-if-slower", type=float, metavar="PCT",
                    help="exit 1 if a kernel's median time grew by more than PCT %% beyond the run-to-run spread")
-    p.add_argument("--kernel", metavar="REGEX", help="only kernels whose full or short name matches REGEX")
+    p.add_argument("--kernel", type=kernel_regex, metavar="REGEX",
+                   help="only kernels whose full or short name matches REGEX")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.add_argument("--width", type=columns, metavar="COLS", help=WIDTH_HELP)
     p.add_argument("--no-color", action="store_true", help="plain text output")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 
 from kernelscope.model.escape import visible
-from kernelscope.cli.common import add_ceilings_arg, ceilings, load_session, non_negative, output_path, report
+from kernelscope.cli.common import (add_ceilings_arg, ceilings, kernel_regex, load_session, non_negative, output_path,
+                                     report)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a session as one self-contained HTML page")
     p.add_argument("file", help="session file written by kernelscope run")
     p.add_argument("-o", "--output", metavar="OUT.html", required=True, help="the HTML file to write")
-    p.add_argument("--kernel", metavar="REGEX", help="the kernels with panels: those matching REGEX")
+    p.add_argument("--kernel", type=kernel_regex, metavar="REGEX", help="the kernels with panels: those matching REGEX")
     p.add_argument("--panels", type=non_negative, default=3, metavar="N",
                    help="panels for the top N kernels by time (default 3; 0: the tables and session views only)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite OUT.html if it exists")

@@ -9,7 +9,7 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import existing_files, fail, output_path
+from kernelscope.cli.common import existing_files, fail, kernel_regex, output_path
 from kernelscope.model import CollectorStatus
 from kernelscope.model import collectors as collector
 from kernelscope.model.escape import visible
@@ -123,12 +123,12 @@ def _counter_request(o: dict):
     if o["clock_control"] not in (None, "none", "base"):
         fail(f"--clock-control takes none or base, not {o['clock_control']!r}")
     if o["kernel"] is not None:
-        import re
+        import argparse
 
         try:
-            re.compile(o["kernel"])
-        except re.error as e:
-            fail(f"--kernel {o['kernel']!r} is not a valid regular expression ({e})")
+            kernel_regex(o["kernel"])
+        except argparse.ArgumentTypeError as e:
+            fail(f"--kernel {e}")
     timeout = None
     if o["ncu_timeout"] is not None:
         try:
