@@ -26,6 +26,12 @@ HOSTILE_KEYS = ["\x1b]0;PWNED\x07\x1b[2K\rkernelscope: all good", "\x9b2J\x00\x0
 # Counts that size what the analyses build: far past any GPU (sm_count: 1e9 built a billion-entry tuple).
 HUGE_COUNTS = [10**9, 1e9, 2**62, 1e30, 1e400]  # 1e400 is written as such and read back as infinity
 
+# --kernel patterns: catastrophic backtracking, and patterns re refuses with OverflowError or RecursionError
+# rather than re.error (a repetition past its limit, thousands of nested groups).
+HOSTILE_REGEXES = ["(a+)+$", "(x+x+)+y", "(.*a){20}", "a{99999999999}", "(" * 1000 + ")" * 1000, "[", "(?P<x",
+                   "\\", "(?<=a+)b", "x" * 100_000, HOSTILE_KEYS[0]]
+KERNEL_REGEXES = st.one_of(st.sampled_from(HOSTILE_REGEXES), st.text(max_size=30).filter(lambda t: "\x00" not in t))
+
 REPLACEMENTS = st.one_of(
     st.sampled_from([None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 1e308, -1e308, 1e-308, 0.5,
                      float("nan"), float("inf"), float("-inf"), "", "x", HOSTILE_NAME, "x" * 100_000, [], {},

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from fuzz_inputs import SPECIAL_FILES, Mutated, mutated_bytes, mutated_json, special_file
+from fuzz_inputs import KERNEL_REGEXES, SPECIAL_FILES, Mutated, mutated_bytes, mutated_json, special_file
 
 EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
 COMMAND_TIMEOUT_S = 30.0
@@ -136,6 +136,24 @@ def test_session_readers_survive_mutated_sessions(fixture, tmp):
             code, _, err = run_cli(argv)
             check_answer(argv, m, code, err)
         p.unlink()
+
+    run()
+
+
+def test_kernel_patterns_are_matched_or_refused_in_one_sentence(tmp):
+    session = DATA / f"{SESSIONS[0]}.json.gz"
+
+    @FUZZ
+    @given(KERNEL_REGEXES)
+    def run(regex: str) -> None:
+        for argv in (["show", str(session), "--width", "120"], ["diff", str(session), str(session), "--width", "120"],
+                     ["report", str(session), "-o", str(tmp / "r.html"), "-f"]):
+            code, _, err = run_cli([*argv, "--kernel", regex])
+            TALLY[f"{argv[0]} --kernel: exit {code}"] += 1
+            assert "Traceback" not in err and "internal error" not in err and code in (0, 2), err[-2000:]
+            assert not [c for c in RAW_ON_STDERR if c in err], repr(err[-2000:])
+            # refused by argparse (kernelscope show: error: argument --kernel: ...) or after the match
+            assert code == 0 or len([ln for ln in err.splitlines() if ": error:" in ln]) == 1, err[-2000:]
 
     run()
 
