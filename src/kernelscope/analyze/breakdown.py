@@ -38,6 +38,7 @@ from kernelscope.analyze.intervals import Interval, total
 from kernelscope.analyze.recommend import COMM_KERNEL
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
 from kernelscope.model import Session
+from kernelscope.model.launch_table import collector_paused
 
 KERNELS, COMMUNICATION, WAITING, COPIES, MEMSETS = ("kernels", "communication", "waiting for other ranks", "copies",
                                                     "memsets")
@@ -167,6 +168,7 @@ def _indices(seq: list[int], value: int):
         yield i
 
 
+@collector_paused()
 def activities_by_rank(session: Session) -> dict[int, list[GpuActivity]]:
     """Every timed GPU activity per rank, by start time (trace pass columns; copies and memsets)."""
     table = session.launch_table()
@@ -370,6 +372,7 @@ def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: b
     return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items()))), gaps
 
 
+@collector_paused()
 def breakdown(session: Session, collectives: CollectiveAnalysis | None = None
               ) -> tuple[Breakdown, dict[int, list[Gap]]]:
     """The breakdown of every rank, with the gaps the program rules read one by one (classify_gaps)."""

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from kernelscope.model import Launch, Session
+from kernelscope.model import Session
+from kernelscope.model.ranks import Collective
 
 WAIT_FORMULA = "last rank's arrival - this rank's arrival (arrival = the NCCL kernel's start)"
 ALGBW_FORMULA = "bytes / (latest end - last arrival)"
@@ -124,7 +126,17 @@ class CollectiveAnalysis:
         return self.stragglers[0] if self.stragglers and self.stragglers[0].caused_wait_ns > 0 else None
 
 
-def _bytes(x: Launch) -> tuple[int | None, str | None]:
+class NcclKernel(NamedTuple):
+    """One NCCL kernel as the collectives analysis reads it: a row of the launch columns and its collective."""
+
+    kernel: str
+    start_ns: int
+    duration_ns: int
+    rank: int | None
+    collective: Collective
+
+
+def _bytes(x: NcclKernel) -> tuple[int | None, str | None]:
     c = x.collective
     assert c is not None
     nelems = max((n for n in (c.in_nelems, c.out_nelems) if n is not None), default=None)
@@ -136,12 +148,17 @@ def _bytes(x: Launch) -> tuple[int | None, str | None]:
     return nelems * size, None
 
 
-def collective_launches(session: Session) -> dict[tuple[str, int], list[Launch]]:
-    """NCCL kernels by (process group, rank), in start order."""
-    out: dict[tuple[str, int], list[Launch]] = defaultdict(list)
-    for x in session.detailed_launches():  # NCCL kernels carry their collective as a launch detail
-        if x.collective is not None and x.start_ns is not None:
-            out[(x.collective.process_group or "?", x.rank or 0)].append(x)
+def collective_launches(session: Session) -> dict[tuple[str, int], list[NcclKernel]]:
+    """NCCL kernels with a start time by (process group, rank), in start order: read from the launch columns
+    (NCCL kernels carry their collective as a launch detail), without a Launch object per kernel."""
+    table = session.launch_table()
+    shapes, shape_of, start, duration = table.shapes, table.shape, table.start_ns, table.duration_ns
+    out: dict[tuple[str, int], list[NcclKernel]] = defaultdict(list)
+    for i in sorted(table.details):
+        c = table.details[i].collective
+        if c is not None and start[i] is not None:
+            s = shapes[shape_of[i]]
+            out[(c.process_group or "?", s.rank or 0)].append(NcclKernel(s.kernel, start[i], duration[i], s.rank, c))
     for v in out.values():
         v.sort(key=lambda x: x.start_ns or 0)
     return out
@@ -152,7 +169,7 @@ def analyze_collectives(session: Session) -> CollectiveAnalysis:
     by_group = collective_launches(session)
     if not by_group:
         return CollectiveAnalysis((), ranks, (), (), "no NCCL kernels in this session")
-    groups: dict[str, dict[int, list[Launch]]] = defaultdict(dict)
+    groups: dict[str, dict[int, list[NcclKernel]]] = defaultdict(dict)
     for (pg, rank), xs in by_group.items():
         groups[pg][rank] = xs
     rows: list[CollectiveRow] = []
@@ -178,7 +195,7 @@ def analyze_collectives(session: Session) -> CollectiveAnalysis:
     return CollectiveAnalysis(tuple(rows), ranks, _stragglers(rows), tuple(problems))
 
 
-def _keyed(per_rank: dict[int, list[Launch]]) -> dict[int, dict[int, Launch]]:
+def _keyed(per_rank: dict[int, list[NcclKernel]]) -> dict[int, dict[int, NcclKernel]]:
     """Each rank's kernels of one group by sequence number when every kernel has a distinct one, else by order."""
     use_seq = all(x.collective and x.collective.seq is not None for xs in per_rank.values() for x in xs) and all(
         len({x.collective.seq for x in xs}) == len(xs) for xs in per_rank.values())  # type: ignore[union-attr]
@@ -186,7 +203,7 @@ def _keyed(per_rank: dict[int, list[Launch]]) -> dict[int, dict[int, Launch]]:
             for r, xs in per_rank.items()}
 
 
-def _row(pg: str, index: int, launches: dict[int, Launch]) -> CollectiveRow:
+def _row(pg: str, index: int, launches: dict[int, NcclKernel]) -> CollectiveRow:
     first = next(iter(launches.values()))
     c = first.collective
     assert c is not None

@@ -11,6 +11,7 @@ from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.analyze.occupancy import OccupancyInputError, OccupancyResult, arch_for_device, theoretical_occupancy
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch_table import LaunchShape, LaunchTable
+from kernelscope.model.launch_table import collector_paused
 
 WAVES_FORMULA = "grid blocks / (active blocks per SM x SM count)"
 
@@ -159,6 +160,7 @@ def _occupancy(
         return None, str(e)
 
 
+@collector_paused()
 def summarize(session: Session) -> SessionSummary:
     arch: SMArch | None = None
     arch_reason: str | None = None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.intervals import Interval, total, union
 from kernelscope.model import RankInfo, Session
+from kernelscope.model.launch_table import collector_paused
 
 OVERLAP_FORMULA = "|compute ∩ communication| / communication * 100"
 IMBALANCE_FORMULA = "(max compute - mean compute) / mean compute * 100"
@@ -170,6 +171,7 @@ class RanksReport:
         return len(self.summary.ranks) > 1
 
 
+@collector_paused()
 def ranks_report(session: Session) -> RanksReport:
     from kernelscope.analyze.collectives import analyze_collectives
 

@@ -22,6 +22,7 @@ from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, BARRIER_MARK_MIN
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch_table import LaunchTable
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model.launch_table import collector_paused
 
 GAP_FORMULA = "start of this GPU activity - latest end of every earlier kernel or copy"  # of its rank, with several
 BACK_TO_BACK, LAUNCH_GAP, HOST_WAIT = "back-to-back", "launch gap", "host wait"
@@ -206,6 +207,7 @@ def _merge(
     return out_k, out_c
 
 
+@collector_paused()
 def build_timeline(session: Session) -> Timeline:
     if len(session.ranks) > 1:  # several GPUs: each rank's gaps on its own GPU, and the waits at collectives
         return _build_timeline_ranks(session)

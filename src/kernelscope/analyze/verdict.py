@@ -24,6 +24,7 @@ from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
 from kernelscope.model import Session
+from kernelscope.model.launch_table import collector_paused
 
 TOP_KERNELS = 3  # kernels named in "by kernel"; the rest are summed as one share
 TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every one)
@@ -272,6 +273,7 @@ def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasu
     return tuple(out)
 
 
+@collector_paused()
 def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None = None) -> SessionVerdict:
     summary = analysis.summary
     b, findings, unranked, not_eval = _findings(session, analysis, ranks)

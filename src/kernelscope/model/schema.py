@@ -73,6 +73,7 @@ def number(lo: float | None = None, hi: float | None = None, integer: bool = Fal
         if abs(v) > INT64 or (lo is not None and v < lo) or (hi is not None and v > hi):
             raise Invalid(path, what, v)
         return v
+    check.column = _number_column(lo, hi, integer)  # type: ignore[attr-defined]
     return check
 
 
@@ -80,6 +81,9 @@ def string(v: Any, path: Path, problems: list[str]) -> Any:
     if not isinstance(v, str):
         raise Invalid(path, "a string", v)
     return v
+
+
+string.column = lambda col: set(map(type, col)) <= {str}  # type: ignore[attr-defined]
 
 
 def short_string(max_len: int) -> Spec:
@@ -103,6 +107,8 @@ def one_of(*choices: str) -> Spec:
         if v not in choices:
             raise Invalid(path, "one of " + ", ".join(repr(c) for c in choices), v)
         return v
+    allowed = set(choices)
+    check.column = lambda col: set(map(type, col)) <= {str} and set(col) <= allowed  # type: ignore[attr-defined]
     return check
 
 
@@ -110,7 +116,29 @@ def optional(spec: Spec) -> Spec:
     """None or the spec."""
     def check(v: Any, path: Path, problems: list[str]) -> Any:
         return None if v is None else spec(v, path, problems)
+    inner = getattr(spec, "column", None)
+    if inner is not None:
+        check.column = lambda col: inner([v for v in col if v is not None])  # type: ignore[attr-defined]
     return check
+
+
+def _number_column(lo: float | None, hi: float | None, integer: bool) -> Callable[[list[Any]], bool]:
+    """A whole column of values accepted by number(lo, hi, integer), at C speed: exact int (and float) types,
+    finite, within the bounds. False means "check value by value", not that a value is bad."""
+    low = -INT64 if lo is None else max(lo, -INT64)
+    high = INT64 if hi is None else min(hi, INT64)
+    types = {int} if integer else {int, float}
+
+    def column(col: list[Any]) -> bool:
+        if not col:
+            return True
+        got = set(map(type, col))
+        if not got <= types:
+            return False
+        if float in got and not all(map(math.isfinite, (v for v in col if type(v) is float))):
+            return False
+        return bool(min(col) >= low and max(col) <= high)
+    return column
 
 
 def either(*specs: Spec, expected: str) -> Spec:
@@ -151,6 +179,11 @@ def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spe
             raise Invalid(path, "a list", v)
         if max_items is not None and len(v) > max_items:
             raise Invalid(path, f"at most {max_items} items", v)
+        by_column = getattr(item, "columns", None)
+        if by_column is not None and len(v) > 1:
+            out = by_column(v)
+            if out is not None:  # every item passed, as the item spec would have found one by one
+                return out
         out = []
         for i, x in enumerate(v):
             p = _join(path, i)
@@ -203,13 +236,49 @@ def obj(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] |
                 if f.required:
                     raise Invalid(_join(path, name), "a value", found="nothing (the field is missing)")
                 continue
-            out[name] = f.spec(v[name], _join(path, name), problems)
+            out[name] = f.spec(v[name], f"{path}.{shown[name]}" if path else shown[name], problems)
         if rule is not None:
             bad = rule(out)
             if bad is not None:
                 raise Invalid(_join(path, bad[0]), bad[1], out.get(bad[0]))
         return out
+
+    shown = {name: visible(name) for name in fields}  # _join's text of each field's name, once
+    by_column = _by_column(fields, rule)
+    if by_column is not None:
+        check.columns = by_column  # type: ignore[attr-defined]
     return check
+
+
+def _by_column(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] | None] | None
+               ) -> Callable[[list[Any]], list[dict[str, Any]] | None] | None:
+    """For objects whose every field has a whole-column check: a check of a list of them field by field over
+    the whole list, returning what ``obj``'s check returns item by item (None: some item needs the check one by
+    one, which names what is wrong). Such fields' checks change nothing, so each object comes out as a copy of
+    itself."""
+    columns = {name: getattr(f.spec, "column", None) for name, f in fields.items()}
+    if any(c is None for c in columns.values()):
+        return None
+    required = {name for name, f in fields.items() if f.required}
+
+    def by_column(items: list[Any]) -> list[dict[str, Any]] | None:
+        if set(map(type, items)) != {dict}:
+            return None
+        for name, column in columns.items():
+            if name in required:
+                try:
+                    col = [x[name] for x in items]
+                except KeyError:
+                    return None
+            else:
+                col = [x[name] for x in items if name in x]
+            if not column(col):
+                return None
+        out = list(map(dict, items))
+        if rule is not None and any(rule(x) is not None for x in out):
+            return None
+        return out
+    return by_column
 
 
 def fallback(spec: Spec, default: Any) -> Spec:

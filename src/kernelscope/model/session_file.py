@@ -41,9 +41,9 @@ from kernelscope.model.files import InputFileError, read_input, write_atomic
 from kernelscope.model.finding import Finding
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, DeclaredWork, Launch, Region
-from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable
+from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable, collector_paused
 from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
-from kernelscope.model.metric import SOURCES, metrics_from_dict, metrics_to_dict
+from kernelscope.model.metric import SOURCES, MetricMap, metrics_from_dict, metrics_to_dict
 from kernelscope.model.ranks import Collective, RankInfo
 from kernelscope.model.sample import Sample
 from kernelscope.model.schema import (INT64, F, Invalid, Spec, any_json, boolean, either, fallback, list_of, map_of,
@@ -383,13 +383,23 @@ def encode_launches(t: LaunchTable) -> dict[str, Any]:
 _template = obj({"unit": F(string), "source": F(one_of(*SOURCES), True), "raw_name": F(string, True),
                  "missing_reason": F(optional(string)), "formula": F(optional(string))})
 
-_shape = obj({
+def _shape_names_rule(d: dict[str, Any]) -> tuple[str, str] | None:
+    if set(d.get("metric_names") or []) == set(d.get("metrics") or {}) | set(d.get("varying") or {}):
+        return None
+    return "metric_names", "the names of its metrics and varying metrics"
+
+
+_shape_fields = {
     "kernel": F(number(0, integer=True), True), "grid": F(_grid, True), "block": F(_block, True),
     "stream": F(optional(_int)), "device_index": F(optional(_count)), "regions": F(list_of(string)),
     "metric_names": F(list_of(string)), "metrics": F(map_of(lambda n: _numeric_metric, drop=False)),
     "varying": F(map_of(lambda n: _template, drop=False)), "rank": F(optional(_count)),
-}, lambda d: None if set(d.get("metric_names") or []) == set(d.get("metrics") or {}) | set(d.get("varying") or {})
-   else ("metric_names", "the names of its metrics and varying metrics"))
+}
+_shape = obj(_shape_fields, _shape_names_rule)
+# _shape for a shape whose metric_names, metrics and varying are known to pass (their checks add no problems
+# and change nothing): the other fields in the same order, then the same rule.
+_shape_rest = obj({k: f for k, f in _shape_fields.items() if k not in ("metric_names", "metrics", "varying")},
+                  _shape_names_rule)
 
 _detail = obj({
     "launch": F(_count, True), "counters": F(counter_metrics), "findings": F(list_of(finding, drop=True)),
@@ -443,22 +453,42 @@ def _a_list(v: Any, path: str) -> list[Any]:
     return v
 
 
+def _text_of(*parts: Any) -> str | None:
+    """The repr of decoded JSON values, None where it cannot be made (nesting deeper than repr goes)."""
+    try:
+        return repr(parts)
+    except RecursionError:
+        return None
+
+
 def _decode_shapes(doc: dict[str, Any], problems: list[str]) -> list[LaunchShape | None]:
     """The launch shapes; a damaged one is None (its launches are dropped) and named."""
     kernels = list_of(string)(doc.get("kernels", []), "kernels", problems)
     shapes: list[LaunchShape | None] = []
+    # Shapes that differ only in regions (one per profiler step) repeat the same metrics: those are checked and
+    # decoded once. The key is their text (repr), which tells apart every value JSON can hold (1, 1.0 and true).
+    known: dict[str, tuple[MetricMap, dict[str, Any]]] = {}
     for i, d in enumerate(_a_list(doc.get("launch_shapes", []), "launch_shapes")):
         path = f"launch_shapes[{i}]"
         try:
-            d = _shape(d, path, problems)
+            key = _text_of(d.get("metric_names"), d.get("metrics"), d.get("varying")) if type(d) is dict else None
+            got = known.get(key) if key is not None else None
+            if got is None:
+                d = _shape(d, path, problems)
+                metrics = metrics_from_dict(d.get("metrics") or {})
+                varying = {n: (v.get("unit", ""), v["source"], v["raw_name"], v.get("missing_reason"),
+                               v.get("formula")) for n, v in (d.get("varying") or {}).items()}
+                if key is not None:
+                    known[key] = (metrics, varying)
+            else:  # metric_names, metrics and varying passed _shape before: the rest is checked as _shape would
+                d = _shape_rest(d, path, problems)
+                metrics, varying = got
             if d["kernel"] >= len(kernels):
                 raise Invalid(f"{path}.kernel", f"an index into kernels (below {len(kernels)})", d["kernel"])
             shapes.append(LaunchShape(
                 kernels[d["kernel"]], tuple(d["grid"]), tuple(d["block"]), d.get("stream"),  # type: ignore[arg-type]
                 d.get("device_index"), tuple(d.get("regions") or ()), tuple(d.get("metric_names") or ()),
-                metrics_from_dict(d.get("metrics") or {}),
-                {n: (v.get("unit", ""), v["source"], v["raw_name"], v.get("missing_reason"), v.get("formula"))
-                 for n, v in (d.get("varying") or {}).items()}, d.get("rank")))
+                dict(metrics), dict(varying), d.get("rank")))  # Metric is immutable: shared between shapes
         except Invalid as e:
             shapes.append(None)
             problems.append(f"skipped {path} and its launches ({e})")
@@ -731,14 +761,15 @@ def read(path: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
         raise SessionFileError(str(e)) from None
     except OSError as e:
         raise SessionFileError(f"{path} cannot be read ({e.strerror}).") from None
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
-    except RecursionError:
-        raise SessionFileError(f"{path} is not a kernelscope session: its JSON is nested too deeply.") from None
-    del raw
-    return from_document(doc, path, session_type)
+    with collector_paused():  # decoded JSON and the session built from it hold no cycles
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            raise SessionFileError(f"{path} is not a kernelscope session: it is damaged or not JSON.") from None
+        except RecursionError:
+            raise SessionFileError(f"{path} is not a kernelscope session: its JSON is nested too deeply.") from None
+        del raw
+        return from_document(doc, path, session_type)
 
 
 def checked(session: Any, name: str | os.PathLike[str], session_type: Callable[..., S]) -> S:

@@ -9,14 +9,17 @@ become visible escapes and markup is escaped, so they print literally.
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from rich.markup import escape
 
 from kernelscope.model import Session
 from kernelscope.model.escape import visible  # noqa: F401  (the one escaping path; renderers import it from here)
+from kernelscope.model.launch_table import collector_paused
 
 T = TypeVar("T")
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def plain(s: str) -> str:
@@ -24,6 +27,7 @@ def plain(s: str) -> str:
     return escape(visible(s))
 
 
+@collector_paused()
 def display_copy(obj: T) -> T:
     """A copy of session data with every string (and string key) made plain, for the terminal renderers:
     done once where the data enters the view, so no panel can forget it.
@@ -56,15 +60,50 @@ def _copy(v: Any, _plain: dict[str, str] = {}) -> Any:  # noqa: B006 (the cache:
         new = dataclasses.replace(v, **{f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v)
                                         if f.init and f.name not in ("launches", "regions")}, launches=[], regions=[])
         new.set_launch_table(v.launch_table().map_text(_copy))
-        names = {r.name: "" for r in v.regions}
-        names = {n: _copy(n) for n in names}  # regions repeat a few names: copy each name once
-        new.regions = [dataclasses.replace(r, name=names[r.name]) for r in v.regions]  # every field, rank too
+        new.regions = [_copy(r) for r in v.regions]  # every field, rank too
         return new
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        changes = {f.name: _copy(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
-        new = dataclasses.replace(v, **changes)
-        for f in dataclasses.fields(v):  # fields set after construction (not init=True) are carried over
-            if not f.init:
-                object.__setattr__(new, f.name, _copy(getattr(v, f.name)))
-        return new
-    return v
+    layout = _layout(type(v))
+    return v if layout is None else _copy_dataclass(v, layout)
+
+
+def _copy_dataclass(v: Any, layout: Any) -> Any:
+    init, later, frozen, values_of, bare = layout
+    if not later:
+        values = values_of(v)
+        for x in values:  # numbers, null and strings printed as they are: the copy would equal it in every part
+            t = type(x)
+            if not (t is str and _copy(x) == x) and t not in _SCALARS:
+                break
+        else:
+            if frozen:
+                return v  # immutable, so it is shared rather than copied
+            if bare:  # what replace() would build, without calling __init__ field by field
+                new = object.__new__(type(v))
+                new.__dict__.update(zip(init, values))
+                return new
+    changes = {name: _copy(getattr(v, name)) for name in init}
+    new = type(v)(**changes)  # dataclasses.replace(v, **changes), every init field given
+    for name in later:  # fields set after construction (not init=True) are carried over
+        object.__setattr__(new, name, _copy(getattr(v, name)))
+    return new
+
+
+def _layout(cls: type, _known: dict[type, Any] = {}) -> Any:  # noqa: B006
+    """A dataclass's init fields, its other fields, whether it is frozen, a getter of the init fields' values
+    as a tuple and whether its __init__ does nothing but set them (None: not a dataclass instance's class): read
+    once per class, as a class's fields do not change."""
+    got = _known.get(cls, False)
+    if got is False:
+        if dataclasses.is_dataclass(cls):
+            fields = dataclasses.fields(cls)
+            init = tuple(f.name for f in fields if f.init)
+            frozen = bool(cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
+            # "bare": __init__ only sets the fields (no __post_init__, no slots), so setting them is constructing it
+            bare = not frozen and not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
+            got = (init, tuple(f.name for f in fields if not f.init), frozen,
+                   attrgetter(*init) if len(init) > 1 else (lambda v, names=init: tuple(getattr(v, n) for n in names)),
+                   bare)
+        else:
+            got = None
+        _known[cls] = got
+    return got  # type: ignore[no-any-return]
