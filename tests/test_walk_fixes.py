@@ -217,3 +217,13 @@ def test_a_rank_last_only_at_warm_up_gets_no_empty_also_line():
     assert "at 0 collectives" not in text
     assert "warm-up: rank 1 last at 1 warm-up collective, others waited 607.26 µs" in text
     assert "also last to arrive: rank 2 at 3 collectives" in text
+
+
+def test_the_import_advice_can_be_copied_without_the_sentence_period(tmp_path):
+    """The command sat at the end of the sentence, so the closing period came with it when copied."""
+    from kernelscope.collect.file_kind import not_a_session
+
+    trace = tmp_path / "t.pt.trace.json"
+    trace.write_text('{"schemaVersion": 1, "traceEvents": [], "deviceProperties": []}')
+    text = not_a_session(trace)
+    assert text is not None and f"`kernelscope import {trace}`" in text and not text.endswith(str(trace))

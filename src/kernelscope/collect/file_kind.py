@@ -56,8 +56,9 @@ def not_a_session(path: str | os.PathLike[str]) -> str | None:
     """One sentence for a file given as a session that is another tool's file, with what to do; else None."""
     kind = file_kind(path)
     if kind in (NCU_REPORT, KINETO_TRACE):
-        return (f"{path} is {kind}, not a kernelscope session: turn it into one with: "
-                f"kernelscope import {shlex.quote(str(path))}")
+        # the command mid-sentence: a sentence's closing period after it would be copied with it
+        return (f"{path} is {kind}, not a kernelscope session: `kernelscope import {shlex.quote(str(path))}` "
+                "turns it into one")
     if kind == CHROME_TRACE:
         return (f"{path} is {kind}, not a kernelscope session: open it in ui.perfetto.dev (a PyTorch profiler "
                 f"trace becomes a session with kernelscope import)")

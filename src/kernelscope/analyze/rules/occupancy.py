@@ -171,7 +171,7 @@ def small_grid(ctx: RuleContext) -> Outcome:
     if head is not None:
         gain = min(gain, head[0])
         evidence += head[1]
-    msg = (f"The grid has {blocks:,} blocks for {sms} SMs, so {sms - min(blocks, sms)} SMs "
+    msg = (f"The grid has {blocks:,} block{'s' if blocks != 1 else ''} for {sms} SMs, so {sms - min(blocks, sms)} SMs "
            f"({100 * idle:.0f}%) get no work at all. Split the work into at least as many blocks as SMs "
            "(one row or tile per block, or split-K), or run independent work beside it on other streams.")
     return finding(small_grid, "Launch statistics", msg, gain, evidence)
