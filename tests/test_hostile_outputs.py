@@ -363,3 +363,13 @@ def test_bench_results_first_write_honours_force(tmp_path):
     save(results)
     save(results)  # later rows replace the file this command wrote
     assert json.loads(out.read_text())["benchmark"] == "attention"
+
+
+def test_an_empty_output_name_is_refused_not_replaced_by_the_default(tmp_path):
+    """`import TRACE -o ""` (an unset variable in a script) wrote the default file next to the input and exited 0;
+    an empty name is given, so it is checked like any other and refused."""
+    trace = tmp_path / "t.pt.trace.json.gz"
+    shutil.copy(DATA / "trace_h100_mixed.json.gz", trace)
+    code, _, err = run_cli(["import", str(trace), "-o", ""])
+    assert code == 2 and "internal error" not in err and "give a file name" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.pt.trace.json.gz"]

@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     ok, reason = gpu_available(also_needs=("triton",))
     if not ok:
         # -o given: the file asked for is written, a copy of the bundled session; no -o: nothing is written
-        out = output_path(args.output, args.force_overwrite, what="session file") if args.output else None
+        out = output_path(args.output, args.force_overwrite, what="session file") if args.output is not None else None
         session, label = bundled_session()
         if out is not None:
             session.save(out, force=args.force_overwrite)

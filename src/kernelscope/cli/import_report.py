@@ -64,7 +64,7 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
         fail("--partial is for Nsight Compute reports; a damaged trace is left out with a note instead")
     first = inputs[0]
     base = first.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
-    out = Path(args.output) if args.output else first.parent / f"{base}.session.json"
+    out = Path(args.output) if args.output is not None else first.parent / f"{base}.session.json"
     files_in = [f for p in inputs if p.is_dir() for f in p.iterdir()] + [p for p in inputs if not p.is_dir()]
     output_path(out, args.force_overwrite, files_in, "session file")
     try:
@@ -94,7 +94,7 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
         fail(f"{report} is neither an Nsight Compute report (it does not start as one) nor a PyTorch profiler "
              "trace (not JSON): kernelscope import reads .ncu-rep files written by ncu -o and the profiler's "
              ".json / .json.gz traces")
-    out = Path(args.output) if args.output else report.with_suffix(".json")
+    out = Path(args.output) if args.output is not None else report.with_suffix(".json")
     output_path(out, args.force_overwrite, [report], "session file")
     try:
         parsed = read_report(report, partial=args.partial)

@@ -71,7 +71,7 @@ def _session_and_plan(args: argparse.Namespace, given=None):
         from kernelscope.kernels.marlin.workload import record_session
 
         plan = _plan(None, args)
-        out = Path(args.output) if args.output else None
+        out = Path(args.output) if args.output is not None else None
         if out is not None:
             output_path(out, args.force_overwrite, what="session file")
         shape = [f"--{x}={getattr(plan, x)}" for x in ("m", "k", "n")]

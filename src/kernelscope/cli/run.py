@@ -180,7 +180,8 @@ def main(argv: list[str]) -> int:
             fail(str(e))
         o["steps"] = f"{first}-{last}"
     request = _counter_request(o)
-    out = Path(o["output"] or _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
+    out = Path(o["output"] if o["output"] is not None
+               else _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
     output_path(out, o["force"], inputs, "session file")
     if o["keep_trace"]:  # a file this command writes, like the session: same checks (no device, no input, -f)

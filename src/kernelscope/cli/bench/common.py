@@ -53,7 +53,8 @@ def check_timing_args(args: argparse.Namespace) -> None:
 
 
 def results_path(args: argparse.Namespace, name: str) -> Path:
-    out = Path(args.output or _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
+    out = Path(args.output if args.output is not None
+               else _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
     return output_path(out, args.force_overwrite, what="results file")
 
 
