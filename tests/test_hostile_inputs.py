@@ -272,3 +272,11 @@ def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, 
     code, _, err = run_cli([*argv, "--kernel", regex])
     assert code == 2 and "internal error" not in err and "is not a valid regular expression" in err, err
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("pct", ["nan", "inf", "1e400", "-1"])
+def test_fail_if_slower_takes_a_finite_percentage(pct):
+    """`diff --fail-if-slower nan` exited 0 whatever the times (NaN compares false with everything): a CI gate
+    that never fails."""
+    code, _, err = run_cli(["diff", str(SESSION), str(SESSION), "--fail-if-slower", pct])
+    assert code == 2 and "finite, non-negative percentage" in err, err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 
@@ -37,8 +38,9 @@ def main(args: argparse.Namespace) -> int:
     from kernelscope.analyze.analysis import analyze_session
     from kernelscope.analyze.diff import diff_sessions, only_kernels
 
-    if args.fail_if_slower is not None and args.fail_if_slower < 0:
-        fail("--fail-if-slower takes a non-negative percentage")
+    # NaN compares false with everything: --fail-if-slower nan was a gate that never failed
+    if args.fail_if_slower is not None and not 0 <= args.fail_if_slower < math.inf:
+        fail("--fail-if-slower takes a finite, non-negative percentage")
     if args.b is None and args.ranks is None:
         fail("diff needs two sessions (diff A.json B.json) or two ranks of one (diff s.json --ranks 0 1)")
     name_a, name_b = args.a, args.b or args.a
