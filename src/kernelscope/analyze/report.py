@@ -22,6 +22,7 @@ from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.sm_layout import SMLayoutData, sm_layout_data
 from kernelscope.analyze.source_lines import KernelLines, source_lines_of
 from kernelscope.model import Launch, Session
+from kernelscope.model.launch_table import collector_paused
 
 
 class ReportError(ValueError):
@@ -70,6 +71,7 @@ def kernel_report(session: Session, summary: SessionSummary, k: KernelSummary,
                         counter_views(profiled), None if scoped is None else scoped_view(scoped))
 
 
+@collector_paused()  # every analysis builds rows per launch; see model/launch_table.collector_paused
 def build_report(session: Session, kernel_regex: str | None = None, top: int | None = 3,
                  ceilings: Ceilings | None = None) -> Report:
     """Summarise ``session``, select kernels (those matching ``kernel_regex``, else the ``top`` by time;
