@@ -179,8 +179,27 @@ class LaunchTable:
     def map_text(self, f: Callable[[Any], Any]) -> "LaunchTable":
         """A copy with ``f`` applied to every string-bearing part (names, regions, metrics, details): the
         terminal's plain-text copy, done per shape rather than per launch."""
-        shapes = [LaunchShape(f(s.kernel), s.grid, s.block, s.stream, s.device_index, f(s.regions),
-                              f(s.metric_names), f(s.metrics), {f(k): f(v) for k, v in s.varying.items()}, s.rank)
+        # Shapes that differ only in regions hold the same metric objects and names: each distinct part is mapped
+        # once (f is applied to the same objects, so it gives the same result) and every shape gets its own dict.
+        by_parts: dict[Any, tuple[Any, Any]] = {}
+        by_value: dict[Any, Any] = {}
+
+        def parts(d: dict[Any, Any], mapped: Callable[[dict[Any, Any]], Any]) -> Any:
+            key = (tuple(map(id, d)), tuple(map(id, d.values())))
+            got = by_parts.get(key)
+            if got is None:
+                got = by_parts[key] = (mapped(d), d)  # d kept: its objects' ids stay theirs while the key is kept
+            return dict(got[0])
+
+        def text(v: Any) -> Any:  # a string or a tuple of strings: mapped by its value
+            got = by_value.get(v)
+            if got is None:
+                got = by_value[v] = f(v)
+            return got
+
+        shapes = [LaunchShape(text(s.kernel), s.grid, s.block, s.stream, s.device_index, text(s.regions),
+                              text(s.metric_names), parts(s.metrics, f),
+                              parts(s.varying, lambda d: {f(k): f(v) for k, v in d.items()}), s.rank)
                   for s in self.shapes]
         values = {f(k): v for k, v in self.metric_values.items()}
         details = {i: LaunchDetails(f(d.counters), f(d.findings), f(d.block_records), f(d.scopes), f(d.collective),
