@@ -35,6 +35,7 @@ KERNEL_REGEXES = st.one_of(st.sampled_from(HOSTILE_REGEXES), st.text(max_size=30
 REPLACEMENTS = st.one_of(
     st.sampled_from([None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 1e308, -1e308, 1e-308, 0.5,
                      float("nan"), float("inf"), float("-inf"), "", "x", HOSTILE_NAME, "x" * 100_000, [], {},
+                     [0] * 100_000,  # an enormous array of small items: a list field or the launches themselves
                      [1, 2], [None], {"value": 1}, {"a": {"b": {}}}, DEEP, *HUGE_COUNTS[:4], *HOSTILE_KEYS]),
     st.integers(),
     st.floats(allow_nan=True, allow_infinity=True),
