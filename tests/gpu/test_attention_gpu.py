@@ -151,13 +151,13 @@ def test_gluon_kernel_matches_reference(seq, head_dim, causal, dtype_name):
     """The default path on sm_90 (kernels/attention/gluon_hopper.py), at lengths of one and three query blocks."""
     import torch
 
-    from kernelscope.kernels.attention.flash import _gluon_runs
+    from kernelscope.kernels.attention.flash import gluon_runs
 
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the Gluon kernel is for sm_90")
     seed = input_seed()
     q, k, v = _qkv(2, 3, seq, seq, head_dim, getattr(torch, dtype_name), seed)
-    assert _gluon_runs(q, k, v)
+    assert gluon_runs(q, k, v)
     _check(q, k, v, causal, seed, autotune=True)  # config None: the Gluon kernel
     q2, k2, v2 = _qkv(1, 2, 1000, 1000, head_dim, getattr(torch, dtype_name), seed)
-    assert not _gluon_runs(q2, k2, v2)  # a ragged length goes to flash.py's kernel
+    assert not gluon_runs(q2, k2, v2)  # a ragged length goes to flash.py's kernel

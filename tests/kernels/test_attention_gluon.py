@@ -72,12 +72,12 @@ def test_qk_and_pv_mmas_are_issued_together_and_s_waited_alone(sass):
 
 
 def test_supported_says_why_not_in_one_sentence():
-    from kernelscope.kernels.attention.flash import _gluon_runs
+    from kernelscope.kernels.attention.flash import gluon_runs
     from kernelscope.kernels.attention.gluon_hopper import supported
 
     q = torch.zeros(1, 2, 128, 128, dtype=torch.float16)
     assert "sm_90" in supported(q, q, q)
-    assert not _gluon_runs(q, q, q)  # CPU tensors: flash.py's kernel (or the interpreter)
+    assert not gluon_runs(q, q, q)  # CPU tensors: flash.py's kernel (or the interpreter)
 
 
 WS_COMPILE = r"""
