@@ -286,3 +286,15 @@ def test_the_fast_path_of_visible_skips_nothing_it_must_escape():
     every = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)  # surrogates are no characters
     escaped = re.findall(f"{_CONTROL.pattern}|{_INVISIBLE.pattern}", every)
     assert len(escaped) > 100 and not [hex(ord(c)) for c in escaped if c.isprintable()]
+
+
+def test_lone_surrogates_in_names_are_shown_as_escapes(tmp_path):
+    """A JSON string may hold a lone surrogate ("\\udc1b"): show printed 'internal error: UnicodeEncodeError', and
+    "\\udc9b" would reach the terminal as the byte 0x9b (stdout's surrogateescape), a one-byte CSI."""
+    d = json.loads(gzip.decompress((DATA / "session_h100_mixed.json.gz").read_bytes()))
+    d["launches"][0]["kernel"] = "\udc9b[31mRED\udc1b"
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(d))
+    code, out, err = run_cli(["show", str(p), "--width", "200", "--all-kernels"])
+    assert code == 0 and "internal error" not in err, err
+    assert "\\udc9b[31mRED\\udc1b" in out and not any("\ud800" <= c <= "\udfff" for c in out + err)

@@ -17,9 +17,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Invisible or reordering characters: soft hyphen, Arabic letter mark, Mongolian vowel separator, zero-width
 # space / non-joiner / joiner, LRM / RLM, line and paragraph separators, bidi embeddings and overrides, word
 # joiner and invisible operators, bidi isolates, deprecated format characters, BOM, interlinear annotation,
-# and the tag characters.
+# the tag characters, and lone surrogates (a JSON string may hold "\udc9b": UTF-8 cannot encode one, and
+# stdout's surrogateescape writes it as the byte 0x9b, a one-byte CSI).
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
-                        "\U000e0000-\U000e007f]")
+                        "\U000e0000-\U000e007f\ud800-\udfff]")
 
 
 def visible(s: str) -> str:
