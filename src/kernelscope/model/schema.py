@@ -174,6 +174,21 @@ def any_json(max_depth: int = 32) -> Spec:
 
 def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spec:
     """A list; with ``drop``, a bad item is left out and reported instead of failing the whole file."""
+    item_columns = getattr(item, "columns", None)
+    item_column = getattr(item, "column", None)
+
+    def column(col: list[Any]) -> bool:  # a column of such lists: every item of every list passes
+        if set(map(type, col)) - {list}:
+            return False
+        if max_items is not None and any(len(x) > max_items for x in col):
+            return False
+        flat = [y for x in col for y in x]
+        if not flat:
+            return True
+        if item_columns is not None:
+            return item_columns(flat) is not None
+        return item_column is not None and bool(item_column(flat))
+
     def check(v: Any, path: Path, problems: list[str]) -> Any:
         if not isinstance(v, list):
             raise Invalid(path, "a list", v)
@@ -195,6 +210,7 @@ def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spe
             except Invalid as e:
                 problems.append(f"skipped {p} ({e})")
         return out
+    check.column = column  # type: ignore[attr-defined]
     return check
 
 
@@ -213,6 +229,8 @@ def map_of(value: Callable[[str], Spec], drop: bool = True) -> Spec:
                     raise
                 problems.append(f"skipped {p} ({e})")
         return out
+    # a column of empty objects passes whatever the values' specs (the one case checked without them)
+    check.column = lambda col: set(map(type, col)) <= {dict} and not any(col)  # type: ignore[attr-defined]
     return check
 
 
@@ -245,23 +263,23 @@ def obj(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] |
 
     shown = {name: visible(name) for name in fields}  # _join's text of each field's name, once
     by_column = _by_column(fields, rule)
-    if by_column is not None:
-        check.columns = by_column  # type: ignore[attr-defined]
+    check.columns = by_column  # type: ignore[attr-defined]
+    check.column = lambda col: by_column(col) is not None  # type: ignore[attr-defined]
     return check
 
 
 def _by_column(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] | None] | None
-               ) -> Callable[[list[Any]], list[dict[str, Any]] | None] | None:
+               ) -> Callable[[list[Any]], list[dict[str, Any]] | None]:
     """For objects whose every field has a whole-column check: a check of a list of them field by field over
     the whole list, returning what ``obj``'s check returns item by item (None: some item needs the check one by
     one, which names what is wrong). Such fields' checks change nothing, so each object comes out as a copy of
     itself."""
     columns = {name: getattr(f.spec, "column", None) for name, f in fields.items()}
-    if any(c is None for c in columns.values()):
-        return None
     required = {name for name, f in fields.items() if f.required}
 
     def by_column(items: list[Any]) -> list[dict[str, Any]] | None:
+        if not items:
+            return []
         if set(map(type, items)) != {dict}:
             return None
         for name, column in columns.items():
@@ -272,7 +290,10 @@ def _by_column(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str,
                     return None
             else:
                 col = [x[name] for x in items if name in x]
-            if not column(col):
+            if column is None:  # a field without a whole-column check: only where no item has it
+                if col:
+                    return None
+            elif not column(col):
                 return None
         out = list(map(dict, items))
         if rule is not None and any(rule(x) is not None for x in out):
@@ -290,4 +311,6 @@ def fallback(spec: Spec, default: Any) -> Spec:
         except Invalid as e:
             problems.append(f"skipped {path} ({e})")
             return default
+    if getattr(spec, "column", None) is not None:
+        check.column = spec.column  # type: ignore[attr-defined]  (where every value passes, none falls back)
     return check

@@ -536,10 +536,13 @@ def _decode_columns(doc: dict[str, Any], shapes: list[LaunchShape | None], probl
 def _decode_details(doc: dict[str, Any], n: int, problems: list[str]) -> dict[int, LaunchDetails]:
     """Counter results, findings, instrumentation and collectives of the few launches that have them."""
     details: dict[int, LaunchDetails] = {}
-    for j, d in enumerate(_a_list(doc.get("launch_details", []), "launch_details")):
+    items = _a_list(doc.get("launch_details", []), "launch_details")
+    passed = _detail.columns(items) if len(items) > 1 else None  # type: ignore[attr-defined]
+    for j, d in enumerate(items if passed is None else passed):
         path = f"launch_details[{j}]"
         try:
-            d = _detail(d, path, problems)
+            if passed is None:  # one by one: names what is wrong
+                d = _detail(d, path, problems)
             if d["launch"] >= n:
                 raise Invalid(f"{path}.launch", f"a launch index (below {n})", d["launch"])
         except Invalid as e:
