@@ -184,7 +184,7 @@ def _findings(v: SessionVerdict) -> list:
     g.add_column(justify="right", no_wrap=True)
     g.add_column(overflow="fold")
     for i, f in enumerate(v.gains, 1):
-        g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", Text(gain_text(f, len(v.breakdown.ranks))))
+        g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", Text.from_markup(gain_text(f, len(v.breakdown.ranks))))
         if fix_text(f):
             g.add_row("", "", f"[dim]{fix_text(f)}[/]")
     more = len(v.findings) - len(v.gains)
