@@ -120,3 +120,15 @@ def test_many_shared_wavefronts_per_instruction_with_few_conflicts_are_explained
     said = " ".join(r.stdout.split())
     assert "Shared stores: 242.1 wavefronts per instruction without the bank conflicts" in said
     assert "Shared loads:" not in said  # 1 wavefront per instruction: nothing to explain
+
+
+def test_straggler_sentence_names_ranks_in_the_plural():
+    from kernelscope.analyze.collectives import CollectiveRow, RankTiming, straggler_sentence
+
+    def row(waits: list[int]) -> CollectiveRow:
+        ranks = tuple(RankTiming(r, 0, 10, w, "ncclKernel") for r, w in enumerate(waits))
+        return CollectiveRow(0, "allreduce", "all_reduce", "0", None, "n/a", ranks, len(waits) - 1, 0, 3_600_000,
+                             1, None, None, "n/a")
+
+    assert straggler_sentence(row([5, 5, 5, 0])).endswith("; ranks 0, 1, 2 wait")
+    assert straggler_sentence(row([5, 0])).endswith("; rank 0 waits")

@@ -273,6 +273,6 @@ def _wait(ns: float) -> str:
 def straggler_sentence(row: CollectiveRow) -> str:
     """'rank 1 arrives 3.6 ms after rank 0 at allreduce #2 (group 0); rank 0 waits'."""
     waiting = [t.rank for t in row.ranks if t.wait_ns > 0 and t.rank != row.straggler_rank]
-    who = "rank " + ", ".join(map(str, waiting)) if waiting else "no rank"
+    who = f"rank{'s' if len(waiting) > 1 else ''} " + ", ".join(map(str, waiting)) if waiting else "no rank"
     return (f"rank {row.straggler_rank} arrives {_wait(row.spread_ns)} after rank {row.first_rank} at "
             f"{row.name} #{row.index} (group {row.process_group}); {who} wait{'s' if len(waiting) == 1 else ''}")

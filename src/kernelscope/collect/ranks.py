@@ -88,8 +88,12 @@ def check_parts(parts: list[RankPart]) -> tuple[list[RankPart], list[str]]:
             r += 1
         if n_missing:
             more = f" and {n_missing - len(missing):,} more" if n_missing > len(missing) else ""
-            notes.append(f"{n_missing:,} of {world:,} ranks have no trace (rank {', '.join(map(str, missing))}{more}): "
-                         f"showing ranks {', '.join(map(str, sorted(kept)))}; waits are measured among those only")
+            def ranks(rs: list[int], tail: str = "") -> str:  # "rank 1", "ranks 0, 2"
+                return f"rank{'s' if len(rs) + bool(tail) > 1 else ''} {', '.join(map(str, rs))}{tail}"
+
+            notes.append(f"{n_missing:,} of {world:,} ranks {'has' if n_missing == 1 else 'have'} no trace "
+                         f"({ranks(missing, more)}): showing {ranks(sorted(kept))}; waits are measured among those "
+                         "only")
     return [kept[r] for r in sorted(kept)], notes
 
 
