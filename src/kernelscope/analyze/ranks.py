@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
-from kernelscope.analyze.intervals import Interval, total, union
+from kernelscope.analyze.intervals import Interval, intersect_unions, total, union
 from kernelscope.model import RankInfo, Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -55,41 +55,6 @@ def _spans_by_rank(session: Session) -> dict[int, tuple[list[Interval], list[Int
             continue
         comm, comp = out.setdefault(rank_of_shape[sid], ([], []))
         (comm if i in collective else comp).append((start, start + d))
-    return out
-
-
-def _union(spans: list[Interval]) -> list[Interval]:
-    """union() of spans, in one pass when they come by start (the launch columns are in start order): spans of
-    equal start merge into the same interval whichever comes first."""
-    if not all(a[0] <= b[0] for a, b in zip(spans, spans[1:])):
-        return union(spans)
-    out: list[Interval] = []
-    if not spans:
-        return out
-    cs, ce = spans[0]
-    for s, e in spans:
-        if s <= ce:
-            if e > ce:
-                ce = e
-        else:
-            out.append((cs, ce))
-            cs, ce = s, e
-    out.append((cs, ce))
-    return out
-
-
-def _intersect_unions(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    """intersect() of two unions (sorted, disjoint): the same sweep, without merging them again."""
-    out: list[Interval] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if s < e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
     return out
 
 
@@ -141,12 +106,12 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
                                 wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
             continue
         comm_raw, comp_raw = spans.get(info.rank, ([], []))
-        comm, comp = _union(comm_raw), _union(comp_raw)
+        comm, comp = union(comm_raw), union(comp_raw)
         n_kernels = len(comm_raw) + len(comp_raw)
         busy = union(comm + comp)  # two sorted runs: the sort merges them
         span = (busy[-1][1] - busy[0][0]) if busy else 0
         c = total(comm)
-        ov = total(_intersect_unions(comp, comm))
+        ov = total(intersect_unions(comp, comm))
         out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=total(comp), communication_ns=c,
                             idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
                             wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
