@@ -207,6 +207,28 @@ def _merge(
     return out_k, out_c
 
 
+def _in_time_order(session: Session) -> tuple[list[int], list[int]]:
+    """(keys, codes) of every launch with a start and every copy / memset, in time order, read column-wise (no
+    Launch object per launch). A code is launch i -> i, activity j -> n + j (see TimelineRows); the key is
+    (start, kernel before copy) as one int: 2 x start, + 1 for a copy. Stable: equal keys keep launch order, and
+    launches mostly arrive in start order, which the sort checks in one pass."""
+    table = session.launch_table()
+    n, start, acts = len(table), table.start_ns, session.activities
+    if None in start:
+        codes = [i for i, st in enumerate(start) if st is not None]
+        keys = [start[i] << 1 for i in codes]
+    else:
+        codes, keys = list(range(n)), [st << 1 for st in start]
+    keys, codes = _sorted_by(keys, codes)
+    return _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts], [n + j for j in range(len(acts))]))
+
+
+def _no_rows(session: Session, launches: int) -> Timeline:
+    why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
+           if launches else "the session recorded no kernels or copies")
+    return Timeline((), None, None, (), why, marks=mark_rows(session))
+
+
 @collector_paused()
 def build_timeline(session: Session) -> Timeline:
     if len(session.ranks) > 1:  # several GPUs: each rank's gaps on its own GPU, and the waits at collectives
@@ -214,21 +236,10 @@ def build_timeline(session: Session) -> Timeline:
     # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
     table = session.launch_table()
     n, acts = len(table), session.activities
-    start, dur = table.start_ns, table.duration_ns
-    # Sort key (start, kernel before copy) as one int: 2 x start, + 1 for a copy. Stable: equal keys keep
-    # launch order. Launches mostly arrive in start order, which the sort checks in one pass.
-    if None in start:
-        codes = [i for i, st in enumerate(start) if st is not None]
-        keys = [start[i] << 1 for i in codes]
-    else:
-        codes, keys = list(range(n)), [st << 1 for st in start]
-    keys, codes = _sorted_by(keys, codes)
-    keys, codes = _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts],
-                                                 [n + j for j in range(len(acts))]))
+    dur = table.duration_ns
+    keys, codes = _in_time_order(session)
     if not codes:
-        why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if n else "the session recorded no kernels or copies")
-        return Timeline((), None, None, (), why, marks=mark_rows(session))
+        return _no_rows(session, n)
     starts = [k >> 1 for k in keys]
     durs = [dur[c] if c < n else acts[c - n].duration_ns for c in codes]
     end = starts[0] + durs[0]
@@ -315,22 +326,12 @@ def _build_timeline_ranks(session: Session) -> Timeline:
     """The timeline of a session of several ranks: each GPU row's gap is measured from the latest end on its own
     rank's GPU, read from the launch columns; rows are built when read (TimelineRows)."""
     marks = barrier_marks(session)
-    table = session.launch_table()  # read column-wise: no Launch object per launch
+    table = session.launch_table()
     n, acts = len(table), session.activities
-    start, dur = table.start_ns, table.duration_ns
-    # (start, kernel before copy) as one int, as build_timeline sorts them
-    if None in start:
-        codes = [i for i, st in enumerate(start) if st is not None]
-        keys = [start[i] << 1 for i in codes]
-    else:
-        codes, keys = list(range(n)), [st << 1 for st in start]
-    keys, codes = _sorted_by(keys, codes)
-    keys, codes = _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts],
-                                                 [n + j for j in range(len(acts))]))
+    dur = table.duration_ns
+    keys, codes = _in_time_order(session)
     if not codes:
-        why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
-               if n else "the session recorded no kernels or copies")
-        return Timeline((), None, None, (), why, marks=mark_rows(session))
+        return _no_rows(session, n)
     rank_of_shape = [sh.rank or 0 for sh in table.shapes]
     shape = table.shape
     rank_of_act = [a.rank or 0 for a in acts]
