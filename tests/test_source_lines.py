@@ -303,3 +303,24 @@ def test_html_report_has_the_hot_lines_with_a_heat_column(tmp_path, capsys):
     assert "<svg" in row and "35.0%" in row and "65,011,712 smem wavefronts (32-way)" in row
     assert "tile[threadIdx.x][threadIdx.y + j];  // planted: bank_conflicts</code>" in row
     assert "j &lt; 32" in row  # escaped, not markup
+
+
+def test_lines_of_several_files_are_named_with_their_file(tmp_path):
+    """A live `run --counters --source --kernel 'matmul_kernel|softmax_kernel'` on an H100 (2026-11-26,
+    tests/workloads/counters_small.py): softmax's reductions have hot lines in triton/language/standard.py, whose
+    bare numbers (191, 263) read as lines of the kernel's own file; they are drawn as file:line, terminal and HTML.
+    matmul's lines are all in tiled.py and keep bare numbers."""
+    from conftest import run_cli
+
+    path = DATA / "source" / "run_source_counters_small_h100.json.gz"
+    r = run_cli("show", str(path), "--source", "--width", "160", "--no-color")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    soft = out[out.index("Hot lines: softmax_kernel"):]
+    assert "standard.py:191" in soft and "tiled.py:48" in soft
+    mm = out[out.index("Hot lines: matmul_kernel"):out.index("Hot lines: softmax_kernel")]
+    assert "tiled.py:" not in mm.split("Hottest lines")[1] and "│   26 " in mm
+    page = tmp_path / "r.html"
+    assert run_cli("report", str(path), "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert "<td>standard.py:191</td>" in html.replace('<td class="num">', "<td>")

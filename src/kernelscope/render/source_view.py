@@ -48,6 +48,21 @@ def excess_text(r: LineRank) -> str:
     return "; ".join(parts) or "-"
 
 
+def source_files(k: KernelLines) -> list[str]:
+    """The files the kernel's hot lines come from (a Triton kernel's lines may also be in triton/language)."""
+    return sorted({r.location.rsplit(":", 1)[0] for r in k.hot + k.by_excess if r.line.file is not None})
+
+
+def line_label(r: LineRank, several_files: bool) -> str:
+    """The line number; with the file's name when the kernel's lines come from several files (a bare number
+    would read as a line of the kernel's own file)."""
+    if r.line.file is None:
+        return "-"
+    if several_files:
+        return f"{r.location.rsplit(':', 1)[0].rsplit('/', 1)[-1]}:{r.line.line}"
+    return str(r.line.line)
+
+
 def stalls_text(r: LineRank) -> str:
     return ", ".join(f"{reason} {100 * share:.0f}%" for reason, share in r.stalls) or "-"
 
@@ -60,13 +75,13 @@ class SourcePanel:
                  tag_name: str = "", title: str | None = None) -> None:
         self.k, self.sass, self.tag, self.tag_name, self.title = k, sass, tag, tag_name, title
 
-    def _table(self, rows: list[LineRank]) -> Table:
+    def _table(self, rows: list[LineRank], several_files: bool = False) -> Table:
         t = Table(box=None, pad_edge=False, show_edge=False, expand=False)
         names = [("line", "right"), ("samples", "right")] + ([(self.tag_name, "left")] if self.tag else [])
         for name, just in names + [("top stalls", "left"), ("excess traffic, idle lanes", "left"), ("source", "left")]:
             t.add_column(name, justify=just, overflow="fold")
         for r in rows:
-            line = str(r.line.line) if r.line.file is not None else "-"
+            line = line_label(r, several_files)
             text = r.text if r.text is not None else ("(SASS only)" if r.line.file is None else "(text not kept)")
             tag = [Text(visible(self.tag(r) or "-"))] if self.tag else []
             t.add_row(Text(line), Text(pct_text(r.sample_share)), *tag, Text(stalls_text(r)), Text(excess_text(r)),
@@ -91,17 +106,17 @@ class SourcePanel:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         k = self.k
         parts: list[Any] = []
-        files = sorted({r.location.rsplit(":", 1)[0] for r in k.hot if r.line.file is not None})
+        files = source_files(k)
         total = "N/A (no warp samples in the report)" if k.total_samples is None else f"{k.total_samples:,.0f}"
         parts.append(Text(visible(f"{k.lines_total} lines with counters; warp samples: {total}"
                                   + (f"; file: {', '.join(files)}" if files else ""))))
         for note in k.notes:
             parts.append(Text(visible(note)))
         parts.append(Text("Hottest lines (share of warp samples):"))
-        parts.append(self._table(k.hot))
+        parts.append(self._table(k.hot, len(files) > 1))
         if k.by_excess:
             parts.append(Text("Most excess memory traffic (beyond the ideal for the bytes used):"))
-            parts.append(self._table(k.by_excess))
+            parts.append(self._table(k.by_excess, len(files) > 1))
         yield Panel(Group(*parts), title=Text(visible(self.title or f"Hot lines: {k.kernel} (launch {k.launch})")),
                     title_align="left")
 

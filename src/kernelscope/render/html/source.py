@@ -6,13 +6,14 @@ from __future__ import annotations
 from kernelscope.analyze.source_lines import DIVERGED_ACTIVE_THREADS, WARP_SIZE, KernelLines
 from kernelscope.render.html.charts import pct_bar
 from kernelscope.render.html.markup import Markup, el, note, section, table
-from kernelscope.render.source_view import excess_text, pct_text, stalls_text
+from kernelscope.render.source_view import excess_text, line_label, pct_text, source_files, stalls_text
 
 TITLE = "Hot lines · counters per source line"
 
 
 def _rows(k: KernelLines, rows) -> list:
-    return [(str(r.line.line) if r.line.file is not None else "-",
+    several_files = len(source_files(k)) > 1
+    return [(line_label(r, several_files),
              el("span", pct_bar(None if r.sample_share is None else 100 * r.sample_share, width=80),
                 pct_text(r.sample_share)),
              stalls_text(r), excess_text(r),
