@@ -223,6 +223,19 @@ def _in_time_order(session: Session) -> tuple[list[int], list[int]]:
     return _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts], [n + j for j in range(len(acts))]))
 
 
+def _with_regions(session: Session, keys: list[int], codes: list[int], region_code: int) -> list[int]:
+    """``codes`` (in time order, by ``keys``) with the regions' codes (region i -> region_code + i) merged in: a
+    region opens before the GPU rows of its start (GPU rows get key 2 x start + 1, regions 2 x start)."""
+    if not session.regions:
+        return codes
+    rkeys = []
+    for r in session.regions:
+        on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
+        rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
+    rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
+    return _merge([k | 1 for k in keys], codes, rkeys, rcodes)[1]
+
+
 def _no_rows(session: Session, launches: int) -> Timeline:
     why = ("the session has no start times: only the counter pass (ncu serialises kernels) saw its launches"
            if launches else "the session recorded no kernels or copies")
@@ -269,16 +282,7 @@ def build_timeline(session: Session) -> Timeline:
                 by_kernel[k] = [g]
             else:
                 lst.append(g)
-    order = codes
-    if session.regions:  # a region opens before its first GPU row of the same start: (start, region first)
-        region_code = n + len(acts)
-        rkeys = []
-        for r in session.regions:
-            on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-            rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
-        rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
-        # GPU rows get key 2 x start + 1 so a region of the same start goes first
-        _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
+    order = _with_regions(session, keys, codes, n + len(acts))
     totals = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(((LAUNCH_GAP, launch_gaps),
                                                                              (HOST_WAIT, host_waits))) if v)
     return Timeline(TimelineRows(session, table, order, gap_before), end - starts[0], busy, totals, None, by_kernel,
@@ -361,15 +365,7 @@ def _build_timeline_ranks(session: Session) -> Timeline:
     for c in codes:
         if c < n:
             by_kernel.setdefault(names[shape[c]], []).append(gap_before[c])
-    order = codes
-    if session.regions:  # a region opens before its first GPU row of the same start
-        region_code = n + len(acts)
-        rkeys = []
-        for r in session.regions:
-            on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
-            rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
-        rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
-        _, order = _merge([k | 1 for k in keys], codes, rkeys, rcodes)
+    order = _with_regions(session, keys, codes, n + len(acts))
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
     return Timeline(_RankRows(session, table, order, gap_before, marks), end - (keys[0] >> 1), busy, gaps, None,
                     by_kernel, marks=mark_rows(session), barriers=_barriers_in_order(table, codes, marks))
