@@ -1,7 +1,10 @@
-"""Output that keeps its bounds whatever the session holds (issue 37, item 8): `show --timeline N` draws at most
-N rows, marks included, in time linear in the marks (a million marks drew a million lines, quadratically)."""
+"""Output that keeps its bounds whatever the session holds (issue 37): `show --timeline N` draws at most N rows,
+marks included, in time linear in the marks (a million marks drew a million lines, quadratically); a name of
+millions of characters is drawn shortened on the terminal and kept whole in the JSON outputs."""
 from __future__ import annotations
 
+import gzip
+import json
 import time
 from pathlib import Path
 
@@ -72,3 +75,53 @@ def test_the_html_timeline_keeps_its_row_bound_with_many_marks(marked, tmp_path)
     page = out.read_text()
     assert 0 < page.count("◆ m") <= TIMELINE_ROWS
     assert f"first {TIMELINE_ROWS} of" in page and len(page) < 3_000_000
+
+
+@pytest.fixture(scope="module")
+def long_name(tmp_path_factory) -> tuple[Path, str]:
+    """A session whose first launch's kernel name is a million characters, the middle unlike the ends."""
+    d = json.loads(gzip.open(DATA / "session_h100_mixed.json.gz").read())
+    name = "k" * 400_000 + "middle" * 33_334 + "k" * 400_000
+    d["launches"][0]["kernel"] = name  # schema 1: launches as objects
+    p = tmp_path_factory.mktemp("names") / "long_name.json"
+    p.write_text(json.dumps(d))
+    return p, name
+
+
+@pytest.mark.parametrize("argv", [["show", "--no-color", "--width", "100"], ["show", "--brief", "--no-color"],
+                                  ["diff", str(DATA / "session_h100_mixed.json.gz"), "--no-color"]])
+def test_a_long_name_is_drawn_shortened_with_the_count_of_what_is_left_out(long_name, argv):
+    """Rich laid out a cell of a 10 MB kernel name for 70 s (1 MB: 2.5 s), printing it 3.5 times."""
+    from kernelscope.render.text import DISPLAY_CHARS
+
+    path, name = long_name
+    code, out, err = run_cli([argv[0], str(path), *argv[1:]])
+    assert code == 0, err
+    assert len(out) < 200_000  # was 3.5 MB for show, 5 MB for diff: the whole name, several times
+    if argv[1] != "--brief":  # the brief view names no kernel
+        unwrapped = "".join(ch for ch in out if ch not in " │\n")
+        left_out = f"…[{len(name) - (DISPLAY_CHARS - 60) // 2 * 2:,}morecharacters,blake2b"
+        assert left_out in unwrapped
+
+
+def test_the_json_outputs_keep_the_whole_name(long_name, tmp_path):
+    path, name = long_name
+    code, out, err = run_cli(["show", str(path), "--json"])
+    assert code == 0, err
+    assert name in out
+    code, _, err = run_cli(["export", str(path), "-o", str(tmp_path / "t.trace.json")])
+    assert code == 0, err
+    assert name in (tmp_path / "t.trace.json").read_text()
+
+
+def test_shortened_keeps_short_strings_and_tells_long_ones_apart():
+    from kernelscope.render.text import DISPLAY_CHARS, plain, shortened
+
+    real = "void at::native::elementwise_kernel<128, 4>(int)"
+    assert shortened(real) is real and plain(real) == real
+    a, b = "x" * 5000 + "a" + "x" * 5000, "x" * 5000 + "b" + "x" * 5000
+    sa, sb = shortened(a), shortened(b)
+    assert len(sa) <= DISPLAY_CHARS and sa.startswith("x" * 1000) and sa.endswith("x" * 1000)
+    assert f"…[{10_001 - 4036:,} more characters, blake2b " in sa
+    assert sa != sb and len(sa) == len(sb)  # same length, same ends: only the digest of the middle differs
+    assert plain("\x1b" * 10_000).count("\\x1b") == 4036  # shortened first, then escaped: one escaping path

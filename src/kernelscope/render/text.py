@@ -4,11 +4,15 @@ Kernel, region, command and device names, NVIDIA's rule messages and every other
 string in a session come from whatever program was profiled, or from a file someone
 sent. Printed as they are, Rich would apply markup in them (``[link=...]``) and the
 terminal would obey their control sequences (``\\x1b[31m``). Here control characters
-become visible escapes and markup is escaped, so they print literally.
+become visible escapes and markup is escaped, so they print literally. A string longer
+than DISPLAY_CHARS is shown by its start and end around a stated count of what was left
+out: laying out a cell of millions of characters takes Rich minutes. Only the terminal
+copy is shortened; the session, its file and the JSON outputs keep the whole string.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -20,11 +24,29 @@ from kernelscope.model.launch_table import collector_paused
 
 T = TypeVar("T")
 _SCALARS = frozenset({int, float, bool, type(None)})
+# The longest string shown whole on the terminal: several times a long demangled template kernel name (the
+# H100 fixture's longest is 717 characters), and short enough that Rich lays out a cell of it in milliseconds.
+DISPLAY_CHARS = 4_096
 
 
 def plain(s: str) -> str:
-    """A string for Rich markup contexts (table cells, console.print): controls visible, markup escaped."""
-    return escape(visible(s))
+    """A string for Rich markup contexts (table cells, console.print): controls visible, markup escaped, and one
+    longer than DISPLAY_CHARS shortened in the middle (``shortened``)."""
+    return escape(visible(shortened(s)))
+
+
+def shortened(s: str, limit: int = DISPLAY_CHARS) -> str:
+    """``s`` itself when it has at most ``limit`` characters; else its first and last characters around
+    ``…[N more characters, blake2b XXXXXXXX]…``, about ``limit`` characters in all. N counts what was left out;
+    the digest (the first 8 hex digits of BLAKE2b of the left-out characters, UTF-8) tells apart two long names
+    that differ only there, so they stay two rows wherever the shortened copy is grouped by name. Square
+    brackets, as short kernel names (model/names) drop what is in parentheses and angle brackets."""
+    if len(s) <= limit:
+        return s
+    keep = max(limit - 60, 2) // 2
+    middle = s[keep:len(s) - keep]
+    digest = hashlib.blake2b(middle.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{s[:keep]}…[{len(middle):,} more characters, blake2b {digest}]…{s[len(s) - keep:]}"
 
 
 @collector_paused()
