@@ -125,3 +125,59 @@ def test_shortened_keeps_short_strings_and_tells_long_ones_apart():
     assert f"…[{10_001 - 4036:,} more characters, blake2b " in sa
     assert sa != sb and len(sa) == len(sb)  # same length, same ends: only the digest of the middle differs
     assert plain("\x1b" * 10_000).count("\\x1b") == 4036  # shortened first, then escaped: one escaping path
+
+
+def _base() -> dict:
+    return json.loads(gzip.open(DATA / "session_h100_mixed.json.gz").read())
+
+
+def test_a_million_bad_items_are_named_ten_times_and_counted(tmp_path):
+    """`"launches": [0, 0, ...]` of 3 million items took 10-16 s and 506 MB in `show`: one message per item, kept
+    and copied for the terminal."""
+    from kernelscope.model.schema import SKIPPED_KEPT, skipped_count
+
+    n = 1_000_000
+    p = tmp_path / "zeros.json"
+    p.write_text('{"format":"kernelscope-session","schema_version":1,"launches":[' + ",".join(["0"] * n) + "]}")
+    s = Session.load(p)
+    assert len(s.skipped_on_load) == SKIPPED_KEPT + 1 and skipped_count(s.skipped_on_load) == n
+    assert s.skipped_on_load[0] == "skipped launches[0] (launches[0]: expected an object, found the number 0)"
+    assert s.skipped_on_load[-1] == f"… and {n - SKIPPED_KEPT:,} more damaged parts of launches skipped"
+    t = time.monotonic()
+    code, out, err = run_cli(["show", str(p), "--no-color"])
+    assert code == 0, err
+    assert time.monotonic() - t < 10  # 1.3 s here after, about 5 s before
+    notes = err.splitlines()
+    assert len(notes) == 6 and notes[-1].endswith(f": {n - 5:,} more damaged parts skipped.")
+
+
+def test_good_items_among_many_bad_ones_are_kept_and_every_bad_one_counted():
+    from kernelscope.model.schema import SKIPPED_KEPT, skipped_count
+
+    d = _base()
+    good = d["launches"]
+    bad = [0, "x", None, [1], {"kernel": 5}]  # the last is an object: checked field by field, not by type alone
+    good[1]["metrics"].update({f"bad{i}": {"value": "?"} for i in range(40)})  # a part inside a part
+    d["launches"] = [x for g in good for x in (g, *bad)]
+    s = Session.from_dict(d)
+    assert len(s.launches) == len(good) and len(s.launches[1].metrics) == 10
+    assert skipped_count(s.skipped_on_load) == len(good) * len(bad) + 40
+    # five launches, then ten metrics of launches[6] (good[1]) and their count line; these lines count towards the
+    # launches' ten, so every later launch is counted
+    assert len(s.skipped_on_load) == 5 + SKIPPED_KEPT + 1 + 1
+    assert s.skipped_on_load[15] == "… and 30 more damaged parts of launches[6].metrics skipped"
+    assert s.skipped_on_load[-1] == f"… and {(len(good) - 1) * len(bad):,} more damaged parts of launches skipped"
+
+
+def test_the_notes_count_what_the_count_lines_stand_for(tmp_path, capsys):
+    """The first five lines are named; the note after them counts every part left out, a count line as its count."""
+    from kernelscope.cli.common import load_session
+
+    d = _base()
+    d["activities"] = [0] * 12
+    d["regions"] = [0] * 12
+    p = tmp_path / "two.json"
+    p.write_text(json.dumps(d))
+    s = load_session(str(p))
+    assert len(s.skipped_on_load) == 22 and s.skipped_on_load[10].startswith("… and 2 more damaged parts of ")
+    assert capsys.readouterr().err.splitlines()[-1].endswith(": 19 more damaged parts skipped.")

@@ -154,11 +154,14 @@ def load_session(path: str):
         session = Session.load(path)
     except SessionFileError as e:
         fail(not_a_session(path) or str(e))  # another tool's file: say which command reads it
+    from kernelscope.model.schema import skipped_count
+
     skipped = session.skipped_on_load
     for line in skipped[:SKIPPED_NOTES]:
         note(f"{path}: {line}")
-    if len(skipped) > SKIPPED_NOTES:
-        note(f"{path}: {len(skipped) - SKIPPED_NOTES} more damaged parts skipped")
+    rest = skipped_count(skipped) - skipped_count(skipped[:SKIPPED_NOTES])  # a "… and N more" line counts N
+    if rest:
+        note(f"{path}: {rest:,} more damaged parts skipped")
     return session
 
 

@@ -128,9 +128,12 @@ def _loadable(session, out: Path):
         checked = session.checked(out)
     except SessionFileError as e:
         fail(f"nothing was written: {e}")
+    from kernelscope.model.schema import skipped_count
+
     for line in checked.skipped_on_load[:SKIPPED_NOTES]:
         note(f"left out of {out}: {line}")
-    if len(checked.skipped_on_load) > SKIPPED_NOTES:
-        note(f"left out of {out}: {len(checked.skipped_on_load) - SKIPPED_NOTES} more parts")
+    rest = skipped_count(checked.skipped_on_load) - skipped_count(checked.skipped_on_load[:SKIPPED_NOTES])
+    if rest:  # a "… and N more" line counts N
+        note(f"left out of {out}: {rest:,} more parts")
     checked.skipped_on_load = []
     return checked

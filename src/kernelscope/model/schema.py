@@ -6,18 +6,24 @@ and names the field path of each problem, e.g. ``launches[0].metrics.queued_ns``
 A problem inside an element of a list or map (one launch, one metric, one sample)
 drops that element and is reported as skipped, so `show` still draws the rest;
 a problem anywhere else makes the file unreadable, with one sentence saying why.
+One list or map names its first SKIPPED_KEPT problems and counts the rest in one
+more line (``more_skipped``), so a file of millions of bad items costs a few lines
+in memory and on the terminal; ``skipped_count`` adds up what such lines say.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from itertools import compress, repeat
+from typing import Any, Callable, Iterable, Sequence
 
 from kernelscope.model.escape import visible
 
 
 INT64 = 2**63 - 1
 Path = str
+SKIPPED_KEPT = 10  # problems named for one list or map (with the parts inside it); the rest are counted
 
 
 class Invalid(Exception):
@@ -56,6 +62,76 @@ def _join(path: Path, key: str | int) -> Path:
 
 Spec = Callable[[Any, Path, list[str]], Any]  # (value, path, problems) -> cleaned value, or raises Invalid
 
+_MORE = re.compile(r"… and ([0-9,]+) more damaged parts ")
+
+
+def more_skipped(count: int, path: Path) -> str:
+    """The line that stands for ``count`` problems under ``path`` left unnamed."""
+    return f"… and {count:,} more damaged parts of {path} skipped"
+
+
+def skipped_count(problems: Iterable[str]) -> int:
+    """How many damaged parts these lines report: one a line, and a ``more_skipped`` line its count. Every other
+    line starts with "skipped", so a name from the file cannot pass for a count."""
+    total = 0
+    for line in problems:
+        m = _MORE.match(line)
+        total += int(m.group(1).replace(",", "")) if m else 1
+    return total
+
+
+class _Counted(list):  # type: ignore[type-arg]
+    """Where the problems of a list or map go once it has named SKIPPED_KEPT: counted, not kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def append(self, line: str) -> None:
+        self.count += skipped_count((line,))
+
+
+def _skip(problems: list[str], path: Path, e: Invalid) -> None:
+    if isinstance(problems, _Counted):
+        problems.count += 1  # the message is never read: not formatted
+    else:
+        problems.append(f"skipped {path} ({e})")
+
+
+def _kept(keys: Sequence[Any], values: Sequence[Any], path: Path, spec_of: Callable[[Any], Spec],
+          problems: list[str], kind: type | None) -> list[tuple[Any, Any]]:
+    """(key, checked value) of the members that pass (key: an index or a name); one that does not is left out,
+    named in ``problems`` while this part has added fewer than SKIPPED_KEPT lines there (its own and its members'),
+    else counted in one ``more_skipped`` line at the end. ``kind``: a type every passing value has; once the
+    problems are only counted, values of another type are counted without being checked, at C speed."""
+    out = []
+    begin = len(problems)
+    sink = problems
+    counted = problems if isinstance(problems, _Counted) else None
+
+    def one(i: int) -> None:
+        p = _join(path, keys[i])
+        try:
+            out.append((keys[i], spec_of(keys[i])(values[i], p, sink)))
+        except Invalid as e:
+            _skip(sink, p, e)
+
+    i, n = 0, len(values)
+    while i < n:
+        if counted is None and len(problems) - begin >= SKIPPED_KEPT:
+            counted = sink = _Counted()
+        if counted is not None and kind is not None:
+            fit = list(compress(range(i, n), map(isinstance, values[i:], repeat(kind))))
+            counted.count += n - i - len(fit)
+            for j in fit:
+                one(j)
+            break
+        one(i)
+        i += 1
+    if counted is not None and counted is not problems and counted.count:
+        problems.append(more_skipped(counted.count, path))
+    return out
+
 
 def number(lo: float | None = None, hi: float | None = None, integer: bool = False) -> Spec:
     what = "an integer" if integer else "a number"
@@ -84,6 +160,7 @@ def string(v: Any, path: Path, problems: list[str]) -> Any:
 
 
 string.column = lambda col: set(map(type, col)) <= {str}  # type: ignore[attr-defined]
+string.kind = str  # type: ignore[attr-defined]  (what every value it passes is: see _kept)
 
 
 def short_string(max_len: int) -> Spec:
@@ -176,6 +253,7 @@ def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spe
     """A list; with ``drop``, a bad item is left out and reported instead of failing the whole file."""
     item_columns = getattr(item, "columns", None)
     item_column = getattr(item, "column", None)
+    kind = getattr(item, "kind", None)
 
     def column(col: list[Any]) -> bool:  # a column of such lists: every item of every list passes
         if set(map(type, col)) - {list}:
@@ -199,18 +277,11 @@ def list_of(item: Spec, drop: bool = False, max_items: int | None = None) -> Spe
             out = by_column(v)
             if out is not None:  # every item passed, as the item spec would have found one by one
                 return out
-        out = []
-        for i, x in enumerate(v):
-            p = _join(path, i)
-            if not drop:
-                out.append(item(x, p, problems))
-                continue
-            try:
-                out.append(item(x, p, problems))
-            except Invalid as e:
-                problems.append(f"skipped {p} ({e})")
-        return out
+        if drop:
+            return [x for _, x in _kept(range(len(v)), v, path, lambda _: item, problems, kind)]
+        return [item(x, _join(path, i), problems) for i, x in enumerate(v)]
     check.column = column  # type: ignore[attr-defined]
+    check.kind = list  # type: ignore[attr-defined]
     return check
 
 
@@ -219,18 +290,12 @@ def map_of(value: Callable[[str], Spec], drop: bool = True) -> Spec:
     def check(v: Any, path: Path, problems: list[str]) -> Any:
         if not isinstance(v, dict):
             raise Invalid(path, "an object", v)
-        out = {}
-        for k, x in v.items():
-            p = _join(path, k)
-            try:
-                out[k] = value(k)(x, p, problems)
-            except Invalid as e:
-                if not drop:
-                    raise
-                problems.append(f"skipped {p} ({e})")
-        return out
+        if drop:
+            return dict(_kept(list(v), list(v.values()), path, value, problems, None))
+        return {k: value(k)(x, _join(path, k), problems) for k, x in v.items()}
     # a column of empty objects passes whatever the values' specs (the one case checked without them)
     check.column = lambda col: set(map(type, col)) <= {dict} and not any(col)  # type: ignore[attr-defined]
+    check.kind = dict  # type: ignore[attr-defined]
     return check
 
 
@@ -263,6 +328,7 @@ def obj(fields: dict[str, F], rule: Callable[[dict[str, Any]], tuple[str, str] |
 
     shown = {name: visible(name) for name in fields}  # _join's text of each field's name, once
     by_column = _by_column(fields, rule)
+    check.kind = dict  # type: ignore[attr-defined]
     check.columns = by_column  # type: ignore[attr-defined]
     check.column = lambda col: by_column(col) is not None  # type: ignore[attr-defined]
     return check
@@ -309,7 +375,7 @@ def fallback(spec: Spec, default: Any) -> Spec:
         try:
             return spec(v, path, problems)
         except Invalid as e:
-            problems.append(f"skipped {path} ({e})")
+            _skip(problems, path, e)
             return default
     if getattr(spec, "column", None) is not None:
         check.column = spec.column  # type: ignore[attr-defined]  (where every value passes, none falls back)
