@@ -7,6 +7,7 @@ from typing import Sequence
 
 from kernelscope.analyze.arch import UnknownArchError
 from kernelscope.analyze.bound import Bound, classify
+from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.counters import counter_launches
 from kernelscope.analyze.host_syncs import sync_waits_by_kernel
 from kernelscope.analyze.occupancy import arch_for_device
@@ -280,10 +281,13 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
 
 
 def analyze_session(session: Session, ceilings: Ceilings | None = None,
-                    summary: SessionSummary | None = None) -> SessionAnalysis:
+                    summary: SessionSummary | None = None,
+                    collectives: CollectiveAnalysis | None = None) -> SessionAnalysis:
+    """Every kernel's analysis, the timeline and the declared regions; ``summary`` and ``collectives`` when the
+    caller has them (else made here)."""
     ceilings = ceilings or Ceilings.none()
     summary = summary or summarize(session)
-    timeline = build_timeline(session)
+    timeline = build_timeline(session, collectives)
     declared = declared_totals(session)
     arch = None
     if session.device is not None:

@@ -15,7 +15,7 @@ SECTOR_BYTES = 32  # an L1TEX/L2 sector is 32 bytes on every architecture kernel
 
 def counter_launches(session: Session, kernel: str) -> list[Launch]:
     """Launches of ``kernel`` that the counter pass measured, in run order."""
-    return [x for x in session.detailed_launches(kernel) if x.counters]
+    return session.detailed_launches(kernel, "counters")
 
 
 def _m(launch: Launch, name: str) -> Metric:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
-from kernelscope.analyze.intervals import Interval, intersect_unions, total, union
+from kernelscope.analyze.intervals import Interval, total, union
 from kernelscope.model import RankInfo, Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -110,10 +110,10 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         n_kernels = len(comm_raw) + len(comp_raw)
         busy = union(comm + comp)  # two sorted runs: the sort merges them
         span = (busy[-1][1] - busy[0][0]) if busy else 0
-        c = total(comm)
-        ov = total(intersect_unions(comp, comm))
-        out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=total(comp), communication_ns=c,
-                            idle_ns=span - total(busy), overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
+        c, busy_ns, compute_ns = total(comm), total(busy), total(comp)
+        ov = compute_ns + c - busy_ns  # |A ∩ B| = |A| + |B| - |A ∪ B|: no second sweep over the unions
+        out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=compute_ns, communication_ns=c,
+                            idle_ns=span - busy_ns, overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
                             wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
     computes = [r.compute_ns for r in out]
     mean = sum(computes) / len(computes) if computes else 0

@@ -66,7 +66,7 @@ class Report:
 def kernel_report(session: Session, summary: SessionSummary, k: KernelSummary,
                   analysis: SessionAnalysis) -> KernelReport:
     profiled = tuple(counter_launches(session, k.name))
-    scoped = next((x for x in session.detailed_launches(k.name) if x.scopes is not None), None)
+    scoped = next(iter(session.detailed_launches(k.name, "scopes")), None)
     return KernelReport(k, analysis.kernel(k.name), sm_layout_data(session, k, summary.sm_count), profiled, scoped,
                         counter_views(profiled), None if scoped is None else scoped_view(scoped))
 
@@ -86,10 +86,10 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
         raise ReportError(f"no kernel matches --kernel {kernel_regex!r}; {n} kernel{'s are' if n != 1 else ' is'} in "
                           "the session")
     ceilings = ceilings if ceilings is not None else Ceilings.none()
-    analysis = analyze_session(session, ceilings, summary)
+    ranks = ranks_report(session)
+    analysis = analyze_session(session, ceilings, summary, ranks.collectives)
     kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
-    ranks = ranks_report(session)
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
                   session_verdict(session, analysis, ranks), ranks, memory_report(session),
                   tuple(source_lines_of(session, kernel_regex)))

@@ -301,7 +301,7 @@ def _same_config_durations(session: Session, launch: Launch) -> tuple[list[int],
 
 
 def instrumented_launches(session: Session, kernel: str) -> list[Launch]:
-    return [x for x in session.detailed_launches(kernel) if x.block_records is not None]
+    return session.detailed_launches(kernel, "block_records")
 
 
 
@@ -340,8 +340,8 @@ def sm_layout_data(session: Session, k: KernelSummary, sm_count: int | None) -> 
         return SMLayoutData(len(recorded), m, theoretical, None, len(k.configs), None)
     c = k.configs[0]
     layout = computed_layout(c.config.blocks, c.occupancy, c.occupancy_missing_reason, sm_count)
-    scoped = [x for x in session.detailed_launches(k.name) if x.scopes is not None
-              and x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]
+    scoped = [x for x in session.detailed_launches(k.name, "scopes")
+              if x.scopes.warps and all(w.smid is not None for w in x.scopes.warps)]  # type: ignore[union-attr]
     proton = None
     if scoped:
         last = scoped[-1]

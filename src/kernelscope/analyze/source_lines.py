@@ -102,8 +102,8 @@ def source_lines_of(session: Session, kernel_regex: str | None = None, top: int 
     pattern = re.compile(kernel_regex) if kernel_regex else None
     out = []
     table = session.launch_table()
-    for i, x in table.detailed():
-        if x.source_lines is None or (pattern is not None and not pattern.search(x.kernel)):
+    for i, x in table.detailed(having="source_lines"):
+        if pattern is not None and not pattern.search(x.kernel):
             continue
         out.append(rank_lines(x.kernel, i, x.source_lines, top))
     return out

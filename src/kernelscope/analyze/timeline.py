@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from kernelscope.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, BARRIER_MARK_MIN_NS, HOST_WAIT_GAP_NS
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch_table import LaunchTable
@@ -243,9 +244,11 @@ def _no_rows(session: Session, launches: int) -> Timeline:
 
 
 @collector_paused()
-def build_timeline(session: Session) -> Timeline:
+def build_timeline(session: Session, collectives: CollectiveAnalysis | None = None) -> Timeline:
+    """The session's GPU rows in time order with their gaps; ``collectives`` (a session of several ranks): its
+    collective analysis when the caller has it, for the waits marked at NCCL kernels."""
     if len(session.ranks) > 1:  # several GPUs: each rank's gaps on its own GPU, and the waits at collectives
-        return _build_timeline_ranks(session)
+        return _build_timeline_ranks(session, collectives)
     # Column-wise: sort codes, not rows (launch i -> i, activity j -> n + j; see TimelineRows).
     table = session.launch_table()
     n, acts = len(table), session.activities
@@ -289,14 +292,16 @@ def build_timeline(session: Session) -> Timeline:
                     mark_rows(session))
 
 
-def barrier_marks(session: Session) -> dict[tuple[int, int, str], BarrierMark]:
-    """The marked waits of a session of several ranks, by (rank, kernel start, kernel name)."""
+def barrier_marks(session: Session, collectives: CollectiveAnalysis | None = None
+                  ) -> dict[tuple[int, int, str], BarrierMark]:
+    """The marked waits of a session of several ranks, by (rank, kernel start, kernel name); ``collectives``:
+    the session's analysis when the caller has it (else made here)."""
     if len(session.ranks) < 2:
         return {}
-    from kernelscope.analyze.collectives import analyze_collectives
-
+    if collectives is None:
+        collectives = analyze_collectives(session)
     out = {}
-    for row in analyze_collectives(session).rows:
+    for row in collectives.rows:
         for t in row.ranks:
             if row.straggler_rank is not None and t.rank != row.straggler_rank and t.wait_ns >= BARRIER_MARK_MIN_NS:
                 out[(t.rank, t.start_ns, t.kernel)] = BarrierMark(t.rank, row.straggler_rank, row.name,
@@ -326,10 +331,10 @@ class _RankRows(TimelineRows):
         return dataclasses.replace(row, rank=self._s.regions[c - n - self._na].rank or 0)
 
 
-def _build_timeline_ranks(session: Session) -> Timeline:
+def _build_timeline_ranks(session: Session, collectives: CollectiveAnalysis | None) -> Timeline:
     """The timeline of a session of several ranks: each GPU row's gap is measured from the latest end on its own
     rank's GPU, read from the launch columns; rows are built when read (TimelineRows)."""
-    marks = barrier_marks(session)
+    marks = barrier_marks(session, collectives)
     table = session.launch_table()
     n, acts = len(table), session.activities
     dur = table.duration_ns

@@ -65,6 +65,14 @@ class LaunchShape:
         return None if m is None else m.value
 
 
+DETAIL_PARTS = ("counters", "findings", "block_records", "scopes", "collective", "source_lines")  # LaunchDetails
+
+
+def has_part(v: Any) -> bool:
+    """Whether a launch has a detail: a non-empty dict or list (counters, findings), else any value."""
+    return bool(v) if isinstance(v, (dict, list)) else v is not None
+
+
 @dataclass
 class LaunchDetails:
     """The parts of one launch that few launches have: counter pass and instrumentation."""
@@ -89,6 +97,7 @@ class LaunchTable:
     _detailed: dict[int, Launch] = field(default_factory=dict, init=False, repr=False, compare=False)
     _by_shape: Any = field(default=None, init=False, repr=False, compare=False)
     _first: Any = field(default=None, init=False, repr=False, compare=False)
+    _detailed_of: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shape)
@@ -166,15 +175,23 @@ class LaunchTable:
     def where(self, keep: Callable[[int], bool]) -> list[Launch]:
         return [self.launch(i) for i in range(len(self)) if keep(i)]
 
-    def detailed(self, kernel: str | None = None) -> Iterator[tuple[int, Launch]]:
-        """(index, Launch) of the launches with counter results or instrumentation, in launch order. Built
-        once and kept, so every caller sees the same objects (as with a list of launches)."""
-        for i in sorted(self.details):
-            if kernel is None or self.shapes[self.shape[i]].kernel == kernel:
-                x = self._detailed.get(i)
-                if x is None:
-                    x = self._detailed[i] = self.launch(i)
-                yield i, x
+    def detailed(self, kernel: str | None = None, having: str | None = None) -> Iterator[tuple[int, Launch]]:
+        """(index, Launch) of the launches with counter results or instrumentation (of ``kernel``; with the
+        detail ``having``, a LaunchDetails field, e.g. "counters"), in launch order. Built once and kept, so every
+        caller sees the same objects (as with a list of launches)."""
+        if self._detailed_of is None:  # launch indices per kernel, found in one pass over the details
+            names = [s.kernel for s in self.shapes]
+            by_kernel: dict[str | None, list[int]] = {None: sorted(self.details)}
+            for i in by_kernel[None]:
+                by_kernel.setdefault(names[self.shape[i]], []).append(i)
+            self._detailed_of = by_kernel
+        for i in self._detailed_of.get(kernel, ()):
+            if having is not None and not has_part(getattr(self.details[i], having)):
+                continue  # no Launch built for it (an NCCL kernel's collective, when counters are asked for)
+            x = self._detailed.get(i)
+            if x is None:
+                x = self._detailed[i] = self.launch(i)
+            yield i, x
 
     def map_text(self, f: Callable[[Any], Any]) -> "LaunchTable":
         """A copy with ``f`` applied to every string-bearing part (names, regions, metrics, details): the

@@ -12,7 +12,7 @@ from kernelscope.model.collectors import CollectorStatus
 from kernelscope.model.device import Device
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, DeclaredWork, Launch, Region
-from kernelscope.model.launch_table import LaunchTable
+from kernelscope.model.launch_table import DETAIL_PARTS, LaunchTable, has_part
 from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
 from kernelscope.model.ranks import RankInfo
 from kernelscope.model.sample import Sample
@@ -80,16 +80,16 @@ class Session:
         """Hold the launches as columns; ``launches`` builds Launch objects from them when first asked."""
         self.__dict__["_launches_list"], self.__dict__["_launches_table"] = None, table
 
-    def detailed_launches(self, kernel: str | None = None) -> list[Launch]:
+    def detailed_launches(self, kernel: str | None = None, having: str | None = None) -> list[Launch]:
         """Launches (of ``kernel``) with counter results, findings, instrumentation or a collective (NCCL kernels),
-        in launch order: the few
-        that panels draw one by one, found without building a Launch for every other launch."""
+        in launch order: the few that panels draw one by one, found without building a Launch for every other
+        launch. ``having``: only those with that detail (a LaunchDetails field: "counters", "scopes", ...)."""
         table = self.__dict__.get("_launches_table")
         if table is not None:
-            return [x for _, x in table.detailed(kernel)]
-        return [x for x in self.launches if (kernel is None or x.kernel == kernel) and (
-            x.counters or x.findings or x.block_records is not None or x.scopes is not None
-            or x.collective is not None or x.source_lines is not None)]
+            return [x for _, x in table.detailed(kernel, having)]
+        parts = DETAIL_PARTS if having is None else (having,)
+        return [x for x in self.launches if (kernel is None or x.kernel == kernel)
+                and any(has_part(getattr(x, p)) for p in parts)]
 
     def launch_count(self) -> int:
         table = self.__dict__.get("_launches_table")
