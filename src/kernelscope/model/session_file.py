@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import marshal
 import os
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -167,11 +169,12 @@ finding = obj({
 }, lambda d: next((("evidence", "[raw name, value] pairs") for e in d.get("evidence") or []
                    if len(e) != 2 or not isinstance(e[0], str)), None))
 
-collective = obj({  # model/ranks.Collective
+_collective_fields = {  # model/ranks.Collective, in the order of its fields
     "name": F(string, True), "process_group": F(optional(string)), "in_nelems": F(optional(_count)),
     "out_nelems": F(optional(_count)), "group_size": F(optional(number(1, integer=True))), "dtype": F(optional(string)),
     "seq": F(optional(_count)),
-})
+}
+collective = obj(_collective_fields)
 
 def _few(most: int, field_name: str) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
     def rule(d: dict[str, Any]) -> tuple[str, str] | None:
@@ -239,10 +242,11 @@ launch = obj({
     "source_lines": F(fallback(optional(source_lines), None)),
 })
 
-activity = obj({
+_activity_fields = {  # model/launch.Activity, in the order of its fields
     "kind": F(string, True), "name": F(string, True), "start_ns": F(_int, True), "duration_ns": F(_ns, True),
     "bytes": F(optional(_count)), "stream": F(optional(_int)), "rank": F(optional(_count)),
-})
+}
+activity = obj(_activity_fields)
 
 region = obj({
     "name": F(string, True), "cpu_start_ns": F(_int, True), "cpu_duration_ns": F(_ns, True),
@@ -401,13 +405,20 @@ _shape = obj(_shape_fields, _shape_names_rule)
 _shape_rest = obj({k: f for k, f in _shape_fields.items() if k not in ("metric_names", "metrics", "varying")},
                   _shape_names_rule)
 
-_detail = obj({
+# _shape's parts checked apart when shapes are checked over the column: their metrics (checked once per distinct
+# text, with the rule that only reads them) and the other fields (grid and block: _dims_pass).
+_SHAPE_METRIC_FIELDS = ("metric_names", "metrics", "varying")
+_shape_metrics = obj({k: _shape_fields[k] for k in _SHAPE_METRIC_FIELDS}, _shape_names_rule)
+_shape_others = {k: f for k, f in _shape_fields.items() if k not in (*_SHAPE_METRIC_FIELDS, "grid", "block")}
+
+_detail_fields = {
     "launch": F(_count, True), "counters": F(counter_metrics), "findings": F(list_of(finding, drop=True)),
     "block_records": F(fallback(optional(block_records), None)),
     "scopes": F(fallback(optional(phase_scopes), None)),
     "collective": F(fallback(optional(collective), None)),
     "source_lines": F(fallback(optional(source_lines), None)),
-})
+}
+_detail = obj(_detail_fields)
 
 
 def _is_int(v: Any) -> bool:
@@ -453,6 +464,36 @@ def _a_list(v: Any, path: str) -> list[Any]:
     return v
 
 
+def _passing_columns(items: list[Any], fields: dict[str, F]) -> dict[str, list[Any]] | None:
+    """Each field's values over ``items`` (None where an item lacks an optional field), when every item is an
+    object whose fields all pass their whole-column checks: what schema.obj's check finds item by item, without
+    copying the items (such checks change nothing). None: some item needs the check one by one, which names what
+    is wrong."""
+    if set(map(type, items)) != {dict}:
+        return None
+    got: dict[str, list[Any]] = {}
+    for name, f in fields.items():
+        if f.required:
+            try:
+                present = [x[name] for x in items]
+            except KeyError:
+                return None
+        else:
+            present = [x[name] for x in items if name in x]
+        column = getattr(f.spec, "column", None)
+        if (column is None and present) or (column is not None and not column(present)):
+            return None
+        got[name] = present if len(present) == len(items) else [x.get(name) for x in items]
+    return got
+
+
+def _dims_pass(col: list[Any], lo: int, hi: int) -> bool:
+    """Every value of ``col`` passes _dim3(lo, hi): a list of three integers from lo to hi (checked over the
+    column)."""
+    return (set(map(type, col)) == {list} and set(map(len, col)) == {3}
+            and number(lo, hi, integer=True).column([x for v in col for x in v]))  # type: ignore[attr-defined]
+
+
 def _text_of(*parts: Any) -> str | None:
     """The repr of decoded JSON values, None where it cannot be made (nesting deeper than repr goes)."""
     try:
@@ -461,14 +502,65 @@ def _text_of(*parts: Any) -> str | None:
         return None
 
 
+def _varying(d: dict[str, Any]) -> dict[str, Any]:
+    return {n: (v.get("unit", ""), v["source"], v["raw_name"], v.get("missing_reason"), v.get("formula"))
+            for n, v in (d.get("varying") or {}).items()}
+
+
+def _shapes_by_column(items: list[Any], kernels: list[str]) -> list[LaunchShape | None] | None:
+    """The shapes when every one passes _shape, checked over the column: the fields other than the metrics field by
+    field, the metrics (metric_names, metrics, varying) checked and decoded once per distinct content. None: some
+    shape needs the check one by one (which names what is wrong)."""
+    if len(items) < 2:
+        return None
+    cols = _passing_columns(items, _shape_others)
+    if cols is None or max(cols["kernel"]) >= len(kernels):
+        return None
+    try:
+        grids, blocks = [d["grid"] for d in items], [d["block"] for d in items]
+    except KeyError:
+        return None
+    if not (_dims_pass(grids, 1, 2**31 - 1) and _dims_pass(blocks, 1, 1024)):
+        return None
+    # The key is the marshal of the parts: equal bytes are equal values of the same types (1, 1.0 and true differ).
+    decoded: dict[bytes, tuple[tuple[str, ...], MetricMap, dict[str, Any]]] = {}
+    parts = []
+    for d in items:
+        try:
+            key = marshal.dumps((d.get("metric_names"), d.get("metrics"), d.get("varying")))
+        except ValueError:  # nested deeper than marshal goes
+            return None
+        got = decoded.get(key)
+        if got is None:
+            found: list[str] = []
+            try:
+                m = _shape_metrics(d, "", found)
+            except Invalid:
+                return None
+            if found:
+                return None
+            got = decoded[key] = (tuple(m.get("metric_names") or ()), metrics_from_dict(m.get("metrics") or {}),
+                                  _varying(m))
+        parts.append(got)
+    return [LaunchShape(kernels[k], tuple(g), tuple(b), stream, device, tuple(r or ()), names, dict(metrics),
+                        dict(varying), rank)  # Metric is immutable: shared between shapes
+            for k, g, b, stream, device, r, (names, metrics, varying), rank in zip(
+                cols["kernel"], grids, blocks, cols["stream"], cols["device_index"], cols["regions"], parts,
+                cols["rank"])]
+
+
 def _decode_shapes(doc: dict[str, Any], problems: list[str]) -> list[LaunchShape | None]:
     """The launch shapes; a damaged one is None (its launches are dropped) and named."""
     kernels = list_of(string)(doc.get("kernels", []), "kernels", problems)
+    items = _a_list(doc.get("launch_shapes", []), "launch_shapes")
+    passed = _shapes_by_column(items, kernels)
+    if passed is not None:
+        return passed
     shapes: list[LaunchShape | None] = []
     # Shapes that differ only in regions (one per profiler step) repeat the same metrics: those are checked and
     # decoded once. The key is their text (repr), which tells apart every value JSON can hold (1, 1.0 and true).
     known: dict[str, tuple[MetricMap, dict[str, Any]]] = {}
-    for i, d in enumerate(_a_list(doc.get("launch_shapes", []), "launch_shapes")):
+    for i, d in enumerate(items):
         path = f"launch_shapes[{i}]"
         try:
             key = _text_of(d.get("metric_names"), d.get("metrics"), d.get("varying")) if type(d) is dict else None
@@ -476,8 +568,7 @@ def _decode_shapes(doc: dict[str, Any], problems: list[str]) -> list[LaunchShape
             if got is None:
                 d = _shape(d, path, problems)
                 metrics = metrics_from_dict(d.get("metrics") or {})
-                varying = {n: (v.get("unit", ""), v["source"], v["raw_name"], v.get("missing_reason"),
-                               v.get("formula")) for n, v in (d.get("varying") or {}).items()}
+                varying = _varying(d)
                 if key is not None:
                     known[key] = (metrics, varying)
             else:  # metric_names, metrics and varying passed _shape before: the rest is checked as _shape would
@@ -533,10 +624,49 @@ def _decode_columns(doc: dict[str, Any], shapes: list[LaunchShape | None], probl
     return got, values, bad
 
 
+_DETAIL_OTHERS = {k: f for k, f in _detail_fields.items() if k != "collective"}
+
+
+def _details_by_column(items: list[Any], n: int) -> dict[int, LaunchDetails] | None:
+    """The details when every one passes _detail with a launch index below ``n``, checked over the column (the
+    collectives field by field). None: some detail needs the check one by one (which names what is wrong)."""
+    if len(items) < 2:
+        return None
+    cols = _passing_columns(items, _DETAIL_OTHERS)
+    if cols is None or max(cols["launch"]) >= n:
+        return None
+    given = [d.get("collective") for d in items]
+    some = [c for c in given if c is not None]
+    by_field = _passing_columns(some, _collective_fields) if some else {k: [] for k in _collective_fields}
+    if by_field is None:
+        return None
+    made: list[Collective | None] = list(map(Collective, *by_field.values()))  # fields in Collective's order
+    if len(made) != len(given):
+        placed = iter(made)
+        made = [None if c is None else next(placed) for c in given]
+    count = len(items)
+    if (not any(cols["findings"]) and cols["block_records"].count(None) == count
+            and cols["scopes"].count(None) == count and cols["source_lines"].count(None) == count):
+        # counters passed as empty objects (counter_metrics' column check): every detail is its collective
+        made_details = map(LaunchDetails, [{} for _ in items], [[] for _ in items], repeat(None), repeat(None),
+                           made, repeat(None))
+    else:
+        made_details = map(lambda c, f, b, s, col, sl: LaunchDetails(
+            metrics_from_dict(c or {}), [Finding.from_dict(x) for x in f or []],
+            None if b is None else BlockRecords.from_dict(b), None if s is None else PhaseScopes.from_dict(s), col,
+            None if sl is None else SourceLines.from_dict(sl)),
+            cols["counters"], cols["findings"], cols["block_records"], cols["scopes"], made,
+            cols["source_lines"])
+    return dict(zip(cols["launch"], made_details))
+
+
 def _decode_details(doc: dict[str, Any], n: int, problems: list[str]) -> dict[int, LaunchDetails]:
     """Counter results, findings, instrumentation and collectives of the few launches that have them."""
     details: dict[int, LaunchDetails] = {}
     items = _a_list(doc.get("launch_details", []), "launch_details")
+    passed_all = _details_by_column(items, n)
+    if passed_all is not None:
+        return passed_all
     passed = _detail.columns(items) if len(items) > 1 else None  # type: ignore[attr-defined]
     for j, d in enumerate(items if passed is None else passed):
         path = f"launch_details[{j}]"
@@ -671,6 +801,15 @@ def to_document(session: Any) -> dict[str, Any]:
     return d
 
 
+def _activities_by_column(items: Any) -> list[Activity] | None:
+    """The activities when every one passes ``activity``, checked over the column (a trace has one per memcpy
+    and memset); None: there are none or few, or some activity needs the check one by one."""
+    if type(items) is not list or len(items) < 2:
+        return None
+    cols = _passing_columns(items, _activity_fields)
+    return None if cols is None else list(map(Activity, *cols.values()))  # the fields in Activity's order
+
+
 def _fields(d: dict[str, Any]) -> dict[str, Any]:
     """A checked schema-1 document's fields as the Session's constructor takes them."""
     dev = d.get("device")
@@ -713,6 +852,9 @@ def from_document(doc: Any, name: str | os.PathLike[str], session_type: Callable
         )
     doc = dict(doc)
     table = None
+    activities = _activities_by_column(doc.get("activities"))
+    if activities is not None:  # all pass: nothing for check_session to do with them
+        del doc["activities"]
     try:
         if version == 2:
             columns = {k: doc.pop(k, None) for k in (*LAUNCH_KEYS, *REGION_KEYS)}
@@ -727,7 +869,10 @@ def from_document(doc: Any, name: str | os.PathLike[str], session_type: Callable
     except Invalid as e:
         raise SessionFileError(f"{path} is a damaged kernelscope session: {e}.") from None
     try:
-        session = session_type(**_fields(doc))
+        fields = _fields(doc)
+        if activities is not None:
+            fields["activities"] = activities
+        session = session_type(**fields)
         if table is not None:
             session.set_launch_table(table)  # type: ignore[attr-defined]
             session.regions = regions  # type: ignore[attr-defined]
