@@ -12,10 +12,13 @@ Across ranks:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from itertools import islice
+from operator import itemgetter, le
+from typing import Iterable
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
-from kernelscope.analyze.intervals import Interval, total, union
 from kernelscope.model import RankInfo, Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -43,48 +46,66 @@ class RanksSummary:
     notes: tuple[str, ...]  # what the join left out or could not match (the session's `ranks` collector)
 
 
-def _spans_by_rank(session: Session) -> dict[int, tuple[list[Interval], list[Interval]]]:
-    """Per rank, the (start, end) of its communication kernels and of its other kernels, read from the launch
-    columns (a rank is part of a launch's shape; a collective is a launch detail)."""
+@dataclass(frozen=True)
+class _Busy:
+    """One rank's kernel time from the launch columns: unions' lengths, first start to last end."""
+
+    kernels: int = 0
+    span_ns: int = 0
+    communication_ns: int = 0  # union of its NCCL kernels' intervals
+    compute_ns: int = 0  # union of its other kernels' intervals
+    busy_ns: int = 0  # union of all its kernels' intervals
+
+
+def _busy_by_rank(session: Session) -> dict[int, _Busy]:
+    """Per rank (a rank is part of a launch's shape; a collective is a launch detail), the lengths of the unions
+    of its communication, compute and all kernels, in one sweep by start: each union is merged as
+    intervals.union merges it, keeping only its running end and length (no list of intervals per union)."""
     table = session.launch_table()
     collective = {i for i, d in table.details.items() if d.collective is not None}
     rank_of_shape = [s.rank or 0 for s in table.shapes]
-    out: dict[int, tuple[list[Interval], list[Interval]]] = {}
+    columns: dict[int, tuple[list[int], list[int], list[bool]]] = {}
     for i, (sid, start, d) in enumerate(zip(table.shape, table.start_ns, table.duration_ns)):
         if start is None:
             continue
-        comm, comp = out.setdefault(rank_of_shape[sid], ([], []))
-        (comm if i in collective else comp).append((start, start + d))
+        starts, ends, comm = columns.setdefault(rank_of_shape[sid], ([], [], []))
+        starts.append(start)
+        ends.append(start + d)
+        comm.append(i in collective)
+    out: dict[int, _Busy] = {}
+    for rank, (starts, ends, comm) in columns.items():
+        rows: Iterable[tuple[int, int, bool]] = zip(starts, ends, comm)
+        if not all(map(le, starts, islice(starts, 1, None))):
+            rows = sorted(rows, key=itemgetter(0, 1))
+        # Per union, the end of its last piece and its covered length; a piece opens where an interval starts
+        # after that end (the first interval: after -inf).
+        all_end = comm_end = comp_end = -math.inf
+        all_ns = comm_ns = comp_ns = 0
+        first = None
+        for st, e, c in rows:
+            if first is None:
+                first = st
+            if st > all_end:
+                all_ns += e - st
+                all_end = e
+            elif e > all_end:
+                all_ns += e - all_end
+                all_end = e
+            if c:
+                if st > comm_end:
+                    comm_ns += e - st
+                    comm_end = e
+                elif e > comm_end:
+                    comm_ns += e - comm_end
+                    comm_end = e
+            elif st > comp_end:
+                comp_ns += e - st
+                comp_end = e
+            elif e > comp_end:
+                comp_ns += e - comp_end
+                comp_end = e
+        out[rank] = _Busy(len(starts), int(all_end) - first if first is not None else 0, comm_ns, comp_ns, all_ns)
     return out
-
-
-def _one_rank_no_collectives(session: Session, infos: list[RankInfo]) -> tuple[int, int, int] | None:
-    """For a session of one rank whose launches run no collective: (union of its kernels' intervals, first start
-    to last end, timed kernels), in one pass over the columns (the same numbers as union/total of the
-    intervals); None for any other session."""
-    table = session.launch_table()
-    if len(infos) != 1 or any(d.collective is not None for d in table.details.values()) \
-            or {s.rank or 0 for s in table.shapes} - {infos[0].rank}:
-        return None
-    start, dur = table.start_ns, table.duration_ns
-    if None in start:
-        pairs = [(st, d) for st, d in zip(start, dur) if st is not None]
-        start, dur = [p[0] for p in pairs], [p[1] for p in pairs]
-    if not start:
-        return 0, 0, 0
-    if not all(a <= b for a, b in zip(start, start[1:])):
-        order = sorted(range(len(start)), key=start.__getitem__)
-        start, dur = [start[k] for k in order], [dur[k] for k in order]
-    first, end, busy = start[0], start[0], 0
-    for st, d in zip(start, dur):  # intervals by start: merged as union() merges them
-        e = st + d
-        if st > end:
-            busy += e - st
-            end = e
-        elif e > end:
-            busy += e - end
-            end = e
-    return busy, end - first, len(start)
 
 
 def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksSummary:
@@ -95,26 +116,15 @@ def summarize_ranks(session: Session, collectives: CollectiveAnalysis) -> RanksS
         for t in row.ranks:
             waits[t.rank] = waits.get(t.rank, 0) + t.wait_ns
             counts[t.rank] = counts.get(t.rank, 0) + 1
-    fast = _one_rank_no_collectives(session, infos)
-    spans = {} if fast is not None else _spans_by_rank(session)
+    busy = _busy_by_rank(session)
     out = []
     for info in infos:
-        if fast is not None:  # the usual one-GPU session: compute is every kernel, no interval list needed
-            busy_ns, span, n_kernels = fast
-            out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=busy_ns, communication_ns=0,
-                                idle_ns=span - busy_ns, overlap_ns=0, overlap_pct=None,
-                                wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
-            continue
-        comm_raw, comp_raw = spans.get(info.rank, ([], []))
-        comm, comp = union(comm_raw), union(comp_raw)
-        n_kernels = len(comm_raw) + len(comp_raw)
-        busy = union(comm + comp)  # two sorted runs: the sort merges them
-        span = (busy[-1][1] - busy[0][0]) if busy else 0
-        c, busy_ns, compute_ns = total(comm), total(busy), total(comp)
-        ov = compute_ns + c - busy_ns  # |A ∩ B| = |A| + |B| - |A ∪ B|: no second sweep over the unions
-        out.append(RankTime(info=info, kernels=n_kernels, span_ns=span, compute_ns=compute_ns, communication_ns=c,
-                            idle_ns=span - busy_ns, overlap_ns=ov, overlap_pct=ov / c * 100 if c else None,
-                            wait_ns=waits.get(info.rank, 0), collectives=counts.get(info.rank, 0)))
+        b = busy.get(info.rank, _Busy())
+        c, ov = b.communication_ns, b.compute_ns + b.communication_ns - b.busy_ns  # |A ∩ B| = |A| + |B| - |A ∪ B|
+        out.append(RankTime(info=info, kernels=b.kernels, span_ns=b.span_ns, compute_ns=b.compute_ns,
+                            communication_ns=c, idle_ns=b.span_ns - b.busy_ns, overlap_ns=ov,
+                            overlap_pct=ov / c * 100 if c else None, wait_ns=waits.get(info.rank, 0),
+                            collectives=counts.get(info.rank, 0)))
     computes = [r.compute_ns for r in out]
     mean = sum(computes) / len(computes) if computes else 0
     imbalance = (max(computes) - mean) / mean * 100 if len(computes) > 1 and mean > 0 else None
