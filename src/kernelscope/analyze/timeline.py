@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import islice, repeat
+from operator import le, lshift, or_, rshift
 from typing import Any, Iterator, Sequence
 
 from kernelscope.analyze.collectives import CollectiveAnalysis, analyze_collectives
@@ -180,7 +181,7 @@ def mark_rows(session: Session) -> tuple[MarkRow, ...]:
 
 def _sorted_by(keys: list[int], codes: list[int]) -> tuple[list[int], list[int]]:
     """keys and codes in key order, ties in the given order (a stable sort; one pass when already sorted)."""
-    if all(a <= b for a, b in zip(keys, keys[1:])):
+    if all(map(le, keys, islice(keys, 1, None))):
         return keys, codes
     perm = sorted(range(len(keys)), key=keys.__getitem__)
     return [keys[k] for k in perm], [codes[k] for k in perm]
@@ -219,7 +220,7 @@ def _in_time_order(session: Session) -> tuple[list[int], list[int]]:
         codes = [i for i, st in enumerate(start) if st is not None]
         keys = [start[i] << 1 for i in codes]
     else:
-        codes, keys = list(range(n)), [st << 1 for st in start]
+        codes, keys = list(range(n)), list(map(lshift, start, repeat(1)))
     keys, codes = _sorted_by(keys, codes)
     return _merge(keys, codes, *_sorted_by([(a.start_ns << 1) | 1 for a in acts], [n + j for j in range(len(acts))]))
 
@@ -234,7 +235,7 @@ def _with_regions(session: Session, keys: list[int], codes: list[int], region_co
         on_gpu = r.gpu_start_ns is not None and r.gpu_duration_ns is not None
         rkeys.append(int(r.gpu_start_ns if on_gpu else r.cpu_start_ns) << 1)  # type: ignore[arg-type]
     rkeys, rcodes = _sorted_by(rkeys, list(range(region_code, region_code + len(rkeys))))
-    return _merge([k | 1 for k in keys], codes, rkeys, rcodes)[1]
+    return _merge(list(map(or_, keys, repeat(1))), codes, rkeys, rcodes)[1]
 
 
 def _no_rows(session: Session, launches: int) -> Timeline:
@@ -256,7 +257,7 @@ def build_timeline(session: Session, collectives: CollectiveAnalysis | None = No
     keys, codes = _in_time_order(session)
     if not codes:
         return _no_rows(session, n)
-    starts = [k >> 1 for k in keys]
+    starts = list(map(rshift, keys, repeat(1)))
     durs = [dur[c] if c < n else acts[c - n].duration_ns for c in codes]
     end = starts[0] + durs[0]
     busy = durs[0]
@@ -341,35 +342,55 @@ def _build_timeline_ranks(session: Session, collectives: CollectiveAnalysis | No
     keys, codes = _in_time_order(session)
     if not codes:
         return _no_rows(session, n)
-    rank_of_shape = [sh.rank or 0 for sh in table.shapes]
+    # Ranks as dense indices into a list of each rank's latest end (the hot loop reads lists, not dicts).
+    rank_ix: dict[int, int] = {}
+    rank_of_shape = [rank_ix.setdefault(sh.rank or 0, len(rank_ix)) for sh in table.shapes]
+    rank_of_act = [rank_ix.setdefault(a.rank or 0, len(rank_ix)) for a in acts]
+    act_dur = [a.duration_ns for a in acts]
     shape = table.shape
-    rank_of_act = [a.rank or 0 for a in acts]
     gap_before: list[int | None] = [None] * (n + len(acts) + len(session.regions))
-    rank_end: dict[int, int] = {}  # a gap is idling of the rank's own GPU: measured from its own last end
-    gap_sums: dict[str, list[int]] = defaultdict(list)
+    rank_end: list[int | None] = [None] * len(rank_ix)  # a gap is idling of the rank's own GPU: from its last end
+    launch_gaps: list[int] = []
+    host_waits: list[int] = []
+    names = [sh.kernel for sh in table.shapes]
+    by_kernel: dict[str, list[int | None]] = {}  # kernels in the order they first ran
+    of_shape: list[list[int | None] | None] = [None] * len(names)
     end: int | None = None
     busy = 0
     for k, c in zip(keys, codes):
         st = k >> 1
         if c < n:
-            d, rank = dur[c], rank_of_shape[shape[c]]
+            sid = shape[c]
+            d, r = dur[c], rank_of_shape[sid]
         else:
-            d, rank = acts[c - n].duration_ns, rank_of_act[c - n]
-        mine = rank_end.get(rank)
-        if mine is not None:
+            d, r = act_dur[c - n], rank_of_act[c - n]
+        e = st + d
+        mine = rank_end[r]
+        if mine is None:
+            gap = None
+            rank_end[r] = e
+        else:
             gap = st - mine if st > mine else 0
             gap_before[c] = gap
             if gap > BACK_TO_BACK_GAP_NS:
-                gap_sums[gap_kind(gap)].append(gap)
-        e = st + d
-        rank_end[rank] = e if mine is None or e > mine else mine
-        busy += d if end is None else max(0, e - max(st, end))
-        end = e if end is None or e > end else end
-    names = [sh.kernel for sh in table.shapes]
-    by_kernel: dict[str, list[int | None]] = {}
-    for c in codes:
+                (launch_gaps if gap < HOST_WAIT_GAP_NS else host_waits).append(gap)  # gap_kind's bounds
+            if e > mine:
+                rank_end[r] = e
         if c < n:
-            by_kernel.setdefault(names[shape[c]], []).append(gap_before[c])
+            lst = of_shape[sid]
+            if lst is None:
+                lst = of_shape[sid] = by_kernel.setdefault(names[sid], [])
+            lst.append(gap)
+        if end is None:
+            busy += d
+            end = e
+        else:
+            grown = e - (st if st > end else end)  # the union of every rank's rows grows by what sticks out
+            if grown > 0:
+                busy += grown
+            if e > end:
+                end = e
+    gap_sums = {k: v for k, v in ((LAUNCH_GAP, launch_gaps), (HOST_WAIT, host_waits)) if v}
     order = _with_regions(session, keys, codes, n + len(acts))
     gaps = tuple(GapTotals(k, len(v), sum(v), max(v)) for k, v in sorted(gap_sums.items()))
     return Timeline(_RankRows(session, table, order, gap_before, marks), end - (keys[0] >> 1), busy, gaps, None,
