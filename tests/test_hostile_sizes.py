@@ -104,6 +104,17 @@ def test_a_long_name_is_drawn_shortened_with_the_count_of_what_is_left_out(long_
         assert left_out in unwrapped
 
 
+def test_the_kernel_panel_gives_no_count_for_a_name_the_display_shortened(long_name):
+    """The panel cuts long names to a few lines with a count of what it left out; of a name the display copy
+    had shortened already, that count would be of the copy (3,671 for a name missing 4,674), so it gives none."""
+    path, name = long_name
+    code, out, err = run_cli(["show", str(path), "--kernel", "^kkk", "--no-color", "--width", "100"])
+    assert code == 0, err
+    unwrapped = "".join(ch for ch in out if ch not in " │\n")
+    assert "…(show--jsonhasthefullname)" in unwrapped
+    assert "morecharacters:show--jsonhasthefullname" not in unwrapped
+
+
 def test_the_json_outputs_keep_the_whole_name(long_name, tmp_path):
     path, name = long_name
     code, out, err = run_cli(["show", str(path), "--json"])
@@ -119,12 +130,14 @@ def test_shortened_keeps_short_strings_and_tells_long_ones_apart():
 
     real = "void at::native::elementwise_kernel<128, 4>(int)"
     assert shortened(real) is real and plain(real) == real
-    a, b = "x" * 5000 + "a" + "x" * 5000, "x" * 5000 + "b" + "x" * 5000
+    half = DISPLAY_CHARS
+    a, b = "x" * half + "a" + "x" * half, "x" * half + "b" + "x" * half
     sa, sb = shortened(a), shortened(b)
     assert len(sa) <= DISPLAY_CHARS and sa.startswith("x" * 1000) and sa.endswith("x" * 1000)
-    assert f"…[{10_001 - 4036:,} more characters, blake2b " in sa
+    kept = (DISPLAY_CHARS - 60) // 2 * 2
+    assert f"…[{2 * half + 1 - kept:,} more characters, blake2b " in sa
     assert sa != sb and len(sa) == len(sb)  # same length, same ends: only the digest of the middle differs
-    assert plain("\x1b" * 10_000).count("\\x1b") == 4036  # shortened first, then escaped: one escaping path
+    assert plain("\x1b" * 2 * half).count("\\x1b") == kept  # shortened first, then escaped: one escaping path
 
 
 def _base() -> dict:

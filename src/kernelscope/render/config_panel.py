@@ -13,6 +13,7 @@ from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary, Kerne
 from kernelscope.model import Metric
 from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes, waves
 from kernelscope.render.fit import fitted_panel
+from kernelscope.render.text import was_shortened
 
 LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
                   "blocks": "blocks/SM cap"}
@@ -94,8 +95,12 @@ class KernelConfigPanel:
             f"{100 * k.share_of_kernel_time:.1f}% of kernel time",
         )
         limit = 3 * max(40, options.max_width - 4)  # templated C++ names run to thousands of characters
-        name = k.name if len(k.name) <= limit else \
-            f"{k.name[:limit]} … ({len(k.name) - limit:,} more characters: show --json has the full name)"
+        if len(k.name) <= limit:
+            name = k.name
+        elif was_shortened(k.name):  # its length is the display copy's: no count of what is left out
+            name = f"{k.name[:limit]} … (show --json has the full name)"
+        else:
+            name = f"{k.name[:limit]} … ({len(k.name) - limit:,} more characters: show --json has the full name)"
         parts: list = [Text.from_markup(name, style="dim", overflow="fold"), head]
         if k.regions:
             parts.append(Text.from_markup("regions: " + ", ".join(k.regions)))

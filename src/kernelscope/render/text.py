@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -25,14 +26,23 @@ from kernelscope.model.launch_table import collector_paused
 T = TypeVar("T")
 _SCALARS = frozenset({int, float, bool, type(None)})
 # The longest string shown whole on the terminal: several times a long demangled template kernel name (the
-# H100 fixture's longest is 717 characters), and short enough that Rich lays out a cell of it in milliseconds.
-DISPLAY_CHARS = 4_096
+# H100 fixtures' longest is 5,082 characters), and short enough that Rich lays out a cell of it in milliseconds.
+DISPLAY_CHARS = 16_384
 
 
 def plain(s: str) -> str:
     """A string for Rich markup contexts (table cells, console.print): controls visible, markup escaped, and one
     longer than DISPLAY_CHARS shortened in the middle (``shortened``)."""
     return escape(visible(shortened(s)))
+
+
+def was_shortened(s: str) -> bool:
+    """Whether ``s`` (a display copy, plain or escaped) is a string that ``shortened`` cut: its length then
+    counts the display copy, not the string."""
+    return len(s) > DISPLAY_CHARS // 2 and _CUT.search(s) is not None
+
+
+_CUT = re.compile(r"…\\?\[[\d,]+ more characters, blake2b [0-9a-f]{8}\]…")
 
 
 def shortened(s: str, limit: int = DISPLAY_CHARS) -> str:
