@@ -26,11 +26,13 @@ in ``skipped_on_load``; the rest must be right or the file is refused with one s
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import marshal
 import os
 from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -473,17 +475,17 @@ def _passing_columns(items: list[Any], fields: dict[str, F]) -> dict[str, list[A
         return None
     got: dict[str, list[Any]] = {}
     for name, f in fields.items():
-        if f.required:
-            try:
-                present = [x[name] for x in items]
-            except KeyError:
+        try:
+            present = list(map(itemgetter(name), items))
+        except KeyError:
+            if f.required:
                 return None
-        else:
             present = [x[name] for x in items if name in x]
         column = getattr(f.spec, "column", None)
         if (column is None and present) or (column is not None and not column(present)):
             return None
-        got[name] = present if len(present) == len(items) else [x.get(name) for x in items]
+        got[name] = (present if len(present) == len(items) else [x.get(name) for x in items] if present
+                     else [None] * len(items))
     return got
 
 
@@ -893,9 +895,15 @@ def write(session: Any, path: str | os.PathLike[str], force: bool = True) -> Pat
     return write_atomic(path, data, force=force)
 
 
+# Loading that leaves more new objects than this for the collector (a trace of ~100k launches or activities)
+# freezes them (read).
+FREEZE_AFTER_OBJECTS = 200_000
+
+
 def read(path: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
     """The session in the file at ``path`` (see from_document); a file that cannot be read raises
-    SessionFileError with one sentence."""
+    SessionFileError with one sentence. The objects of a large session are left out of later cyclic garbage
+    collections (gc.freeze, with whatever else is alive then): they hold no reference cycles."""
     path = Path(path)
     try:
         raw = read_input(path)  # a regular file, at most the input limit, decompressed as a bounded stream
@@ -917,7 +925,14 @@ def read(path: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
         except RecursionError:
             raise SessionFileError(f"{path} is not a kernelscope session: its JSON is nested too deeply.") from None
         del raw
-        return from_document(doc, path, session_type)
+        session = from_document(doc, path, session_type)
+        del doc  # freed before the collector runs again, which would otherwise walk it once more
+        if gc.get_count()[0] > FREEZE_AFTER_OBJECTS:
+            # A large session: its objects (and any others alive now) go to the collector's permanent generation,
+            # which no collection walks. Each collection would otherwise walk them all again, finding nothing (they
+            # hold no cycles; reference counting frees them with the session).
+            gc.freeze()
+        return session
 
 
 def checked(session: Any, name: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
