@@ -194,3 +194,16 @@ def test_the_notes_count_what_the_count_lines_stand_for(tmp_path, capsys):
     s = load_session(str(p))
     assert len(s.skipped_on_load) == 22 and s.skipped_on_load[10].startswith("… and 2 more damaged parts of ")
     assert capsys.readouterr().err.splitlines()[-1].endswith(": 19 more damaged parts skipped.")
+
+
+def test_short_names_of_huge_names_jump_from_bracket_to_bracket():
+    """show --json, report and export name kernels short: walked one character at a time, a 10 MB name took
+    most of their 2.5 s."""
+    from kernelscope.model.names import short_kernel_name
+
+    assert short_kernel_name("void at::native::(anonymous namespace)::foo_kernel<float, (4)>(int)") == "foo_kernel"
+    assert short_kernel_name("a<b>(c))d(") == "ad"  # a close with none open is dropped; an open never closed ends it
+    huge = "void ns::" + "k" * 5_000_000 + "<" + "t" * 1_000_000 + ">(int)"
+    t = time.process_time()
+    assert short_kernel_name(huge) == "k" * 5_000_000
+    assert time.process_time() - t < 1.0  # one character at a time: about 0.6 s per million

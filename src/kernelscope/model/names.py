@@ -8,14 +8,18 @@ from typing import Iterable
 
 
 def _strip_brackets(s: str, open_c: str, close_c: str) -> str:
-    out, depth = [], 0
-    for ch in s:
-        if ch == open_c:
-            depth += 1
-        elif ch == close_c:
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(ch)
+    """``s`` without what its brackets enclose (nested; a close with none open is dropped). Jumps from bracket
+    to bracket: a name of millions of characters has few of them."""
+    if open_c not in s and close_c not in s:
+        return s
+    out, depth, at = [], 0, 0
+    for m in re.finditer(re.escape(open_c) + "|" + re.escape(close_c), s):
+        if depth == 0:
+            out.append(s[at:m.start()])
+        depth = depth + 1 if m.group() == open_c else max(0, depth - 1)
+        at = m.end()
+    if depth == 0:
+        out.append(s[at:])
     return "".join(out)
 
 
