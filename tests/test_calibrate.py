@@ -3,6 +3,7 @@ kernel in Triton's interpreter, and how show and the analysis use a cached calib
 Measuring itself needs a CUDA GPU (tests/gpu); here `calibrate` must refuse in one sentence."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -153,3 +154,81 @@ def test_measure_on_a_gpu_small_sizes(tmp_path, monkeypatch):
     for m in ceilings.values():
         assert m.value > 0 and m.source == "derived" and m.formula
     assert method["statistic"] == "median" and method["repeats"] == 3
+
+
+def _ceilings_file(path, value=None, ceilings=None):
+    """The recorded H100 calibration with every ceiling's value replaced (or its "ceilings" replaced whole)."""
+    doc = json.loads((DATA / "ceilings_h100.json").read_text())
+    if ceilings is not None:
+        doc["ceilings"] = ceilings
+    else:
+        for m in doc["ceilings"].values():
+            m["value"] = value
+    path.write_text(json.dumps(doc))  # NaN and Infinity as Python's json writes them
+    return path
+
+
+@pytest.mark.parametrize("value, why", [(0, "not between 1 and 1e+24"), (-1e15, "not between"),
+                                        (float("nan"), "nan, not a finite number"),
+                                        (float("inf"), "inf, not a finite number"), (1e-300, "not between"),
+                                        (1e300, "not between"), ("abc", "str, not a number"),
+                                        (True, "bool, not a number"), ([1], "list, not a number")])
+def test_a_ceiling_that_is_not_a_finite_positive_rate_is_refused(tmp_path, value, why):
+    path = _ceilings_file(tmp_path / "c.json", value)
+    with pytest.raises(C.CalibrationFileError) as e:
+        C.load_calibration(path)
+    assert str(e.value).startswith(f'{path} is a damaged ceilings file: the value of ceiling '
+                                   '"copy_bandwidth_bytes_per_s" is ')
+    assert why in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("ceilings, why", [([1], 'its "ceilings" is not an object'),
+                                           ("x", 'its "ceilings" is not an object'),
+                                           ({"copy_bandwidth_bytes_per_s": 5}, 'ceiling "copy_bandwidth_bytes_per_s" '
+                                            "is not an object")])
+def test_ceilings_that_are_not_an_object_of_objects_are_refused(tmp_path, ceilings, why):
+    with pytest.raises(C.CalibrationFileError, match=why):
+        C.load_calibration(_ceilings_file(tmp_path / "c.json", ceilings=ceilings))
+
+
+def test_the_recorded_ceilings_and_the_bounds_themselves_load(tmp_path):
+    assert len(C.load_calibration(DATA / "ceilings_h100.json").ceilings) == 4
+    for v in (C.CEILING_MIN, C.CEILING_MAX, 3):
+        assert C.load_calibration(_ceilings_file(tmp_path / "c.json", v)).ceilings["fma_fp32_flop_per_s"].value == v
+
+
+@pytest.mark.parametrize("value", ["0", "NaN", "1e-300", '"abc"'])
+def test_ceilings_flag_with_a_bad_value_is_one_sentence_and_exit_2(tmp_path, value):
+    from test_fuzz_readers import run_cli
+    path = tmp_path / "c.json"
+    path.write_text((DATA / "ceilings_h100.json").read_text().replace('"value": 3002029376206.0415',
+                                                                      f'"value": {value}'))
+    for argv in (["show", str(DATA / "session_h100_analysis.json.gz"), "--no-color"],
+                 ["show", str(DATA / "session_h100_analysis.json.gz"), "--json"],
+                 ["report", str(DATA / "session_h100_analysis.json.gz"), "-o", str(tmp_path / "r.html")],
+                 ["diff", str(MIXED), str(DATA / "session_h100_analysis.json.gz")]):
+        code, out, err = run_cli(argv + ["--ceilings", str(path)])
+        assert code == 2 and err.startswith(f"kernelscope: error: {path} is a damaged ceilings file: the value of "
+                                            'ceiling "copy_bandwidth_bytes_per_s" is'), (argv, err)
+        assert len(err.strip().splitlines()) == 1 and "NaN" not in out
+
+
+def test_a_damaged_cached_calibration_counts_as_none_and_says_why(cache):
+    s = Session.load(DATA / "session_h100_analysis.json.gz")
+    key, _ = C.key_for_device(s.device)
+    cache.mkdir(parents=True)
+    path = _ceilings_file(C.cache_path(key), 0)
+    assert C.cached(key) is None
+    from kernelscope.cli.calibrate import ceilings_for_session
+    got = ceilings_for_session(s)
+    assert got.missing_reason.startswith(f"no usable measured ceilings for this GPU: {path} is a damaged ceilings "
+                                         'file: the value of ceiling "copy_bandwidth_bytes_per_s" is 0')
+    assert got.missing_reason.endswith("run kernelscope calibrate --force on it")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **{C.CACHE_ENV: str(cache)})
+    for extra in (["--no-color", "--width", "200"], ["--json"]):
+        r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_analysis.json.gz"),
+                            *extra], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "no usable measured ceilings for this GPU" in r.stdout
+    json.loads(r.stdout)  # valid JSON: no NaN or Infinity literal
+    assert "NaN" not in r.stdout and "Infinity" not in r.stdout

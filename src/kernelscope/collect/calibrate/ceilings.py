@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import statistics
@@ -31,6 +32,11 @@ FORMAT_VERSION = 1
 COPY_FORMULA = "2 x buffer bytes (read + written) / median copy time"
 MATMUL_FORMULA = "2 x n^3 / median matmul time"
 FMA_FORMULA = "2 x elements x iterations x chains / median kernel time"
+# Bounds of a ceiling's value in byte/s or FLOP/s. One per second is far below any GPU, and 1e24 is a
+# hundred million times an H100's dense matmul rate; inside them every quotient and product the roofline
+# forms with realistic work stays far from float overflow and underflow (see ceiling_value_problem).
+CEILING_MIN = 1.0
+CEILING_MAX = 1e24
 
 
 class CalibrationFileError(Exception):
@@ -124,25 +130,64 @@ def load_calibration(path: Path) -> Calibration:
         raise CalibrationFileError(f"{path} is not a kernelscope ceilings file: it is damaged or not JSON") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME or doc.get("version") != FORMAT_VERSION:
         raise CalibrationFileError(f"{path} is not a version-{FORMAT_VERSION} kernelscope ceilings file")
+    if not isinstance(doc.get("ceilings"), dict):
+        raise CalibrationFileError(f'{path} is a damaged ceilings file: its "ceilings" is not an object of '
+                                   "named ceilings")
+    bad = next((name for name, m in doc["ceilings"].items() if not isinstance(m, dict)), None)
+    if bad is not None:
+        shown = bad if len(bad) <= 80 else bad[:77] + "..."
+        raise CalibrationFileError(f'{path} is a damaged ceilings file: its ceiling "{shown}" is not an object')
     try:
         k = doc["key"]
-        return Calibration(CeilingKey(str(k["device_name"]), str(k["driver_version"]), int(k["sm_clock_max_mhz"])),
-                           str(doc.get("measured_utc", "")), metrics_from_dict(doc["ceilings"]),
-                           dict(doc.get("method") or {}), dict(doc.get("clock_check") or {}),
-                           dict(doc.get("environment") or {}))
+        cal = Calibration(CeilingKey(str(k["device_name"]), str(k["driver_version"]), int(k["sm_clock_max_mhz"])),
+                          str(doc.get("measured_utc", "")), metrics_from_dict(doc["ceilings"]),
+                          dict(doc.get("method") or {}), dict(doc.get("clock_check") or {}),
+                          dict(doc.get("environment") or {}))
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise CalibrationFileError(f"{path} is a damaged ceilings file ({type(e).__name__}: {e})") from None
+    for name, metric in cal.ceilings.items():
+        why = ceiling_value_problem(metric.value)
+        if why is not None:
+            shown = name if len(name) <= 80 else name[:77] + "..."
+            raise CalibrationFileError(f'{path} is a damaged ceilings file: the value of ceiling "{shown}" {why}')
+    return cal
+
+
+def ceiling_value_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a measured ceiling (a rate in byte/s or FLOP/s), or None when it can.
+
+    A ceiling is a finite number from CEILING_MIN to CEILING_MAX, or absent (None, its Metric names why).
+    Analyses divide by ceilings and multiply them by arithmetic intensity, and the roofline chart takes
+    their logarithm: zero, a negative, NaN or inf would crash those or print NaN/Infinity in JSON, and a
+    value near the float limits (1e-300) would overflow a quotient to inf. Inside these bounds every
+    derived value of realistic work stays far from the float range's ends."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is {type(value).__name__}, not a number"
+    if not math.isfinite(value):
+        return f"is {value}, not a finite number"
+    if not CEILING_MIN <= value <= CEILING_MAX:
+        return f"is {value:g}, not between {CEILING_MIN:g} and {CEILING_MAX:g} per second"
+    return None
+
+
+def cached_or_why(key: CeilingKey) -> tuple[Calibration | None, str | None]:
+    """The cached calibration for this key, or None with why it cannot be used (None, None when there is none)."""
+    path = cache_path(key)
+    try:
+        if not path.exists():
+            return None, None
+        return load_calibration(path), None
+    except CalibrationFileError as e:
+        return None, str(e)
+    except OSError as e:  # e.g. a cache path the file system refuses
+        return None, f"the cached ceilings file {path} cannot be read ({e.strerror or e})"
 
 
 def cached(key: CeilingKey) -> Calibration | None:
     """The cached calibration for this key; None when there is none or it cannot be read."""
-    path = cache_path(key)
-    if not path.exists():
-        return None
-    try:
-        return load_calibration(path)
-    except CalibrationFileError:
-        return None
+    return cached_or_why(key)[0]
 
 
 # -- pure helpers (tested without a GPU) ------------------------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings
-from kernelscope.collect.calibrate.ceilings import Calibration, cache_path, cached, key_for_device, load_calibration
+from kernelscope.collect.calibrate.ceilings import (Calibration, cache_path, cached_or_why, key_for_device,
+                                                    load_calibration)
 from kernelscope.model import Session
 
 
@@ -19,7 +20,10 @@ def ceilings_for_session(session: Session) -> Ceilings:
     key, why = key_for_device(session.device)
     if key is None:
         return Ceilings.none(f"no measured ceilings can be matched: {why}")
-    cal = cached(key)
+    cal, unusable = cached_or_why(key)
+    if unusable is not None:  # a damaged cache file counts as none, saying why
+        return Ceilings.none(f"no usable measured ceilings for this GPU: {unusable}; run kernelscope calibrate "
+                             "--force on it")
     if cal is None:
         return Ceilings.none(f"{NO_CALIBRATION} ({key.device_name}, driver {key.driver_version}, "
                              f"{key.sm_clock_max_mhz} MHz)")
