@@ -389,3 +389,29 @@ def test_the_ranks_timeline_reads_columns_and_equals_the_rows_of_launch_objects(
     assert kernels == sorted((x.start_ns, x.duration_ns, x.kernel, tuple(x.regions), x.rank) for x in s.launches
                              if x.start_ns is not None)
     assert any(r.barrier is not None for r in timeline.rows) and {r.rank for r in timeline.rows} == {0, 1}
+
+
+def test_import_of_a_rank_not_below_its_world_size_is_one_sentence(tmp_path: Path, capsys) -> None:
+    d = load_trace(JOB[0])
+    d["distributedInfo"].update(rank=5, world_size=2)
+    trace = tmp_path / "rank5of2.json"
+    trace.write_text(json.dumps(d))
+    code, _, err = ks("import", str(trace), "-o", str(tmp_path / "s.json"), capsys=capsys)
+    assert code == 2 and err == (f"kernelscope: error: no rank can be joined: {trace} says rank 5, which is not "
+                                 "below its world size 2.\n")
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_merge_of_sessions_whose_every_rank_is_not_below_its_world_size_is_one_sentence(tmp_path: Path,
+                                                                                       capsys) -> None:
+    d = json.loads(gzip.decompress(RUN.read_bytes()))
+    for r in d["ranks"]:
+        r["rank"] += 5
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(d))
+    b.write_text(json.dumps(d))
+    code, _, err = ks("merge", str(a), str(b), "-o", str(tmp_path / "m.json"), capsys=capsys)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("kernelscope: error: no rank can be joined: ")
+    assert last.endswith("says rank 5, which is not below its world size 2 (and 3 more parts left out).")
+    assert "internal error" not in err and not (tmp_path / "m.json").exists()

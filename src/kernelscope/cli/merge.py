@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.collect.ranks import join_ranks, split_ranks
+    from kernelscope.collect.ranks import NoRankToJoin, join_ranks, split_ranks
     from kernelscope.collect.ranks_align import clock_offset
     from kernelscope.render.fmt import duration, plural
 
@@ -39,7 +39,10 @@ def main(args: argparse.Namespace) -> int:
         shift = f"{'-' if offset < 0 else '+'}{duration(abs(offset))}" if offset else "0 ns"  # not "-0.000 ms"
         print(visible(f"kernelscope: {path}: clock offset {shift}, aligned on {used} collective "
                       f"ends, alignment error {duration(error)}."), file=sys.stderr)
-    joined = join_ranks([p for parts in groups for p in parts], command=["merge", *args.sessions])
+    try:
+        joined = join_ranks([p for parts in groups for p in parts], command=["merge", *args.sessions])
+    except NoRankToJoin as e:
+        fail(str(e))
     for line in joined.notes:
         note(line)
     joined.session.save(out, force=args.force_overwrite)

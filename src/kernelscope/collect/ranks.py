@@ -20,6 +20,16 @@ from kernelscope.model.launch_table import LaunchDetails, LaunchTable
 MISSING_RANKS_NAMED = 16  # ranks without a trace named in the note; the rest are counted
 
 
+class NoRankToJoin(ValueError):
+    """Every part was left out (check_parts); the message is one sentence saying why."""
+
+    def __init__(self, notes: list[str]) -> None:
+        out = [n.removesuffix("; left out") for n in notes if n.endswith("; left out")] or notes
+        why = out[0] if out else "there are no ranks"
+        more = f" (and {len(out) - 1:,} more part{'s' if len(out) > 2 else ''} left out)" if len(out) > 1 else ""
+        super().__init__(f"no rank can be joined: {why}{more}")
+
+
 @dataclass
 class RankPart:
     """One rank's data on its own clock: its session (one rank) and its record."""
@@ -75,7 +85,8 @@ def check_parts(parts: list[RankPart]) -> tuple[list[RankPart], list[str]]:
                          f"kept the first, left out {p.info.source or 'the second'}")
             continue
         if world is not None and p.info.rank >= world:
-            notes.append(f"{p.info.source or 'a trace'} says rank {p.info.rank}, outside world size {world}; left out")
+            notes.append(f"{p.info.source or 'a trace'} says rank {p.info.rank}, which is not below its world size "
+                         f"{world}; left out")
             continue
         kept[p.info.rank] = p
     if world is not None:
@@ -132,7 +143,7 @@ def join_ranks(parts: list[RankPart], command: list[str] | None = None, columns:
     read, not changed): the same session as the join of Launch objects."""
     parts, notes = check_parts(parts)
     if not parts:
-        raise ValueError("no rank to join")
+        raise NoRankToJoin(notes)
     out = Session(command=list(command) if command is not None else parts[0].session.command,
                   created_utc=parts[0].session.created_utc, kernelscope_version=parts[0].session.kernelscope_version,
                   exit_code=parts[0].session.exit_code, device=parts[0].session.device,

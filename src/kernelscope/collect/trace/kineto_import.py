@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.collect.ranks import Joined, RankPart, check_parts, join_ranks
+from kernelscope.collect.ranks import Joined, NoRankToJoin, RankPart, check_parts, join_ranks
 from kernelscope.collect.trace.api import new_session
 from kernelscope.collect.trace.kineto import ParsedTrace, TraceFormatError, parse_trace
 from kernelscope.collect.trace.kineto_stream import (NotKinetoTrace, StreamedTrace, is_kineto_trace, read_json,  # noqa: F401
@@ -145,7 +145,10 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
     command = ["kineto-trace", *map(str, files)]
     if len(parts) == 1 and parts[0].info.world_size == 1 and not check_parts(parts)[1]:
         return ImportedTraces(_one_process(parts[0], command), files, notes)
-    joined = join_ranks(parts, command=command, columns=True)  # rank by rank into one table: no Launch objects
+    try:
+        joined = join_ranks(parts, command=command, columns=True)  # rank by rank into one table: no Launch objects
+    except NoRankToJoin as e:
+        raise TraceImportError(str(e)) from None
     if len(joined.session.ranks) == 1 and joined.session.ranks[0].world_size == 1:
         for shape in joined.session.launch_table().shapes:  # one process: a plain one-process session
             shape.rank = None
