@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -280,3 +281,28 @@ def test_fail_if_slower_takes_a_finite_percentage(pct):
     that never fails."""
     code, _, err = run_cli(["diff", str(SESSION), str(SESSION), "--fail-if-slower", pct])
     assert code == 2 and "finite, non-negative percentage" in err, err
+
+
+@pytest.mark.parametrize("name", ["newdir/", "afile/.", "afile/..", ".", "..", "a/b/"])
+def test_an_output_name_that_names_a_directory_is_refused_before_path_drops_the_slash(tmp_path, monkeypatch, name):
+    """Path() drops a trailing "/" and "/.": `report -o newdir/` wrote a file "newdir" and `export -o afile/. -f`
+    overwrote afile, where open() refuses both."""
+    from kernelscope.model.files import OutputFileError, check_output
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("keep")
+    with pytest.raises(OutputFileError, match=f"^the output {re.escape(name)} names a directory"):
+        check_output(name, force=True)
+    assert check_output("newfile", force=True) == Path("newfile")
+
+
+@pytest.mark.parametrize("name", ["newdir/", "afile/."])
+@pytest.mark.parametrize("command", ["report", "export", "merge"])
+def test_minus_o_naming_a_directory_is_one_sentence_and_writes_nothing(tmp_path, monkeypatch, command, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("keep")
+    argv = {"report": ["report", str(SESSION)], "export": ["export", str(SESSION)],
+            "merge": ["merge", str(SESSION), str(SESSION)]}[command]
+    code, _, err = run_cli([*argv, "-o", name, "-f"])
+    assert code == 2 and err.startswith("kernelscope: error: the ") and f"{name} names a directory" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"

@@ -114,7 +114,14 @@ def _special_output(out: Path, what: str) -> str | None:
 
 def check_output(path: str | os.PathLike[str], force: bool = False,
                  inputs: Iterable[str | os.PathLike[str]] = (), what: str = "output") -> Path:
-    """The output path, checked before any work is done; raises OutputFileError with the reason."""
+    """The output path, checked before any work is done; raises OutputFileError with the reason.
+
+    Give the name as typed: Path() drops a trailing "/" or "/.", which make a name a directory's (open()
+    refuses them), so ``newdir/`` would become a file ``newdir`` and ``afile/.`` would overwrite ``afile``."""
+    raw = os.fspath(path)
+    if raw.endswith(("/", os.sep, "/.", "/..")) or raw in (".", ".."):
+        raise OutputFileError(f"the {what} {raw} names a directory (a name ending in / or /. does); give a file "
+                              "name")
     out = Path(path)
     for given in inputs:
         src = Path(given)
