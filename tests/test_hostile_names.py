@@ -279,13 +279,52 @@ def test_load_errors_raised_to_python_callers_are_escaped_too(tmp_path):
 def test_the_fast_path_of_visible_skips_nothing_it_must_escape():
     """visible() returns printable strings unchanged: that is exact only while no character it escapes is
     printable, over every code point."""
-    import re
+    import unicodedata
 
-    from kernelscope.model.escape import _CONTROL, _INVISIBLE
+    from kernelscope.model.escape import ESCAPED_CATEGORIES, visible
 
-    every = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)  # surrogates are no characters
-    escaped = re.findall(f"{_CONTROL.pattern}|{_INVISIBLE.pattern}", every)
-    assert len(escaped) > 100 and not [hex(ord(c)) for c in escaped if c.isprintable()]
+    every = [chr(i) for i in range(0x110000)]
+    escaped = [c for c in every if visible(c) != c]
+    assert len(escaped) > 2000 and not [hex(ord(c)) for c in escaped if c.isprintable()]
+    assert {unicodedata.category(c) for c in escaped} == ESCAPED_CATEGORIES
+
+
+def _escape_by_category(c: str) -> str:
+    """What visible() must make of one character: the Unicode category decides, with tab and newline kept."""
+    import unicodedata
+
+    if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp") or c in "\t\n":
+        return c
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0xA0 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def test_visible_escapes_every_format_control_and_separator_character_by_category():
+    """Every character of categories Cc, Cf, Cs, Zl, Zp is escaped, not only those of a list: U+1D173 (musical
+    symbol begin beam), U+0600 (Arabic number sign), U+13430 (Egyptian hieroglyph joiner) and the others passed raw;
+    every other character (printable non-ASCII text, private use, unassigned) is kept, in one string or alone."""
+    from kernelscope.model.escape import visible
+
+    missed = [0x1D173, 0x1D17A, 0x0600, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD, 0x110CD,
+              0x13430, 0x13438, 0x1BCA0, 0x1BCA3, 0xE0001]
+    for code in missed:
+        assert visible(f"a{chr(code)}b") == (f"a\\U{code:08x}b" if code > 0xFFFF else f"a\\u{code:04x}b")
+    assert visible("evil\U0001d173\u0600\U00013430name") == "evil\\U0001d173\\u0600\\U00013430name"
+    every = "".join(map(chr, range(0x110000)))  # lone surrogates too: a JSON string may hold one
+    assert visible(every) == "".join(map(_escape_by_category, every))
+    for kept in ("é", "中文", "µs", "│┼─", "😀🚀", "\U0001d11e", "\ue000", "\u00a0", "tab\tnew\nline"):
+        assert visible(kept) == kept
+
+
+def test_show_prints_format_characters_outside_the_old_list_as_escapes(tmp_path):
+    d = _expanded("session_h100_mixed.json.gz")
+    d["launches"][0]["kernel"] = "evil\U0001d173\u0600\U00013430\u06dd\U0001bca0name"
+    p = tmp_path / "cf.json"
+    p.write_text(json.dumps(d))
+    code, out, err = run_cli(["show", str(p), "--width", "250", "--no-color", "--all-kernels"])
+    assert code == 0, err
+    assert "evil\\U0001d173\\u0600\\U00013430\\u06dd\\U0001bca0name" in out
+    assert not [c for c in out + err if _escape_by_category(c) != c and c not in "\t\n"]
 
 
 def test_lone_surrogates_in_names_are_shown_as_escapes(tmp_path):
