@@ -337,3 +337,30 @@ def test_lone_surrogates_in_names_are_shown_as_escapes(tmp_path):
     code, out, err = run_cli(["show", str(p), "--width", "200", "--all-kernels"])
     assert code == 0 and "internal error" not in err, err
     assert "\\udc9b[31mRED\\udc1b" in out and not any("\ud800" <= c <= "\udfff" for c in out + err)
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_roofs_line_escapes_the_ceilings_file_strings_and_path(tmp_path, monkeypatch, cached):
+    """The "Roofs (...)" line names the calibration's date, device and path: text from a file (and a directory
+    name), printed raw, with markup applied, before the fix."""
+    c = json.loads((DATA / "ceilings_h100.json").read_text())
+    c["measured_utc"] = "\x1b[31mRED"
+    here = tmp_path / "dir\x1b]0;PWNED\x07"
+    here.mkdir()
+    if cached:  # the cached calibration of the session's GPU, found by its key: the date and path are shown
+        name = "ceilings-NVIDIA-H100-80GB-HBM3-580.159.04-1980MHz.json"
+        (here / name).write_text(json.dumps(c))
+        monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(here))
+        argv, shown = [], ["\\x1b[31mRED", "dir\\x1b]0;PWNED\\x07"]
+    else:
+        c["key"]["device_name"] = "EVIL\u202e[bold]B[/]"
+        (here / "c.json").write_text(json.dumps(c))
+        argv, shown = ["--ceilings", str(here / "c.json")], ["\\x1b[31mRED", "EVIL\\u202e[bold]B[/]",
+                                                             "dir\\x1b]0;PWNED\\x07"]
+    code, out, err = run_cli(["show", str(DATA / "session_h100_analysis.json.gz"), "--width", "400", "--no-color",
+                              *argv])
+    assert code == 0, err
+    roofs = next(line for line in out.splitlines() if "Roofs (" in line)
+    assert all(s in roofs for s in shown), roofs
+    _no_raw(out + err)
+    assert "\x07" not in out + err and "\\[" not in out

@@ -11,6 +11,7 @@ from kernelscope.analyze.roofline import Ceilings, RooflinePoint
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.kernel_analysis import rate_cell
 from kernelscope.render.fmt import si
+from kernelscope.render.text import plain
 
 MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -100,10 +101,12 @@ class RooflineChart:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         pts = placed(self.points)
         c = self.ceilings
+        # The ceilings come from a calibration file, not the session's display copy: its date, device name
+        # and path are made plain here.
         if c.missing_reason:
-            roofs = f"Roofs: N/A ({c.missing_reason})."
+            roofs = f"Roofs: N/A ({plain(c.missing_reason)})."
         else:
-            roofs = "Roofs (" + c.source + "): memory " + rate_cell(c.memory_bandwidth) + "; " + "; ".join(
+            roofs = "Roofs (" + plain(c.source) + "): memory " + rate_cell(c.memory_bandwidth) + "; " + "; ".join(
                 f"{label} {rate_cell(m)}" for label, m in c.compute) + "."
         parts: list = []
         if pts:
