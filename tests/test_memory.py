@@ -158,3 +158,53 @@ def test_show_json_carries_the_memory_panels_numbers(tmp_path):
     assert all(isinstance(a["stack"], list) for a in j["top_at_peak"])
     assert len(j["points"]) == len(m.points) and j["points_columns"] == ["t_ns", "allocated_bytes", "reserved_bytes"]
     assert "memory" not in run(DATA / "session_h100_mixed.json.gz")
+
+
+def test_events_out_of_time_order_are_read_in_time_order(session):
+    """A history whose events come out of time order (an edited or damaged file) made show and report crash in
+    the panel's time columns (IndexError); the analysis reads the events in time order, stably, and says so."""
+    from dataclasses import replace
+
+    from kernelscope.model.memory import MemoryHistory
+    h = session.memory
+    t = h.t_ns
+    k = next(i for i in range(len(t) // 2, len(t)) if t[i - 1] < t[i])  # rotating here keeps ties in order
+
+    def rot(col):
+        return col[k:] + col[:k]
+    moved = replace(h, t_ns=rot(h.t_ns), action=rot(h.action), address=rot(h.address), size=rot(h.size),
+                    stack=rot(h.stack))
+    back, n = moved.in_time_order()
+    assert isinstance(back, MemoryHistory) and n == len(t) and back.to_dict() == h.to_dict()
+    assert h.in_time_order() == (h, 0)
+    want = memory_report(session)
+    session.memory = moved
+    got = memory_report(session)
+    assert got.problems[-1] == (f"{len(t)} of the allocator's {len(t)} events were out of time order in the file "
+                                "(the allocator records them as they happen): they are taken in time order, events "
+                                "at one time in file order")
+    assert replace(got, problems=got.problems[:-1]) == want
+
+
+def test_columns_take_points_in_any_order_and_clamp_those_outside():
+    from kernelscope.analyze.memory import MemoryPoint
+    from kernelscope.render.memory_panel import columns_max
+    pts = (MemoryPoint(90, 5, 0), MemoryPoint(0, 1, 0), MemoryPoint(50, 3, 0), MemoryPoint(-40, 7, 0),
+           MemoryPoint(500, 2, 0))
+    assert columns_max(pts, 0, 100, 10) == [7, 7, 7, 7, 7, 3, 3, 3, 3, 5]
+    assert columns_max(tuple(reversed(pts)), 0, 100, 10) == columns_max(pts, 0, 100, 10)
+    assert columns_max(pts, 100, 0, 4) == [7, 7, 7, 2]  # start after end: each point at the nearer end, no IndexError
+
+
+@pytest.mark.parametrize("command", ["show", "report"])
+def test_show_and_report_of_a_history_with_times_reversed(tmp_path, command):
+    doc = json.loads(gzip.decompress((MEM / "steps50-52_memory.json.gz").read_bytes()))
+    doc["memory"]["t_ns"] = doc["memory"]["t_ns"][::-1]
+    path = tmp_path / "memrev.json"
+    path.write_text(json.dumps(doc))
+    argv = ["show", str(path), "--no-color", "--width", "250"] if command == "show" else [
+        "report", str(path), "-o", str(tmp_path / "r.html")]
+    r = run_cli(*argv)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout if command == "show" else (tmp_path / "r.html").read_text()
+    assert "events were out of time order in the file" in text

@@ -89,9 +89,14 @@ def memory_report(session: Session, top: int = TOP_ALLOCATIONS) -> MemoryReport 
         return None if status is None else MemoryUnavailable(status.reason or "the allocator history was not recorded")
     if not len(h):
         return MemoryUnavailable("the allocator recorded no event in the window (nothing was allocated or freed)")
+    h, moved = h.in_time_order()  # bucketing, bisecting and the peak's time read the events by time
     series = allocator_series(h)
     allocated, reserved, base_alloc = series.allocated_bytes, series.reserved_bytes, series.baseline_allocated_bytes
     base_reserved, problems = series.baseline_reserved_bytes, list(series.problems)
+    if moved:
+        problems.append(f"{moved:,} of the allocator's {len(h):,} events were out of time order in the file (the "
+                        "allocator records them as they happen): they are taken in time order, events at one time "
+                        "in file order")
     peak_i = max(range(len(allocated)), key=allocated.__getitem__)
     peak_r = max(range(len(reserved)), key=reserved.__getitem__)
     live, untraced = _live_at(h, peak_i, base_alloc)

@@ -6,7 +6,7 @@ Plain data, no third-party imports. Times are on the session clock (ns since ``S
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The allocator's trace actions, as torch.cuda.memory._snapshot() names them; stored as indices into this table
@@ -66,6 +66,22 @@ class MemoryHistory:
 
     def __len__(self) -> int:
         return len(self.t_ns)
+
+    def in_time_order(self) -> tuple["MemoryHistory", int]:
+        """This history with its events sorted by ``t_ns``, stably (events at one time keep their order), and how
+        many events moved; the history itself and 0 when its times never go back. The allocator appends events
+        as they happen, so times out of order come from a damaged or edited file; the readers that bucket or
+        bisect by time, and the running sums event by event, need one order."""
+        t = self.t_ns
+        if all(a <= b for a, b in zip(t, t[1:])):
+            return self, 0
+        order = sorted(range(len(t)), key=t.__getitem__)
+        moved = sum(1 for i, j in enumerate(order) if i != j)
+
+        def pick(col: list[int]) -> list[int]:
+            return [col[i] for i in order]
+        return replace(self, t_ns=pick(t), action=pick(self.action), address=pick(self.address),
+                       size=pick(self.size), stack=pick(self.stack), problems=list(self.problems)), moved
 
     def to_dict(self) -> dict[str, Any]:
         return {"device_index": self.device_index, "actions": list(self.actions), "t_ns": list(self.t_ns),

@@ -19,11 +19,12 @@ STACK_FRAMES = 3  # frames of each top allocation's stack shown (innermost first
 
 def columns_max(points: tuple[MemoryPoint, ...], start_ns: int, end_ns: int, width: int,
                 key: str = "allocated_bytes") -> list[int | None]:
-    """The largest value of each of ``width`` time columns (None: no event in it; the previous value holds)."""
+    """The largest value of each of ``width`` time columns (None: no event in it; the previous value holds).
+    Points may come in any order; one outside ``start_ns``..``end_ns`` counts in the nearest column."""
     span = max(end_ns - start_ns, 1)
     cols: list[int | None] = [None] * width
     for p in points:
-        c = min(width - 1, (p.t_ns - start_ns) * width // span)
+        c = min(width - 1, max(0, (p.t_ns - start_ns) * width // span))
         v = getattr(p, key)
         cols[c] = v if cols[c] is None else max(cols[c], v)  # type: ignore[type-var]
     last = None
