@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from kernelscope.model import Launch, Sample, Session
+from kernelscope.model.launch_table import TimedLaunch
 
 # The one threshold for "clocks far below their maximum": an SM clock under
 # this fraction of the device's maximum SM clock flags the sample.
@@ -171,7 +172,7 @@ def field_stats(samples: Sequence[Sample], key: str, limit_key: str | None) -> F
 
 
 def kernels_in_windows(
-    launches: Sequence[Launch], windows: Sequence[tuple[int, int]]
+    launches: Sequence[Launch] | Sequence[TimedLaunch], windows: Sequence[tuple[int, int]]
 ) -> list[tuple[tuple[str, int], ...]]:
     """For each [start, end] window (session clock), the kernels that ran in it and for how long."""
     ordered = sorted((x for x in launches if x.start_ns is not None), key=lambda x: x.start_ns)  # untimed: nowhere
@@ -227,7 +228,7 @@ def summarize_gpu_stats(session: Session, device_index: int | None = None) -> Gp
     times = [s.t_ns if on_timeline else s.wall_time_ns for s in samples]
     gaps = [b - a for a, b in zip(times, times[1:])]
     bounds = [(times[i - 1] if i else times[0], t) for i, t in enumerate(times)]
-    launches = [x for x in session.launches if x.device_index in (None, device_index)]
+    launches = session.launch_table().timed(device_index)
     kernels = kernels_in_windows(launches, bounds) if on_timeline else [() for _ in samples]
     windows = []
     for i, s in enumerate(samples):

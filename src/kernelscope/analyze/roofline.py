@@ -138,11 +138,14 @@ def declared_totals(session: Session) -> dict[str, DeclaredTotals]:
             if win is None:
                 spans_ok = False
                 continue
-            launches = [x for x in session.launches if x.start_ns is not None and name in x.regions
-                        and win[0] <= x.start_ns < win[1]]
+            table = session.launch_table()  # columns: no Launch object per launch
+            ours = [name in sh.regions for sh in table.shapes]
+            launches = [(table.shapes[sid].kernel, d) for sid, st, d in zip(table.shape, table.start_ns,
+                                                                            table.duration_ns)
+                        if st is not None and ours[sid] and win[0] <= st < win[1]]
             # busy time, not the span: a first call's JIT compile leaves the GPU idle inside the region
-            gpu_ns += sum(x.duration_ns for x in launches)
-            inside = [x.kernel for x in launches]
+            gpu_ns += sum(d for _, d in launches)
+            inside = [k for k, _ in launches]
             kernels.extend(inside)
             per_occ.append(inside)
         flops = [w.flops for w in works if w.flops is not None]

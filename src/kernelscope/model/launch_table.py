@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
 from kernelscope.model.finding import Finding
@@ -83,6 +83,14 @@ class LaunchDetails:
     scopes: PhaseScopes | None = None
     collective: Collective | None = None  # an NCCL kernel: the collective it runs
     source_lines: SourceLines | None = None  # counters per source line (ncu SourceCounters)
+
+
+class TimedLaunch(NamedTuple):
+    """A launch's kernel name and time: what views of busy time read."""
+
+    kernel: str
+    start_ns: int | None
+    duration_ns: int
 
 
 @dataclass
@@ -168,6 +176,13 @@ class LaunchTable:
             rank=s.rank, collective=d.collective if d else None,
             source_lines=d.source_lines if d else None,
         )
+
+    def timed(self, device_index: int | None) -> list[TimedLaunch]:
+        """(kernel, start, duration) of the launches on ``device_index`` or on no recorded device, in launch order:
+        what a view of busy time reads, without a Launch object per launch."""
+        names = [(s.kernel if s.device_index in (None, device_index) else None) for s in self.shapes]
+        return [TimedLaunch(names[sid], st, d) for sid, st, d in zip(self.shape, self.start_ns, self.duration_ns)
+                if names[sid] is not None]
 
     def launches(self) -> list[Launch]:
         return [self.launch(i) for i in range(len(self))]

@@ -113,8 +113,14 @@ class Session:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Session":
-        """The session in a file of any readable schema version (model/session_file.py)."""
-        return session_file.read(path, cls)
+        """The session in a file of any readable schema version (model/session_file.py). Launches stored as a list
+        of objects (schema 1) are held as columns too, as schema 2 loads them: every analysis then reads them in one
+        pass instead of scanning the list once per kernel."""
+        session = session_file.read(path, cls)
+        held = session.__dict__.get("_launches_list")
+        if held and session.__dict__.get("_launches_table") is None:
+            session.set_launch_table(LaunchTable.from_launches(held))
+        return session
 
     def checked(self, name: str | os.PathLike[str]) -> "Session":
         """The session as ``load`` would read it back from the file ``save`` writes (parts load would skip left

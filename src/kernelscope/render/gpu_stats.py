@@ -12,6 +12,7 @@ from rich.text import Text
 from kernelscope.analyze.gpu_stats import CLOCK_LOW_FRACTION, FieldStats, GpuStatsSummary
 from kernelscope.model.names import distinct_short_names, short_kernel_name
 from kernelscope.model import Launch, Session
+from kernelscope.model.launch_table import TimedLaunch
 from kernelscope.render.fmt import plural, size_bytes
 from kernelscope.model import collectors as collector
 
@@ -98,7 +99,7 @@ def bucket(times: Sequence[int], values: Sequence[float | None], t0: int, t1: in
     return out
 
 
-def kernel_busy(launches: Sequence[Launch], t0: int, t1: int, width: int) -> list[float]:
+def kernel_busy(launches: Sequence[Launch] | Sequence[TimedLaunch], t0: int, t1: int, width: int) -> list[float]:
     """Fraction of each column's time with at least one kernel running (overlaps merged)."""
     span = max(1, t1 - t0)
     edges = [t0 + span * i // width for i in range(width + 1)]
@@ -236,7 +237,7 @@ class GpuStatsPanel:
         times = [x.t_ns if s.on_timeline else x.wall_time_ns for x in samples]
         t0, t1 = (min(0, times[0]) if s.on_timeline else times[0]), max(times[-1], s.trace_end_ns or times[-1])
         if s.on_timeline:
-            launches = [x for x in self.session.launches if x.device_index in (None, s.device_index)]
+            launches = self.session.launch_table().timed(s.device_index)
             busy = kernel_busy(launches, t0, t1, width)
             t.add_row(
                 "kernels", sparkline([b if b > 0 else None for b in busy], 0, 1).replace("·", " "), "busy 0–100 %"
@@ -279,7 +280,7 @@ class GpuStatsPanel:
         t.add_column(overflow="fold")
         t.add_row(Text(f"{'t':>9} {'GPU':>5} {'SM MHz':>6} {'power':>6} {'temp':>6}  ", style="bold"),
                   Text("kernels that ran since the previous sample", style="bold"))
-        labels = distinct_short_names(x.kernel for x in self.session.launches)
+        labels = distinct_short_names(sh.kernel for sh in self.session.launch_table().shapes)
         for i in picks:
             x, w = samples[i], s.windows[i]
             when = f"{x.t_ns / 1e9:.3f} s" if x.t_ns is not None else "N/A"

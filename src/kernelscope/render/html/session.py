@@ -201,7 +201,7 @@ def _gpu_plots(session, s, samples, width: int) -> list:
         t1 = max(times[-1], s.trace_end_ns or times[-1])
         plots = []
         if s.on_timeline:
-            launches = [x for x in session.launches if x.device_index in (None, s.device_index)]
+            launches = session.launch_table().timed(s.device_index)
             plots.append(("kernels", series(kernel_busy(launches, t0, t1, width), 0, 1, width, 24, PALETTE[3]),
                           "busy 0–100 %"))
         for i, key in enumerate(STRIP_FIELDS):
@@ -233,7 +233,7 @@ def gpu_stats_section(session, s, width: int = 600, max_rows: int = 12) -> Marku
         flagged = [w.index for w in s.windows if w.flags][: max_rows // 2]
         rest = max_rows - len(flagged)
         picks = sorted(set(flagged) | {round(i * (len(samples) - 1) / max(1, rest - 1)) for i in range(rest)})
-    labels = distinct_short_names(x.kernel for x in session.launches)
+    labels = distinct_short_names(sh.kernel for sh in session.launch_table().shapes)
     srows = []
     for i in picks:
         x, w = samples[i], s.windows[i]
