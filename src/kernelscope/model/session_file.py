@@ -31,6 +31,7 @@ import gzip
 import json
 import marshal
 import os
+from dataclasses import fields as dataclass_fields
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -171,7 +172,7 @@ finding = obj({
 }, lambda d: next((("evidence", "[raw name, value] pairs") for e in d.get("evidence") or []
                    if len(e) != 2 or not isinstance(e[0], str)), None))
 
-_collective_fields = {  # model/ranks.Collective, in the order of its fields
+_collective_fields = {  # model/ranks.Collective
     "name": F(string, True), "process_group": F(optional(string)), "in_nelems": F(optional(_count)),
     "out_nelems": F(optional(_count)), "group_size": F(optional(number(1, integer=True))), "dtype": F(optional(string)),
     "seq": F(optional(_count)),
@@ -244,7 +245,7 @@ launch = obj({
     "source_lines": F(fallback(optional(source_lines), None)),
 })
 
-_activity_fields = {  # model/launch.Activity, in the order of its fields
+_activity_fields = {  # model/launch.Activity
     "kind": F(string, True), "name": F(string, True), "start_ns": F(_int, True), "duration_ns": F(_ns, True),
     "bytes": F(optional(_count)), "stream": F(optional(_int)), "rank": F(optional(_count)),
 }
@@ -489,6 +490,11 @@ def _passing_columns(items: list[Any], fields: dict[str, F]) -> dict[str, list[A
     return got
 
 
+def _in_order_of(cls: Any, columns: dict[str, list[Any]]) -> list[list[Any]]:
+    """The columns in the order of the dataclass ``cls``'s fields, its constructor's positional arguments."""
+    return [columns[f.name] for f in dataclass_fields(cls)]
+
+
 def _dims_pass(col: list[Any], lo: int, hi: int) -> bool:
     """Every value of ``col`` passes _dim3(lo, hi): a list of three integers from lo to hi (checked over the
     column)."""
@@ -642,14 +648,14 @@ def _details_by_column(items: list[Any], n: int) -> dict[int, LaunchDetails] | N
     by_field = _passing_columns(some, _collective_fields) if some else {k: [] for k in _collective_fields}
     if by_field is None:
         return None
-    made: list[Collective | None] = list(map(Collective, *by_field.values()))  # fields in Collective's order
+    made: list[Collective | None] = list(map(Collective, *_in_order_of(Collective, by_field)))
     if len(made) != len(given):
         placed = iter(made)
         made = [None if c is None else next(placed) for c in given]
     count = len(items)
     if (not any(cols["findings"]) and cols["block_records"].count(None) == count
             and cols["scopes"].count(None) == count and cols["source_lines"].count(None) == count):
-        # counters passed as empty objects (counter_metrics' column check): every detail is its collective
+        # nothing but a collective each (counters that pass counter_metrics' column check are empty objects)
         made_details = map(LaunchDetails, [{} for _ in items], [[] for _ in items], repeat(None), repeat(None),
                            made, repeat(None))
     else:
@@ -809,7 +815,7 @@ def _activities_by_column(items: Any) -> list[Activity] | None:
     if type(items) is not list or len(items) < 2:
         return None
     cols = _passing_columns(items, _activity_fields)
-    return None if cols is None else list(map(Activity, *cols.values()))  # the fields in Activity's order
+    return None if cols is None else list(map(Activity, *_in_order_of(Activity, cols)))
 
 
 def _fields(d: dict[str, Any]) -> dict[str, Any]:
