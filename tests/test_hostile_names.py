@@ -364,3 +364,24 @@ def test_the_roofs_line_escapes_the_ceilings_file_strings_and_path(tmp_path, mon
     assert all(s in roofs for s in shown), roofs
     _no_raw(out + err)
     assert "\x07" not in out + err and "\\[" not in out
+
+
+ARG_ATTACK = "--\x1b]0;PWNED\x07\x1b[31mX\u202e"
+
+
+@pytest.mark.parametrize("argv", [["export", str(DATA / "session_h100_mixed.json.gz"), "-o", "x.json", ARG_ATTACK],
+                                  ["show", str(DATA / "session_h100_mixed.json.gz"), ARG_ATTACK],
+                                  ["bench", ARG_ATTACK],
+                                  ["occupancy", "--arch", "sm_90", "--block", "\x1b[31m\u202e", "--regs", "32"],
+                                  [ARG_ATTACK], ["sh\x1b[1mow\u202e"], ["show", "--sort", ARG_ATTACK, "x"]])
+def test_argparse_errors_escape_the_arguments_they_quote(argv, tmp_path, monkeypatch):
+    """argparse's own errors ("unrecognized arguments", "invalid choice", "expected one argument") quote what was
+    typed: usage, then one escaped sentence, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(argv)
+    assert code == 2 and not out and not (tmp_path / "x.json").exists()
+    assert err.startswith("usage: kernelscope") and err.count("error:") == 1, err
+    last = err.splitlines()[-1]
+    assert last.startswith("kernelscope") and ": error: " in last, err
+    _no_raw(err)
+    assert "\x07" not in err and "\x1b" not in err and ("\\x1b" in last or "\\u202e" in last), err

@@ -9,7 +9,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from kernelscope import __version__
 from kernelscope.cli.common import EXIT_USAGE
@@ -29,8 +29,18 @@ def _module(name: str):
     return importlib.import_module(f"kernelscope.cli.{_MODULE.get(name, name)}")
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose error message goes through the one escaping path: "unrecognized arguments",
+    "invalid choice" and the like quote what was typed. Usage, then one sentence, exit 2, as argparse does.
+    Subparsers are made of the same class (add_subparsers' default parser_class is the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {visible(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kernelscope", description="Shows what a GPU kernel really does on the hardware.")
+    p = ArgumentParser(prog="kernelscope", description="Shows what a GPU kernel really does on the hardware.")
     p.add_argument("--version", action="version", version=f"kernelscope {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
