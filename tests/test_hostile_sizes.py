@@ -207,3 +207,88 @@ def test_short_names_of_huge_names_jump_from_bracket_to_bracket():
     t = time.process_time()
     assert short_kernel_name(huge) == "k" * 5_000_000
     assert time.process_time() - t < 1.0  # one character at a time: about 0.6 s per million
+
+
+# -- the Ranks and Collectives panels of sessions with many rank records --------------------------------------
+
+RUN = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
+
+
+def _many_ranks(path: Path, n: int) -> Path:
+    """The recorded 2-rank torchrun session with ``n`` rank records (the launches stay those of ranks 0 and 1)."""
+    doc = json.loads(gzip.decompress(RUN.read_bytes()))
+    doc["ranks"] = [dict(doc["ranks"][i % 2], rank=i, world_size=n, pid=i) for i in range(n)]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_show_of_2000_ranks_draws_a_bounded_ranks_panel_quickly(tmp_path):
+    """The Ranks panel drew a row per rank and the Collectives panel a column pair per rank: `show` of 2,000 rank
+    records took 6.7 s (100k: over 60 s)."""
+    path = _many_ranks(tmp_path / "r2000.json", 2000)
+    run_cli(["show", str(RUN), "--no-color"])  # the libraries loaded before timing
+    t = time.process_time()
+    code, out, err = run_cli(["show", str(path), "--no-color", "--width", "120"])
+    took = time.process_time() - t
+    assert code == 0, err
+    assert took < 2.0, took  # about 0.4 s here after, about 7 s before
+    panel = out[out.index("Ranks (2000)"): out.index("Collectives (")]
+    drawn = [ln for ln in panel.splitlines() if ln[2:].split()[:1] and ln[2:].split()[0].isdigit()]
+    assert len(drawn) == 16 and "… and 1,984 more ranks (show --json has every rank)" in panel
+    assert "start and wait of the first 16 ranks, the straggler and the first to arrive" in out
+    assert len(out.splitlines()) < 800
+    code, out, _ = run_cli(["show", str(path), "--json"])
+    assert code == 0 and len(json.loads(out)["ranks"]) == 2000
+
+
+def _summary_of(n: int, compute_ns: dict[int, int], wait_ns: dict[int, int]):
+    from dataclasses import replace
+
+    from kernelscope.analyze.ranks import RanksSummary, ranks_report
+    base = ranks_report(Session.load(RUN)).summary
+    ranks = tuple(replace(base.ranks[i % 2], info=replace(base.ranks[i % 2].info, rank=i),
+                          compute_ns=compute_ns.get(i, base.ranks[0].compute_ns),
+                          wait_ns=wait_ns.get(i, base.ranks[0].wait_ns), idle_ns=base.ranks[0].idle_ns)
+                  for i in range(n))
+    return RanksSummary(ranks, base.compute_imbalance_pct, base.notes)
+
+
+def _panel_text(panel, width: int = 200) -> str:
+    from rich.console import Console
+    c = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
+    c.print(panel)
+    return c.export_text()
+
+
+def test_past_16_ranks_the_panel_adds_the_ranks_that_matter_and_counts_the_rest():
+    from kernelscope.render.ranks_panel import RanksPanel, rank_selection
+    s = _summary_of(40, {30: 10**12, 35: 1}, {37: 10**12})
+    shown, line = rank_selection(s, 16, straggler_rank=25)
+    assert shown == [*range(16), 25, 30, 35, 37]
+    assert line == ("… and 20 more ranks (show --json has every rank); past the first 16: rank 25 (the run's "
+                    "straggler), rank 30 (most compute), rank 35 (least compute), rank 37 (longest wait)")
+    text = _panel_text(RanksPanel(s, straggler_rank=25))
+    rows = [ln.split()[1] for ln in text.splitlines() if len(ln.split()) > 1 and ln.split()[1].isdigit()]
+    assert rows == [str(r) for r in [*range(16), 25, 30, 35, 37]] and line in text.replace("\n│ ", " ")
+    for n in (2, 16):  # up to 16 ranks: every rank, nothing said about the others
+        shown, line = rank_selection(_summary_of(n, {1: 1}, {}))
+        assert shown == list(range(n)) and line is None
+        assert "more rank" not in _panel_text(RanksPanel(_summary_of(n, {1: 1}, {})))
+
+
+@pytest.mark.parametrize("n", [2000, 100_000])
+def test_the_collectives_panel_draws_the_first_ranks_of_each_collective_and_its_straggler(n):
+    from dataclasses import replace
+
+    from kernelscope.analyze.ranks import ranks_report
+    from kernelscope.render.ranks_panel import CollectivesPanel
+    a = ranks_report(Session.load(RUN)).collectives
+    row = a.rows[0]
+    late = replace(row.ranks[0], rank=n - 1, wait_ns=0)
+    timings = tuple(replace(row.ranks[1], rank=i) for i in range(n - 1)) + (late,)
+    many = replace(a, rows=(replace(row, ranks=timings, straggler_rank=n - 1, first_rank=0),), ranks=tuple(range(n)))
+    t = time.process_time()
+    text = _panel_text(CollectivesPanel(many, limit=20), 120)
+    assert time.process_time() - t < 2.0
+    assert f"r{n - 1} " in text and "r15 " in text and "r16 " not in text
+    assert f"… {n - 17:,} more ranks" in text and f"… {n - 21:,} more waits" in text and len(text.splitlines()) < 50

@@ -8,6 +8,9 @@ Takes precomputed data (analyze/collectives.py, analyze/ranks.py) only.
 """
 from __future__ import annotations
 
+from itertools import islice
+from typing import Container, Sequence
+
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
@@ -21,6 +24,7 @@ from kernelscope.render.fmt import duration, plural, size_bytes
 from kernelscope.render.text import visible
 
 WAIT_MARK_MIN_NS = BARRIER_MARK_MIN_NS  # waits under it are launch jitter, not a straggler
+RANKS_SHOWN = 16  # ranks drawn one by one on the terminal; past it, the ranks that matter and a count of the rest
 
 
 def _pct(part: int, whole: int) -> str:
@@ -33,11 +37,11 @@ RANK_HEADERS = ("Rank", "Host", "GPU", "Kernels", "Compute", "Comm.", "Idle", "O
 RANK_TEXT_COLUMNS = (1, 2)  # Host and GPU: text; the rest numbers
 
 
-def rank_rows(summary: RanksSummary) -> list[tuple[str | tuple[str, str], ...]]:
-    """One row per rank, in RANK_HEADERS' order; a time with its share of the span (or the collectives it was
-    waited at) is a pair, which the terminal prints on one line."""
+def rank_rows(summary: RanksSummary, positions: Sequence[int] | None = None) -> list[tuple[str | tuple[str, str], ...]]:
+    """One row per rank (or per rank at ``positions`` in ``summary.ranks``), in RANK_HEADERS' order; a time with
+    its share of the span (or the collectives it was waited at) is a pair, which the terminal prints on one line."""
     rows = []
-    for r in summary.ranks:
+    for r in (summary.ranks if positions is None else [summary.ranks[k] for k in positions]):
         i = r.info
         gpu = f"{i.device_index}" if i.device_index is not None else "N/A"
         if i.device_name:
@@ -49,6 +53,41 @@ def rank_rows(summary: RanksSummary) -> list[tuple[str | tuple[str, str], ...]]:
                      "N/A (no NCCL kernels)" if r.overlap_pct is None else f"{r.overlap_pct:.0f}%",
                      (duration(r.wait_ns), f"at {r.collectives}")))
     return rows
+
+
+def ranks_that_matter(summary: RanksSummary, straggler_rank: int | None = None) -> dict[int, list[str]]:
+    """Position in ``summary.ranks`` -> why that rank stands out: the run's straggler (when given), the most and
+    the least compute (the ends of the compute imbalance), the longest wait at collectives, the most idle time.
+    The first rank wins a tie."""
+    ranks = summary.ranks
+    out: dict[int, list[str]] = {}
+    if not ranks:
+        return out
+    positions = range(len(ranks))
+    if straggler_rank is not None:
+        k = next((k for k in positions if ranks[k].info.rank == straggler_rank), None)
+        if k is not None:
+            out.setdefault(k, []).append("the run's straggler")
+    for why, key, sign in (("most compute", "compute_ns", -1), ("least compute", "compute_ns", 1),
+                           ("longest wait", "wait_ns", -1), ("most idle", "idle_ns", -1)):
+        k = min(positions, key=lambda k: sign * getattr(ranks[k], key))
+        out.setdefault(k, []).append(why)
+    return out
+
+
+def rank_selection(summary: RanksSummary, first: int = RANKS_SHOWN,
+                   straggler_rank: int | None = None) -> tuple[list[int], str | None]:
+    """The positions in ``summary.ranks`` to draw, in rank order, and the line that says what was left out (None:
+    every rank is drawn): every rank up to ``first`` of them; past that, the first ``first`` and the ranks that
+    matter (ranks_that_matter)."""
+    n = len(summary.ranks)
+    if n <= first:
+        return list(range(n)), None
+    extra = {k: why for k, why in ranks_that_matter(summary, straggler_rank).items() if k >= first}
+    shown = list(range(first)) + sorted(extra)
+    named = "; past the first {}: {}".format(first, ", ".join(
+        f"rank {summary.ranks[k].info.rank} ({', '.join(extra[k])})" for k in sorted(extra))) if extra else ""
+    return shown, f"… and {plural(n - len(shown), 'more rank')} (show --json has every rank){named}"
 
 
 def rank_notes(summary: RanksSummary) -> list[tuple[str, str]]:
@@ -65,9 +104,11 @@ def rank_notes(summary: RanksSummary) -> list[tuple[str, str]]:
     if nccl:
         facts.append("NCCL " + ", ".join(sorted(nccl)))
     if aligned:
+        more = (f" and {plural(len(aligned) - RANKS_SHOWN, 'more rank')} (show --json has every rank)"
+                if len(aligned) > RANKS_SHOWN else "")
         facts.append("clocks aligned on collective ends: " + ", ".join(
             f"rank {i.rank} offset {duration(abs(i.clock_offset_ns))}{'' if i.clock_offset_ns >= 0 else ' back'}, "
-            f"error {duration(i.alignment_error_ns)}" for i in aligned))
+            f"error {duration(i.alignment_error_ns)}" for i in aligned[:RANKS_SHOWN]) + more)
     out.append((" · ".join(facts), "fact"))
     out += [(f"note: {visible(n)}", "note") for n in summary.notes]
     return out
@@ -79,6 +120,11 @@ def barrier_lines(row: CollectiveRow) -> list[str]:
             for t in row.ranks if t.wait_ns >= WAIT_MARK_MIN_NS and t.rank != row.straggler_rank]
 
 
+def _waits_marked(row: CollectiveRow) -> int:
+    """How many lines barrier_lines gives for ``row``, without writing them."""
+    return sum(1 for t in row.ranks if t.wait_ns >= WAIT_MARK_MIN_NS and t.rank != row.straggler_rank)
+
+
 COLLECTIVE_HEADERS = ("Group", "#", "Operation", "Bytes")  # then start and wait per rank, then COLLECTIVE_TAIL
 COLLECTIVE_TAIL = ("Straggler", "Bus bw")
 
@@ -88,12 +134,14 @@ def collective_origin(a: CollectiveAnalysis) -> int:
     return min(row.start_ns for row in a.rows) if a.rows else 0
 
 
-def collective_cells(row: CollectiveRow, origin: int) -> tuple[list[str], list[tuple[int, str, str] | None], list[str]]:
-    """A collective's cells: the head (group, #, operation, bytes), per rank of ``row.ranks`` (rank, start since
-    the first collective, wait) and the tail (straggler, bus bandwidth)."""
+def collective_cells(row: CollectiveRow, origin: int, ranks: Container[int] | None = None
+                     ) -> tuple[list[str], list[tuple[int, str, str] | None], list[str]]:
+    """A collective's cells: the head (group, #, operation, bytes), per rank of ``row.ranks`` (only those in
+    ``ranks`` when given: rank, start since the first collective, wait) and the tail (straggler, bus bandwidth)."""
     head = [visible(row.process_group), str(row.index), visible(row.name),
             size_bytes(row.bytes) if row.bytes is not None else "N/A"]
-    per_rank = [(x.rank, f"+{duration(x.start_ns - origin)}", duration(x.wait_ns)) for x in row.ranks]
+    per_rank = [(x.rank, f"+{duration(x.start_ns - origin)}", duration(x.wait_ns)) for x in row.ranks
+                if ranks is None or x.rank in ranks]
     tail = ["N/A" if row.straggler_rank is None else f"rank {row.straggler_rank}",
             "N/A" if row.busbw_gb_s is None else f"{row.busbw_gb_s:.1f} GB/s"]
     return head, per_rank, tail
@@ -112,22 +160,29 @@ def collective_notes(a: CollectiveAnalysis, limit: int) -> list[tuple[str, str]]
         out.append((f"straggler of the run: rank {s.rank}, last to arrive at {s.collectives} of {len(a.rows)} "
                     f"collectives, others waited {duration(s.caused_wait_ns)} in all; worst: {s.sentence}",
                     "straggler"))
-        for other in [x for x in a.stragglers[1:] if x.collectives]:  # e.g. a slow first step on one rank, a
-            # steady straggler on another; a rank last only at warm-up collectives has its warm-up line alone
+        also = [x for x in a.stragglers[1:] if x.collectives]
+        for other in also[:RANKS_SHOWN]:  # e.g. a slow first step on one rank, a steady straggler on another; a rank
+            # last only at warm-up collectives has its warm-up line alone
             out.append((f"also last to arrive: rank {other.rank} at {plural(other.collectives, 'collective')}, "
                         f"others waited "
                         f"{duration(other.caused_wait_ns)} in all"
                         + (f"; worst: {other.sentence}" if other.worst is not None else ""), "also"))
+        if len(also) > RANKS_SHOWN:
+            out.append((f"… {plural(len(also) - RANKS_SHOWN, 'more rank')} last to arrive somewhere (show --json lists "
+                        "all)", "more"))
     late_at_warmup = [x for x in a.stragglers if x.warmup_wait_ns > 0]
-    for x in late_at_warmup:
+    for x in late_at_warmup[:RANKS_SHOWN]:
         out.append((f"warm-up: rank {x.rank} last at {plural(x.warmup_collectives, 'warm-up collective')}, "
                     f"others waited {duration(x.warmup_wait_ns)} (left out of the run's straggler)", "warmup"))
+    if len(late_at_warmup) > RANKS_SHOWN:
+        out.append((f"… {plural(len(late_at_warmup) - RANKS_SHOWN, 'more rank')} last at warm-up collectives", "more"))
     if late_at_warmup:
         out.append((f"warm-up = {WARMUP_RULE}", "formula"))
-    marks = [line for row in a.rows for line in barrier_lines(row)]
-    out += [(line, "barrier") for line in marks[:limit]]
-    if len(marks) > limit:
-        out.append((f"… {plural(len(marks) - limit, 'more wait')}", "more"))
+    marks = list(islice((line for row in a.rows for line in barrier_lines(row)), limit))  # the rest only counted
+    out += [(line, "barrier") for line in marks]
+    rest = sum(_waits_marked(row) for row in a.rows) - len(marks) if len(marks) == limit else 0
+    if rest > 0:
+        out.append((f"… {plural(rest, 'more wait')}", "more"))
     out += [(f"note: {visible(p)}", "note") for p in a.problems]
     return out
 
@@ -169,14 +224,16 @@ class RanksPanel:
     """A row per rank where the table fits the terminal; else each rank's own columns on a line and its
     compute, communication and idle time under them."""
 
-    def __init__(self, summary: RanksSummary) -> None:
-        self.summary = summary
+    def __init__(self, summary: RanksSummary, straggler_rank: int | None = None, first: int = RANKS_SHOWN) -> None:
+        self.summary, self.straggler_rank, self.first = summary, straggler_rank, first
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         t = Table(box=None, pad_edge=False, header_style="bold")
         for i, name in enumerate(RANK_HEADERS):
             t.add_column(name, justify="left" if i in RANK_TEXT_COLUMNS else "right", no_wrap=True)
-        rows = [tuple(" ".join(c) if isinstance(c, tuple) else c for c in row) for row in rank_rows(self.summary)]
+        positions, left_out = rank_selection(self.summary, self.first, self.straggler_rank)
+        rows = [tuple(" ".join(c) if isinstance(c, tuple) else c for c in row)
+                for row in rank_rows(self.summary, positions)]
         for row in rows:
             t.add_row(*row)
         inner = options.max_width - 4  # the panel's border and padding
@@ -187,6 +244,8 @@ class RanksPanel:
             lines = stacked([RANK_HEADERS[i] for i in main], {1, 2}, [[r[i] for i in main] for r in rows],
                             [[f"{RANK_HEADERS[i].lower()} {r[i]}" for i in sub] for r in rows], inner,
                             "compute, communication and idle time of each rank, under it")
+        if left_out is not None:
+            lines.append(Text(left_out, style=STYLE["more"]))
         lines += [Text(text, style=STYLE[kind]) for text, kind in rank_notes(self.summary)]
         yield Panel(Group(*lines), title=f"Ranks ({len(self.summary.ranks)})", title_align="left")
 
@@ -196,8 +255,8 @@ class CollectivesPanel:
     columns, or many ranks), each collective is a line of its own columns and, under it, its ranks' starts and
     waits, as many to a line as fit: nothing is cut."""
 
-    def __init__(self, analysis: CollectiveAnalysis, limit: int = 20) -> None:
-        self.analysis, self.limit = analysis, limit
+    def __init__(self, analysis: CollectiveAnalysis, limit: int = 20, first: int = RANKS_SHOWN) -> None:
+        self.analysis, self.limit, self.first = analysis, limit, first
 
     def _table(self, rows: list) -> Table:
         a = self.analysis
@@ -223,14 +282,29 @@ class CollectivesPanel:
             yield Panel(Text(f"N/A: {a.missing_reason}"), title="Collectives", title_align="left")
             return
         origin = collective_origin(a)
-        rows = [collective_cells(row, origin) for row in a.rows[: self.limit]]
-        table = self._table(rows)
         inner = options.max_width - 4  # the panel's border and padding
-        if console.measure(table).maximum <= inner:
-            lines: list = [table]
+        if len(a.ranks) > self.first:  # a column pair per rank would not fit: each row's first ranks and those
+            # that matter at it (its straggler, and its first to arrive, who waited longest), under it
+            first = set(a.ranks[: self.first])
+            shown = [first | {row.straggler_rank, row.first_rank} for row in a.rows[: self.limit]]
+            rows = [collective_cells(row, origin, ranks) for row, ranks in zip(a.rows, shown)]
+            subs = [[f"r{r} {start} wait {wait}" for r, start, wait in per_rank]
+                    + ([f"… {plural(len(row.ranks) - len(per_rank), 'more rank')}"]
+                       if len(row.ranks) > len(per_rank) else [])
+                    for row, (_, per_rank, _) in zip(a.rows, rows)]
+            lines: list = stacked(list(COLLECTIVE_HEADERS + COLLECTIVE_TAIL), {0, 2},
+                                  [head + tail for head, _, tail in rows], subs, inner,
+                                  f"start and wait of the first {self.first} ranks, the straggler and the first to "
+                                  "arrive, under it (show --json has every rank)")
         else:
-            lines = stacked(list(COLLECTIVE_HEADERS + COLLECTIVE_TAIL), {0, 2}, [head + tail for head, _, tail in rows],
-                            [[f"r{r} {start} wait {wait}" for r, start, wait in per_rank] for _, per_rank, _ in rows],
-                            inner, "start and wait of each rank, under it")
+            rows = [collective_cells(row, origin) for row in a.rows[: self.limit]]
+            table = self._table(rows)
+            if console.measure(table).maximum <= inner:
+                lines = [table]
+            else:
+                lines = stacked(list(COLLECTIVE_HEADERS + COLLECTIVE_TAIL), {0, 2},
+                                [head + tail for head, _, tail in rows],
+                                [[f"r{r} {start} wait {wait}" for r, start, wait in per_rank]
+                                 for _, per_rank, _ in rows], inner, "start and wait of each rank, under it")
         lines += [Text(text, style=STYLE[kind]) for text, kind in collective_notes(a, self.limit)]
         yield Panel(Group(*lines), title=f"Collectives ({len(a.rows)})", title_align="left")
