@@ -373,3 +373,63 @@ def test_an_empty_output_name_is_refused_not_replaced_by_the_default(tmp_path):
     code, _, err = run_cli(["import", str(trace), "-o", ""])
     assert code == 2 and "internal error" not in err and "give a file name" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.pt.trace.json.gz"]
+
+
+# -- stdout that cannot be written: a full disk, a closed pipe, an encoding without the characters --------------
+STDOUT_COMMANDS = {
+    "show": ["show", str(SESSION), "--no-color"],
+    "show --json": ["show", str(SESSION), "--json"],
+    "learn": ["learn", "marlin", "--no-color"],
+    "occupancy": ["occupancy", "--arch", "sm_90", "--block", "256", "--regs", "32"],
+    "diff": ["diff", str(SESSION), str(SESSION), "--no-color"],
+}
+
+
+def _kernelscope(argv: list[str], stdout, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m kernelscope` with stdout where the test says, stderr captured as bytes."""
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(env or {}))
+    for name in ("PYTHONIOENCODING", "FORCE_COLOR", "KERNELSCOPE_DEBUG"):
+        if name not in (env or {}):
+            full_env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=stdout, stderr=subprocess.PIPE,
+                          cwd=ROOT, env=full_env, timeout=120)
+
+
+@pytest.mark.parametrize("command", sorted(STDOUT_COMMANDS))
+def test_a_full_stdout_is_one_sentence(command):
+    """`show > /dev/full` printed 'internal error: OSError: [Errno 28]' and exit 1, as for a bug."""
+    with open("/dev/full", "w") as full:
+        r = _kernelscope(STDOUT_COMMANDS[command], full)
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert err == "kernelscope: error: cannot write to stdout: No space left on device.\n", err
+
+
+@pytest.mark.parametrize("command", sorted(STDOUT_COMMANDS))
+def test_a_closed_pipe_ends_every_command_quietly(command):
+    """`occupancy | true` exited 1 (Rich's own handling) where `show | true` exited 0: every command alike."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: every write is EPIPE
+    try:
+        r = _kernelscope(STDOUT_COMMANDS[command], write_end)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
+                                 {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}], ids=["ascii", "latin-1", "C"])
+@pytest.mark.parametrize("command", ["show", "occupancy", "diff"])
+def test_a_stdout_without_utf8_still_gets_the_output(command, env):
+    """A stdout whose encoding cannot hold the box drawing, µ or · gave 'internal error: UnicodeEncodeError'; now
+    what it cannot hold is written as escapes, in its own encoding."""
+    r = _kernelscope(STDOUT_COMMANDS[command], subprocess.PIPE, env)
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 0 and "internal error" not in err and "Traceback" not in err, err
+    encoding = env.get("PYTHONIOENCODING", "ascii")
+    out = r.stdout.decode(encoding)  # in the encoding asked for, every byte
+    assert len(out.splitlines()) > 5
+    if command == "occupancy":
+        assert "theoretical occupancy on sm_90" in out
+    if encoding == "ascii":  # escapes where ASCII has no character (·, µ, ×, —), never the character
+        assert "\\xb7" in out or "\\xb5" in out

@@ -6,6 +6,7 @@ Bad input gets one sentence on stderr and a non-zero exit, never a traceback
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -52,8 +53,86 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class StdoutWriteError(OSError):
+    """Writing to stdout failed (a full disk, a terminal gone): not a bug of the command, one sentence."""
+
+
+class _Stdout:
+    """sys.stdout while a command runs: the same stream, whose write errors say they are stdout's (an OSError
+    from anywhere else is an internal error). A closed pipe stays BrokenPipeError."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        try:
+            return self._stream.write(s)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise StdoutWriteError(e.errno, e.strerror) from e
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise StdoutWriteError(e.errno, e.strerror) from e
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _tolerant(stream) -> str | None:
+    """Make a text stream write what its encoding cannot hold as escapes (an ASCII or Latin-1 stdout: box
+    drawing, µ, …), keeping the encoding; its previous error handler, to put back (None: not reconfigurable)."""
+    if not hasattr(stream, "reconfigure"):
+        return None
+    before = stream.errors
+    stream.reconfigure(errors="backslashreplace")
+    return before
+
+
+def _silence(stream) -> None:
+    """Point a failed stdout's descriptor at /dev/null, so that the interpreter's last flush of what is still
+    buffered cannot fail again ("Exception ignored ...") on the way out. Nothing for a stream without one."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Output that cannot be written is one sentence (a full disk: exit 2, like ``-o`` onto a
+    full disk; exit 1 stays for internal errors); a closed pipe (``| head``) ends every command quietly, exit 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    stdout, errors = sys.stdout, (_tolerant(sys.stdout), _tolerant(sys.stderr))
+    if stdout is not None:
+        sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered fails here, where it is reported, not at exit
+        return code
+    except StdoutWriteError as e:
+        _silence(stdout)
+        print(f"kernelscope: error: cannot write to stdout: {e.strerror}.", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # the reader left (| head, | true): what it did not read is not wanted
+        _silence(stdout)
+        return 0
+    finally:
+        sys.stdout = stdout
+        for stream, before in zip((stdout, sys.stderr), errors):
+            if before is not None:
+                with contextlib.suppress(OSError):  # it flushes: a stdout that failed was reported above
+                    stream.reconfigure(errors=before)
+
+
+def _run(argv: list[str]) -> int:
     try:
         if argv and argv[0] in COMMANDS and getattr(_module(argv[0]), "RAW_ARGS", False):
             return _module(argv[0]).main(argv[1:])
@@ -74,9 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kernelscope: interrupted.", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
-    except SystemExit:
+    except (BrokenPipeError, StdoutWriteError, SystemExit):
         raise
     except Exception as e:  # an unexpected bug: one line, with a way to see more
         if os.environ.get("KERNELSCOPE_DEBUG"):
