@@ -26,7 +26,6 @@ in ``skipped_on_load``; the rest must be right or the file is refused with one s
 """
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import marshal
@@ -901,15 +900,9 @@ def write(session: Any, path: str | os.PathLike[str], force: bool = True) -> Pat
     return write_atomic(path, data, force=force)
 
 
-# Loading that leaves more new objects than this for the collector (a trace of ~100k launches or activities)
-# freezes them (read).
-FREEZE_AFTER_OBJECTS = 200_000
-
-
 def read(path: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
     """The session in the file at ``path`` (see from_document); a file that cannot be read raises
-    SessionFileError with one sentence. The objects of a large session are left out of later cyclic garbage
-    collections (gc.freeze, with whatever else is alive then): they hold no reference cycles."""
+    SessionFileError with one sentence."""
     path = Path(path)
     try:
         raw = read_input(path)  # a regular file, at most the input limit, decompressed as a bounded stream
@@ -933,11 +926,6 @@ def read(path: str | os.PathLike[str], session_type: Callable[..., S]) -> S:
         del raw
         session = from_document(doc, path, session_type)
         del doc  # freed before the collector runs again, which would otherwise walk it once more
-        if gc.get_count()[0] > FREEZE_AFTER_OBJECTS:
-            # A large session: its objects (and any others alive now) go to the collector's permanent generation,
-            # which no collection walks. Each collection would otherwise walk them all again, finding nothing (they
-            # hold no cycles; reference counting frees them with the session).
-            gc.freeze()
         return session
 
 

@@ -64,6 +64,9 @@ def display_copy(obj: T) -> T:
     """A copy of session data with every string (and string key) made plain, for the terminal renderers:
     done once where the data enters the view, so no panel can forget it.
 
+    Parts with nothing to make plain (numbers, clean names) are shared with ``obj`` rather than copied: a
+    session of a million launches holds hundreds of thousands of copies and memsets. Renderers only read them.
+
     Panels put these strings into console markup as they are; a panel that builds a Text from one
     uses ``Text.from_markup`` (a plain ``Text`` would show the escaping backslashes). A forgotten
     case shows a backslash, never applied markup. JSON outputs use the original data.
@@ -99,7 +102,7 @@ def _copy(v: Any, _plain: dict[str, str] = {}) -> Any:  # noqa: B006 (the cache:
 
 
 def _copy_dataclass(v: Any, layout: Any) -> Any:
-    init, later, frozen, values_of, bare = layout
+    init, later, values_of = layout
     if not later:
         values = values_of(v)
         for x in values:  # numbers, null and strings printed as they are: the copy would equal it in every part
@@ -107,12 +110,7 @@ def _copy_dataclass(v: Any, layout: Any) -> Any:
             if not (t is str and _copy(x) == x) and t not in _SCALARS:
                 break
         else:
-            if frozen:
-                return v  # immutable, so it is shared rather than copied
-            if bare:  # what replace() would build, without calling __init__ field by field
-                new = object.__new__(type(v))
-                new.__dict__.update(zip(init, values))
-                return new
+            return v  # the copy would equal it: shared (renderers read session data, never change it)
     changes = {name: _copy(getattr(v, name)) for name in init}
     new = type(v)(**changes)  # dataclasses.replace(v, **changes), every init field given
     for name in later:  # fields set after construction (not init=True) are carried over
@@ -121,20 +119,15 @@ def _copy_dataclass(v: Any, layout: Any) -> Any:
 
 
 def _layout(cls: type, _known: dict[type, Any] = {}) -> Any:  # noqa: B006
-    """A dataclass's init fields, its other fields, whether it is frozen, a getter of the init fields' values
-    as a tuple and whether its __init__ does nothing but set them (None: not a dataclass instance's class): read
-    once per class, as a class's fields do not change."""
+    """A dataclass's init fields, its other fields and a getter of the init fields' values as a tuple (None: not
+    a dataclass instance's class): read once per class, as a class's fields do not change."""
     got = _known.get(cls, False)
     if got is False:
         if dataclasses.is_dataclass(cls):
             fields = dataclasses.fields(cls)
             init = tuple(f.name for f in fields if f.init)
-            frozen = bool(cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
-            # "bare": __init__ only sets the fields (no __post_init__, no slots), so setting them is constructing it
-            bare = not frozen and not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
-            got = (init, tuple(f.name for f in fields if not f.init), frozen,
-                   attrgetter(*init) if len(init) > 1 else (lambda v, names=init: tuple(getattr(v, n) for n in names)),
-                   bare)
+            got = (init, tuple(f.name for f in fields if not f.init),
+                   attrgetter(*init) if len(init) > 1 else (lambda v, names=init: tuple(getattr(v, n) for n in names)))
         else:
             got = None
         _known[cls] = got
