@@ -155,7 +155,9 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     durs = _duration_stats_of(*durations)
     syncs = None if sync_waits is None else sync_waits.get(k.name, ())
     # launch overhead: gaps under a host wait that no synchronize caused (after one, the GPU waited on the host)
-    gaps = [g for i, g in enumerate(timeline.gaps_before(k.name)) if g < HOST_WAIT_GAP_NS and not (syncs and syncs[i])]
+    gaps_before = tuple(timeline.gaps_before(k.name))
+    gaps = ([g for i, g in enumerate(gaps_before) if g < HOST_WAIT_GAP_NS and not syncs[i]] if syncs
+            else [g for g in gaps_before if g < HOST_WAIT_GAP_NS])
     bound = classify(x, durations[0], gaps)
     missing: list[tuple[str, str]] = []
     if x is None:
@@ -218,7 +220,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, tuple(timeline.gaps_before(k.name)), durs.median_ns,
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, gaps_before, durs.median_ns,
                       syncs)
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,

@@ -13,6 +13,7 @@ import functools
 import re
 import statistics
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Callable
 
 from kernelscope.analyze import breakdown as bd
@@ -107,7 +108,7 @@ class ProgramContext:
             if b is None:
                 got = []
             else:  # by start: the window is one slice
-                starts = [a[0] for a in acts]
+                starts = list(map(itemgetter(0), acts))
                 got = acts[bisect.bisect_left(starts, b.window_start_ns):bisect.bisect_left(starts, b.window_end_ns)]
             self._cache[("windowed", rank)] = got
         return got
