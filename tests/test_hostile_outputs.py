@@ -433,3 +433,19 @@ def test_a_stdout_without_utf8_still_gets_the_output(command, env):
         assert "theoretical occupancy on sm_90" in out
     if encoding == "ascii":  # escapes where ASCII has no character (·, µ, ×, —), never the character
         assert "\\xb7" in out or "\\xb5" in out
+
+
+@pytest.mark.parametrize("command", ["show", "diff", "occupancy"])
+def test_a_command_started_with_stdout_closed_drops_its_output_like_print(command, tmp_path):
+    """`kernelscope show A >&-`: Python then has no sys.stdout (None); show printed 'internal error: AttributeError'
+    where diff (Rich drops the output) and export (print() drops its line) exit 0. Every command alike: exit 0."""
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+    def closed_stdout(argv: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=None, stderr=subprocess.PIPE,
+                              cwd=ROOT, env=full_env, timeout=120, preexec_fn=lambda: os.close(1))
+
+    r = closed_stdout(STDOUT_COMMANDS[command])
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    r = closed_stdout(["export", str(SESSION), "-o", str(tmp_path / "t.json")])
+    assert r.returncode == 0 and (tmp_path / "t.json").stat().st_size > 0, r.stderr.decode()

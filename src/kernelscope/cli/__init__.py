@@ -59,12 +59,15 @@ class StdoutWriteError(OSError):
 
 class _Stdout:
     """sys.stdout while a command runs: the same stream, whose write errors say they are stdout's (an OSError
-    from anywhere else is an internal error). A closed pipe stays BrokenPipeError."""
+    from anywhere else is an internal error). A closed pipe stays BrokenPipeError. Started with stdout closed
+    (``>&-``: Python's sys.stdout is None), what is written is dropped, as print() and Rich drop it."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
 
     def write(self, s: str) -> int:
+        if self._stream is None:
+            return len(s)
         try:
             return self._stream.write(s)
         except BrokenPipeError:
@@ -73,6 +76,8 @@ class _Stdout:
             raise StdoutWriteError(e.errno, e.strerror) from e
 
     def flush(self) -> None:
+        if self._stream is None:
+            return
         try:
             self._stream.flush()
         except BrokenPipeError:
@@ -111,8 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     full disk; exit 1 stays for internal errors); a closed pipe (``| head``) ends every command quietly, exit 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     stdout, errors = sys.stdout, (_tolerant(sys.stdout), _tolerant(sys.stderr))
-    if stdout is not None:
-        sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
     try:
         code = _run(argv)
         sys.stdout.flush()  # what is still buffered fails here, where it is reported, not at exit
