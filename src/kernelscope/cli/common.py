@@ -215,6 +215,7 @@ def report(session, kernel: str | None, top: int | None, found_ceilings):
 def render_show(session, args: argparse.Namespace, banner: str | None = None, found_ceilings=None) -> int:
     """The road of every command that shows a session: ceilings (collect) -> build_report (analyze) ->
     a renderer (render) -> stdout."""
+    from kernelscope.model.launch_table import collector_paused
     from kernelscope.render.renderers import get_renderer
 
     timeline = getattr(args, "timeline", None)
@@ -224,9 +225,14 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
         renderer = get_renderer("terminal", width=args.width, color=False if args.no_color else None, banner=banner,
                                 all_kernels_in_table=args.all_kernels, timeline_limit=timeline,
                                 block=getattr(args, "block", None), brief=getattr(args, "brief", False))
-    shown = renderer.prepare(session)
-    if found_ceilings is None:
-        found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
-    r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings)
+    # The view's copy of the session and the report live until the command ends and hold no reference cycles:
+    # built with the cycle collector paused, then moved out of its reach (as load_session does with the session),
+    # so no collection walks their millions of objects.
+    with collector_paused():
+        shown = renderer.prepare(session)
+        if found_ceilings is None:
+            found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
+        r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings)
+        gc.freeze()
     sys.stdout.write(renderer.render(r))
     return 0
