@@ -179,3 +179,19 @@ def test_a_schema_1_session_stays_in_columns_through_a_report(name):
     build_report(s, None, None)
     assert s.launch_table() is table  # no code asked for the list of Launch objects
     assert [x.kernel for x in s.launches] == table.kernels()
+
+
+def test_activities_sorted_by_start_then_each_shared_start_by_end_equal_a_sort_by_both():
+    """The program rules' rows are sorted by start (an int key) and then by end where starts are shared; the
+    result is a stable sort by (start, end), on random rows with many shared starts and ends."""
+    import random
+    from operator import itemgetter
+
+    from kernelscope.analyze.breakdown import GpuActivity, _sort_by_time
+
+    rng = random.Random(3)
+    for _ in range(2000):
+        acts = [GpuActivity(rng.randint(0, 8), rng.randint(0, 8), "kernels", str(i)) for i in range(rng.randint(0, 25))]
+        got = list(acts)
+        _sort_by_time(got)
+        assert got == sorted(acts, key=itemgetter(0, 1))
