@@ -296,12 +296,19 @@ def test_an_output_name_that_names_a_directory_is_refused_before_path_drops_the_
 
 
 @pytest.mark.parametrize("name", ["newdir/", "afile/."])
-@pytest.mark.parametrize("command", ["report", "export", "merge"])
+@pytest.mark.parametrize("command", ["report", "export", "merge", "import", "run"])
 def test_minus_o_naming_a_directory_is_one_sentence_and_writes_nothing(tmp_path, monkeypatch, command, name):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("keep")
     argv = {"report": ["report", str(SESSION)], "export": ["export", str(SESSION)],
-            "merge": ["merge", str(SESSION), str(SESSION)]}[command]
+            "merge": ["merge", str(SESSION), str(SESSION)], "import": ["import", str(DATA / "trace_h100_mixed.json.gz")],
+            "run": ["run", "--", sys.executable, "-c", "pass"]}[command]
+    if command == "run":  # run's options come before the command it runs
+        argv = ["run", "-o", name, "-f", *argv[1:]]
+        code, _, err = run_cli(argv)
+        assert code == 2 and f"{name} names a directory" in err, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"
+        return
     code, _, err = run_cli([*argv, "-o", name, "-f"])
     assert code == 2 and err.startswith("kernelscope: error: the ") and f"{name} names a directory" in err, err
     assert len(err.strip().splitlines()) == 1

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from kernelscope.cli.common import add_view_args, exit_past_profiler_teardown, fail, output_path, render_show
 
@@ -65,8 +64,7 @@ def main(args: argparse.Namespace) -> int:
         banner = (f"No CUDA GPU is available here ({reason}); showing a session recorded on {label}, "
                   "bundled with kernelscope.")
         return _show(session, args, banner=banner)
-    out = Path(args.output or DEFAULT_OUTPUT)
-    output_path(out, args.force_overwrite, what="session file")
+    out = output_path(args.output or DEFAULT_OUTPUT, args.force_overwrite, what="session file")
     # In this process, with the profiler on only while the GEMM and its copies run: preparing the
     # weights is setup, and recorded it would fill the kernel table (kernels/marlin/workload.record_session).
     from kernelscope.kernels.marlin.workload import DEMO_PLAN, TOLERANCE, record_session

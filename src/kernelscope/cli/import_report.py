@@ -64,9 +64,10 @@ def _import_traces(args: argparse.Namespace, inputs: list[Path]) -> int:
         fail("--partial is for Nsight Compute reports; a damaged trace is left out with a note instead")
     first = inputs[0]
     base = first.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
-    out = Path(args.output) if args.output is not None else first.parent / f"{base}.session.json"
     files_in = [f for p in inputs if p.is_dir() for f in p.iterdir()] + [p for p in inputs if not p.is_dir()]
-    output_path(out, args.force_overwrite, files_in, "session file")
+    # the name as typed: "-o dir/" names a directory, which Path() would make a file name
+    out = output_path(args.output if args.output is not None else first.parent / f"{base}.session.json",
+                      args.force_overwrite, files_in, "session file")
     try:
         imported = import_traces(inputs)
     except TraceImportError as e:
@@ -94,8 +95,8 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
         fail(f"{report} is neither an Nsight Compute report (it does not start as one) nor a PyTorch profiler "
              "trace (not JSON): kernelscope import reads .ncu-rep files written by ncu -o and the profiler's "
              ".json / .json.gz traces")
-    out = Path(args.output) if args.output is not None else report.with_suffix(".json")
-    output_path(out, args.force_overwrite, [report], "session file")
+    out = output_path(args.output if args.output is not None else report.with_suffix(".json"), args.force_overwrite,
+                      [report], "session file")
     try:
         parsed = read_report(report, partial=args.partial)
     except NcuReportError as e:

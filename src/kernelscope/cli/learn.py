@@ -10,7 +10,6 @@ import gzip
 import json
 import sys
 from importlib import resources
-from pathlib import Path
 
 from kernelscope.cli.common import (WIDTH_HELP, columns, exit_past_profiler_teardown, fail, load_session, output_path,
                                     positive, require_modules)
@@ -71,9 +70,7 @@ def _session_and_plan(args: argparse.Namespace, given=None):
         from kernelscope.kernels.marlin.workload import record_session
 
         plan = _plan(None, args)
-        out = Path(args.output) if args.output is not None else None
-        if out is not None:
-            output_path(out, args.force_overwrite, what="session file")
+        out = output_path(args.output, args.force_overwrite, what="session file") if args.output is not None else None
         shape = [f"--{x}={getattr(plan, x)}" for x in ("m", "k", "n")]
         session = record_session(plan, command=["kernelscope", "learn", "marlin", *shape])
         if out is not None:

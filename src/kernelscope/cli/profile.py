@@ -117,9 +117,9 @@ def main_attention(args: argparse.Namespace) -> int:
         fail("--seq-len, --head-dim, --iters, --batch and --heads must be positive")
     if args.config and args.impl != "flash":
         fail("--config pins the Triton kernel's launch config; it only applies to --impl flash")
-    out = Path(args.output if args.output is not None else _dt.datetime.now().strftime(
-        f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"))
-    output_path(out, args.force_overwrite, what="session file")
+    out = output_path(args.output if args.output is not None else _dt.datetime.now().strftime(
+        f"kernelscope-attention-{args.impl}-s{args.seq_len}-%Y%m%d-%H%M%S.json"), args.force_overwrite,
+        what="session file")
     if args.counters:
         from kernelscope.collect.ncu.counter_pass import report_path_for
 

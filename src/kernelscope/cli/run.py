@@ -180,10 +180,10 @@ def main(argv: list[str]) -> int:
             fail(str(e))
         o["steps"] = f"{first}-{last}"
     request = _counter_request(o)
-    out = Path(o["output"] if o["output"] is not None
-               else _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"))
     inputs = existing_files(o["command"])  # the script being profiled is never overwritten by its session
-    output_path(out, o["force"], inputs, "session file")
+    out = output_path(o["output"] if o["output"] is not None
+                      else _dt.datetime.now().strftime("kernelscope-%Y%m%d-%H%M%S.json"), o["force"], inputs,
+                      "session file")
     if o["keep_trace"]:  # a file this command writes, like the session: same checks (no device, no input, -f)
         output_path(o["keep_trace"], o["force"], [*inputs, out], "kept trace")
     from kernelscope.collect.trace.torchrun import is_torchrun

@@ -53,9 +53,9 @@ def check_timing_args(args: argparse.Namespace) -> None:
 
 
 def results_path(args: argparse.Namespace, name: str) -> Path:
-    out = Path(args.output if args.output is not None
-               else _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"))
-    return output_path(out, args.force_overwrite, what="results file")
+    return output_path(args.output if args.output is not None
+                       else _dt.datetime.now().strftime(f"bench-{name}-%Y%m%d-%H%M%S.json"), args.force_overwrite,
+                       what="results file")
 
 
 class ResultsWriter:
