@@ -241,6 +241,18 @@ def test_show_of_2000_ranks_draws_a_bounded_ranks_panel_quickly(tmp_path):
     assert code == 0 and len(json.loads(out)["ranks"]) == 2000
 
 
+def test_the_report_of_2000_ranks_draws_the_ranks_the_terminal_draws(tmp_path):
+    """The HTML report's Ranks table had a row per rank (2,000 ranks: a 575 KiB page); it draws the terminal's
+    selection, with the same line for the ranks left out."""
+    path = _many_ranks(tmp_path / "r2000.json", 2000)
+    code, _, err = run_cli(["report", str(path), "-o", str(tmp_path / "r.html")])
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    ranks = page[page.index('id="ranks"'):page.index('id="collectives"')]
+    assert ranks.count("<tr") == 16 + 1  # the header and the first 16 ranks (none past them matters here)
+    assert "… and 1,984 more ranks (show --json has every rank)" in ranks
+
+
 def _summary_of(n: int, compute_ns: dict[int, int], wait_ns: dict[int, int]):
     from dataclasses import replace
 

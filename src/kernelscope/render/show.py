@@ -66,6 +66,7 @@ class ShowView:
             yield GpuStatsPanel(r.session, r.gpu_stats)
         if r.ranks is not None and r.ranks.multi_rank:  # a multi-GPU session: the Ranks and Collectives panels
             rows = r.ranks.collectives.rows
-            yield RanksPanel(r.ranks.summary)
+            straggler = r.ranks.collectives.run_straggler
+            yield RanksPanel(r.ranks.summary, straggler.rank if straggler is not None else None)
             yield CollectivesPanel(r.ranks.collectives, limit=len(rows) if self.collectives_limit is None
                                    else self.collectives_limit)

@@ -65,7 +65,9 @@ def render_html(report) -> str:
                                                       if report.gpu_stats is not None else [])
     ranks = getattr(report, "ranks", None)
     if ranks is not None and ranks.multi_rank:  # a multi-GPU session: the Ranks and Collectives panels, as show
-        tail += [ranks_section(ranks.summary), collectives_section(ranks.collectives)]
+        straggler = ranks.collectives.run_straggler
+        tail += [ranks_section(ranks.summary, straggler.rank if straggler is not None else None),
+                 collectives_section(ranks.collectives)]
         nav += [el("a", "ranks", href="#ranks"), el("a", "collectives", href="#collectives")]
     verdict = [verdict_section(report.verdict)] if getattr(report, "verdict", None) is not None else []
     body = el("main", el("h1", title), el("nav", *nav), header_section(s), *verdict,

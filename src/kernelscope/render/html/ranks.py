@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernelscope.render.html.markup import Markup, el, esc, note, section, table
 from kernelscope.render.ranks_panel import (COLLECTIVE_HEADERS, COLLECTIVE_TAIL, RANK_HEADERS, RANK_TEXT_COLUMNS,
                                             collective_cells, collective_notes, collective_origin, rank_notes,
-                                            rank_rows)
+                                            rank_rows, rank_selection)
 
 COLLECTIVE_ROWS = 500  # rows of the collectives table (the terminal shows 20 unless --all-kernels)
 
@@ -20,11 +20,15 @@ def _line(text: str, kind: str) -> Markup:
     return el("p", text)
 
 
-def ranks_section(summary) -> Markup:
-    """The Ranks panel: per rank, kernel time by kind, overlap, waiting at collectives; imbalance and clocks."""
+def ranks_section(summary, straggler_rank: int | None = None) -> Markup:
+    """The Ranks panel: per rank, kernel time by kind, overlap, waiting at collectives; imbalance and clocks. Past
+    RANKS_SHOWN ranks, the first of them and the ranks that matter, as in the terminal (rank_selection)."""
+    positions, left_out = rank_selection(summary, straggler_rank=straggler_rank)
     rows = [[Markup("<br>".join(esc(part) for part in c)) if isinstance(c, tuple) else c for c in row]
-            for row in rank_rows(summary)]  # a time and its share on two lines
+            for row in rank_rows(summary, positions)]  # a time and its share on two lines
     body: list = [table(RANK_HEADERS, rows, num_from=0, text_cols=RANK_TEXT_COLUMNS)]
+    if left_out is not None:
+        body.append(note(left_out))
     body += [_line(text, kind) for text, kind in rank_notes(summary)]
     return section(f"Ranks ({len(summary.ranks)})", *body, id_="ranks")
 
