@@ -84,14 +84,8 @@ def _duration_stats_of(traced: list[int], every: list[int]) -> DurationStats:
 
 
 def _durations_by_kernel(table: LaunchTable) -> dict[str, tuple[list[int], list[int]]]:
-    """Per kernel: durations of the launches with a start time (trace pass), and of every launch."""
-    every, traced = table.durations_by_shape()
-    out: dict[str, tuple[list[int], list[int]]] = {}
-    for sid, s in enumerate(table.shapes):
-        t, e = out.setdefault(s.kernel, ([], []))
-        t += traced[sid]
-        e += every[sid]
-    return out
+    """Per kernel: durations of the launches with a start time (trace pass), and of every launch, sorted."""
+    return table.durations_by_kernel()
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ def summarize(session: Session) -> SessionSummary:
         for _, sid in used:
             by_name.setdefault(shapes[sid].kernel, {}).setdefault(_shape_config(shapes[sid]), []).append(sid)
     total_all = sum(table.duration_ns)
+    sorted_durations = table.durations_by_kernel()  # the median's sort, shared with the analysis
     dur = table.duration_ns
     kernels = []
     for name, groups in by_name.items():
@@ -217,7 +218,7 @@ def summarize(session: Session) -> SessionSummary:
         total = sum(durations)
         kernels.append(KernelSummary(
             name=name, short_name=short_kernel_name(name), launches=len(durations), total_ns=total,
-            mean_ns=total / len(durations), median_ns=float(statistics.median(durations)),
+            mean_ns=total / len(durations), median_ns=float(statistics.median(sorted_durations[name][1])),
             min_ns=min(durations), max_ns=max(durations),
             share_of_kernel_time=(total / total_all) if total_all else 0.0,
             configs=tuple(configs), regions=tuple(regions),
