@@ -85,7 +85,8 @@ def ranks_job(work: Path, ranks: int, n: int) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="10000,100000,200000")
+    p.add_argument("--sizes", default=None, help="kernels per trace, comma-separated (default 10000,100000,200000; "
+                   "none with --ranks alone)")
     p.add_argument("--work", default=tempfile.gettempdir() + "/kernelscope-import-bench")
     p.add_argument("--no-old", action="store_true", help="leave the old importer out (slow and 7 GB at 10^6)")
     p.add_argument("--ranks", type=int, default=0)
@@ -93,20 +94,27 @@ def main() -> int:
     a = p.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    if a.ranks:
+    sizes = a.sizes if a.sizes is not None else ("" if a.ranks else "10000,100000,200000")
+    if sizes:
+        print(sizes_table(work, [int(n) for n in sizes.split(",")], a.no_old))
+    if a.ranks:  # after the sizes: both tables from one run
         print(ranks_job(work, a.ranks, a.rank_kernels))
-        return 0
+    return 0
+
+
+def sizes_table(work: Path, sizes: list[int], no_old: bool) -> str:
+    """The table of one trace per size: json.load, the old import (unless ``no_old``) and the streaming import."""
     old_src, new_src = old_tree(work), ROOT / "src"
     rows = ["| kernels | events | trace MB | json.load s (MiB) | old import s (MiB) | streaming import s (MiB) "
             "| new / json.load time | same session |", "|---:|---:|---:|---:|---:|---:|---:|:---:|"]
-    for n in map(int, a.sizes.split(",")):
+    for n in sizes:
         trace = work / f"trace_{n}.json"
         events = int(subprocess.run([PY, str(HERE / "realistic_trace.py"), str(n), str(trace)], check=True,
                                     capture_output=True, text=True).stdout)
         mb = trace.stat().st_size / 1e6
         j = step("json", trace, work / "unused.json", new_src)
         s = step("import", trace, work / f"new_{n}.session.json", new_src)
-        if a.no_old:
+        if no_old:
             old, same = "not run", "not run"
         else:  # the old tree's import is the old path
             o = step("import", trace, work / f"old_{n}.session.json", old_src)
@@ -118,8 +126,7 @@ def main() -> int:
         print(rows[-1], file=sys.stderr, flush=True)
         trace.unlink()
         (work / f"new_{n}.session.json").unlink()
-    print("\n".join(rows))
-    return 0
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
