@@ -22,7 +22,9 @@ DEEP = "\x00deep\x00"  # placeholder replaced by deeply nested JSON text after e
 # Keys and names that attack the terminal or the reader's eye: window title + erased line + a fake message,
 # C0/C1 controls, a bidi override that reverses the rest, zero-width characters that make two names look alike.
 HOSTILE_KEYS = ["\x1b]0;PWNED\x07\x1b[2K\rkernelscope: all good", "\x9b2J\x00\x08\x7f", "evil\u202etxt.exe",
-                "ge\u200bmm\u200d\u200f\ufeff", "\u2066iso\u2069\u2028line", "[bold red]key[/]"]
+                "ge\u200bmm\u200d\u200f\ufeff", "\u2066iso\u2069\u2028line", "[bold red]key[/]",
+                # format characters a list of known ones missed (the third attack run): Cf by category, not by list
+                "x\U0001d173\u0600\u06dd\U00013430\U0001bca0\u2060\x85"]
 # Counts that size what the analyses build: far past any GPU (sm_count: 1e9 built a billion-entry tuple).
 HUGE_COUNTS = [10**9, 1e9, 2**62, 1e30, 1e400]  # 1e400 is written as such and read back as infinity
 

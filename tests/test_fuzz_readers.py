@@ -18,6 +18,7 @@ import lzma
 import os
 import signal
 import sys
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -79,6 +80,12 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 # Characters no string from a file may put on stderr raw: terminal controls, bidi overrides, zero-width marks.
 RAW_ON_STDERR = ("\x1b", "\x07", "\r", "\x08", "\x00", "\x9b", "\u202e", "\u200b", "\u200d", "\u200f", "\ufeff",
                  "\u2066", "\u2028")
+def _invisible(c: str) -> bool:
+    """A character no string from a file may put on stderr raw, by Unicode category: controls (but newline and
+    tab), format characters (bidi, zero-width, ...), surrogates, line and paragraph separators."""
+    return c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
 INPUT_LIMIT_MB = "64"  # the fuzz suite's input limit (KERNELSCOPE_MAX_INPUT_MB): a 256 MiB gzip bomb passes it
 
 
@@ -97,7 +104,7 @@ def check_answer(argv: list[str], m: Mutated, code: int, err: str) -> None:
     TALLY[f"{argv[0]}: exit {code}"] += 1
     where = f"kernelscope {' '.join(argv)} on a mutated input ({m.what})"
     assert "Traceback" not in err and "internal error" not in err, f"{where}: {err[-2000:]}"
-    raw = [repr(c) for c in RAW_ON_STDERR if c in err]
+    raw = [repr(c) for c in RAW_ON_STDERR if c in err] + [repr(c) for c in set(err) if _invisible(c)]
     assert not raw, f"{where}: raw {raw} on stderr: {err[-2000:]!r}"
     assert code in (0, 2), f"{where} exited {code}: {err[-2000:]}"
     errors = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
