@@ -146,6 +146,18 @@ def existing_files(args: Iterable[str]) -> list[str]:
     return [a for a in args if not a.startswith("-") and os.path.isfile(a)]
 
 
+FREEZE_AFTER_ROWS = 100_000  # launches and copies of a session whose objects are frozen out of the collector's reach
+
+
+def freeze_if_large(session) -> None:
+    """gc.freeze() for a large session: every object alive (the session, what was built from it) moves to the
+    collector's permanent generation, which no collection walks. Only for large ones: whatever cyclic garbage is
+    alive then is never collected (nothing, in a command that ends after drawing; something, in a long process
+    that calls this, such as a test run)."""
+    if session.launch_count() + len(session.activities) > FREEZE_AFTER_ROWS:
+        gc.freeze()
+
+
 def load_session(path: str):
     """Session.load, with a damaged or missing file as one sentence and exit 2."""
     from kernelscope.collect.file_kind import not_a_session
@@ -157,7 +169,7 @@ def load_session(path: str):
         fail(not_a_session(path) or str(e))  # another tool's file: say which command reads it
     # The loaded session lives until the command ends and holds no reference cycles: moved out of the cycle
     # collector's reach, its millions of objects are not walked again by every full collection the views cause.
-    gc.freeze()
+    freeze_if_large(session)
     from kernelscope.model.schema import skipped_count
 
     skipped = session.skipped_on_load
@@ -233,6 +245,6 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
         if found_ceilings is None:
             found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
         r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings)
-        gc.freeze()
+        freeze_if_large(session)
     sys.stdout.write(renderer.render(r))
     return 0
