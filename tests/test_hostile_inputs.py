@@ -301,7 +301,8 @@ def test_minus_o_naming_a_directory_is_one_sentence_and_writes_nothing(tmp_path,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("keep")
     argv = {"report": ["report", str(SESSION)], "export": ["export", str(SESSION)],
-            "merge": ["merge", str(SESSION), str(SESSION)], "import": ["import", str(DATA / "trace_h100_mixed.json.gz")],
+            "merge": ["merge", str(SESSION), str(SESSION)],
+            "import": ["import", str(DATA / "trace_h100_mixed.json.gz")],
             "run": ["run", "--", sys.executable, "-c", "pass"]}[command]
     if command == "run":  # run's options come before the command it runs
         argv = ["run", "-o", name, "-f", *argv[1:]]
