@@ -4,6 +4,7 @@ created while the command ran is never destroyed, and SIGTERM mid-write leaves n
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import shutil
@@ -395,7 +396,13 @@ def _kernelscope(argv: list[str], stdout, env: dict[str, str] | None = None) -> 
                           cwd=ROOT, env=full_env, timeout=120)
 
 
-@pytest.mark.parametrize("command", sorted(STDOUT_COMMANDS))
+# `learn marlin` reads its bundled session with torch (the CI's first pass has none): left out there.
+WRITING_COMMANDS = [pytest.param(c, marks=pytest.mark.skipif(
+    c == "learn" and importlib.util.find_spec("torch") is None, reason="learn marlin needs torch"))
+    for c in sorted(STDOUT_COMMANDS)]
+
+
+@pytest.mark.parametrize("command", WRITING_COMMANDS)
 def test_a_full_stdout_is_one_sentence(command):
     """`show > /dev/full` printed 'internal error: OSError: [Errno 28]' and exit 1, as for a bug."""
     with open("/dev/full", "w") as full:
@@ -405,7 +412,7 @@ def test_a_full_stdout_is_one_sentence(command):
     assert err == "kernelscope: error: cannot write to stdout: No space left on device.\n", err
 
 
-@pytest.mark.parametrize("command", sorted(STDOUT_COMMANDS))
+@pytest.mark.parametrize("command", WRITING_COMMANDS)
 def test_a_closed_pipe_ends_every_command_quietly(command):
     """`occupancy | true` exited 1 (Rich's own handling) where `show | true` exited 0: every command alike."""
     read_end, write_end = os.pipe()
