@@ -160,6 +160,9 @@ def join_ranks(parts: list[RankPart], command: list[str] | None = None, columns:
     if not columns:
         out.launches.sort(key=lambda x: (x.start_ns is None, x.start_ns or 0))
     out.activities.sort(key=lambda a: a.start_ns)
+    if len(parts) == 1 and shifts[0] == 0:  # one process: its host syncs and operators as they are (correlation
+        # ids and host clocks of several processes would collide, so a job of ranks keeps them per rank only)
+        out.host_syncs, out.operators = list(parts[0].session.host_syncs), parts[0].session.operators
     trace = [p.session.collectors.get("trace") for p in parts]
     bad = [(p.info.rank, t) for p, t in zip(parts, trace) if t is not None and t.status != "ok"]
     out.collectors = dict(parts[0].session.collectors)

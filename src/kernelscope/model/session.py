@@ -14,6 +14,7 @@ from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, DeclaredWork, Launch, Region
 from kernelscope.model.launch_table import DETAIL_PARTS, LaunchTable, has_part
 from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
+from kernelscope.model.operators import Operators
 from kernelscope.model.ranks import RankInfo
 from kernelscope.model.sample import Sample
 from kernelscope.model.session_file import SCHEMA_VERSION, SessionFileError
@@ -66,6 +67,7 @@ class Session:
     marks: list[Mark] = field(default_factory=list)  # kernelscope.mark(name, **values)
     memory: MemoryHistory | None = None  # run --memory: the caching allocator's history
     steps: StepWindow | None = None  # run --steps FIRST-LAST: the window asked for and the steps that ran
+    operators: Operators | None = None  # the aten ops, shapes and Python lines behind launches and host syncs
     # What load() left out of a damaged file (one line each, with the field path); never saved.
     skipped_on_load: list[str] = field(default_factory=list, repr=False, compare=False)
 

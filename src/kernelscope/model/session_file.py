@@ -47,6 +47,7 @@ from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, DeclaredWork, Launch, Region
 from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable, collector_paused
 from kernelscope.model.memory import Mark, MemoryHistory, StepWindow
+from kernelscope.model.operators import Operators
 from kernelscope.model.metric import SOURCES, MetricMap, metrics_from_dict, metrics_to_dict
 from kernelscope.model.ranks import Collective, RankInfo
 from kernelscope.model.sample import Sample
@@ -318,6 +319,28 @@ step_window = obj({  # model/memory.StepWindow
     "recorded_first": F(optional(_count)), "recorded_last": F(optional(_count)),
 }, lambda d: None if d["first"] <= d["last"] else ("last", "a step at or after first"))
 
+def _same_length_pairs(d: dict[str, Any]) -> tuple[str, str] | None:
+    n = len(d.get("ops") or [])
+    for keys, idx in ((("launch_correlation", "launch_op"), "launch_op"), (("sync_start_ns", "sync_op"), "sync_op")):
+        same = _same_lengths(*keys)(d)
+        if same is not None:
+            return same
+        if any(k >= n for k in d.get(idx) or []):
+            return idx, "indices into ops"
+    return None
+
+
+_dims = any_json(8)
+operator_record = obj({  # model/operators.Operator
+    "name": F(string, True), "calls": F(_count), "outer": F(optional(string)),
+    "input_dims": F(list_of(_dims)), "input_types": F(list_of(string)), "module": F(optional(string)),
+    "python_frame": F(optional(string)),
+})
+operators = obj({  # model/operators.Operators
+    "ops": F(list_of(operator_record), True), "launch_correlation": F(list_of(_int)), "launch_op": F(list_of(_count)),
+    "sync_start_ns": F(list_of(_int)), "sync_op": F(list_of(_count)), "shapes": F(boolean), "stacks": F(boolean),
+}, _same_length_pairs)
+
 _schema1_session = obj({
     "kernelscope_version": F(string), "created_utc": F(string), "command": F(list_of(string)),
     "exit_code": F(optional(_int)), "outcome": F(string), "device": F(fallback(optional(device), None)),
@@ -331,6 +354,7 @@ _schema1_session = obj({
     "marks": F(list_of(mark, drop=True)),
     "memory": F(fallback(optional(memory_history), None)),  # a damaged history is left out, the rest still loads
     "steps": F(optional(step_window)),
+    "operators": F(fallback(optional(operators), None)),  # damaged: left out, the launches still load
 })
 
 
@@ -797,6 +821,7 @@ def _header(session: Any) -> dict[str, Any]:
         **({"marks": [m.to_dict() for m in session.marks]} if session.marks else {}),
         **({"memory": session.memory.to_dict()} if session.memory is not None else {}),
         **({"steps": session.steps.to_dict()} if session.steps is not None else {}),
+        **({"operators": session.operators.to_dict()} if getattr(session, "operators", None) is not None else {}),
     }
 
 
@@ -841,6 +866,7 @@ def _fields(d: dict[str, Any]) -> dict[str, Any]:
         marks=[Mark.from_dict(m) for m in d.get("marks") or []],  # optional, like memory and steps
         memory=None if d.get("memory") is None else MemoryHistory.from_dict(d["memory"]),
         steps=None if d.get("steps") is None else StepWindow.from_dict(d["steps"]),
+        operators=None if d.get("operators") is None else Operators.from_dict(d["operators"]),  # older files: none
     )
 
 

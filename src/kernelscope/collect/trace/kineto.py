@@ -16,7 +16,9 @@ from typing import Any, Callable, Iterable, Protocol
 from kernelscope.collect.trace.kineto_dist import nccl_collective
 from kernelscope.collect.fields import KINETO_DEVICE_PROPERTIES, KINETO_KERNEL_FIELDS, KINETO_MISSING_FIELDS
 from kernelscope.collect.trace.host_syncs import host_syncs
+from kernelscope.collect.trace.kineto_ops import OperatorEvents, link_operators
 from kernelscope.model import Activity, Device, HostSync, Launch, Metric, Region, attribute
+from kernelscope.model.operators import Operators
 from kernelscope.model import session_file as schema
 from kernelscope.model.launch_table import LaunchDetails, LaunchTable
 from kernelscope.model.schema import Invalid
@@ -35,6 +37,7 @@ class ParsedTrace:
     time_origin_ns: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # events left out as malformed, one line per kind
+    operators: Operators | None = None  # the aten ops behind launches and syncs (kineto_ops.py); None: no cpu_op
 
     @property
     def launches(self) -> list[Launch]:
@@ -151,6 +154,13 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
             bad.append("device")
     out.host_syncs, n_bad = host_syncs(events, origin_ns)
     bad += ["synchronize"] * n_bad
+    ops = OperatorEvents()
+    for e in events:
+        if e.get("cat") in ("cpu_op", "python_function"):
+            ops.add(e)
+    out.operators = link_operators(ops, launch_site.items(), set(out.table.correlation_id),
+                                   (e for e in events if e.get("cat") in _LAUNCH_CATEGORIES),
+                                   {h.cpu_start_ns for h in out.host_syncs}, origin_ns)
     out.info = {k: doc[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in doc}
     out.problems = bad
     return out

@@ -70,12 +70,13 @@ def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path)
     s.set_launch_table(parsed.table)  # columns: no Launch object per kernel unless ranks are joined
     s.activities, s.regions = parsed.activities, parsed.regions
     s.time_origin_ns = parsed.time_origin_ns
+    s.host_syncs, s.operators = parsed.host_syncs, parsed.operators
     s.device = next((d for d in parsed.devices if d.index == device), parsed.devices[0] if parsed.devices else None)
     if s.device is not None:
         info.device_name = s.device.name
     s.environment.update(parsed.info)
     details = {"kernel_launches": len(parsed.table), "collector": "torch.profiler (Kineto/CUPTI)",
-               "imported": str(path)}
+               "imported": str(path), "operators": operators_recorded(parsed)}
     s.collectors["trace"] = (CollectorStatus("partial", "; ".join(parsed.problems), details) if parsed.problems
                              else CollectorStatus("ok", None, details))
     s.collectors["device"] = CollectorStatus(
@@ -83,6 +84,27 @@ def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path)
         "from the trace's deviceProperties (imported, no CUDA driver query)" if s.device
         else "the trace has no deviceProperties")
     return RankPart(info, s)
+
+
+def operators_recorded(parsed: ParsedTrace) -> str:
+    """What the trace holds of the operators behind its kernels, in words: all of it, or what is missing."""
+    ops = parsed.operators
+    if ops is None:
+        return ("missing: the trace has no CPU operators (record with activities=[CPU, CUDA], record_shapes=True, "
+                "with_stack=True to see the operator, shapes and Python line behind each kernel)")
+    missing = ops.missing()
+    if not missing:
+        return "operators, input shapes and Python stacks"
+    return f"operators; missing {' and '.join(missing)}"
+
+
+def _trace_notes(f: Path, streamed: StreamedTrace) -> list[str]:
+    """The damage of a trace that was read, and what it lacks of the operators, one sentence each."""
+    out = [f"{f}: {streamed.damage}"] if streamed.damage else []
+    missing = operators_recorded(streamed.parsed)
+    if "missing" in missing:
+        out.append(f"{f}: {missing}; kernels are shown without them")
+    return out
 
 
 def _main_device(table: LaunchTable) -> int | None:
@@ -109,6 +131,7 @@ def _one_process(part: RankPart, command: list[str]) -> Joined:
     out.activities = sorted(p.activities, key=lambda a: a.start_ns)
     out.regions = list(p.regions)
     out.samples, out.declared_work = list(p.samples), list(p.declared_work)
+    out.host_syncs, out.operators = list(p.host_syncs), p.operators  # one part: its times move by nothing
     out.collectors = dict(p.collectors)
     t = p.collectors.get("trace")
     if t is not None and t.status != "ok":
@@ -136,8 +159,7 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
         except OSError as e:
             notes.append(f"{f} was left out: it cannot be read ({e.strerror})")
             continue
-        if streamed.damage:
-            notes.append(f"{f}: {streamed.damage}")
+        notes += _trace_notes(f, streamed)
         parts.append(part_from_stream(streamed, f))
     if not parts:
         raise TraceImportError(notes[0] if len(notes) == 1 else

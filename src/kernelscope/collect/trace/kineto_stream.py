@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Iterator
 from kernelscope.collect.trace import kineto as K
 from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
 from kernelscope.collect.trace.kineto_dist import as_int
+from kernelscope.collect.trace.kineto_ops import OperatorEvents, link_operators
 from kernelscope.model import Activity
 from kernelscope.model.files import (InputFileError, check_input, file_type, input_limit_bytes, input_too_large,
                                      read_input)
@@ -318,6 +319,7 @@ class _Events:
         self.copies = _Copies()  # memcpy / memset activities
         self.memcpys: list[dict[str, Any]] = []  # GPU copies, trimmed to what host_syncs reads of them
         self.calls: list[dict[str, Any]] = []  # runtime calls that may block the host
+        self.ops = OperatorEvents()  # cpu_op and python_function events, for the operators behind launches
         self.bad: list[str] = []
         self.pid: Any = _MISSING
         self.origin_error: Exception | None = None
@@ -326,7 +328,8 @@ class _Events:
     def feed(self, batches: Iterator[list[Any]]) -> "_Events":
         handlers = {"kernel": self._kernel, "cuda_runtime": self._call, "cuda_driver": self._call,
                     "user_annotation": self.annotations.append, "gpu_user_annotation": self._gpu_annotation,
-                    "gpu_memcpy": self._copy, "gpu_memset": self._copy}
+                    "gpu_memcpy": self._copy, "gpu_memset": self._copy, "cpu_op": self.ops.add,
+                    "python_function": self.ops.add}
         handler, want_pid, origin = handlers.get, self.pid is _MISSING, self.origin_us
         for batch in batches:
             self.read += len(batch)
@@ -554,6 +557,7 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
     for spans in cpu_annotations.values():
         spans.sort()
     regions_of = K._enclosing_regions(ev.sites, cpu_annotations)
+    sites = ev.sites
     ev.sites = _Sites()
     if ev.kernel_error is not None:
         raise ev.kernel_error
@@ -578,6 +582,9 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
             bad.append("device")
     out.host_syncs, n_bad = K.host_syncs(ev.memcpys + ev.calls, origin_ns)
     bad += ["synchronize"] * n_bad
+    out.operators = link_operators(ev.ops, sites.items(), set(out.table.correlation_id), ev.calls,
+                                   {h.cpu_start_ns for h in out.host_syncs}, origin_ns)
+    ev.ops = OperatorEvents()
     out.info = {k: top[k] for k in ("cuda_driver_version", "cuda_runtime_version", "cupti_version") if k in top}
     out.problems = bad
     return out

@@ -202,7 +202,7 @@ class TraceRecorder:
         s = self.session
         s.set_launch_table(parsed.table)  # launches stay columns: a long run holds a million of them
         s.activities, s.regions = parsed.activities, parsed.regions
-        s.host_syncs = parsed.host_syncs
+        s.host_syncs, s.operators = parsed.host_syncs, parsed.operators
         s.time_origin_ns = parsed.time_origin_ns
         sampler.place_on_session_clock(s)
         attach_pending(s)  # block records submitted by instrumented kernels (collect/instrument)

@@ -1,0 +1,178 @@
+"""The operators of a Kineto trace: each kernel launch and host sync linked to the aten op whose CPU span holds the
+runtime call on the same thread (the innermost, and the outermost around it), that op's input dims and dtypes
+(``record_shapes=True``), the nn.Module and the user's Python frame (``with_stack=True``: the python_function
+events on that thread whose spans hold the call).
+
+Events are kept as they arrive in compact columns (an op configuration is interned once); ``operators`` links
+them in one sweep per thread over the spans sorted by start.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from kernelscope.model.operators import Operator, Operators
+
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
+# frames that are not the user's: torch itself, the interpreter's built-ins, the standard library's plumbing
+_NOT_USER_PREFIXES = ("torch/", "<", "nn.Module:", "nn.Optimizer", "contextlib.py", "functools.py", "threading.py",
+                      "enum.py", "dataclasses.py", "typing.py", "abc.py", "copy.py")
+_CPU, _PY = 0, 1
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def _ns(us: Any) -> int:
+    return int(round(float(us) * 1000.0))
+
+
+def is_user_frame(name: str) -> bool:
+    """Whether a python_function name ("path(line): func") is the user's code: not torch, not a library in
+    site-packages, not a built-in or the standard library's plumbing."""
+    return not name.startswith(_NOT_USER_PREFIXES) and "site-packages" not in name and "/torch/" not in name \
+        and "/lib/python3" not in name and "(" in name
+
+
+def _torch_call(frame: str) -> str:
+    """A torch frame "torch/cuda/__init__.py(1061): synchronize" as the call "torch.cuda.synchronize"."""
+    head, _, func = frame.partition("): ")
+    path = head.rpartition("(")[0].removesuffix(".py").removesuffix("/__init__")
+    return f"{path.replace('/', '.')}.{func}" if path and func else frame
+
+
+class OperatorEvents:
+    """cpu_op and python_function events collected one at a time (``add``), linked at the end."""
+
+    def __init__(self) -> None:
+        self.configs: dict[tuple[Any, ...], int] = {}
+        self.config_list: list[tuple[str, tuple[Any, ...], tuple[str, ...]]] = []
+        self.frames: dict[str, int] = {}
+        self.frame_list: list[str] = []
+        self.spans: dict[tuple[Any, Any], list[tuple[int, int, int, int]]] = defaultdict(list)  # (start, end, kind, id)
+        self.shapes = False
+        self.stacks = False
+
+    def add(self, e: dict[str, Any]) -> None:
+        """One cpu_op or python_function event; a malformed one is passed over (its launches get no operator)."""
+        try:
+            start = _ns(e["ts"])
+            end = start + _ns(e.get("dur", 0))
+            thread = (e.get("pid"), e.get("tid"))
+            name = e.get("name")
+            if not isinstance(name, str):
+                return
+            if e.get("cat") == "cpu_op":
+                args = e.get("args") or {}
+                dims = args.get("Input Dims")
+                if dims is not None:
+                    self.shapes = True
+                key = (name, _tuples(dims or []), tuple(str(t) for t in args.get("Input type") or []))
+                k = self.configs.get(key)
+                if k is None:
+                    k = self.configs[key] = len(self.config_list)
+                    self.config_list.append(key)
+                self.spans[thread].append((start, end, _CPU, k))
+            else:
+                self.stacks = True
+                if name.startswith("<"):  # a built-in: never the user's frame, a module or a torch call
+                    return
+                k = self.frames.get(name)
+                if k is None:
+                    k = self.frames[name] = len(self.frame_list)
+                    self.frame_list.append(name)
+                self.spans[thread].append((start, end, _PY, k))
+        except _MALFORMED:
+            return
+
+    def operators(self, launches: Iterable[tuple[int, tuple[Any, Any, int]]],
+                  syncs: Iterable[tuple[int, tuple[Any, Any, int]]]) -> Operators | None:
+        """The Operators of the launches (correlation id -> (pid, tid, call time ns)) and host syncs (start ns on
+        the session clock -> (pid, tid, call time ns)); None when the trace has no cpu_op and no python_function
+        event."""
+        if not self.spans:
+            return None
+        queries: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = defaultdict(list)
+        for corr, (pid, tid, ts) in launches:
+            queries[(pid, tid)].append((ts, 0, corr))
+        for start, (pid, tid, ts) in syncs:
+            queries[(pid, tid)].append((ts, 1, start))
+        out = Operators(shapes=self.shapes, stacks=self.stacks)
+        index: dict[tuple[Any, ...], int] = {}
+        seen_spans: list[set[tuple[Any, int]]] = []
+        for thread, qs in queries.items():
+            spans = self.spans.get(thread)
+            if not spans:
+                continue
+            spans.sort(key=lambda s: (s[0], -s[1]))
+            qs.sort(key=lambda q: q[0])
+            stack: list[tuple[int, int, int, int, int]] = []  # (start, end, kind, id, span number)
+            i = 0
+            for ts, what, key in qs:
+                while i < len(spans) and spans[i][0] <= ts:
+                    s = spans[i]
+                    while stack and stack[-1][1] < s[0]:
+                        stack.pop()
+                    stack.append((*s, i))
+                    i += 1
+                while stack and stack[-1][1] < ts:
+                    stack.pop()
+                op, span = self._operator(stack)
+                if op is None:
+                    continue
+                k = index.get(op)
+                if k is None:
+                    k = index[op] = len(out.ops)
+                    out.ops.append(Operator(*op))
+                    seen_spans.append(set())
+                if span is not None:
+                    seen_spans[k].add((thread, span))
+                (out.launch_op if what == 0 else out.sync_op)[key] = k
+        out.ops = [Operator(o.name, o.outer, o.input_dims, o.input_types, o.module, o.python_frame,
+                            max(1, len(seen_spans[k]))) for k, o in enumerate(out.ops)]
+        return out
+
+    def _operator(self, stack: list[tuple[int, int, int, int, int]]) -> tuple[tuple[Any, ...] | None, int | None]:
+        """The operator facts of the innermost op on ``stack`` (open spans, outermost first) and its span number."""
+        inner = outer = None
+        module = user = torch_frame = None
+        for start, end, kind, k, n in reversed(stack):
+            if kind == _CPU:
+                if inner is None:
+                    inner = (k, n)
+                outer = k
+            else:
+                name = self.frame_list[k]
+                if module is None and name.startswith("nn.Module: "):
+                    module = name[len("nn.Module: "):]
+                if user is None and is_user_frame(name):
+                    user = name
+                if inner is None and torch_frame is None and name.startswith("torch/"):
+                    torch_frame = name
+        if inner is not None:
+            name, dims, types = self.config_list[inner[0]]
+            outer_name = self.config_list[outer][0] if outer is not None and outer != inner[0] else None
+            return (name, outer_name, dims, types, module, user), inner[1]
+        if torch_frame is not None:  # a call with no aten op around it: torch.cuda.synchronize, a graph replay
+            return (_torch_call(torch_frame), None, (), (), module, user), None
+        if user is not None:
+            return ("python", None, (), (), module, user), None
+        return None, None
+
+
+def link_operators(ops: OperatorEvents, launch_sites: Iterable[tuple[int, tuple[Any, Any, int]]],
+                   kernels: set[Any], calls: Iterable[dict[str, Any]], sync_starts: set[int],
+                   origin_ns: int) -> Operators | None:
+    """``ops.operators`` for the launch sites of the ``kernels`` (their correlation ids) and for the runtime
+    ``calls`` that are host syncs (their start on the session clock among ``sync_starts``, as host_syncs.py
+    places them)."""
+    syncs = []
+    for e in calls:
+        try:
+            ts = _ns(e["ts"])
+        except _MALFORMED:
+            continue
+        if ts - origin_ns in sync_starts:
+            syncs.append((ts - origin_ns, (e.get("pid"), e.get("tid"), ts)))
+    return ops.operators(((c, site) for c, site in launch_sites if c in kernels), syncs)
