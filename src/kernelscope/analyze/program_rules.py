@@ -230,6 +230,8 @@ def sync_in_loop(ctx: ProgramContext) -> list:
               "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass")
 def launch_bound(ctx: ProgramContext) -> list:
     out: list = []
+    if graph_replays_share(ctx) >= 0.5:
+        return out  # a CUDA graph's kernels are launched by the GPU: the host's launch overhead is not theirs
     for b in ctx.breakdown.ranks:
         got = _recurring(b, bd.LAUNCHING)
         if got is None:
@@ -252,6 +254,17 @@ def launch_bound(ctx: ProgramContext) -> list:
              ("gap threshold, µs", HOST_STALL_GAP_NS / 1e3), ("wall time of the window, ms", _ms(b.wall_ns))),
             fix, None, b.rank))
     return out
+
+
+def graph_replays_share(ctx: ProgramContext) -> float:
+    """The share of the session's kernel launches that CUDA-graph replays made (their operator is the replay
+    call; 0 when the session has no operators)."""
+    ops = ctx.session.operators
+    if ops is None:
+        return 0.0
+    graph = {k for k, op in enumerate(ops.ops) if op.name.endswith("graphs.replay") or op.name == "cudaGraphLaunch"}
+    corr = ctx.session.launch_table().correlation_id
+    return sum(1 for c in corr if ops.launch_op.get(c) in graph) / len(corr) if graph and corr else 0.0
 
 
 def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
@@ -442,3 +455,6 @@ def run_program_rules(ctx: ProgramContext) -> tuple[list[ProgramFinding], list[N
         for out in r.check(ctx):
             (found if isinstance(out, ProgramFinding) else skipped).append(out)
     return found, skipped
+
+
+from kernelscope.analyze import operator_rules as _operator_rules  # noqa: E402,F401  (registers the operator rules)

@@ -34,7 +34,13 @@ KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all 
                        "the window's wall time (breakdown, mean over ranks)")
 # A finding whose fix cannot work until another's is done comes right after it, whatever its gain: a CUDA graph cannot
 # hold a loop that syncs with the host.
-PREREQUISITES: dict[str, tuple[str, ...]] = {"launch-bound": ("sync-in-loop",)}
+# A generic finding left out where the specific one on the same evidence fired (syncs named by operator and line).
+REPLACED_BY: dict[str, str] = {"sync-in-loop": "sync-at-op"}
+# A rule listed after the rules that explain it: a specific cause outranks the symptom it explains.
+PREREQUISITES: dict[str, tuple[str, ...]] = {
+    "launch-bound": ("sync-in-loop", "sync-at-op", "optimizer-per-tensor"),
+    "unfused-elementwise": ("unfused-norm", "unfused-attention"),
+}
 COMBINED_FORMULA = ("per breakdown category 1 - product(1 - gain) over its findings, capped at the category's share; "
                     "categories (disjoint time) added")
 NO_REGION = "(no region)"
@@ -232,6 +238,8 @@ def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | 
     not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
     if not b.ranks:
         not_eval += [RuleNotEvaluated(r.rule, b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
+    rules = {f.rule for f in found}
+    found = [f for f in found if REPLACED_BY.get(f.rule) not in rules]
     program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
                        f.message, "kernelscope", "program", f.rank) for f in _one_per_rule(found)]
     kernel, unranked = _kernel_findings(analysis, b)
