@@ -28,6 +28,7 @@ class Operator:
     module: str | None = None
     python_frame: str | None = None
     calls: int = 0
+    concrete_inputs: tuple[str, ...] = ()  # the non-tensor arguments as the trace wrote them (convolutions only)
 
     @property
     def python_line(self) -> str | None:
@@ -61,13 +62,16 @@ class Operator:
             d["module"] = self.module
         if self.python_frame is not None:
             d["python_frame"] = self.python_frame
+        if self.concrete_inputs:
+            d["concrete_inputs"] = list(self.concrete_inputs)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Operator":
         return cls(name=str(d["name"]), outer=d.get("outer"), input_dims=_as_tuples(d.get("input_dims") or []),
                    input_types=tuple(str(t) for t in d.get("input_types") or []), module=d.get("module"),
-                   python_frame=d.get("python_frame"), calls=int(d.get("calls", 0)))
+                   python_frame=d.get("python_frame"), calls=int(d.get("calls", 0)),
+                   concrete_inputs=tuple(str(c) for c in d.get("concrete_inputs") or []))
 
 
 _DTYPES = {"float": "f32", "c10::Half": "f16", "c10::BFloat16": "bf16", "double": "f64", "long int": "i64",

@@ -334,7 +334,7 @@ _dims = any_json(8)
 operator_record = obj({  # model/operators.Operator
     "name": F(string, True), "calls": F(_count), "outer": F(optional(string)),
     "input_dims": F(list_of(_dims)), "input_types": F(list_of(string)), "module": F(optional(string)),
-    "python_frame": F(optional(string)),
+    "python_frame": F(optional(string)), "concrete_inputs": F(list_of(string)),
 })
 operators = obj({  # model/operators.Operators
     "ops": F(list_of(operator_record), True), "launch_correlation": F(list_of(_int)), "launch_op": F(list_of(_count)),

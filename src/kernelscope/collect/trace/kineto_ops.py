@@ -47,7 +47,7 @@ class OperatorEvents:
 
     def __init__(self) -> None:
         self.configs: dict[tuple[Any, ...], int] = {}
-        self.config_list: list[tuple[str, tuple[Any, ...], tuple[str, ...]]] = []
+        self.config_list: list[tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]] = []
         self.frames: dict[str, int] = {}
         self.frame_list: list[str] = []
         self.spans: dict[tuple[Any, Any], list[tuple[int, int, int, int]]] = defaultdict(list)  # (start, end, kind, id)
@@ -68,7 +68,9 @@ class OperatorEvents:
                 dims = args.get("Input Dims")
                 if dims is not None:
                     self.shapes = True
-                key = (name, _tuples(dims or []), tuple(str(t) for t in args.get("Input type") or []))
+                # the non-tensor arguments only where a formula needs them: a convolution's stride and padding
+                concrete = tuple(str(c) for c in args.get("Concrete Inputs") or []) if "conv" in name else ()
+                key = (name, _tuples(dims or []), tuple(str(t) for t in args.get("Input type") or []), concrete)
                 k = self.configs.get(key)
                 if k is None:
                     k = self.configs[key] = len(self.config_list)
@@ -124,13 +126,13 @@ class OperatorEvents:
                 k = index.get(op)
                 if k is None:
                     k = index[op] = len(out.ops)
-                    out.ops.append(Operator(*op))
+                    out.ops.append(Operator(*op[:6], concrete_inputs=op[6]))
                     seen_spans.append(set())
                 if span is not None:
                     seen_spans[k].add((thread, span))
                 (out.launch_op if what == 0 else out.sync_op)[key] = k
         out.ops = [Operator(o.name, o.outer, o.input_dims, o.input_types, o.module, o.python_frame,
-                            max(1, len(seen_spans[k]))) for k, o in enumerate(out.ops)]
+                            max(1, len(seen_spans[k])), o.concrete_inputs) for k, o in enumerate(out.ops)]
         return out
 
     def _operator(self, stack: list[tuple[int, int, int, int, int]]) -> tuple[tuple[Any, ...] | None, int | None]:
@@ -151,13 +153,13 @@ class OperatorEvents:
                 if inner is None and torch_frame is None and name.startswith("torch/"):
                     torch_frame = name
         if inner is not None:
-            name, dims, types = self.config_list[inner[0]]
+            name, dims, types, concrete = self.config_list[inner[0]]
             outer_name = self.config_list[outer][0] if outer is not None and outer != inner[0] else None
-            return (name, outer_name, dims, types, module, user), inner[1]
+            return (name, outer_name, dims, types, module, user, concrete), inner[1]
         if torch_frame is not None:  # a call with no aten op around it: torch.cuda.synchronize, a graph replay
-            return (_torch_call(torch_frame), None, (), (), module, user), None
+            return (_torch_call(torch_frame), None, (), (), module, user, ()), None
         if user is not None:
-            return ("python", None, (), (), module, user), None
+            return ("python", None, (), (), module, user, ()), None
         return None, None
 
 
