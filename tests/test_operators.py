@@ -3,8 +3,11 @@ H200 by benchmarks/user_traces/record.py with record_shapes=True and with_stack=
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
+
+import pytest
 
 from kernelscope.collect.trace.kineto import parse_trace
 from kernelscope.collect.trace.kineto_import import import_traces
@@ -70,5 +73,49 @@ def test_the_whole_document_parser_links_the_same_operators():
 
 def test_import_says_what_a_trace_without_shapes_and_stacks_is_missing():
     notes = import_traces([DATA / "trace_h100_mixed.json.gz"]).notes
-    assert any("missing input shapes (record_shapes=True) and Python stacks (with_stack=True)" in n for n in notes)
+    assert notes == ["the trace records operators but not input shapes (record_shapes=True) and Python stacks "
+                     "(with_stack=True): kernels are shown without them"]
     assert not import_traces([USER / "sync_per_layer_fixed.pt.trace.json.gz"]).notes
+
+
+def test_show_json_and_the_frames_carry_each_operator_with_its_inputs_line_and_rate(tmp_path):
+    pytest.importorskip("pandas")
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.frames import launches_df, operators_df
+    from kernelscope.render.json_view import show_json
+
+    s = _session("manual_attention_defect")
+    report = build_report(s)
+    rows = show_json(report)["operators"]["rows"]
+    top = rows[0]
+    assert (top["operator"], top["inputs"], top["python_line"]) == (
+        "aten::_softmax", "f16[4,16,2048,2048]", "record.py:173 forward")
+    # softmax: its input read and its output written once, per call, over the kernels' time
+    assert top["bytes"] == 2 * 4 * 16 * 2048 * 2048 * 2 * top["calls"]
+    assert top["bytes_per_s"]["value"] == pytest.approx(top["bytes"] / (top["kernel_ns"] * 1e-9))
+    assert "no measured ceilings" in top["pct_of_bandwidth_ceiling"]["missing_reason"]
+    bmm = next(r for r in rows if r["operator"] == "aten::bmm" and r["inputs"].startswith("f16[64,2048,64]"))
+    assert bmm["flops"] == 2 * 64 * 2048 * 64 * 2048 * bmm["calls"]
+    df = operators_df(report)
+    assert list(df["operator"][:1]) == ["aten::_softmax"] and df.attrs["units"]["flop_per_s"] == "FLOP/s"
+    launches = launches_df(s)
+    assert set(launches["python_line"].dropna()) >= {"record.py:173 forward"}
+
+
+def test_show_draws_the_operators_table_only_for_a_session_with_operators():
+    from rich.console import Console
+
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.show import ShowView
+
+    def text(s):
+        c = Console(width=140, record=True, file=io.StringIO())
+        c.print(ShowView(build_report(s)))
+        return c.export_text()
+
+    drawn = text(_session("manual_attention_defect"))
+    assert "Operators by kernel time" in drawn and "record.py:173" in drawn and "f16[4,16,2048,2048]" in drawn
+    assert "attention at record.py:173 forward computed as separate ops" in drawn
+    bare = text(import_traces([DATA / "trace_h100_mixed.json.gz"]).joined.session)  # ops, no shapes or stacks
+    assert "The trace did not record input shapes (record_shapes=True) or Python stacks" in bare
+    assert "Operators by kernel time" not in text(Session.load(DATA / "session_h100_mixed.json.gz"))

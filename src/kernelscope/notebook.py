@@ -47,6 +47,12 @@ class LoadedSession:
 
         return kernels_df(self.report)
 
+    def operators_df(self):
+        """The aten ops behind the kernels: inputs, the user's Python line, FLOPs, bytes and achieved rates."""
+        from kernelscope.render.frames import operators_df
+
+        return operators_df(self.report)
+
     def launches_df(self):
         from kernelscope.render.frames import launches_df
 

@@ -135,7 +135,7 @@ def _pointwise(flops_per_element: float, name: str) -> Callable[[Operator], OpCo
             return None
         ins = _in_bytes(op)
         n = _numel(shape)
-        out = 0 if op.name.endswith("_") else n * _elt(op)  # in place: the output is an input
+        out = n * _elt(op)  # in place too: the result is written over the first input
         return OpCost(flops_per_element * n, None if ins is None else float(ins + out),
                       f"{name}: {flops_per_element:g} x output elements")
     return cost

@@ -126,7 +126,8 @@ def sync_at_op(ctx: ProgramContext) -> list:
     what = "; ".join(f"{cause}{'' if line.startswith('(') else ' at ' + line} x{len(t):,}" for (cause, line), t in
                      sites[:3])
     return [ProgramFinding(
-        "sync-at-op", bd.AFTER_SYNC, "the host waits for the GPU inside the loop",
+        "sync-at-op", bd.AFTER_SYNC, f"the host waits for the GPU inside the loop: {sites[0][0][0]}"
+        + ("" if sites[0][0][1].startswith("(") else f" at {sites[0][0][1]}"),
         f"{len(syncs):,} host syncs{per_step}: {what}. Each drains the GPU's queue: the GPU then idles until the "
         f"host launches again",
         gain, "GPU idle from the return of each host sync to the next activity / wall time of the window",
@@ -182,7 +183,7 @@ def unfused_attention(ctx: ProgramContext) -> list:
     soft = ops.ops[next(iter(scores))]
     shape = "x".join(map(str, next(iter(scores.values()))))
     return [ProgramFinding(
-        "unfused-attention", bd.KERNELS, "attention computed as separate ops on an S x S score tensor",
+        "unfused-attention", bd.KERNELS, f"attention{_where(soft)} computed as separate ops on a {shape} score tensor",
         f"attention{_where(soft)} is computed as matmul, softmax and matmul on a {shape} score tensor that every "
         f"op writes to and reads from memory: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
         gain, "(kernel time of the ops on the score tensor - its matmuls' time" + (" x 0.5, causal" if causal else "")
@@ -226,7 +227,7 @@ def unfused_norm(ctx: ProgramContext) -> list:
         return []
     line = next(op for op in ops.ops if op.python_frame in lines)
     return [ProgramFinding(
-        "unfused-norm", bd.KERNELS, "a norm written out as elementwise and reduction ops",
+        "unfused-norm", bd.KERNELS, f"a norm written out as elementwise and reduction ops{_where(line)}",
         f"a LayerNorm / RMSNorm{_where(line)} runs as {len(mine) // max(1, len(stats))} kernels per call "
         f"({len(stats):,} calls), each a pass over the activations: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
         gain, "(kernel time of the norm's ops - calls x median time of one full-size pass) / wall time: a fused "

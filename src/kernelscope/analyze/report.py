@@ -16,6 +16,7 @@ from kernelscope.analyze.counters import CounterViews, counter_launches, counter
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
 from kernelscope.analyze.memory import MemoryReport, MemoryUnavailable, memory_report
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
+from kernelscope.analyze.operators import OperatorsReport, operators_report
 from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
 from kernelscope.analyze.ranks import RanksReport, ranks_report
 from kernelscope.analyze.roofline import Ceilings
@@ -55,6 +56,7 @@ class Report:
     ranks: RanksReport | None = None  # per-rank time and collectives (one rank for a one-process session)
     memory: MemoryReport | MemoryUnavailable | None = None  # run --memory (analyze.memory); None: not asked for
     source_lines: tuple[KernelLines, ...] = ()  # hot lines of the launches with per-line counters (run --source)
+    operators: OperatorsReport | None = None  # aten ops, shapes and Python lines behind the kernels (analyze.operators)
 
     def kernel(self, name: str) -> KernelReport:
         for k in self.kernels:
@@ -92,4 +94,4 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     stats = summarize_gpu_stats(session) if session.samples else None
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
                   session_verdict(session, analysis, ranks), ranks, memory_report(session),
-                  tuple(source_lines_of(session, kernel_regex)))
+                  tuple(source_lines_of(session, kernel_regex)), operators_report(session, analysis.ceilings))

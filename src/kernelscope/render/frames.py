@@ -111,10 +111,44 @@ def launches_df(session):
             row[_metric_column(key)] = m.value
             if m.is_missing:
                 missing.setdefault(_metric_column(key), str(m.missing_reason))
+        op = session.operators.of_launch(x.correlation_id) if session.operators is not None else None
+        row.update({"operator": None if op is None else op.name, "operator_inputs": None if op is None else
+                    op.shapes_text or None, "python_line": None if op is None else op.python_line})
         rows.append(row)
+    if session.operators is None:
+        for c in ("operator", "operator_inputs", "python_line"):
+            missing[c] = "the session has no operators (a trace with CPU ops, record_shapes and with_stack)"
     if not any(x.rank is not None for x in session.launches):  # a one-process session: a rank of None says why
         missing["rank"] = "a one-process session: its launches carry no rank"
-    return _frame(rows, list(LAUNCH_COLUMNS) + sorted(keys), {**LAUNCH_UNITS, **keys}, missing)
+    columns = list(LAUNCH_COLUMNS) + ["operator", "operator_inputs", "python_line"] + sorted(keys)
+    return _frame(rows, columns, {**LAUNCH_UNITS, **keys}, missing)
+
+
+OPERATOR_UNITS = {"kernel_ns": "ns", "flops": "FLOP", "bytes": "byte", "flop_per_s": "FLOP/s",
+                  "byte_per_s": "byte/s", "pct_of_compute_ceiling": "%", "pct_of_bandwidth_ceiling": "%"}
+
+
+def operators_df(report):
+    """One row per operator configuration (analyze.operators), most kernel time first."""
+    ops = report.operators
+    rows, missing = [], {}
+    for r in ops.rows if ops is not None else ():
+        row = {"operator": r.name, "outer": r.outer, "inputs": r.shapes or None, "python_line": r.python_line,
+               "modules": r.modules, "calls": r.calls, "launches": r.launches, "kernel_ns": r.kernel_ns,
+               "kernels": r.kernels, "formula": r.formula, "flops": r.flops, "bytes": r.bytes}
+        for col, m in (("flop_per_s", r.flops_per_s), ("byte_per_s", r.bytes_per_s),
+                       ("pct_of_compute_ceiling", r.pct_of_compute_ceiling),
+                       ("pct_of_bandwidth_ceiling", r.pct_of_bandwidth_ceiling)):
+            row[col] = None if m.is_missing else float(m.value)
+            if m.is_missing:
+                missing.setdefault(col, str(m.missing_reason))
+        rows.append(row)
+    if ops is not None and ops.missing_reason:
+        missing["operator"] = ops.missing_reason
+    columns = ["operator", "outer", "inputs", "python_line", "modules", "calls", "launches", "kernel_ns", "kernels",
+               "formula", "flops", "bytes", "flop_per_s", "byte_per_s", "pct_of_compute_ceiling",
+               "pct_of_bandwidth_ceiling"]
+    return _frame(rows, columns, OPERATOR_UNITS, missing)
 
 
 def counters_df(session):

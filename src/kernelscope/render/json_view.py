@@ -148,8 +148,21 @@ def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, An
         "launch_count": summary.launch_count,
         "verdict": verdict_json(report.verdict),
         "kernels": [_kernel(k) for k in report.kernels],
+        **({"operators": operators_json(report.operators)} if report.operators is not None
+           and report.operators.missing_reason is None else {}),
         **({} if timeline_limit is None else {"timeline": timeline_json(report.analysis.timeline, timeline_limit)}),
     }
+
+
+def operators_json(ops: Any) -> dict[str, Any]:
+    """The operators behind the kernels (analyze.operators.OperatorsReport)."""
+    return {"missing": list(ops.missing), "rows": [{
+        "operator": r.name, "outer": r.outer, "inputs": r.shapes, "python_line": r.python_line,
+        "modules": list(r.modules), "calls": r.calls, "launches": r.launches, "kernel_ns": r.kernel_ns,
+        "kernels": list(r.kernels), "formula": r.formula, "flops": r.flops, "bytes": r.bytes,
+        "flops_per_s": _metric(r.flops_per_s), "bytes_per_s": _metric(r.bytes_per_s),
+        "pct_of_compute_ceiling": _metric(r.pct_of_compute_ceiling),
+        "pct_of_bandwidth_ceiling": _metric(r.pct_of_bandwidth_ceiling)} for r in ops.rows]}
 
 
 # -- each kernel's analysis: bound, throughput, % of peak, roofline point, ranked recommendations with evidence

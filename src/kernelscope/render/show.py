@@ -15,6 +15,7 @@ from kernelscope.render.gpu_stats import GpuStatsPanel
 from kernelscope.render.header import SessionHeader
 from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.kernel_table import KernelTable
+from kernelscope.render.operators_panel import OperatorsTable
 from kernelscope.render.memory_panel import MemoryPanel
 from kernelscope.render.ranks_panel import CollectivesPanel, RanksPanel
 from kernelscope.render.sm_layout import SMLayoutPanel
@@ -46,6 +47,8 @@ class ShowView:
         if self.brief:
             return
         yield KernelTable(r.summary, self.table_limit)
+        if r.operators is not None and r.operators.rows:
+            yield OperatorsTable(r.operators, self.table_limit)
         for k in r.kernels:
             label = k.summary.label
             yield KernelConfigPanel(k.summary)

@@ -157,9 +157,17 @@ class VerdictPanel:
         _rows(t, "  by region", v.by_region)
         parts.append(t)
         parts += _findings(v)
-        parts += _listed("Not evaluated", [f"{n.rule}: {n.reason}" for n in v.not_evaluated])
+        parts += _listed("Not evaluated", _by_reason(v.not_evaluated))
         parts += _listed("Not measured", [not_measured_text(n) for n in v.not_measured])
         yield Panel(Group(*parts), title="Verdict", title_align="left")
+
+
+def _by_reason(not_evaluated) -> list[str]:
+    """One line per reason, naming every rule it kept from running (in their order)."""
+    rules: dict[str, list[str]] = {}
+    for n in not_evaluated:
+        rules.setdefault(n.reason, []).append(n.rule)
+    return [f"{', '.join(names)}: {reason}" for reason, names in rules.items()]
 
 
 def _breakdown_table(v: SessionVerdict) -> list:

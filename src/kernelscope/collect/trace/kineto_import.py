@@ -87,24 +87,28 @@ def _part(parsed: ParsedTrace, top: dict[str, Any], pid: int | None, path: Path)
 
 
 def operators_recorded(parsed: ParsedTrace) -> str:
-    """What the trace holds of the operators behind its kernels, in words: all of it, or what is missing."""
+    """What the trace holds of the operators behind its kernels, in words ("... but not ..." when part is missing;
+    "no CPU operators ..." when none)."""
     ops = parsed.operators
     if ops is None:
-        return ("missing: the trace has no CPU operators (record with activities=[CPU, CUDA], record_shapes=True, "
-                "with_stack=True to see the operator, shapes and Python line behind each kernel)")
+        return ("no CPU operators (record with activities=[CPU, CUDA], record_shapes=True and with_stack=True to "
+                "see the operator, input shapes and Python line behind each kernel)")
     missing = ops.missing()
-    if not missing:
-        return "operators, input shapes and Python stacks"
-    return f"operators; missing {' and '.join(missing)}"
+    return "operators, input shapes and Python stacks" if not missing else \
+        f"operators but not {' and '.join(missing)}"
 
 
-def _trace_notes(f: Path, streamed: StreamedTrace) -> list[str]:
-    """The damage of a trace that was read, and what it lacks of the operators, one sentence each."""
-    out = [f"{f}: {streamed.damage}"] if streamed.damage else []
-    missing = operators_recorded(streamed.parsed)
-    if "missing" in missing:
-        out.append(f"{f}: {missing}; kernels are shown without them")
-    return out
+def _lacks(parsed: ParsedTrace) -> list[str]:
+    recorded = operators_recorded(parsed)
+    return [recorded] if recorded.startswith(("no ", "operators but")) else []
+
+
+def _lacking_note(lacking: list[str], files: int) -> list[str]:
+    """One sentence for the import (every trace of a job is usually recorded alike): what the traces lack."""
+    if not lacking:
+        return []
+    which = "the trace records" if files == 1 else f"{len(lacking)} of the {files} traces record"
+    return [f"{which} {max(lacking, key=len)}: kernels are shown without them"]
 
 
 def _main_device(table: LaunchTable) -> int | None:
@@ -144,6 +148,7 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
     files = trace_files(paths)
     parts: list[RankPart] = []
     notes: list[str] = []
+    lacking: list[str] = []  # what each trace that lacks part of the operators lacks
     for f in files:  # rank by rank: each file is read event by event, and only its session part is kept
         try:
             streamed = read_trace(f)
@@ -159,8 +164,11 @@ def import_traces(paths: list[Path]) -> ImportedTraces:
         except OSError as e:
             notes.append(f"{f} was left out: it cannot be read ({e.strerror})")
             continue
-        notes += _trace_notes(f, streamed)
+        if streamed.damage:
+            notes.append(f"{f}: {streamed.damage}")
+        lacking += _lacks(streamed.parsed)
         parts.append(part_from_stream(streamed, f))
+    notes += _lacking_note(lacking, len(files))
     if not parts:
         raise TraceImportError(notes[0] if len(notes) == 1 else
                                f"none of the {len(files)} files is a readable PyTorch profiler trace ({notes[0]})")
