@@ -119,3 +119,22 @@ def test_show_draws_the_operators_table_only_for_a_session_with_operators():
     bare = text(import_traces([DATA / "trace_h100_mixed.json.gz"]).joined.session)  # ops, no shapes or stacks
     assert "The trace did not record input shapes (record_shapes=True) or Python stacks" in bare
     assert "Operators by kernel time" not in text(Session.load(DATA / "session_h100_mixed.json.gz"))
+
+
+def test_the_trace_pass_records_shapes_and_stacks_unless_told_less(monkeypatch):
+    from kernelscope.collect.trace.recorder import OPERATORS_ENV, operator_options
+
+    monkeypatch.delenv(OPERATORS_ENV, raising=False)
+    assert operator_options() == {"record_shapes": True, "with_stack": True}
+    monkeypatch.setenv(OPERATORS_ENV, "shapes")
+    assert operator_options() == {"record_shapes": True}
+    monkeypatch.setenv(OPERATORS_ENV, "off")
+    assert operator_options() == {}
+
+
+def test_run_refuses_an_unknown_operators_level_in_one_sentence(tmp_path):
+    from conftest import one_sentence_error, run_cli
+
+    assert "--operators takes stacks, shapes, off" in one_sentence_error(
+        run_cli("run", "--operators", "all", "-o", str(tmp_path / "x.json"), "--", "python", "-c", "1"))
+    assert not (tmp_path / "x.json").exists()

@@ -33,6 +33,9 @@ options:
   --sample-interval MS    sample GPU state (NVML/GPM) every MS milliseconds (default 100; 0: off)
   --steps FIRST-LAST      record only these steps (kernelscope.step() ends each; counted from 0); with
                           --counters, ncu profiles only kernels launched in them (cudaProfilerStart/Stop)
+  --operators LEVEL       what the trace records of the aten ops behind the kernels: stacks (default: input
+                          shapes and the Python stacks that name the user's line), shapes, or off (each level
+                          costs the host less per op)
   --memory                record the PyTorch caching allocator's history: memory over time, the peak and
                           what was live at it (needs torch with CUDA)
   -m MODULE               run a module, like python -m
@@ -58,7 +61,8 @@ counter pass (ncu):
 _VALUE_OPTS = {"-o": "output", "--output": "output", "--keep-trace": "keep_trace", "-m": "module",
                "--sample-interval": "sample_interval", "--top": "top", "--kernel": "kernel", "--region": "region",
                "--launch-skip": "launch_skip", "--launch-count": "launch_count", "--clock-control": "clock_control",
-               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps", "--ranks": "ranks"}
+               "--ncu": "ncu", "--ncu-timeout": "ncu_timeout", "--steps": "steps", "--ranks": "ranks",
+               "--operators": "operators"}
 _FLAGS = {"-f": "force", "--force-overwrite": "force", "-q": "quiet", "--quiet": "quiet", "--counters": "counters",
           "--memory": "memory", "--source": "source"}
 
@@ -194,6 +198,8 @@ def main(argv: list[str]) -> int:
         _check_ncu(request)
     if o["sample_interval"] is not None:
         _set_sample_interval(o["sample_interval"])
+    if o["operators"] is not None:
+        _set_operators(o["operators"])
     python_workload = o["module"] is not None or (o["command"] and is_python_command(o["command"][0]))
     python_workload = python_workload or torchrun
     if (o["steps"] or o["memory"]) and not python_workload:
@@ -306,6 +312,17 @@ def _counters(result, o: dict, request) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _set_operators(level: str) -> None:
+    """The child (collect/bootstrap) inherits the environment; the trace recorder reads the level there."""
+    import os
+
+    from kernelscope.collect.trace.recorder import OPERATOR_LEVELS, OPERATORS_ENV
+
+    if level not in OPERATOR_LEVELS:
+        fail(f"--operators takes {', '.join(OPERATOR_LEVELS)}, not {visible(level)[:40]!r}")
+    os.environ[OPERATORS_ENV] = level
 
 
 def _set_sample_interval(text: str) -> None:

@@ -28,6 +28,20 @@ from kernelscope.model.memory import StepWindow
 from kernelscope.model import collectors as collector
 
 
+# What the profiler records of the operators behind the kernels (`kernelscope run --operators`): the aten ops'
+# input shapes and the Python stacks around them. Both cost host time per op (benchmarks/user_traces/RESULTS.md).
+OPERATORS_ENV = "KERNELSCOPE_OPERATORS"
+OPERATOR_LEVELS: dict[str, dict[str, bool]] = {"stacks": {"record_shapes": True, "with_stack": True},
+                                               "shapes": {"record_shapes": True}, "off": {}}
+DEFAULT_OPERATORS = "stacks"
+
+
+def operator_options() -> dict[str, bool]:
+    """The profiler's options for the level $KERNELSCOPE_OPERATORS names (default: shapes and stacks)."""
+    return dict(OPERATOR_LEVELS.get(os.environ.get(OPERATORS_ENV, DEFAULT_OPERATORS),
+                                    OPERATOR_LEVELS[DEFAULT_OPERATORS]))
+
+
 SAMPLE_MARGIN_NS = 250_000_000  # a --steps session keeps the GPU samples up to this long after the window's last event
 
 
@@ -77,10 +91,11 @@ class TraceRecorder:
             return
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
         if self.step_window is None:
-            self._prof = profile(activities=activities)
+            self._prof = profile(activities=activities, **operator_options())
             self._steps.on_step.append(self._mark_step)
         else:
-            self._prof = steps.windowed_profiler(torch, activities, self.step_window, self._trace_ready)
+            self._prof = steps.windowed_profiler(torch, activities, self.step_window, self._trace_ready,
+                                                 **operator_options())
             self._steps.on_step.append(self._profiler_step)
         with profiler_notices_silenced():  # torch's notes on how kernelscope uses the profiler, not on the workload
             self._prof.__enter__()

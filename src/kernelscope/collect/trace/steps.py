@@ -147,13 +147,14 @@ def _start_profiler_range_counter(text: str) -> None:
 
 
 def windowed_profiler(torch: Any, activities: list[Any], window: tuple[int, int],
-                      on_trace_ready: Callable[[Any], None]) -> Any:
+                      on_trace_ready: Callable[[Any], None], **options: bool) -> Any:
     """A torch.profiler.profile that records steps FIRST..LAST (its prof.step() is called at each
-    kernelscope.step()), warming up during the step before FIRST so CUPTI's start-up cost falls outside."""
+    kernelscope.step()), warming up during the step before FIRST so CUPTI's start-up cost falls outside.
+    ``options``: the operator options (record_shapes, with_stack)."""
     first, last = window
     warmup = 1 if first >= 1 else 0
     with warnings.catch_warnings():  # a window from step 0 has no step before it to warm up in; nothing to warn of
         warnings.simplefilter("ignore", UserWarning)
         schedule = torch.profiler.schedule(skip_first=first - warmup, wait=0, warmup=warmup,
                                            active=last - first + 1, repeat=1)
-    return torch.profiler.profile(activities=activities, schedule=schedule, on_trace_ready=on_trace_ready)
+    return torch.profiler.profile(activities=activities, schedule=schedule, on_trace_ready=on_trace_ready, **options)
