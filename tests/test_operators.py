@@ -108,14 +108,18 @@ def test_show_draws_the_operators_table_only_for_a_session_with_operators():
     from kernelscope.analyze.report import build_report
     from kernelscope.render.show import ShowView
 
+    from kernelscope.render.text import display_copy
+
     def text(s):
         c = Console(width=140, record=True, file=io.StringIO())
-        c.print(ShowView(build_report(s)))
+        c.print(ShowView(display_copy(build_report(s))))
         return c.export_text()
 
     drawn = text(_session("manual_attention_defect"))
     assert "Operators by kernel time" in drawn and "record.py:173" in drawn and "f16[4,16,2048,2048]" in drawn
     assert "attention at record.py:173 forward computed as separate ops" in drawn
+    assert "launched by aten::_softmax (aten::softmax) f16[4,16,2048,2048] at record.py:173 forward · 6 launches" \
+        in drawn  # the kernel's panel
     bare = text(import_traces([DATA / "trace_h100_mixed.json.gz"]).joined.session)  # ops, no shapes or stacks
     assert "The trace did not record input shapes (record_shapes=True) or Python stacks" in bare
     assert "Operators by kernel time" not in text(Session.load(DATA / "session_h100_mixed.json.gz"))

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from kernelscope.analyze.op_cost import op_cost
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.model import Metric, Session
-from kernelscope.model.names import short_kernel_name
 from kernelscope.model.operators import Operator
 
 FLOPS_FORMULA = "op FLOPs per call (formula) x calls / kernel time of its launches"
@@ -30,7 +29,7 @@ class OperatorRow:
     calls: int
     launches: int
     kernel_ns: int
-    kernels: tuple[str, ...]  # short names, most time first
+    kernels: tuple[str, ...]  # kernel names, most time first
     formula: str | None  # the FLOPs / bytes formula, None: no formula for this op or no shapes
     flops: float | None  # all calls
     bytes: float | None
@@ -115,7 +114,7 @@ def _row(op: Operator, same: list[Operator], kernel_ns: int, launches: int, kern
     bw = ceilings.memory_bandwidth
     return OperatorRow(
         op.name, op.outer, op.shapes_text, op.python_line, tuple(sorted({o.module for o in same if o.module})),
-        calls, launches, kernel_ns, tuple(short_kernel_name(k) for k in sorted(kernels, key=lambda k: -kernels[k])),
+        calls, launches, kernel_ns, tuple(sorted(kernels, key=lambda k: -kernels[k])),
         None if cost is None else cost.formula, flops, nbytes, flops_s, bytes_s,
         _pct(flops_s, roof[1] if roof else None, roof[0] if roof else "the compute ceiling",
              ceilings.missing_reason or "no measured compute ceiling of this kind"),

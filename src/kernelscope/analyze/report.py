@@ -8,7 +8,7 @@ and made display-safe (render.text.display_copy) like any session data.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernelscope.analyze.verdict import SessionVerdict, session_verdict
 from kernelscope.analyze.analysis import KernelAnalysis, SessionAnalysis, analyze_session
@@ -16,7 +16,7 @@ from kernelscope.analyze.counters import CounterViews, counter_launches, counter
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
 from kernelscope.analyze.memory import MemoryReport, MemoryUnavailable, memory_report
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
-from kernelscope.analyze.operators import OperatorsReport, operators_report
+from kernelscope.analyze.operators import OperatorRow, OperatorsReport, operators_report
 from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
 from kernelscope.analyze.ranks import RanksReport, ranks_report
 from kernelscope.analyze.roofline import Ceilings
@@ -41,6 +41,7 @@ class KernelReport:
     scoped_launch: Launch | None  # the first launch with Proton phase scopes (panels 4 and 8)
     counters: CounterViews | None = None  # panels 3, 5, 7 and warp state, of counter_launches[0]
     scoped: ScopedLaunchView | None = None  # phases and per-warp idle time of scoped_launch
+    operators: tuple[OperatorRow, ...] = ()  # the aten ops that launched it (analyze.operators), most time first
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,10 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     ceilings = ceilings if ceilings is not None else Ceilings.none()
     ranks = ranks_report(session)
     analysis = analyze_session(session, ceilings, summary, ranks.collectives)
-    kernels = tuple(kernel_report(session, summary, k, analysis) for k in selected)
+    ops = operators_report(session, analysis.ceilings)
+    kernels = tuple(replace(kernel_report(session, summary, k, analysis),
+                            operators=tuple(r for r in ops.rows if k.name in r.kernels)) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
                   session_verdict(session, analysis, ranks), ranks, memory_report(session),
-                  tuple(source_lines_of(session, kernel_regex)), operators_report(session, analysis.ceilings))
+                  tuple(source_lines_of(session, kernel_regex)), ops)

@@ -15,6 +15,7 @@ from kernelscope.render.fmt import count, dim3, duration, plural, size_bytes, wa
 from kernelscope.render.fit import fitted_panel
 from kernelscope.render.text import was_shortened
 
+OPERATOR_LINES = 3  # the operators that launched a kernel, most time first, named in its panel
 LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
                   "blocks": "blocks/SM cap"}
 
@@ -30,9 +31,10 @@ def _na(m: Metric | None, fallback: str) -> str:
 
 
 class KernelConfigPanel:
-    def __init__(self, kernel: KernelSummary, max_configs: int = 2) -> None:
+    def __init__(self, kernel: KernelSummary, max_configs: int = 2, operators: tuple = ()) -> None:
         self.kernel = kernel
         self.max_configs = max_configs
+        self.operators = operators  # analyze.operators.OperatorRow: the aten ops that launched it
 
     def _config_table(self, c: ConfigSummary) -> Table:
         t = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), expand=True)
@@ -104,6 +106,13 @@ class KernelConfigPanel:
         parts: list = [Text.from_markup(name, style="dim", overflow="fold"), head]
         if k.regions:
             parts.append(Text.from_markup("regions: " + ", ".join(k.regions)))
+        for r in self.operators[:OPERATOR_LINES]:
+            where = f" at {r.python_line}" if r.python_line else ""
+            parts.append(Text.from_markup(f"launched by {r.label} {r.shapes}{where} · "
+                                          f"{plural(r.launches, 'launch', 'launches')}"))
+        if len(self.operators) > OPERATOR_LINES:
+            more = len(self.operators) - OPERATOR_LINES
+            parts.append(Text(f"… and {more} more operators (show --json)", style="dim"))
         shown = k.configs[: self.max_configs]
         for i, c in enumerate(shown):
             if len(k.configs) > 1:

@@ -51,7 +51,7 @@ class ShowView:
             yield OperatorsTable(r.operators, self.table_limit)
         for k in r.kernels:
             label = k.summary.label
-            yield KernelConfigPanel(k.summary)
+            yield KernelConfigPanel(k.summary, operators=k.operators)
             yield SMLayoutPanel(k.sm_layout, label)
             if k.scoped is not None:  # Proton phase scopes: panels 4 (warp execution) and 8 (inside the kernel)
                 yield WarpExecutionPanel(k.scoped, label, block=self.block,
