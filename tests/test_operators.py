@@ -142,3 +142,19 @@ def test_run_refuses_an_unknown_operators_level_in_one_sentence(tmp_path):
     assert "--operators takes stacks, shapes, off" in one_sentence_error(
         run_cli("run", "--operators", "all", "-o", str(tmp_path / "x.json"), "--", "python", "-c", "1"))
     assert not (tmp_path / "x.json").exists()
+
+
+def test_malformed_op_events_are_passed_over_and_the_rest_still_link():
+    from kernelscope.collect.trace.kineto_ops import OperatorEvents
+
+    ev = OperatorEvents()
+    good = {"cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.0, "dur": 5.0,
+            "args": {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]}}
+    for bad in ({"cat": "cpu_op", "name": "aten::x", "ts": 1e300, "dur": 1.0},  # past int64
+                {"cat": "cpu_op", "name": "aten::y", "ts": 12.0, "dur": -3.0},  # negative duration
+                {"cat": "cpu_op", "name": 7, "ts": 11.0, "dur": 1.0},  # a name that is not text
+                {"cat": "cpu_op", "name": "aten::z", "ts": "soon"}, good):
+        ev.add(bad)
+    ops = ev.operators([(5, (1, 1, 12_000))], [])
+    op = ops.of_launch(5)
+    assert (op.name, op.input_dims, op.calls) == ("aten::mm", ((2, 3), (3, 4)), 1) and len(ops.ops) == 1
