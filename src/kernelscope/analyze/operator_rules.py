@@ -36,6 +36,7 @@ SYNC_CAUSES: dict[tuple[str, str | None], str] = {
 UNIQUE_OPS = ("aten::_unique2", "aten::unique_dim", "aten::_unique", "aten::unique_consecutive")
 SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
 MATMUL_OPS = ("aten::bmm", "aten::mm", "aten::matmul", "aten::baddbmm")
+PROJECTION_OPS = ("aten::addmm", "aten::mm", "aten::linear")  # the q/k/v and output projections stay with SDPA
 NORM_STAT_OPS = ("aten::rsqrt", "aten::sqrt")
 OPTIMIZER_REGION = "Optimizer.step#"
 MIN_SCORE_DIM = 128  # a softmax over a last dim this long on a 4-D tensor: attention scores
@@ -171,6 +172,11 @@ def unfused_attention(ctx: ProgramContext) -> list:
         return []
     numels = {_numel(s) for s in scores.values()}
     chain = {k for k, op in enumerate(ops.ops) if any(_touches_scores(op, n) for n in numels)}
+    # with the scores, what the attention function does around them (the mask it builds, the copies that make q, k
+    # and v contiguous for the matmuls): the ops of the softmax's own Python function, projections left out
+    frames = {ops.ops[k].python_frame for k in scores} - {None}
+    if frames and ops.stacks:
+        chain |= {k for k, op in enumerate(ops.ops) if op.python_frame in frames and op.name not in PROJECTION_OPS}
     launches, b = _window_launches(ctx, ops)
     chain_ns = sum(x.end_ns - x.start_ns for x in launches if x.op in chain)
     matmul_ns = sum(x.end_ns - x.start_ns for x in launches if x.op in chain and ops.ops[x.op].name in MATMUL_OPS)
