@@ -53,3 +53,18 @@ def test_hand_written_attention_is_named_at_its_line_with_its_score_shape():
     top = _findings(MANIFEST["programs"]["manual_attention"]["variants"]["defect"]["trace"])[0]
     assert top.rule == "unfused-attention" and "record.py:173 forward" in top.message
     assert "4x16x2048x2048" in top.message and "scaled_dot_product_attention" in top.fix
+
+
+# measured misses of the estimate, kept visible: under with_stack the host runs slower than the GPU, and the
+# GPU idle after each sync that the trace shows is more than the fix gives back unprofiled (item_check_per_layer's
+# fix even measured slower than its defect on the H200)
+GAIN_MISSES = {"sync_per_layer", "item_check_per_layer", "cpu_copy_in_loop"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="measured miss"))
+                                  if n in GAIN_MISSES else n for n in MANIFEST["programs"]
+                                  if "gain" in MANIFEST["programs"][n]])
+def test_the_planted_rules_gain_is_within_25_points_of_the_measured_fix(name):
+    e = MANIFEST["programs"][name]
+    found = {f.rule: f.gain_pct for f in _findings(e["variants"]["defect"]["trace"])}
+    assert abs(found[RULE_OF[e["expected"]]] - 100 * e["gain"]) <= 25
