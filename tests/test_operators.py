@@ -158,3 +158,12 @@ def test_malformed_op_events_are_passed_over_and_the_rest_still_link():
     ops = ev.operators([(5, (1, 1, 12_000))], [])
     op = ops.of_launch(5)
     assert (op.name, op.input_dims, op.calls) == ("aten::mm", ((2, 3), (3, 4)), 1) and len(ops.ops) == 1
+
+
+def test_the_html_report_lists_the_operators_with_their_lines_escaped():
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.html import render_html
+
+    page = render_html(build_report(_session("manual_attention_defect")))
+    assert 'id="operators"' in page and "record.py:173 forward" in page and "f16[4,16,2048,2048]" in page
+    assert 'id="operators"' not in render_html(build_report(Session.load(DATA / "session_h100_mixed.json.gz")))

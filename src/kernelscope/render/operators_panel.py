@@ -19,7 +19,7 @@ def _rate(rate: Metric, pct: Metric) -> str:
     return text if pct.is_missing else f"{text} ({float(pct.value):.0f}%)"
 
 
-def _achieved(r: OperatorRow) -> str:
+def achieved_text(r: OperatorRow) -> str:
     """The rate that bounds the op: FLOP/s for a matmul, convolution or attention, else bytes/s."""
     compute = r.formula is not None and r.formula.split(":")[0] in ("matmul", "linear", "convolution", "attention")
     return _rate(r.flops_per_s, r.pct_of_compute_ceiling) if compute else _rate(r.bytes_per_s,
@@ -35,7 +35,7 @@ class OperatorsTable:
         rows = []
         for i, r in enumerate(self.report.rows[: self.limit], 1):
             rows.append((str(i), r.label, r.shapes or "-", r.python_line or "-", str(r.calls), duration(r.kernel_ns),
-                         _achieved(r)))
+                         achieved_text(r)))
         cols = [Column("#"), Column("Operator", "left", wrap=True, min_width=14),
                 Column("Inputs", "left", wrap=True, min_width=12, droppable=True),
                 Column("Python line", "left", wrap=True, min_width=12), Column("Calls"), Column("Kernels"),

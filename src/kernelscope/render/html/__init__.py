@@ -17,7 +17,8 @@ from kernelscope.render.html.kernel import config_section, phases_section, sm_la
 from kernelscope.render.html.memory import memory_section
 from kernelscope.render.html.markup import CSS, Markup, el, kv, render, scoped_css
 from kernelscope.render.html.ranks import collectives_section, ranks_section
-from kernelscope.render.html.session import gpu_stats_section, header_section, kernel_table_section, timeline_section
+from kernelscope.render.html.session import (gpu_stats_section, header_section, kernel_table_section,
+                                             operators_section, timeline_section)
 from kernelscope.render.html.verdict import verdict_section
 
 __all__ = ["render_html", "render_summary_html"]
@@ -70,8 +71,12 @@ def render_html(report) -> str:
                  collectives_section(ranks.collectives)]
         nav += [el("a", "ranks", href="#ranks"), el("a", "collectives", href="#collectives")]
     verdict = [verdict_section(report.verdict)] if getattr(report, "verdict", None) is not None else []
+    ops = getattr(report, "operators", None)
+    operators = [operators_section(ops)] if ops is not None and ops.rows else []
+    if operators:
+        nav.insert(2, el("a", "operators", href="#operators"))
     body = el("main", el("h1", title), el("nav", *nav), header_section(s), *verdict,
-              kernel_table_section(report.summary),
+              kernel_table_section(report.summary), *operators,
               *kernels, *tail,
               el("p", f"Written by kernelscope {s.kernelscope_version or ''}: every number is measured by a collector, "
                       "derived by the formula shown beside it, or N/A with the reason.", class_="note"))

@@ -54,6 +54,21 @@ def kernel_table_section(summary) -> Markup:
                    *body, id_="kernels")
 
 
+def operators_section(ops) -> Markup:
+    """What OperatorsTable prints: the aten ops by kernel time, their inputs, the user's line and their rate."""
+    from kernelscope.render.operators_panel import achieved_text
+
+    rows = [(str(i), r.label, r.shapes or "-", r.python_line or "-", str(r.calls), duration(r.kernel_ns),
+             achieved_text(r)) for i, r in enumerate(ops.rows[:KERNEL_TABLE_ROWS], 1)]
+    body: list = [table(("#", "Operator", "Inputs", "Python line", "Calls", "Kernels", "Achieved (% of ceiling)"),
+                        rows, num_from=4)]
+    if ops.missing:
+        body.append(note(f"The trace did not record {' or '.join(ops.missing)}: those columns are empty."))
+    if len(ops.rows) > KERNEL_TABLE_ROWS:
+        body.append(note(f"… and {len(ops.rows) - KERNEL_TABLE_ROWS} more operators (show --json lists all)"))
+    return section("Operators by kernel time (aten op, inputs, the user's line)", *body, id_="operators")
+
+
 def _lanes(tl, top: list[str]) -> tuple[list[tuple[str, list[float]]], int, int]:
     """Busy fraction per column and lane: each top kernel, other kernels, copies. O(rows + columns)."""
     gpu = [r for r in tl.rows if r.kind != "region"]
