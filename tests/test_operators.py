@@ -167,3 +167,15 @@ def test_the_html_report_lists_the_operators_with_their_lines_escaped():
     page = render_html(build_report(_session("manual_attention_defect")))
     assert 'id="operators"' in page and "record.py:173 forward" in page and "f16[4,16,2048,2048]" in page
     assert 'id="operators"' not in render_html(build_report(Session.load(DATA / "session_h100_mixed.json.gz")))
+
+
+def test_model_flops_per_step_count_the_window_and_say_why_utilisation_is_missing():
+    from kernelscope.analyze.report import build_report
+    from kernelscope.render.json_view import show_json
+
+    m = show_json(build_report(_session("manual_attention_defect")))["operators"]["model_flops"]
+    b, h, s, d, dim = 4, 16, 2048, 64, 1024
+    matmuls = 2 * (2 * b * s * dim * 3 * dim + 2 * b * s * dim * dim + 2 * (2 * b * h * s * s * d))  # 2 layers
+    scores = b * h * s * s
+    assert matmuls <= m["flops_per_step"]["value"] <= matmuls + 2 * 8 * scores  # + the ops on the scores
+    assert m["counted_launches"] > 0 and "no measured ceilings" in m["utilisation_pct"]["missing_reason"]

@@ -48,6 +48,7 @@ class OperatorsReport:
     rows: tuple[OperatorRow, ...]  # most kernel time first
     missing: tuple[str, ...] = ()  # what the trace did not record (shapes, stacks)
     missing_reason: str | None = None  # no operators at all
+    model: "ModelFlops | None" = None  # FLOPs per step of the verdict's window (set by build_report)
 
 
 def _key(op: Operator) -> tuple:
@@ -98,6 +99,11 @@ def operators_report(session: Session, ceilings: Ceilings) -> OperatorsReport:
     return OperatorsReport(tuple(rows), tuple(ops.missing()))
 
 
+def _tensor_op(op: Operator) -> bool:
+    """A matmul or convolution in a tensor-core dtype: measured against the matmul ceiling, not FP32 FMA."""
+    return op.name in MATMUL_LIKE and any(t in TENSOR_DTYPES for t in op.input_types)
+
+
 def _row(op: Operator, same: list[Operator], kernel_ns: int, launches: int, kernels: dict[str, int],
          ceilings: Ceilings) -> OperatorRow:
     calls = sum(o.calls for o in same)
@@ -109,7 +115,7 @@ def _row(op: Operator, same: list[Operator], kernel_ns: int, launches: int, kern
     flops_s = _rate(flops or None, kernel_ns, "FLOP/s", "operator FLOP/s", FLOPS_FORMULA,
                     why or (f"{op.name} does no arithmetic the formula counts" if cost is not None else None))
     bytes_s = _rate(nbytes, kernel_ns, "byte/s", "operator byte/s", BYTES_FORMULA, why)
-    tensor = op.name in MATMUL_LIKE and any(t in TENSOR_DTYPES for t in op.input_types)
+    tensor = _tensor_op(op)
     roof = ceilings.compute_roof(tensor) if ceilings.missing_reason is None else None
     bw = ceilings.memory_bandwidth
     return OperatorRow(
@@ -120,3 +126,69 @@ def _row(op: Operator, same: list[Operator], kernel_ns: int, launches: int, kern
              ceilings.missing_reason or "no measured compute ceiling of this kind"),
         _pct(bytes_s, None if bw.is_missing else float(bw.value), "the measured memory bandwidth",
              ceilings.missing_reason or bw.missing_reason))
+
+
+MODEL_FLOPS_FORMULA = ("sum over the window's launches of their op's FLOPs per call (formula) x calls / launches "
+                       "of that op configuration")
+
+
+@dataclass(frozen=True)
+class ModelFlops:
+    """The FLOPs the program's operators do per step (those with a formula), their rate over the window, and that
+    rate against the measured compute ceiling (model FLOP utilisation), each N/A with the reason."""
+
+    flops_per_step: Metric
+    flops_per_s: Metric
+    utilisation_pct: Metric
+    counted_launches: int  # launches of the window whose op has a FLOPs formula
+    launches: int  # launches of the window with an operator
+
+
+def model_flops(session: Session, window: tuple[int, int] | None, steps: int, ceilings: Ceilings) -> ModelFlops:
+    """Model FLOPs of the window [start, end) ns of a one-process session (``steps`` whole steps in it)."""
+    def missing(reason: str) -> ModelFlops:
+        return ModelFlops(Metric.missing("model FLOPs per step", reason, "derived", "FLOP"),
+                          Metric.missing("model FLOP/s", reason, "derived", "FLOP/s"),
+                          Metric.missing("model FLOP utilisation", reason, "derived", "%"), 0, 0)
+
+    ops = session.operators
+    if ops is None or window is None:
+        return missing("the session has no operators" if ops is None else "no window of steps")
+    if not ops.shapes:
+        return missing("the trace has no input shapes (record_shapes=True)")
+    t = session.launch_table()
+    per_launch: dict[int, float | None] = {}
+    launches_of: dict[int, int] = {}
+    for corr in t.correlation_id:
+        k = ops.launch_op.get(corr) if corr is not None else None
+        if k is not None:
+            launches_of[k] = launches_of.get(k, 0) + 1
+    for k, n in launches_of.items():
+        cost = op_cost(ops.ops[k])
+        per_launch[k] = None if cost is None or not cost.flops else cost.flops * ops.ops[k].calls / n
+    lo, hi = window
+    total, counted, seen, tensor = 0.0, 0, 0, False
+    for start, corr in zip(t.start_ns, t.correlation_id):
+        k = ops.launch_op.get(corr) if corr is not None else None
+        if k is None or start is None or not lo <= start < hi:
+            continue
+        seen += 1
+        f = per_launch.get(k)
+        if f:
+            total += f
+            counted += 1
+            tensor = tensor or _tensor_op(ops.ops[k])
+    if not counted:
+        return missing("no launch of the window has an op with a FLOPs formula")
+    wall = hi - lo
+    rate = Metric(total / (wall * 1e-9), "FLOP/s", "derived", "model FLOP/s", None,
+                  f"model FLOPs of the window / its wall time ({MODEL_FLOPS_FORMULA})")
+    per_step = (Metric(total / steps, "FLOP", "derived", "model FLOPs per step", None,
+                       f"model FLOPs of the window / its steps ({MODEL_FLOPS_FORMULA})") if steps else
+                Metric.missing("model FLOPs per step", "the window has no whole steps", "derived", "FLOP"))
+    roof = ceilings.compute_roof(tensor) if ceilings.missing_reason is None else None
+    util = (Metric(100.0 * float(rate.value) / roof[1], "%", "derived", "model FLOP utilisation", None,
+                   f"model FLOP/s / {roof[0]}") if roof else
+            Metric.missing("model FLOP utilisation", ceilings.missing_reason or "no measured compute ceiling",
+                           "derived", "%"))
+    return ModelFlops(per_step, rate, util, counted, seen)

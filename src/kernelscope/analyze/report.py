@@ -16,7 +16,7 @@ from kernelscope.analyze.counters import CounterViews, counter_launches, counter
 from kernelscope.analyze.gpu_stats import GpuStatsSummary, summarize_gpu_stats
 from kernelscope.analyze.memory import MemoryReport, MemoryUnavailable, memory_report
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, select_kernels, summarize
-from kernelscope.analyze.operators import OperatorRow, OperatorsReport, operators_report
+from kernelscope.analyze.operators import OperatorRow, OperatorsReport, model_flops, operators_report
 from kernelscope.analyze.phases import ScopedLaunchView, scoped_view
 from kernelscope.analyze.ranks import RanksReport, ranks_report
 from kernelscope.analyze.roofline import Ceilings
@@ -95,6 +95,10 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
     kernels = tuple(replace(kernel_report(session, summary, k, analysis),
                             operators=tuple(r for r in ops.rows if k.name in r.kernels)) for k in selected)
     stats = summarize_gpu_stats(session) if session.samples else None
-    return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex,
-                  session_verdict(session, analysis, ranks), ranks, memory_report(session),
-                  tuple(source_lines_of(session, kernel_regex)), ops)
+    verdict = session_verdict(session, analysis, ranks)
+    if session.operators is not None:
+        b = verdict.breakdown.ranks[0] if len(verdict.breakdown.ranks) == 1 else None
+        ops = replace(ops, model=model_flops(session, None if b is None else (b.window_start_ns, b.window_end_ns),
+                                             0 if b is None else b.steps, analysis.ceilings))
+    return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex, verdict, ranks,
+                  memory_report(session), tuple(source_lines_of(session, kernel_regex)), ops)

@@ -156,7 +156,11 @@ def show_json(report: Report, timeline_limit: int | None = None) -> dict[str, An
 
 def operators_json(ops: Any) -> dict[str, Any]:
     """The operators behind the kernels (analyze.operators.OperatorsReport)."""
-    return {"missing": list(ops.missing), "rows": [{
+    m = ops.model
+    model = None if m is None else {"flops_per_step": _metric(m.flops_per_step), "flops_per_s": _metric(m.flops_per_s),
+                                    "utilisation_pct": _metric(m.utilisation_pct),
+                                    "counted_launches": m.counted_launches, "launches": m.launches}
+    return {"missing": list(ops.missing), "model_flops": model, "rows": [{
         "operator": r.name, "outer": r.outer, "inputs": r.shapes, "python_line": r.python_line,
         "modules": list(r.modules), "calls": r.calls, "launches": r.launches, "kernel_ns": r.kernel_ns,
         "kernels": list(r.kernels), "formula": r.formula, "flops": r.flops, "bytes": r.bytes,

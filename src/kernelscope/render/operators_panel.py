@@ -6,7 +6,7 @@ from rich.box import HEAVY_HEAD
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from kernelscope.analyze.operators import OperatorRow, OperatorsReport
+from kernelscope.analyze.operators import ModelFlops, OperatorRow, OperatorsReport
 from kernelscope.model import Metric
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration, si
@@ -26,6 +26,17 @@ def achieved_text(r: OperatorRow) -> str:
                                                                                r.pct_of_bandwidth_ceiling)
 
 
+def model_flops_text(m: ModelFlops) -> str:
+    """One line: the model's FLOPs per step, their rate and the utilisation of the measured ceiling."""
+    if m.flops_per_s.is_missing:
+        return f"Model FLOPs: N/A ({m.flops_per_s.missing_reason})."
+    step = "N/A" if m.flops_per_step.is_missing else si(float(m.flops_per_step.value), "FLOP")
+    util = (f"N/A ({m.utilisation_pct.missing_reason})" if m.utilisation_pct.is_missing
+            else f"{float(m.utilisation_pct.value):.1f}%")
+    return (f"Model FLOPs per step {step} (ops with a formula: {m.counted_launches:,} of {m.launches:,} launches in "
+            f"the window), {si(float(m.flops_per_s.value), 'FLOP/s')} over the window; model FLOP utilisation {util}.")
+
+
 class OperatorsTable:
     def __init__(self, report: OperatorsReport, limit: int = 15) -> None:
         self.report = report
@@ -43,6 +54,9 @@ class OperatorsTable:
         yield from fit_tables(options.max_width, cols, rows, keys=2, box=HEAVY_HEAD, expand=False,
                               title="Operators by kernel time (aten op, inputs, the user's line)", title_justify="left")
         notes = []
+        m = self.report.model
+        if m is not None:
+            notes.append(model_flops_text(m))
         if self.report.missing:
             notes.append(f"The trace did not record {' or '.join(self.report.missing)}: those columns are empty.")
         why = {m.missing_reason for r in self.report.rows[: self.limit]
