@@ -166,6 +166,7 @@ def test_the_html_report_lists_the_operators_with_their_lines_escaped():
 
     page = render_html(build_report(_session("manual_attention_defect")))
     assert 'id="operators"' in page and "record.py:173 forward" in page and "f16[4,16,2048,2048]" in page
+    assert "Model FLOPs per step 279 GFLOP" in page
     assert 'id="operators"' not in render_html(build_report(Session.load(DATA / "session_h100_mixed.json.gz")))
 
 

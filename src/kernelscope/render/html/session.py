@@ -56,12 +56,14 @@ def kernel_table_section(summary) -> Markup:
 
 def operators_section(ops) -> Markup:
     """What OperatorsTable prints: the aten ops by kernel time, their inputs, the user's line and their rate."""
-    from kernelscope.render.operators_panel import achieved_text
+    from kernelscope.render.operators_panel import achieved_text, model_flops_text
 
     rows = [(str(i), r.label, r.shapes or "-", r.python_line or "-", str(r.calls), duration(r.kernel_ns),
              achieved_text(r)) for i, r in enumerate(ops.rows[:KERNEL_TABLE_ROWS], 1)]
     body: list = [table(("#", "Operator", "Inputs", "Python line", "Calls", "Kernels", "Achieved (% of ceiling)"),
                         rows, num_from=4)]
+    if ops.model is not None:
+        body.append(note(model_flops_text(ops.model)))
     if ops.missing:
         body.append(note(f"The trace did not record {' or '.join(ops.missing)}: those columns are empty."))
     if len(ops.rows) > KERNEL_TABLE_ROWS:
