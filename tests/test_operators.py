@@ -180,3 +180,13 @@ def test_model_flops_per_step_count_the_window_and_say_why_utilisation_is_missin
     scores = b * h * s * s
     assert matmuls <= m["flops_per_step"]["value"] <= matmuls + 2 * 8 * scores  # + the ops on the scores
     assert m["counted_launches"] > 0 and "no measured ceilings" in m["utilisation_pct"]["missing_reason"]
+
+
+def test_the_users_frame_skips_torch_libraries_builtins_and_kernelscopes_own():
+    from kernelscope.collect.trace.kineto_ops import is_user_frame
+
+    assert is_user_frame("train.py(12): step") and is_user_frame("models/llama.py(88): forward")
+    for frame in ("torch/nn/modules/module.py(1775): _call_impl", "<built-in method item of Tensor object>",
+                  "triton/runtime/jit.py(700): run", "kernelscope/collect/trace/recorder.py(99): _profiler_step",
+                  "runpy.py(88): _run_code", "/usr/lib/python3.12/site-packages/x/y.py(3): f", "nn.Module: Linear_0"):
+        assert not is_user_frame(frame), frame

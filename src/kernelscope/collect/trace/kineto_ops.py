@@ -16,8 +16,11 @@ from kernelscope.model.operators import Operator, Operators
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
 # frames that are not the user's: torch itself, the interpreter's built-ins, the standard library's plumbing
+# (the profiler writes a library's path from its package on, so only known packages can be told apart: triton's
+# launcher, kernelscope's own step marks and the interpreter's runpy are not the user's line)
 _NOT_USER_PREFIXES = ("torch/", "<", "nn.Module:", "nn.Optimizer", "contextlib.py", "functools.py", "threading.py",
-                      "enum.py", "dataclasses.py", "typing.py", "abc.py", "copy.py")
+                      "enum.py", "dataclasses.py", "typing.py", "abc.py", "copy.py", "runpy.py", "triton/",
+                      "kernelscope/")
 _CPU, _PY = 0, 1
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
