@@ -190,3 +190,18 @@ def test_the_users_frame_skips_torch_libraries_builtins_and_kernelscopes_own():
                   "triton/runtime/jit.py(700): run", "kernelscope/collect/trace/recorder.py(99): _profiler_step",
                   "runpy.py(88): _run_code", "/usr/lib/python3.12/site-packages/x/y.py(3): f", "nn.Module: Linear_0"):
         assert not is_user_frame(frame), frame
+
+
+def test_a_graph_replay_recorded_without_stacks_is_still_known_as_a_graph(tmp_path):
+    """Shapes only (no python_function events): the graph's kernels have no op around their launch call, and are
+    known by the cudaGraphLaunch call that made them; launch-bound stays silent."""
+    from kernelscope.analyze.report import build_report
+
+    doc = json.loads(gzip.open(USER / "graphed_decode_control.pt.trace.json.gz").read())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "python_function"]
+    path = tmp_path / "graph.pt.trace.json"
+    path.write_text(json.dumps(doc))
+    s = import_traces([path]).joined.session
+    names = {s.operators.of_launch(c).name for c in s.launch_table().correlation_id if s.operators.of_launch(c)}
+    assert "cudaGraphLaunch" in names and not s.operators.stacks
+    assert "launch-bound" not in {f.rule for f in build_report(s).verdict.findings}

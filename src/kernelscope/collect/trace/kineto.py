@@ -158,6 +158,8 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
     for e in events:
         if e.get("cat") in ("cpu_op", "python_function"):
             ops.add(e)
+        elif e.get("cat") in _LAUNCH_CATEGORIES:
+            ops.runtime_call(e)
     out.operators = link_operators(ops, launch_site.items(), set(out.table.correlation_id),
                                    (e for e in events if e.get("cat") in _LAUNCH_CATEGORIES),
                                    {h.cpu_start_ns for h in out.host_syncs}, origin_ns)

@@ -22,6 +22,7 @@ _NOT_USER_PREFIXES = ("torch/", "<", "nn.Module:", "nn.Optimizer", "contextlib.p
                       "enum.py", "dataclasses.py", "typing.py", "abc.py", "copy.py", "runpy.py", "triton/",
                       "kernelscope/")
 _CPU, _PY = 0, 1
+GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})  # a CUDA graph's kernels come from these
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
@@ -59,6 +60,15 @@ class OperatorEvents:
         self.spans: dict[tuple[Any, Any], Any] = defaultdict(lambda: array("q"))
         self.shapes = False
         self.stacks = False
+        self.graph_launches: set[int] = set()  # correlation ids of cudaGraphLaunch calls
+
+    def runtime_call(self, e: dict[str, Any]) -> None:
+        """A runtime call: a graph launch's correlation id is kept, so its kernels are known as a graph's even
+        where no op or Python frame encloses the call."""
+        if e.get("name") in GRAPH_LAUNCH_CALLS:
+            corr = (e.get("args") or {}).get("correlation") if isinstance(e.get("args"), dict) else None
+            if type(corr) is int:
+                self.graph_launches.add(corr)
 
     def add(self, e: dict[str, Any]) -> None:
         """One cpu_op or python_function event; a malformed one is passed over (its launches get no operator)."""
@@ -101,7 +111,7 @@ class OperatorEvents:
         """The Operators of the launches (correlation id -> (pid, tid, call time ns)) and host syncs (start ns on
         the session clock -> (pid, tid, call time ns)); None when the trace has no cpu_op and no python_function
         event."""
-        if not self.spans:
+        if not self.spans and not self.graph_launches:
             return None
         queries: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = defaultdict(list)
         for corr, (pid, tid, ts) in launches:
@@ -112,9 +122,7 @@ class OperatorEvents:
         index: dict[tuple[Any, ...], int] = {}
         seen_spans: list[set[tuple[Any, int]]] = []
         for thread, qs in queries.items():
-            flat = self.spans.get(thread)
-            if not flat:
-                continue
+            flat = self.spans.get(thread) or array("q")
             spans = sorted(zip(flat[0::3], flat[1::3], (c & 1 for c in flat[2::3]), (c >> 1 for c in flat[2::3])),
                            key=lambda s: (s[0], -s[1]))
             qs.sort(key=lambda q: q[0])
@@ -130,6 +138,8 @@ class OperatorEvents:
                 while stack and stack[-1][1] < ts:
                     stack.pop()
                 op, span = self._operator(stack)
+                if op is None and what == 0 and key in self.graph_launches:
+                    op = ("cudaGraphLaunch", None, (), (), None, None, ())
                 if op is None:
                     continue
                 k = index.get(op)

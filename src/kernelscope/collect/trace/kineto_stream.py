@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Iterator
 from kernelscope.collect.trace import kineto as K
 from kernelscope.collect.trace.host_syncs import ASYNC_COPY_CALLS, SYNC_CALLS, SYNC_COPY_CALLS
 from kernelscope.collect.trace.kineto_dist import as_int
-from kernelscope.collect.trace.kineto_ops import OperatorEvents, link_operators
+from kernelscope.collect.trace.kineto_ops import GRAPH_LAUNCH_CALLS, OperatorEvents, link_operators
 from kernelscope.model import Activity
 from kernelscope.model.files import (InputFileError, check_input, file_type, input_limit_bytes, input_too_large,
                                      read_input)
@@ -414,6 +414,8 @@ class _Events:
         name = e.get("name")
         if isinstance(name, str) and name in _HOST_SYNC_NAMES:
             self.calls.append(e)
+        elif name in GRAPH_LAUNCH_CALLS:
+            self.ops.runtime_call(e)
 
     def _kernel(self, e: dict[str, Any]) -> None:
         try:
