@@ -113,32 +113,30 @@ class OperatorEvents:
         event."""
         if not self.spans and not self.graph_launches:
             return None
-        queries: dict[tuple[Any, Any], list[tuple[int, int, Any]]] = defaultdict(list)
-        for corr, (pid, tid, ts) in launches:
-            queries[(pid, tid)].append((ts, 0, corr))
-        for start, (pid, tid, ts) in syncs:
-            queries[(pid, tid)].append((ts, 1, start))
+        queries, sync_start = _queries(launches, syncs)
         out = Operators(shapes=self.shapes, stacks=self.stacks)
         index: dict[tuple[Any, ...], int] = {}
         seen_spans: list[set[tuple[Any, int]]] = []
-        for thread, qs in queries.items():
-            flat = self.spans.get(thread) or array("q")
-            spans = sorted(zip(flat[0::3], flat[1::3], (c & 1 for c in flat[2::3]), (c >> 1 for c in flat[2::3])),
-                           key=lambda s: (s[0], -s[1]))
-            qs.sort(key=lambda q: q[0])
+        empty = array("q")
+        for thread, (q_ts, q_key) in queries.items():
+            flat = self.spans.get(thread) or empty
+            starts, ends, codes = flat[0::3], flat[1::3], flat[2::3]
+            order = sorted(range(len(starts)), key=ends.__getitem__, reverse=True)  # the outer first at one start
+            order.sort(key=starts.__getitem__)
             stack: list[tuple[int, int, int, int, int]] = []  # (start, end, kind, id, span number)
             i = 0
-            for ts, what, key in qs:
-                while i < len(spans) and spans[i][0] <= ts:
-                    s = spans[i]
-                    while stack and stack[-1][1] < s[0]:
+            for j in sorted(range(len(q_ts)), key=q_ts.__getitem__):
+                ts, key = q_ts[j], q_key[j]
+                while i < len(order) and starts[order[i]] <= ts:
+                    n = order[i]
+                    while stack and stack[-1][1] < starts[n]:
                         stack.pop()
-                    stack.append((*s, i))
+                    stack.append((starts[n], ends[n], codes[n] & 1, codes[n] >> 1, n))
                     i += 1
                 while stack and stack[-1][1] < ts:
                     stack.pop()
                 op, span = self._operator(stack)
-                if op is None and what == 0 and key in self.graph_launches:
+                if op is None and key >= 0 and key in self.graph_launches:
                     op = ("cudaGraphLaunch", None, (), (), None, None, ())
                 if op is None:
                     continue
@@ -149,7 +147,10 @@ class OperatorEvents:
                     seen_spans.append(set())
                 if span is not None:
                     seen_spans[k].add((thread, span))
-                (out.launch_op if what == 0 else out.sync_op)[key] = k
+                if key >= 0:
+                    out.launch_op[key] = k
+                else:
+                    out.sync_op[sync_start[-1 - key]] = k
         out.ops = [Operator(o.name, o.outer, o.input_dims, o.input_types, o.module, o.python_frame,
                             max(1, len(seen_spans[k])), o.concrete_inputs) for k, o in enumerate(out.ops)]
         return out
@@ -180,6 +181,28 @@ class OperatorEvents:
         if user is not None:
             return ("python", None, (), (), module, user, ()), None
         return None, None
+
+
+def _queries(launches: Iterable[tuple[int, tuple[Any, Any, int]]], syncs: Iterable[tuple[int, tuple[Any, Any, int]]]
+             ) -> tuple[dict[tuple[Any, Any], tuple[Any, Any]], dict[int, int]]:
+    """Per thread: call times and what each call is (a launch's correlation id, or -1 - the sync's number) as int64
+    columns, and each sync's start by its number."""
+    queries: dict[tuple[Any, Any], tuple[Any, Any]] = defaultdict(lambda: (array("q"), array("q")))
+    sync_start: dict[int, int] = {}
+    for corr, (pid, tid, ts) in launches:
+        if not (type(corr) is int and 0 <= corr <= _INT64[1] and type(ts) is int and _INT64[0] <= ts <= _INT64[1]):
+            continue  # an id or time the columns cannot hold: that launch gets no operator
+        q = queries[(pid, tid)]
+        q[0].append(ts)
+        q[1].append(corr)
+    for n, (start, (pid, tid, ts)) in enumerate(syncs):
+        if not _INT64[0] <= ts <= _INT64[1]:
+            continue
+        q = queries[(pid, tid)]
+        q[0].append(ts)
+        q[1].append(-1 - n)
+        sync_start[n] = start
+    return queries, sync_start
 
 
 def link_operators(ops: OperatorEvents, launch_sites: Iterable[tuple[int, tuple[Any, Any, int]]],
