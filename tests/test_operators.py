@@ -205,3 +205,19 @@ def test_a_graph_replay_recorded_without_stacks_is_still_known_as_a_graph(tmp_pa
     names = {s.operators.of_launch(c).name for c in s.launch_table().correlation_id if s.operators.of_launch(c)}
     assert "cudaGraphLaunch" in names and not s.operators.stacks
     assert "launch-bound" not in {f.rule for f in build_report(s).verdict.findings}
+
+
+def test_each_kind_of_sync_is_named_in_the_users_words():
+    from kernelscope.analyze.operator_rules import sync_cause
+    from kernelscope.model.operators import Operator
+
+    cases = {("aten::_local_scalar_dense", "aten::item"): ".item()",
+             ("aten::_local_scalar_dense", "aten::is_nonzero"): "a tensor used as a Python bool (if t:, while t:)",
+             ("aten::nonzero", "aten::index"): "boolean-mask indexing x[mask] (nonzero)",
+             ("aten::nonzero", "aten::masked_select"): "torch.masked_select (nonzero)",
+             ("aten::_unique2", "aten::unique"): "torch.unique",
+             ("aten::copy_", "aten::to"): "a device-to-host copy: .cpu(), .tolist(), .numpy() or .to('cpu')",
+             ("torch.cuda.streams.synchronize", None): "Stream.synchronize() / Event.synchronize()",
+             ("aten::weird_op", None): "aten::weird_op"}
+    for (name, outer), said in cases.items():
+        assert sync_cause(Operator(name, outer)) == said

@@ -31,7 +31,13 @@ SYNC_CAUSES: dict[tuple[str, str | None], str] = {
     ("aten::copy_", "aten::to"): "a device-to-host copy: .cpu(), .tolist(), .numpy() or .to('cpu')",
     ("aten::copy_", "aten::_to_copy"): "a device-to-host copy: .cpu(), .tolist(), .numpy() or .to('cpu')",
     ("aten::copy_", None): "a device-to-host copy",
+    ("aten::_local_scalar_dense", "aten::is_nonzero"): "a tensor used as a Python bool (if t:, while t:)",
+    ("aten::_local_scalar_dense", "aten::equal"): "torch.equal",
+    ("aten::_local_scalar_dense", "aten::allclose"): "torch.allclose",
     ("torch.cuda.synchronize", None): "torch.cuda.synchronize()",
+    ("torch.cuda.streams.synchronize", None): "Stream.synchronize() / Event.synchronize()",
+    ("torch.cuda.streams.wait", None): "Event.wait()",
+    ("torch.cuda.streams.query", None): "Stream.query() / Event.query()",
 }
 UNIQUE_OPS = ("aten::_unique2", "aten::unique_dim", "aten::_unique", "aten::unique_consecutive")
 SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
