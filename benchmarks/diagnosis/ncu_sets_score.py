@@ -42,6 +42,8 @@ class CaseScore:
     evaluated: bool  # the planted rule ran (fired or looked and found nothing)
     planted_first: bool
     not_evaluated: str | None  # the planted rule's reason when it could not run
+    planted_fired: bool = False  # the planted rule found the defect (first or not)
+    planted_gain_pct: float | None = None  # its estimated gain; None: not estimated (e.g. no calibration)
     error: str | None = None
 
 
@@ -76,8 +78,10 @@ def score_set(set_name: str, session: Session, cases: list[str]) -> list[CaseSco
         skipped = next((p.not_evaluated for p in row.planted if p.not_evaluated), None)
         evaluated = bool(row.planted) and all(p.not_evaluated is None for p in row.planted)
         top_id = row.top_rule.split(":", 1)[1] if row.top_rule and row.top_rule.startswith("kernelscope:") else None
+        fired = [p for p in row.planted if p.fired]
         scores.append(CaseScore(set_name, case, spec.expected_rules, row.top_rule, evaluated,
-                                bool(top_id and top_id in spec.expected_rules and not row.error), skipped, row.error))
+                                bool(top_id and top_id in spec.expected_rules and not row.error), skipped,
+                                bool(fired), fired[0].gain_pct if fired else None, row.error))
     return scores
 
 
@@ -108,6 +112,9 @@ def markdown(by_set: dict[str, list[CaseScore]]) -> str:
     for s, scores in by_set.items():
         for c in scores:
             why = "yes" if c.evaluated else f"no: {c.not_evaluated or c.error}"
+            if c.evaluated and not c.planted_first and c.planted_fired:
+                why += (f" (fired, gain {c.planted_gain_pct:.0f}%)" if c.planted_gain_pct is not None else
+                        " (fired, gain not estimated: no calibration, and the report has no ncu peak rates)")
             lines.append(f"| {s} | {c.case} | {', '.join(c.expected)} | {c.top_rule or '-'} | {why} | "
                          f"{'yes' if c.planted_first else 'NO' if c.evaluated else '-'} |")
     return "\n".join(lines)
