@@ -111,3 +111,13 @@ def test_the_planted_defect_comes_first_per_set_where_the_report_holds_its_evide
         first = sum(c.planted_first for c in ranked)
         assert ranked and first >= 0.9 * len(ranked), (name, [(c.case, c.top_rule) for c in ranked
                                                              if not c.planted_first])
+
+
+def test_stall_reasons_come_from_warp_sampling_without_the_warp_state_section():
+    from kernelscope.collect.ncu.merge import resolve_fields
+
+    out = resolve_fields(_named({"smsp__pcsamp_warps_issue_stalled_long_scoreboard": 300.0,
+                                 "smsp__pcsamp_warps_issue_stalled_selected": 100.0}))
+    got = out["stall_long_scoreboard"]
+    assert (got.value, got.source) == (3.0, "derived") and "sampled" in (got.formula or "")
+    assert "`--section WarpStateStats`" in (out["stall_barrier"].missing_reason or "")

@@ -286,6 +286,23 @@ STALL_REASONS: tuple[tuple[str, str], ...] = (
     ("gmma", "waiting on wgmma (Hopper tensor-core) resources"),
 )
 
+# The same reasons in SourceCounters' warp sampling (--set detailed carries it, WarpStateStats is only in full):
+# samples stalled on a reason / samples issuing (selected) is that reason's cycles per issued instruction, sampled
+# (within ~10% of WarpStateStats' ratios on the H200 reports in tests/data/ncu_sets).
+PCSAMP_METRIC = "smsp__pcsamp_warps_issue_stalled_{}"
+_PCSAMP_NAME = {"no_instruction": "no_instructions"}  # sampling's own spelling; gmma has no sampled reason
+
+
+def _stall_field(reason: str) -> NcuField:
+    sampled = () if reason == "gmma" else (_ratio(
+        f"stall_{reason} (sampled) = warp samples stalled on {reason} / warp samples issuing",
+        PCSAMP_METRIC.format(_PCSAMP_NAME.get(reason, reason)), PCSAMP_METRIC.format("selected")),)
+    return _f(f"stall_{reason}", f"Stall: {reason}", "cycle", STALL_METRIC.format(reason), derive=sampled,
+              adds=f"`--section WarpStateStats` (in {FULL}), or `--section SourceCounters` for sampled stalls")
+
+
+STALL_FIELDS: tuple[NcuField, ...] = tuple(_stall_field(r) for r, _ in STALL_REASONS)
+
 # Device attributes as ncu records them in every result -> Device attribute names.
 NCU_DEVICE_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("device__attribute_multiprocessor_count", "sm_count", "SM"),
@@ -316,5 +333,6 @@ def opcode_metric(opcode: str) -> str:
 
 
 def derivation_parts() -> set[str]:
-    """Every raw name a derivation of the table reads (the reader keeps them)."""
-    return {p for f in NCU_FIELDS for d in f.derivations if d.how != "opcodes" for p in d.parts + d.optional}
+    """Every raw name a derivation of the tables reads (the reader keeps them)."""
+    return {p for f in NCU_FIELDS + STALL_FIELDS for d in f.derivations if d.how != "opcodes"
+            for p in d.parts + d.optional}

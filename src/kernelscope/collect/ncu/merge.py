@@ -12,8 +12,7 @@ from kernelscope.collect.ncu.fields import (
     DERIVED_RATIOS,
     NCU_DEVICE_ATTRIBUTES,
     NCU_FIELDS,
-    STALL_METRIC,
-    STALL_REASONS,
+    STALL_FIELDS,
 )
 from kernelscope.collect.ncu.derive import resolve_field
 from kernelscope.collect.ncu.report_reader import NcuKernelResult, NcuReport
@@ -36,10 +35,7 @@ def resolve_fields(raw: dict[str, Metric]) -> dict[str, Metric]:
     """Model-named metrics from raw ncu metrics via NCU_FIELDS: the first of a field's names present, else its
     first derivation whose parts are present (formula kept), else missing with what would add it."""
     out: dict[str, Metric] = {f.model_name: resolve_field(f, raw) for f in NCU_FIELDS}
-    for reason, _ in STALL_REASONS:
-        raw_name = STALL_METRIC.format(reason)
-        out[f"stall_{reason}"] = raw[raw_name] if raw_name in raw else Metric.missing(
-            raw_name, "not in this ncu report; `--section WarpStateStats` (in `--set full`) adds it", "ncu", "cycle")
+    out.update((f.model_name, resolve_field(f, raw)) for f in STALL_FIELDS)
     for name, (num, den) in DERIVED_RATIOS.items():
         if out[name].is_missing and not out[num].is_missing and not out[den].is_missing and out[den].value:
             out[name] = Metric(value=float(out[num].value) / float(out[den].value), unit=out[name].unit,
