@@ -3,7 +3,8 @@ user imports a report (no trace pass, no calibration): per case, is the planted 
 finding for the case's kernel? A case counts for a set only when the set's report holds the evidence its rule
 reads (the rule is evaluated); the others are listed with the rule's not-evaluated reason.
 
-    PYTHONPATH=src:. python benchmarks/diagnosis/ncu_sets_score.py [--reports tests/data/ncu_sets] [--markdown]
+    PYTHONPATH=src:. python benchmarks/diagnosis/ncu_sets_score.py [--reports tests/data/ncu_sets]
+        [--results benchmarks/diagnosis/RESULTS.md]   # rewrites its section between the markers
 
 Reports: tests/data/ncu_sets/planted_SET.ncu-rep.xz (benchmarks/diagnosis/record_ncu_sets.py records them).
 """
@@ -120,12 +121,37 @@ def markdown(by_set: dict[str, list[CaseScore]]) -> str:
     return "\n".join(lines)
 
 
+BEGIN, END = "<!-- ncu_sets_score.py: begin -->", "<!-- ncu_sets_score.py: end -->"
+
+
+def recorded_on(reports: Path) -> str:
+    """The device, date and ncu version of the recording (record_ncu_sets.py's first log line)."""
+    log = reports / "record.log"
+    first = log.read_text().splitlines()[0] if log.exists() else ""
+    return first.split("] ", 1)[-1] if first else "recording details not kept"
+
+
+def write_results(path: Path, text: str) -> None:
+    doc = path.read_text()
+    if BEGIN in doc and END in doc:
+        doc = doc[: doc.index(BEGIN) + len(BEGIN)] + "\n" + text + "\n" + doc[doc.index(END):]
+    else:
+        doc = doc.rstrip("\n") + f"\n\n{BEGIN}\n{text}\n{END}\n"
+    path.write_text(doc)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=Path, default=DEFAULT_REPORTS)
     ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--results", type=Path, help="write the table into this markdown file, between its markers")
     args = ap.parse_args(argv)
-    print(markdown(score_reports(args.reports, tuple(s for s in args.sets.split(",") if s))))
+    text = (f"Recorded: {recorded_on(args.reports)}. Scored with no calibration, as an imported report is.\n\n"
+            + markdown(score_reports(args.reports, tuple(s for s in args.sets.split(",") if s))))
+    if args.results:
+        write_results(args.results, text)
+    else:
+        print(text)
     return 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import glob
 import lzma
 import os
 import shutil
@@ -86,7 +87,11 @@ def dump_lists(ncu: str, work: Path, out: Path, arch: str | None, chip: str | No
         (lists / f"metrics_{s}.txt").write_text(sh([ncu, *set_args(ncu, s, arch), "--list-metrics"]))
     if chip:
         (lists / f"query_metrics_{chip}.txt").write_text(sh([ncu, "--query-metrics", "--chip", chip], 120))
-    sections = Path(os.path.realpath(shutil.which(ncu) or ncu)).parent / "sections"
+    # the section files: beside the real ncu binary (a CUDA toolkit's ncu is a wrapper script), else an install
+    found = [Path(os.path.realpath(shutil.which(ncu) or ncu)).parent / "sections"]
+    found += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/sections"), reverse=True)]
+    found += [Path(p) for p in sorted(glob.glob("/usr/local/cuda/nsight-compute*/sections"), reverse=True)]
+    sections = next((p for p in found if p.is_dir()), found[0])
     with tarfile.open(out / "ncu_lists.tar.xz", "w:xz") as tar:
         tar.add(lists, arcname="lists")
         if sections.is_dir():
@@ -148,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             size = packed.stat().st_size
         say(f"set {s}: rc={rc}, {results} results, {took:.0f} s, {size / 1024:.0f} KiB xz; ncu said: "
             + " | ".join(x for x in log.splitlines() if "==ERROR==" in x or "==WARNING==" in x)[:600])
-        rows.append((s, rc, results, took, size))
+        rows.append((s, rc, results, took, round(size / 1024)))
     print("\n| set | ncu rc | results | wall s | report KiB (xz) |\n|---|---|---:|---:|---:|")
     for row in rows:
         print("| " + " | ".join(str(round(v) if isinstance(v, float) else v) for v in row) + " |")
