@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.analyze import thresholds as th
-from kernelscope.analyze.bound import COMPUTE, OCCUPANCY
+from kernelscope.analyze.bound import COMPUTE
 from kernelscope.analyze.source_lines import rule_lines, with_lines
 from kernelscope.analyze.rules.base import (MMA_KINDS, NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding,
                                            is_matmul, lacks, mma_per_warp, raw, rule, value)
@@ -100,8 +100,6 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
                                                                  "tensor_pipe_pct"))
     if mm or tensor[0] >= th.FMA_MATMUL_MAX_TENSOR_PIPE_PCT:
         return None
-    if ctx.bound.bound == OCCUPANCY:
-        return None  # too few warps to hide latency, not slow math: faster math would not shorten it
     fma_pipe, inst = value(x, "fma_pipe_instructions"), value(x, "instructions_executed")
     fma = fma_pipe[0] if fma_pipe is not None else None
     fma_share = fma / inst[0] if fma is not None and inst is not None and inst[0] > 0 else None
