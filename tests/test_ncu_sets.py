@@ -121,3 +121,18 @@ def test_stall_reasons_come_from_warp_sampling_without_the_warp_state_section():
     got = out["stall_long_scoreboard"]
     assert (got.value, got.source) == (3.0, "derived") and "sampled" in (got.formula or "")
     assert "`--section WarpStateStats`" in (out["stall_barrier"].missing_reason or "")
+
+
+@pytest.mark.slow
+def test_nvidia_findings_on_the_same_cause_are_shown_beside_kernelscopes(full_report):
+    from benchmarks.diagnosis.ncu_sets_score import case_session
+    from kernelscope.analyze.analysis import analyze_session
+    from kernelscope.analyze.roofline import Ceilings
+    from kernelscope.render.json_view import kernel_analysis_json
+
+    session = case_session(full_report, "local_memory")
+    k = analyze_session(session, Ceilings.none()).kernel(session.launches[0].kernel)
+    rows = {r["cause"]: r for r in kernel_analysis_json(k)["nvidia_comparison"]}
+    local = rows["local-memory"]  # NVIDIA's local-load access-pattern findings judge the same cause
+    assert local["kernelscope"] == "fired" and "MemoryCacheAccessPattern" in {n["rule_id"] for n in local["nvidia"]}
+    assert all(r["explanation"] for r in rows.values())

@@ -245,8 +245,8 @@ def far_from_bandwidth(ctx: RuleContext) -> Outcome:
         pct, basis = dram[0], "of ncu's DRAM peak (no measured ceiling: run kernelscope calibrate)"
         evidence.append((dram[1], dram[0]))
     else:
-        return NotEvaluated(far_from_bandwidth.rule_id,
-                            "neither DRAM bytes and duration nor ncu's DRAM % were recorded")
+        return NotEvaluated(far_from_bandwidth.rule_id, "neither DRAM bytes and duration nor ncu's DRAM %: "
+                            + lacks(x, "dram_bytes", "duration_ns", "dram_throughput_pct"))
     if pct >= th.FAR_FROM_BANDWIDTH_PCT:
         return None
     msg = (f"DRAM is the busiest level, yet it moves {pct:.1f}% {basis} (< {th.FAR_FROM_BANDWIDTH_PCT:.0f}%). "
