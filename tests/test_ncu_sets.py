@@ -46,8 +46,9 @@ def test_mma_instructions_come_from_the_sass_opcode_counts_and_are_zero_when_non
     gmma, hmma = resolve_field(FIELD["mma_gmma_instructions"], raw), resolve_field(FIELD["mma_hmma_instructions"], raw)
     assert (gmma.value, gmma.source) == (8.0, "derived") and opcode_metric("HGMMA") in gmma.raw_name
     assert hmma.value == 0 and not hmma.is_missing and "no HMMA instruction ran" in hmma.raw_name
-    # without the opcode table a count is missing, not zero
+    # without the opcode table, or without its per-opcode instances, a count is missing, not zero
     assert resolve_field(FIELD["mma_hmma_instructions"], _named({})).is_missing
+    assert resolve_field(FIELD["mma_hmma_instructions"], _named({OPCODE_METRIC: 100.0})).is_missing
 
 
 def test_threads_per_instruction_is_derived_from_the_source_counters():

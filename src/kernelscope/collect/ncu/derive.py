@@ -19,7 +19,9 @@ def _number(raw: Mapping[str, Metric], name: str) -> float | None:
 
 def _derive(f: NcuField, d: Derivation, raw: Mapping[str, Metric]) -> Metric | None:
     if d.how == "opcodes":
-        if OPCODE_METRIC not in raw:  # the opcode table was not collected (an absent opcode ran 0 times)
+        # the opcode table was not collected, or its instances could not be read: unknown, not zero (in a read
+        # table an absent opcode ran 0 times)
+        if OPCODE_METRIC not in raw or not any(k.startswith(OPCODE_METRIC + "[") for k in raw):
             return None
         used = [(op, v) for op in d.parts if (v := _number(raw, opcode_metric(op))) is not None]
         value: float = sum(v for _, v in used)
