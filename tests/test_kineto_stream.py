@@ -174,3 +174,93 @@ def test_runs_of_events_cut_anywhere_decode_as_the_whole_document(tmp_path, monk
     assert streamed.damage and f"the {n:,} events before it were read" in streamed.damage
     whole = parse_trace({**doc, "traceEvents": doc["traceEvents"][:n]})
     assert [x.to_dict() for x in streamed.parsed.table.launches()] == [x.to_dict() for x in whole.table.launches()]
+
+
+_EVENT = {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1.5, "dur": 1.0,
+          "args": {"a": [{}, {}, {}, {}, {}, {}]}}  # '}, {' inside an event: a cut that does not decode
+
+
+def test_elements_of_every_kind_are_searched_and_decoded_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Counts, not time: the characters the cut search scans and the C decoder decodes stay within a small
+    multiple of the input (a run is tried at four cuts at most), for elements that are not objects (numbers, null,
+    arrays, strings) and for events whose '}, {' do not end them. Time ~1 s; memory ~20 MiB."""
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    real_cut, real_decoder = ks._CUT, ks._DECODER
+    seen = {"scanned": 0, "decoded": 0}
+
+    class Cut:
+        def finditer(self, buf, pos=0):
+            seen["scanned"] += len(buf) - pos
+            return real_cut.finditer(buf, pos)
+
+    class Decoder:
+        def decode(self, text):
+            seen["decoded"] += len(text)
+            return real_decoder.decode(text)
+
+        def raw_decode(self, text, pos=0):
+            v, end = real_decoder.raw_decode(text, pos)
+            seen["decoded"] += end - pos
+            return v, end
+
+    monkeypatch.setattr(ks, "_CUT", Cut())
+    monkeypatch.setattr(ks, "_DECODER", Decoder())
+    p = tmp_path / "t.json"
+    event = json.dumps(_EVENT)
+    for body, n in (('0,null,[],"s",' * 2000 + "0", 8001), ((event + ",") * 800 + event, 801)):
+        text = '{"traceEvents": [' + body + "]}"
+        p.write_text(text)
+        seen.update(scanned=0, decoded=0)
+        streamed = read_trace(p)
+        assert streamed.damage is None and streamed.events_read == n
+        assert seen["scanned"] <= 2 * len(text) and seen["decoded"] <= 6 * len(text), seen  # a run is tried 4 times
+
+
+def _peak_bytes(path: Path):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            got = read_trace(path)
+        except ValueError as e:
+            got = e
+        return got, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
+    """Memory, by tracemalloc's peak: an unknown top-level key of 4 MiB of '[],', a document that is such an array,
+    an event and a deviceProperties over the 4 MiB limit of one value, and 32 MiB of NUL after the events: each
+    held in under 12 MiB (decoded, or buffered whole, they took 100 MiB to 2 GiB). Time ~5-10 s; memory ~30 MiB."""
+    event = json.dumps({**_EVENT, "cat": "kernel_like"})
+    junk = b"[" + b"[]," * ((4 << 20) // 3) + b"[]]"
+    big = b"[" + b"[]," * ((5 << 20) // 3) + b"[]]"
+    cases = {
+        "unknown key": b'{"junk": ' + junk + b', "traceEvents": [' + event.encode() + b"]}",
+        "an array": junk,
+        "oversized event": b'{"traceEvents": [{"ph": "X", "args": ' + big + b"}, " + event.encode() + b"]}",
+        "oversized key": b'{"deviceProperties": ' + big + b', "traceEvents": [' + event.encode() + b"]}",
+        "NUL tail": b'{"traceEvents": [' + (event.encode() + b", ") * 3 + b"\0" * (32 << 20),
+    }
+    for what, data in cases.items():
+        p = tmp_path / f"{what.replace(' ', '_')}.json.gz"
+        p.write_bytes(gzip.compress(data, compresslevel=1))
+        got, peak = _peak_bytes(p)
+        assert peak < 12 << 20, (what, peak)
+        if what == "an array":
+            assert isinstance(got, TraceFormatError) and "no traceEvents list" in str(got)
+            continue
+        assert not isinstance(got, Exception), (what, got)
+        problems = got.parsed.problems
+        if what == "unknown key":
+            assert got.events_read == 1 and problems == [] and "junk" not in got.top
+        elif what == "oversized event":
+            assert got.events_read == 2 and problems == ["1 malformed oversized event(s) left out"]
+        elif what == "oversized key":
+            assert problems == ["the trace's deviceProperties is over 4 MiB and was left out"]
+        else:
+            assert got.events_read == 3 and got.damage and "the 3 events before it were read" in got.damage
