@@ -591,7 +591,8 @@ class _Events:
             pid, tid = e.get("pid"), e.get("tid")
             t = sites.threads.get((pid, tid)) if type(pid) is int and type(tid) is int else None
             ns = int(round(ts * 1000.0)) if ts - ts == 0.0 else None
-            if t is not None and ns is not None and _INT64[0] <= corr <= _INT64[1] and _INT64[0] <= ns <= _INT64[1]:
+            if t is not None and ns is not None and _INT64[0] <= corr <= _INT64[1] and -K.MAX_TIME_NS <= ns <= (
+                    K.MAX_TIME_NS):
                 if corr <= sites.last:
                     sites.increasing = False
                 sites.last = corr
@@ -756,13 +757,13 @@ class StreamedTrace:
 
 def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
     """parse_trace's result from the collected events (kineto._parse's steps, in its order)."""
-    base_ns = int(top.get("baseTimeNanoseconds", 0) or 0)
+    bad: list[str] = []
+    base_ns = K.base_time_ns(top.get("baseTimeNanoseconds"), bad)
     if ev.origin_error is not None:
         raise ev.origin_error
     origin_ns = K._ns(ev.origin_us if ev.origin_us is not None else 0.0)
     cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
     out = K.ParsedTrace(time_origin_ns=base_ns + origin_ns)
-    bad: list[str] = []
     for e in ev.annotations:
         try:
             K._region(e, origin_ns, out, cpu_annotations, ev.gpu_annotation_by_ext)
@@ -781,7 +782,7 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
             return regions_of.get(corr, ())
         try:
             return tuple(regions_of.get(int(corr), ())) if corr is not None else ()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return ()
 
     out.table = ev.rows.table(origin_ns, enclosing)
@@ -881,7 +882,12 @@ def read_json(path: Path) -> Any:
     except InputFileError as e:
         raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
     try:
-        return json.loads(raw)
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer past int()'s digit limit: read as infinity, refused where it is used
+            return json.loads(raw, parse_int=_wide_int)
     except UnicodeDecodeError:
         raise ValueError("it is not text JSON") from None
     except json.JSONDecodeError as e:
