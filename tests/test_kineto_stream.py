@@ -217,6 +217,39 @@ def test_elements_of_every_kind_are_searched_and_decoded_a_bounded_number_of_tim
         assert seen["scanned"] <= 2 * len(text) and seen["decoded"] <= 6 * len(text), seen  # a run is tried 4 times
 
 
+def test_a_long_number_and_a_long_key_at_the_top_are_decoded_once(tmp_path, monkeypatch):
+    """A number of 4 MiB digits as baseTimeNanoseconds (out of range: left out, counted) and a key of 5 MiB (no
+    key the import reads: passed): the decoder reads each part a bounded number of times (the buffer doubles
+    while a value runs on, it is not decoded again for every chunk). Time ~1 s; memory ~40 MiB."""
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    decoded = [0]
+
+    class Counted:
+        def __init__(self, real):
+            self.real = real
+
+        def raw_decode(self, text, pos=0):
+            v, end = self.real.raw_decode(text, pos)
+            decoded[0] += end - pos
+            return v, end
+
+        def decode(self, text):
+            decoded[0] += len(text)
+            return self.real.decode(text)
+
+    monkeypatch.setattr(ks, "_DECODER", Counted(ks._DECODER))
+    monkeypatch.setattr(ks, "_WIDE_DECODER", Counted(getattr(ks, "_WIDE_DECODER", ks._DECODER)), raising=False)
+    text = ('{"baseTimeNanoseconds": ' + "1" * (4 << 20) + ', "' + "k" * (5 << 20) + '": [1], "traceEvents": ['
+            + json.dumps(_EVENT) + "]}")
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    streamed = read_trace(p)
+    assert streamed.events_read == 1
+    assert streamed.parsed.problems == ["1 malformed baseTimeNanoseconds event(s) left out"]
+    assert decoded[0] <= 2.5 * len(text), decoded
+
+
 def _peak_bytes(path: Path):
     import tracemalloc
 

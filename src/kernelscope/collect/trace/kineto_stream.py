@@ -274,8 +274,8 @@ class _Reader:
                 raise _Damaged(self.base + e.pos, e.msg) from None
             except RecursionError:
                 raise _Damaged(self._where(), "nested too deeply") from None
-            if end >= len(self.buf) and not self.eof and self._more():
-                continue  # a number or literal may go on in the next chunk
+            if end >= len(self.buf) and not self.eof and self._more(len(self.buf)):
+                continue  # a number or literal may go on in the next chunk (the buffer doubled: no rescan per chunk)
             self.pos = end
             return v
 
@@ -390,7 +390,7 @@ class _Reader:
         while True:
             if self._char() != '"':
                 raise _Damaged(self._where(), "Expecting property name enclosed in double quotes")
-            key = self._value()
+            key = self._kept(_MAX_VALUE)  # a longer key is no key the import reads: its value is passed
             if self._char() != ":":
                 raise _Damaged(self._where(), "Expecting ':' delimiter")
             self.pos += 1
