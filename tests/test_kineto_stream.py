@@ -267,8 +267,9 @@ def _peak_bytes(path: Path):
 @pytest.mark.slow
 def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
     """Memory, by tracemalloc's peak: an unknown top-level key of 4 MiB of '[],', a document that is such an array,
-    an event and a deviceProperties over the 4 MiB limit of one value, and 32 MiB of NUL after the events: each
-    held in under 12 MiB (decoded, or buffered whole, they took 100 MiB to 2 GiB). Time ~5-10 s; memory ~30 MiB."""
+    an event and a deviceProperties over the 4 MiB limit of one value, 32 MiB of NUL after the events, and the
+    unknown key in a UTF-16 document: each held in under 12 MiB (decoded, or buffered whole, they took 100 MiB to
+    2 GiB). A recorded trace in UTF-16 and UTF-32 reads as in UTF-8. Time ~5-10 s; memory ~30 MiB."""
     event = json.dumps({**_EVENT, "cat": "kernel_like"})
     junk = b"[" + b"[]," * ((4 << 20) // 3) + b"[]]"
     big = b"[" + b"[]," * ((5 << 20) // 3) + b"[]]"
@@ -278,6 +279,7 @@ def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
         "oversized event": b'{"traceEvents": [{"ph": "X", "args": ' + big + b"}, " + event.encode() + b"]}",
         "oversized key": b'{"deviceProperties": ' + big + b', "traceEvents": [' + event.encode() + b"]}",
         "NUL tail": b'{"traceEvents": [' + (event.encode() + b", ") * 3 + b"\0" * (32 << 20),
+        "UTF-16": ('{"junk": ' + junk.decode() + ', "traceEvents": [' + event + "]}").encode("utf-16"),
     }
     for what, data in cases.items():
         p = tmp_path / f"{what.replace(' ', '_')}.json.gz"
@@ -289,7 +291,7 @@ def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
             continue
         assert not isinstance(got, Exception), (what, got)
         problems = got.parsed.problems
-        if what == "unknown key":
+        if what in ("unknown key", "UTF-16"):
             assert got.events_read == 1 and problems == [] and "junk" not in got.top
         elif what == "oversized event":
             assert got.events_read == 2 and problems == ["1 malformed oversized event(s) left out"]
@@ -297,3 +299,10 @@ def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
             assert problems == ["the trace's deviceProperties is over 4 MiB and was left out"]
         else:
             assert got.events_read == 3 and got.damage and "the 3 events before it were read" in got.damage
+    doc = _doc(DATA / "ranks" / "job2_rank0.pt.trace.json.gz")  # UTF-16 and -32 stream as their UTF-8 text does
+    for encoding in ("utf-16", "utf-32-be", "utf-8-sig"):
+        p = tmp_path / f"{encoding}.json.gz"
+        p.write_bytes(gzip.compress(json.dumps(doc).encode(encoding)))
+        streamed = read_trace(p)
+        assert streamed.damage is None and streamed.events_read == len(doc["traceEvents"])
+        assert _parsed_dict(streamed.parsed) == _parsed_dict(parse_trace(doc))

@@ -118,10 +118,6 @@ class _Damaged(Exception):
         super().__init__(msg)
 
 
-class _NotAnObject(Exception):
-    """The document is not UTF-8 (UTF-16 or UTF-32, as json.loads detects them): read whole."""
-
-
 # ---------------------------------------------------------------------------------------------------- input
 
 def _open_text(path: Path, bounded: bool = True) -> tuple[BinaryIO, Iterator[bytes]]:
@@ -242,10 +238,11 @@ class _Reader:
             return None
         if self.first:
             self.first = False
-            if b.startswith(codecs.BOM_UTF8):
+            encoding = json.detect_encoding(b[:4])  # as json.loads detects it: UTF-8, -16 or -32, with a BOM or not
+            if encoding == "utf-8-sig":
                 b = b[3:]
-            elif b[:4].count(0):  # UTF-16/32: read whole, as json.loads detects it
-                raise _NotAnObject()
+            elif encoding != "utf-8":
+                self.dec = codecs.getincrementaldecoder(encoding)("strict")
         return self.dec.decode(b)
 
     def _where(self) -> int:
@@ -375,7 +372,7 @@ class _Reader:
 
     def read(self, top: dict[str, Any], on_events: Any) -> None:
         """Walk the document; raises _Damaged where it stops being JSON, NotKinetoTrace for JSON that is not an
-        object, _NotAnObject before anything is read from a document that is not UTF-8.
+        object.
         Only the keys of TOP_KEYS are decoded (each up to _MAX_VALUE characters; a longer one is passed and
         named in ``left_out``); the others are passed without being decoded or held."""
         c = self._char()
@@ -825,8 +822,6 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
         with f:
             try:
                 reader.read(top, on_events)
-            except _NotAnObject:
-                return _whole(path)
             except _Damaged as e:
                 if not (started and holder and holder[0].read):
                     if e.msg == "nested too deeply":
@@ -861,17 +856,6 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
         parsed.problems.append(damage)
     pid = None if ev.pid is _MISSING else as_int(ev.pid)
     return StreamedTrace(parsed, top, pid, damage, ev.read)
-
-
-def _whole(path: str | os.PathLike[str]) -> StreamedTrace:
-    """A document that is not UTF-8: read whole, as before streaming."""
-    from kernelscope.collect.trace.kineto_dist import trace_pid
-
-    doc = read_json(Path(path))
-    if not is_kineto_trace(doc):
-        raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
-    top = {k: v for k, v in doc.items() if k != "traceEvents"}
-    return StreamedTrace(K.parse_trace(doc), top, trace_pid(doc), None, len(doc["traceEvents"]))
 
 
 def read_json(path: Path) -> Any:
