@@ -112,6 +112,18 @@ def test_replay_semantics_on_a_hand_built_session() -> None:
     assert faster.wall_ns == 205_000 - 75_000
 
 
+def test_a_window_of_steps_waits_for_the_gpu_work_that_ended_in_it() -> None:
+    s = _toy()
+    s.host_syncs = []  # as a merged multi-rank session: no synchronize recorded
+    g = rp.build_graph(s)
+    assert rp.replay(g).wall_ns == 205_000
+    # no host time between the launches: the host reaches the step's end at 75 µs, but K2, launched with K1, runs
+    # after it (the recorded graph gap, as the session has no graph of its own) and ends later
+    fixed = rp.replay(g, (rp.ShrinkLaunchOverhead(),))
+    assert fixed.wall_ns == 110_000 + rp.RECORDED_GRAPH_KERNEL_GAP_NS + 50_000
+    assert dict(fixed.bound_by)[rp.GPU_KINDS[rp.KERNEL]] == 150_000
+
+
 EDITS = (rp.RemoveSyncs(), rp.ShrinkLaunchOverhead(), rp.RemoveHostWork(),
          rp.SetKernelDuration(".", scale=0.5, source="test"))
 

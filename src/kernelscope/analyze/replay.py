@@ -540,18 +540,22 @@ def _advance_stream(g: ReplayGraph, t: _Times, idx: tuple[int, ...], s: int, pos
 
 
 def replay(graph: ReplayGraph, edits: tuple["Edit", ...] = ()) -> ReplayResult:
-    """The window's wall time per rank with ``edits`` applied to ``graph`` first, and what bound it."""
+    """The window's wall time per rank with ``edits`` applied to ``graph`` first, and what bound it. A window of
+    steps ends when its last step ends on the host and the GPU work that ended inside it (as measured) has ended
+    (a host that runs ahead, with no synchronize recorded, still waits for its GPU work); a window without steps
+    ends with the rank's last GPU op."""
     g = apply_edits(graph, edits)
     t = _simulate(g)
     out = []
     for r, w in enumerate(g.windows):
         start = t.node_time[r][w.start_node] if w.start_node is not None else w.start_ns
-        if w.end_node is not None:
+        inside = [k for k, x in enumerate(graph.ops) if x.rank == w.rank and x.start_ns < w.end_ns
+                  and (w.end_node is None or x.end_ns <= w.end_ns)]
+        last = max(inside, key=lambda k: t.op_end[k]) if inside else None  # type: ignore[arg-type,return-value]
+        if w.end_node is not None and (last is None or t.node_end[r][w.end_node] >= t.op_end[last]):  # type: ignore
             end, where = t.node_end[r][w.end_node], ("node", r, w.end_node)
         else:
-            mine = [k for k, x in enumerate(g.ops) if x.rank == w.rank and x.start_ns < w.end_ns]
-            last = max(mine, key=lambda k: t.op_end[k])  # type: ignore[arg-type,return-value]
-            end, where = t.op_end[last], ("end", last)
+            end, where = t.op_end[last], ("end", last)  # type: ignore[index]
         out.append(RankReplay(w.rank, w.end_ns - w.start_ns, end - start,  # type: ignore[operator]
                               _critical_path(g, t, where, start)))  # type: ignore[arg-type]
     return ReplayResult(g.edits, tuple(out))
