@@ -166,3 +166,17 @@ def test_set_kernel_duration_takes_one_figure() -> None:
     g = rp.build_graph(_toy())
     with pytest.raises(ValueError):
         rp.replay(g, (rp.SetKernelDuration("k1"),))
+
+
+def test_the_suite_replays_each_rule_with_the_edit_its_finding_uses() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "replay_gains", ROOT / "benchmarks" / "diagnosis" / "programs" / "replay_gains.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    s = Session.load(PROGRAMS / "tc_mlp_train_defect.json.gz")
+    (tc,) = mod.fix_edits("tensor-cores-unused", s)
+    assert tc.scale == pytest.approx(1 / 7.4) and "sm_90" in tc.source  # the rule's datasheet ratio, said so
+    assert [type(e) for e in mod.fix_edits("sync-in-loop", s)] == [rp.RemoveSyncs]
+    assert mod.fix_edits("pageable-copies", s) is None  # no edit models an asynchronous copy yet

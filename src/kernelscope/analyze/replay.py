@@ -570,7 +570,7 @@ def _critical_path(g: ReplayGraph, t: _Times, where: tuple, lo: int) -> tuple[tu
     at: tuple | None = where
     while at is not None:
         at = walk.node(*at[1:]) if at[0] == "node" else walk.end(at[1]) if at[0] == "end" else walk.start(at[1])
-    return tuple(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
+    return tuple(sorted(((k, ns) for k, ns in acc.items() if ns), key=lambda kv: (-kv[1], kv[0])))
 
 
 @dataclass
