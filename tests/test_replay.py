@@ -180,3 +180,31 @@ def test_the_suite_replays_each_rule_with_the_edit_its_finding_uses() -> None:
     assert tc.scale == pytest.approx(1 / 7.4) and "sm_90" in tc.source  # the rule's datasheet ratio, said so
     assert [type(e) for e in mod.fix_edits("sync-in-loop", s)] == [rp.RemoveSyncs]
     assert mod.fix_edits("pageable-copies", s) is None  # no edit models an asynchronous copy yet
+
+
+def _program_findings(name: str) -> dict:
+    from kernelscope.analyze import breakdown as bd
+    from kernelscope.analyze import program_rules as pr
+
+    s = Session.load(PROGRAMS / f"{name}.json.gz")
+    b, gaps = bd.breakdown(s)
+    found, _ = pr.run_program_rules(pr.ProgramContext(s, b, gaps, None, (9, 0)))
+    return {f.rule: f for f in found}
+
+
+def test_sync_and_launch_findings_gain_the_replay_of_their_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelscope.analyze import program_rules as pr
+
+    got = _program_findings("holdout_sync_nonzero_defect")
+    g = rp.build_graph(Session.load(PROGRAMS / "holdout_sync_nonzero_defect.json.gz"))
+    for rule, edits in (("sync-in-loop", (rp.RemoveSyncs(),)), ("launch-bound", (rp.ShrinkLaunchOverhead(),))):
+        f = got[rule]
+        assert f.gain_pct == rp.replayed_gain(g, edits).gain_pct
+        ev = dict(f.evidence)
+        assert ev["replayed fix"] == rp.replay(g, edits).edits[0]
+        assert "launch calls" in ev["not in the replay graph"]
+        assert f.gain_formula.startswith(rp.GAIN_FORMULA)
+    assert dict(got["sync-in-loop"].evidence)["share-of-idle estimate before the replay, % of wall"] == 17.1
+    monkeypatch.setattr(pr, "REPLAY_MAX_OPS", 1_000)  # over the budget: the share-of-idle estimate stands
+    over = _program_findings("holdout_sync_nonzero_defect")["sync-in-loop"]
+    assert round(over.gain_pct, 1) == 17.1 and "not replayed: 11,600 GPU ops" in dict(over.evidence)["replayed fix"]

@@ -139,6 +139,15 @@ class ReplayGraph:
         return next(i for i, w in enumerate(self.windows) if w.rank == rank)
 
 
+def _evolve(x, **changes):  # type: ignore[no-untyped-def]
+    """A copy of the frozen dataclass ``x`` with ``changes``: dataclasses.replace without its per-field pass, for
+    the ops and host nodes that building and editing change a field or two at a time (a million on a long run)."""
+    out = object.__new__(type(x))
+    out.__dict__.update(x.__dict__)
+    out.__dict__.update(changes)
+    return out
+
+
 # -- building ---------------------------------------------------------------------------------------------------
 
 def _session_ops(session: Session) -> list[tuple[int, int, str, str, int, int | None, int | None, int | None]]:
@@ -167,10 +176,26 @@ def _kept_syncs(session: Session, multi_rank: bool) -> list:
     return out
 
 
-@dataclass
-class _RankBuild:
-    ops: list[int]  # op indices of the rank
-    anchors: list[tuple[int, int, int, object]]  # (key, class, tiebreak, payload)
+@dataclass(slots=True)
+class _Op:
+    """A GpuOp while the graph is built: its release, predecessor and launch are found in several passes."""
+
+    kind: str
+    name: str
+    rank: int
+    stream: int | None
+    start_ns: int
+    duration_ns: int
+    release: str
+    switch_ns: int
+    launch_node: int
+    latency_ns: int = 0
+    prev: int | None = None
+    collective: int | None = None
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.duration_ns
 
 
 def build_graph(session: Session, breakdown: bd.Breakdown | None = None) -> ReplayGraph:
@@ -182,17 +207,13 @@ def build_graph(session: Session, breakdown: bd.Breakdown | None = None) -> Repl
     raw = _session_ops(session)
     multi_rank = len(b.ranks) > 1 or len(session.ranks) > 1
     syncs = _kept_syncs(session, multi_rank)
-    ops: list[GpuOp] = []
-    by_launch: dict[int, int] = {}
+    ops: list[_Op] = []
     stream_lists: dict[tuple[int, int | None], list[int]] = defaultdict(list)
     corr_of: list[int | None] = []
-    for rank, st, kind, name, dur, stream, corr, li in raw:
-        k = len(ops)
-        ops.append(GpuOp(kind, name, rank, stream, st, dur, HOST_FED, 0, -1))
+    for rank, st, kind, name, dur, stream, corr, _ in raw:
+        stream_lists[(rank, stream)].append(len(ops))
+        ops.append(_Op(kind, name, rank, stream, st, dur, HOST_FED, 0, -1))
         corr_of.append(corr)
-        stream_lists[(rank, stream)].append(k)
-        if li is not None:
-            by_launch[li] = k
     _classify(ops, stream_lists, corr_of, syncs)
     collectives, coll_note = _collectives(session, ops, multi_rank)
     hosts: list[tuple[HostNode, ...]] = []
@@ -201,11 +222,13 @@ def build_graph(session: Session, breakdown: bd.Breakdown | None = None) -> Repl
         nodes, win = _rank_host(session, rb, ops, stream_lists, syncs if not multi_rank else [], corr_of)
         hosts.append(nodes)
         windows.append(win)
-    return ReplayGraph(tuple(ops), tuple(hosts), tuple(windows), tuple(tuple(v) for v in stream_lists.values()),
+    final = tuple(GpuOp(x.kind, x.name, x.rank, x.stream, x.start_ns, x.duration_ns, x.release, x.switch_ns,
+                        x.launch_node, x.latency_ns, x.prev, x.collective) for x in ops)
+    return ReplayGraph(final, tuple(hosts), tuple(windows), tuple(tuple(v) for v in stream_lists.values()),
                        tuple(collectives), _not_modelled(session, stream_lists, multi_rank, coll_note))
 
 
-def _classify(ops: list[GpuOp], stream_lists: dict[tuple[int, int | None], list[int]],
+def _classify(ops: list[_Op], stream_lists: dict[tuple[int, int | None], list[int]],
               corr_of: list[int | None], syncs: list) -> None:
     """Release kind, switch gap and stream predecessor of every op, from the gaps of its stream. An op that
     started while the host was blocked in a synchronize call, after a predecessor still running when the call
@@ -216,21 +239,21 @@ def _classify(ops: list[GpuOp], stream_lists: dict[tuple[int, int | None], list[
         for k in idx:
             x = ops[k]
             if prev is None:
-                ops[k] = replace(x, prev=None)
+                x.prev = None
             else:
                 gap = x.start_ns - ops[prev].end_ns
                 j = bisect.bisect_right(s0s, x.start_ns) - 1
                 blocked = j >= 0 and x.start_ns < syncs[j].cpu_end_ns and ops[prev].end_ns > s0s[j]
                 if x.kind == KERNEL and corr_of[k] is not None and corr_of[k] == corr_of[prev]:
-                    ops[k] = replace(x, release=GRAPH, switch_ns=gap, prev=prev)
+                    x.release, x.switch_ns, x.prev = GRAPH, gap, prev
                 elif gap > BACK_TO_BACK_GAP_NS and not blocked:
-                    ops[k] = replace(x, release=HOST_FED, prev=prev)
+                    x.release, x.prev = HOST_FED, prev
                 else:
-                    ops[k] = replace(x, release=QUEUED, switch_ns=gap, prev=prev)
+                    x.release, x.switch_ns, x.prev = QUEUED, gap, prev
             prev = k
 
 
-def _collectives(session: Session, ops: list[GpuOp], multi_rank: bool) -> tuple[list[CollectiveJoin], str | None]:
+def _collectives(session: Session, ops: list[_Op], multi_rank: bool) -> tuple[list[CollectiveJoin], str | None]:
     if not multi_rank:
         return [], None
     ca = analyze_collectives(session)
@@ -247,13 +270,13 @@ def _collectives(session: Session, ops: list[GpuOp], multi_rank: bool) -> tuple[
         arrival = max(ops[k].start_ns for k in members)  # type: ignore[index]
         j = len(out)
         for k in members:
-            ops[k] = replace(ops[k], collective=j)  # type: ignore[index]
+            ops[k].collective = j  # type: ignore[index]
         out.append(CollectiveJoin(row.name, tuple(members), tuple(max(0, ops[k].end_ns - arrival)  # type: ignore
                                                                    for k in members)))
     return out, (f"{missed} collective(s) could not be matched to their kernels" if missed else None)
 
 
-def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[GpuOp],
+def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[_Op],
                stream_lists: dict[tuple[int, int | None], list[int]], syncs: list,
                corr_of: list[int | None]) -> tuple[tuple[HostNode, ...], RankWindow]:
     rank = rb.rank
@@ -291,8 +314,7 @@ def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[GpuOp],
             node_of_op[k] = len(nodes)
             measured = ops[k].release == HOST_FED
             nodes.append(HostNode(LAUNCH, t, before, measured, ops[k].name, k))
-            ops[k] = replace(ops[k], launch_node=len(nodes) - 1, latency_ns=max(0, ops[k].start_ns - t)
-                             if measured else 0)
+            ops[k].launch_node, ops[k].latency_ns = len(nodes) - 1, max(0, ops[k].start_ns - t) if measured else 0
             prev_end = t
         elif kind == SYNC:
             h = payload
@@ -312,11 +334,11 @@ def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[GpuOp],
                 head = ops[head].prev
             n = node_of_op.get(head) if head is not None else None
             if n is not None:
-                ops[k] = replace(ops[k], launch_node=n)
+                ops[k].launch_node = n
     return tuple(nodes), _window(rb, nodes, ops, mine)
 
 
-def _launch_times(items: list[tuple[int, int, int, str, object]], ops: list[GpuOp]) -> list[int]:
+def _launch_times(items: list[tuple[int, int, int, str, object]], ops: list[_Op]) -> list[int]:
     """Host time of every node (LAUNCH_TIME_RULE): recorded points as measured, queued launches spread between
     them. A sync's recorded point is its call; the host leaves it at its return."""
     n = len(items)
@@ -351,7 +373,7 @@ def _launch_times(items: list[tuple[int, int, int, str, object]], ops: list[GpuO
 
 
 def _waited(h, by_stream: dict[tuple[int, int | None], tuple[list[int], list[int]]],
-            ops: list[GpuOp]) -> list[int]:
+            ops: list[_Op]) -> list[int]:
     """Per stream, the last op that started before the call returned, when it ended by then (a later end: the call
     did not wait for that stream)."""
     out = []
@@ -362,7 +384,7 @@ def _waited(h, by_stream: dict[tuple[int, int | None], tuple[list[int], list[int
     return out
 
 
-def _window(rb: bd.RankBreakdown, nodes: list[HostNode], ops: list[GpuOp], mine: list[int]) -> RankWindow:
+def _window(rb: bd.RankBreakdown, nodes: list[HostNode], ops: list[_Op], mine: list[int]) -> RankWindow:
     start_node = end_node = None
     if rb.steps:
         start_node = next((i for i, x in enumerate(nodes) if x.kind == STEP_START and x.time_ns == rb.window_start_ns),
@@ -382,7 +404,7 @@ def _window(rb: bd.RankBreakdown, nodes: list[HostNode], ops: list[GpuOp], mine:
     for k in mine:
         x = ops[k]
         if x.release == HOST_FED:
-            ops[k] = replace(x, switch_ns=switch)
+            x.switch_ns = switch
     return RankWindow(rb.rank, lo, hi, rb.window_basis, start_node, end_node, switch,
                       int(statistics.median(per_launch)) if per_launch else None)
 
@@ -678,7 +700,7 @@ class RemoveSyncs:
                 if i in last_of_step:
                     kept += 1
                     continue
-                new[i] = replace(x, waits_for=(), cost_ns=0)
+                new[i] = _evolve(x, waits_for=(), cost_ns=0)
                 removed += 1
             hosts.append(tuple(new))
         said = f"{removed:,} synchronize call(s) in the window removed" + \
@@ -708,11 +730,11 @@ class ShrinkLaunchOverhead:
             for i, x in enumerate(nodes):
                 if i and x.kind == LAUNCH and nodes[i - 1].kind == LAUNCH and _in_window(w, x.time_ns) and \
                         self.per_launch_ns < x.host_before_ns <= HOST_STALL_GAP_NS:
-                    new[i] = replace(x, host_before_ns=self.per_launch_ns)
+                    new[i] = _evolve(x, host_before_ns=self.per_launch_ns)
                     cut += 1
                     saved += x.host_before_ns - self.per_launch_ns
                     if x.op is not None and ops[x.op].release == HOST_FED:  # never slower than measured
-                        ops[x.op] = replace(ops[x.op], switch_ns=min(gap, ops[x.op].switch_ns))
+                        ops[x.op] = _evolve(ops[x.op], switch_ns=min(gap, ops[x.op].switch_ns))
             hosts.append(tuple(new))
         said = (f"host time between launches cut to {self.per_launch_ns / 1e3:.2f} µs per launch at {cut:,} launches "
                 f"({saved / 1e6:.3f} ms of host time), the GPU's gap between them {gap} ns ({gap_source})"
@@ -750,7 +772,7 @@ class SetKernelDuration:
             if x.kind != KERNEL or not pat.search(x.name) or not _in_window(windows[x.rank], x.start_ns):
                 continue
             d = self.duration_ns if self.duration_ns is not None else int(round(x.duration_ns * self.scale))  # type: ignore
-            ops[k] = replace(x, duration_ns=d)
+            ops[k] = _evolve(x, duration_ns=d)
             n += 1
             before += x.duration_ns
             after += d
@@ -776,7 +798,7 @@ class RemoveHostWork:
             new = list(nodes)
             for i, x in enumerate(nodes):
                 if i and x.host_before_ns > max(self.min_ns, to) and _in_window(w, x.time_ns):
-                    new[i] = replace(x, host_before_ns=to)
+                    new[i] = _evolve(x, host_before_ns=to)
                     cut += 1
                     saved += x.host_before_ns - to
             hosts.append(tuple(new))
@@ -793,9 +815,10 @@ class ReplayedGain:
     formula: str = GAIN_FORMULA
 
 
-def replayed_gain(graph: ReplayGraph, edits: tuple[Edit, ...]) -> ReplayedGain:
-    """The gain of ``edits`` (applied together) as a share of the replayed window wall time."""
-    base = replay(graph)
+def replayed_gain(graph: ReplayGraph, edits: tuple[Edit, ...], baseline: ReplayResult | None = None) -> ReplayedGain:
+    """The gain of ``edits`` (applied together) as a share of the replayed window wall time. ``baseline``: the
+    unedited replay of ``graph`` when the caller has it."""
+    base = baseline if baseline is not None else replay(graph)
     fixed = replay(graph, edits)
     gain = 100.0 * (1 - fixed.wall_ns / base.wall_ns) if base.wall_ns > 0 else 0.0
     return ReplayedGain(base, fixed, gain)
