@@ -8,11 +8,12 @@ The graph (``build_graph``) holds, per rank, one host timeline and each stream's
   (it started as its predecessor ended: launched earlier, at a time the session does not record) or ``graph``
   (a kernel sharing the correlation id of the kernel before it on its stream: the kernels of one CUDA-graph
   launch, released by the graph's first). A queued op keeps its measured switch gap after its predecessor.
-- Host nodes, in host order: launches, synchronize calls (model.HostSync) and step boundaries (ProfilerStep
-  ranges), each after the measured host time since the previous node ended (``host_before_ns``). Launches of
-  host-fed ops are host points the trace measured (the op's start); launches of queued ops are not recorded and
-  are spread evenly, by count, over the host's time between the recorded points around them, never later than
-  the op's start (LAUNCH_TIME_RULE). A synchronize waits for each stream's last op launched before it returned.
+- Host nodes, in host order: launches, synchronize calls (model.HostSync), step boundaries (ProfilerStep ranges) and
+  the edges of the other recorded CPU ranges (record_function, kernelscope.region), each after the measured host
+  time since the previous node ended (``host_before_ns``). Launches of host-fed ops are host points the trace
+  measured (the op's start); launches of queued ops are not recorded and are spread evenly, by count, over the
+  host's time between the recorded points around them, never later than the op's start (LAUNCH_TIME_RULE). A
+  synchronize waits for each stream's last op launched before it returned.
 - Collectives: the NCCL kernels of one collective on every rank (analyze/collectives): each ends its measured
   tail after the last rank's arrival.
 
@@ -41,6 +42,7 @@ from kernelscope.model import Session
 KERNEL, MEMCPY, MEMSET = "kernel", "memcpy", "memset"
 HOST_FED, QUEUED, GRAPH = "host-fed", "queued", "graph"
 LAUNCH, SYNC, STEP_START, STEP_END = "launch", "sync", "step start", "step end"
+SPAN_START, SPAN_END = "span start", "span end"  # a recorded CPU range (record_function, kernelscope.region)
 
 # Edge kinds of a critical path (ReplayResult.bound_by)
 HOST_LAUNCHING = "host: per-launch work"  # host time between two launches, up to thresholds.HOST_STALL_GAP_NS
@@ -92,7 +94,7 @@ class GpuOp:
 
 @dataclass(frozen=True)
 class HostNode:
-    kind: str  # LAUNCH | SYNC | STEP_START | STEP_END
+    kind: str  # LAUNCH | SYNC | STEP_START | STEP_END | SPAN_START | SPAN_END
     time_ns: int  # measured (a sync: its call) or, for a queued op's launch, spread (LAUNCH_TIME_RULE)
     host_before_ns: int  # host time since the previous node ended
     measured: bool
@@ -276,31 +278,41 @@ def _collectives(session: Session, ops: list[_Op], multi_rank: bool) -> tuple[li
     return out, (f"{missed} collective(s) could not be matched to their kernels" if missed else None)
 
 
-def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[_Op],
-               stream_lists: dict[tuple[int, int | None], list[int]], syncs: list,
-               corr_of: list[int | None]) -> tuple[tuple[HostNode, ...], RankWindow]:
-    rank = rb.rank
-    mine = [k for k in range(len(ops)) if ops[k].rank == rank]
+def _host_items(session: Session, rank: int, ops: list[_Op], mine: list[int], syncs: list
+                ) -> list[tuple[int, int, int, str, object]]:
+    """The rank's host points as (key, class, tiebreak, kind, payload), unsorted: launches (at the call start of
+    the synchronize they happened inside, if any: made before it), syncs, steps and recorded ranges. At one key,
+    ends come first, then launches, syncs, starts."""
     s0s = [h.cpu_start_ns for h in syncs]
 
     def inside_sync(t: int) -> int | None:
         j = bisect.bisect_right(s0s, t) - 1
         return s0s[j] if j >= 0 and s0s[j] < t < syncs[j].cpu_end_ns else None
 
-    # (key, class, tiebreak, kind, payload): launches before a sync at the same key (a launch made inside the call
-    # was made before it), step ends before step starts
     items: list[tuple[int, int, int, str, object]] = []
     for k in mine:
-        x = ops[k]
-        if x.release == GRAPH:
-            continue
-        at = inside_sync(x.start_ns)
-        items.append((x.start_ns if at is None else at, 1, k, LAUNCH, k))
-    for j, h in enumerate(syncs):
-        items.append((h.cpu_start_ns, 2, j, SYNC, h))
+        if ops[k].release != GRAPH:
+            at = inside_sync(ops[k].start_ns)
+            items.append((ops[k].start_ns if at is None else at, 1, k, LAUNCH, k))
+    items += [(h.cpu_start_ns, 2, j, SYNC, h) for j, h in enumerate(syncs)]
     for step, st, en in bd.step_spans(session, rank):
         items.append((st, 3, step, STEP_START, f"ProfilerStep#{step}"))
         items.append((en, 0, step, STEP_END, f"ProfilerStep#{step}"))
+    for j, reg in enumerate(session.regions):  # the other recorded ranges: host points the trace measured
+        if (reg.rank or 0) != rank or bd.STEP_RE.match(reg.name):
+            continue
+        for t, cls, kind in ((reg.cpu_start_ns, 3, SPAN_START), (reg.cpu_start_ns + reg.cpu_duration_ns, 0, SPAN_END)):
+            if inside_sync(t) is None:  # a range edge inside a blocking call is another thread's
+                items.append((t, cls, j, kind, reg.name))
+    return items
+
+
+def _rank_host(session: Session, rb: bd.RankBreakdown, ops: list[_Op],
+               stream_lists: dict[tuple[int, int | None], list[int]], syncs: list,
+               corr_of: list[int | None]) -> tuple[tuple[HostNode, ...], RankWindow]:
+    rank = rb.rank
+    mine = [k for k in range(len(ops)) if ops[k].rank == rank]
+    items = _host_items(session, rank, ops, mine, syncs)
     items.sort(key=lambda t: t[:3])
     times = _launch_times(items, ops)
     by_stream = {key: ([ops[k].start_ns for k in idx], idx) for key, idx in stream_lists.items() if key[0] == rank}
@@ -414,8 +426,9 @@ def _not_modelled(session: Session, stream_lists: dict[tuple[int, int | None], l
     out = [("launch calls", LAUNCH_TIME_RULE),
            ("host threads", "the launching thread is not recorded: one host timeline per rank, launches from other "
             "threads (autograd's backward, data loaders) on it"),
-           ("operator spans", "the session keeps no operator (aten) spans: the host timeline holds launches, "
-            "synchronize calls and step boundaries, and the host time between them")]
+           ("operator spans", "the session keeps no operator (aten) spans, only recorded ranges (record_function, "
+            "kernelscope.region): the host timeline holds launches, synchronize calls, step boundaries and those "
+            "ranges' edges, and the host time between them")]
     streams: dict[int, int] = defaultdict(int)
     for rank, _ in stream_lists:
         streams[rank] += 1
