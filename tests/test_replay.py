@@ -145,6 +145,16 @@ def test_edits_never_lengthen_the_window_and_combine(name: str) -> None:
     assert rp.replay(g, (rp.SetKernelDuration(".", scale=1.0),)).wall_ns == base
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(PROGRAMS.glob("*.json.gz")), ids=lambda p: p.name)
+def test_no_fix_lengthens_any_recorded_program(path: Path) -> None:
+    g = _graph(path)
+    base = rp.replay(g).wall_ns
+    walls = [rp.replay(g, (e,)).wall_ns for e in EDITS]
+    assert all(w <= base for w in walls)
+    assert rp.replay(g, EDITS).wall_ns <= min(walls)
+
+
 def test_sync_removal_gains_where_syncs_stall_the_gpu() -> None:
     g = _graph(PROGRAMS / "sync_check_infer_defect.json.gz")
     gain = rp.replayed_gain(g, (rp.RemoveSyncs(),))
