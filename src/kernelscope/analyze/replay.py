@@ -43,9 +43,11 @@ KERNEL, MEMCPY, MEMSET = "kernel", "memcpy", "memset"
 HOST_FED, QUEUED, GRAPH = "host-fed", "queued", "graph"
 LAUNCH, SYNC, STEP_START, STEP_END = "launch", "sync", "step start", "step end"
 SPAN_START, SPAN_END = "span start", "span end"  # a recorded CPU range (record_function, kernelscope.region)
+# What host time before a launch counts as per-launch work after: another launch, or a range edge between launches
+BETWEEN_LAUNCHES = (LAUNCH, SPAN_START, SPAN_END)
 
 # Edge kinds of a critical path (ReplayResult.bound_by)
-HOST_LAUNCHING = "host: per-launch work"  # host time between two launches, up to thresholds.HOST_STALL_GAP_NS
+HOST_LAUNCHING = "host: per-launch work"  # host time before a launch (BETWEEN_LAUNCHES), up to HOST_STALL_GAP_NS
 HOST_OTHER = "host: other work"  # longer host time, or host time before a sync or step boundary
 SYNC_RETURN = "host: sync return"  # a synchronize's own cost after what it waited for ended
 LAUNCH_LATENCY = "launch latency"  # a launch made inside a blocking call reaching the GPU
@@ -637,7 +639,7 @@ class _Walk:
         if i == 0:
             return None
         prev = self.g.hosts[r][i - 1]
-        launching = x.kind == LAUNCH and prev.kind == LAUNCH and x.host_before_ns <= HOST_STALL_GAP_NS
+        launching = x.kind == LAUNCH and prev.kind in BETWEEN_LAUNCHES and x.host_before_ns <= HOST_STALL_GAP_NS
         self.add(HOST_LAUNCHING if launching else HOST_OTHER, at - x.host_before_ns, at)  # type: ignore[operator]
         return ("node", r, i - 1)
 
@@ -723,11 +725,12 @@ class RemoveSyncs:
 
 @dataclass(frozen=True)
 class ShrinkLaunchOverhead:
-    """Launch overhead shrunk to a CUDA graph replay's: in the window, the host time between two launches (up to
-    thresholds.HOST_STALL_GAP_NS: per-op overhead) cut to ``per_launch_ns`` (a replayed graph makes one launch
-    call per graph, none per kernel) and each host-fed op queued ``kernel_gap_ns`` after its predecessor ends.
-    ``kernel_gap_ns`` None: the median gap between the kernels of this session's own CUDA-graph launches, else
-    RECORDED_GRAPH_KERNEL_GAP_NS. ``source`` says where given figures come from."""
+    """Launch overhead shrunk to a CUDA graph replay's: in the window, the host time before each launch after
+    another launch or a range edge (up to thresholds.HOST_STALL_GAP_NS: per-op overhead) cut to ``per_launch_ns``
+    (a replayed graph makes one launch call per graph, none per kernel) and each host-fed op queued
+    ``kernel_gap_ns`` after its predecessor ends. ``kernel_gap_ns`` None: the median gap between the kernels of
+    this session's own CUDA-graph launches, else RECORDED_GRAPH_KERNEL_GAP_NS. ``source`` says where given
+    figures come from."""
 
     per_launch_ns: int = 0
     kernel_gap_ns: int | None = None
@@ -741,8 +744,8 @@ class ShrinkLaunchOverhead:
         for w, nodes in zip(graph.windows, graph.hosts):
             new = list(nodes)
             for i, x in enumerate(nodes):
-                if i and x.kind == LAUNCH and nodes[i - 1].kind == LAUNCH and _in_window(w, x.time_ns) and \
-                        self.per_launch_ns < x.host_before_ns <= HOST_STALL_GAP_NS:
+                if i and x.kind == LAUNCH and nodes[i - 1].kind in BETWEEN_LAUNCHES and \
+                        _in_window(w, x.time_ns) and self.per_launch_ns < x.host_before_ns <= HOST_STALL_GAP_NS:
                     new[i] = _evolve(x, host_before_ns=self.per_launch_ns)
                     cut += 1
                     saved += x.host_before_ns - self.per_launch_ns
@@ -784,7 +787,8 @@ class SetKernelDuration:
         for k, x in enumerate(ops):
             if x.kind != KERNEL or not pat.search(x.name) or not _in_window(windows[x.rank], x.start_ns):
                 continue
-            d = self.duration_ns if self.duration_ns is not None else int(round(x.duration_ns * self.scale))  # type: ignore
+            d = self.duration_ns if self.duration_ns is not None else \
+                int(round(x.duration_ns * self.scale))  # type: ignore[operator]
             ops[k] = _evolve(x, duration_ns=d)
             n += 1
             before += x.duration_ns
