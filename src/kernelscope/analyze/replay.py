@@ -725,8 +725,8 @@ class RemoveSyncs:
 
 @dataclass(frozen=True)
 class ShrinkLaunchOverhead:
-    """Launch overhead shrunk to a CUDA graph replay's: in the window, the host time before each launch after
-    another launch or a range edge (up to thresholds.HOST_STALL_GAP_NS: per-op overhead) cut to ``per_launch_ns``
+    """Launch overhead shrunk to a CUDA graph replay's: in the window, the host time from one launch to the next
+    (range edges between them included; up to thresholds.HOST_STALL_GAP_NS: per-op overhead) cut to ``per_launch_ns``
     (a replayed graph makes one launch call per graph, none per kernel) and each host-fed op queued
     ``kernel_gap_ns`` after its predecessor ends. ``kernel_gap_ns`` None: the median gap between the kernels of
     this session's own CUDA-graph launches, else RECORDED_GRAPH_KERNEL_GAP_NS. ``source`` says where given
@@ -743,14 +743,25 @@ class ShrinkLaunchOverhead:
         ops = list(graph.ops)
         for w, nodes in zip(graph.windows, graph.hosts):
             new = list(nodes)
+            last = None  # the previous launch, while only range edges follow it
             for i, x in enumerate(nodes):
-                if i and x.kind == LAUNCH and nodes[i - 1].kind in BETWEEN_LAUNCHES and \
-                        _in_window(w, x.time_ns) and self.per_launch_ns < x.host_before_ns <= HOST_STALL_GAP_NS:
-                    new[i] = _evolve(x, host_before_ns=self.per_launch_ns)
-                    cut += 1
-                    saved += x.host_before_ns - self.per_launch_ns
-                    if x.op is not None and ops[x.op].release == HOST_FED:  # never slower than measured
-                        ops[x.op] = _evolve(ops[x.op], switch_ns=min(gap, ops[x.op].switch_ns))
+                if x.kind not in BETWEEN_LAUNCHES:
+                    last = None
+                    continue
+                if x.kind != LAUNCH:
+                    continue
+                between = range(last + 1, i + 1) if last is not None else range(0)
+                host = sum(nodes[j].host_before_ns for j in between)
+                last = i
+                if not between or not _in_window(w, x.time_ns) or not self.per_launch_ns < host <= HOST_STALL_GAP_NS:
+                    continue
+                for j in between:  # the range edges between two launches go with the launch overhead
+                    new[j] = _evolve(nodes[j], host_before_ns=0)
+                new[i] = _evolve(x, host_before_ns=self.per_launch_ns)
+                cut += 1
+                saved += host - self.per_launch_ns
+                if x.op is not None and ops[x.op].release == HOST_FED:  # never slower than measured
+                    ops[x.op] = _evolve(ops[x.op], switch_ns=min(gap, ops[x.op].switch_ns))
             hosts.append(tuple(new))
         said = (f"host time between launches cut to {self.per_launch_ns / 1e3:.2f} µs per launch at {cut:,} launches "
                 f"({saved / 1e6:.3f} ms of host time), the GPU's gap between them {gap} ns ({gap_source})"
