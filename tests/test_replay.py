@@ -124,6 +124,20 @@ def test_a_window_of_steps_waits_for_the_gpu_work_that_ended_in_it() -> None:
     assert dict(fixed.bound_by)[rp.GPU_KINDS[rp.KERNEL]] == 150_000
 
 
+def test_launch_overhead_cut_takes_the_range_edges_between_launches() -> None:
+    s = Session()
+    s.launches = [Launch(f"k{i}", (1, 1, 1), (1, 1, 1), 10_000 + 50_000 * i, 10_000, stream=7) for i in range(3)]
+    s.regions = [Region(f"layer{i}", 5_000 + 50_000 * i, 10_000) for i in range(3)] + \
+        [Region("ProfilerStep#1", 0, 130_000), Region("ProfilerStep#2", 140_000, 10_000)]
+    g = rp.build_graph(s)
+    assert [x.kind for x in g.host(0)][:5] == [rp.STEP_START, rp.SPAN_START, rp.LAUNCH, rp.SPAN_END, rp.SPAN_START]
+    assert rp.replay(g).wall_ns == 130_000
+    # every launch right after K1's: each kernel follows the previous by the recorded graph gap
+    fixed = rp.replay(g, (rp.ShrinkLaunchOverhead(),))
+    assert fixed.wall_ns == 10_000 + 3 * 10_000 + 2 * rp.RECORDED_GRAPH_KERNEL_GAP_NS
+    assert fixed.edits[0].startswith("host time between launches cut to 0.00 µs per launch at 2 launches (0.100 ms")
+
+
 EDITS = (rp.RemoveSyncs(), rp.ShrinkLaunchOverhead(), rp.RemoveHostWork(),
          rp.SetKernelDuration(".", scale=0.5, source="test"))
 
