@@ -194,6 +194,7 @@ def test_import_survives_mutated_ncu_reports(fixture, tmp):
         argv = ["import", str(p), "-o", str(tmp / f"imported{TALLY['files']}.json")]
         code, _, err = run_cli(argv)
         check_answer(argv, m, code, err)
+        assert "would not load" not in err, err  # damage is the report's, said as such, never the session file's
 
     run()
 

@@ -174,3 +174,135 @@ def test_runs_of_events_cut_anywhere_decode_as_the_whole_document(tmp_path, monk
     assert streamed.damage and f"the {n:,} events before it were read" in streamed.damage
     whole = parse_trace({**doc, "traceEvents": doc["traceEvents"][:n]})
     assert [x.to_dict() for x in streamed.parsed.table.launches()] == [x.to_dict() for x in whole.table.launches()]
+
+
+_EVENT = {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1.5, "dur": 1.0,
+          "args": {"a": [{}, {}, {}, {}, {}, {}]}}  # '}, {' inside an event: a cut that does not decode
+
+
+def test_elements_of_every_kind_are_searched_and_decoded_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Counts, not time: the characters the cut search scans and the C decoder decodes stay within a small
+    multiple of the input (a run is tried at four cuts at most), for elements that are not objects (numbers, null,
+    arrays, strings) and for events whose '}, {' do not end them. Time ~1 s; memory ~20 MiB."""
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    real_cut, real_decoder = ks._CUT, ks._DECODER
+    seen = {"scanned": 0, "decoded": 0}
+
+    class Cut:
+        def finditer(self, buf, pos=0):
+            seen["scanned"] += len(buf) - pos
+            return real_cut.finditer(buf, pos)
+
+    class Decoder:
+        def decode(self, text):
+            seen["decoded"] += len(text)
+            return real_decoder.decode(text)
+
+        def raw_decode(self, text, pos=0):
+            v, end = real_decoder.raw_decode(text, pos)
+            seen["decoded"] += end - pos
+            return v, end
+
+    monkeypatch.setattr(ks, "_CUT", Cut())
+    monkeypatch.setattr(ks, "_DECODER", Decoder())
+    p = tmp_path / "t.json"
+    event = json.dumps(_EVENT)
+    for body, n in (('0,null,[],"s",' * 2000 + "0", 8001), ((event + ",") * 800 + event, 801)):
+        text = '{"traceEvents": [' + body + "]}"
+        p.write_text(text)
+        seen.update(scanned=0, decoded=0)
+        streamed = read_trace(p)
+        assert streamed.damage is None and streamed.events_read == n
+        assert seen["scanned"] <= 2 * len(text) and seen["decoded"] <= 6 * len(text), seen  # a run is tried 4 times
+
+
+def test_a_long_number_and_a_long_key_at_the_top_are_decoded_once(tmp_path, monkeypatch):
+    """A number of 4 MiB digits as baseTimeNanoseconds (out of range: left out, counted) and a key of 5 MiB (no
+    key the import reads: passed): the decoder reads each part a bounded number of times (the buffer doubles
+    while a value runs on, it is not decoded again for every chunk). Time ~1 s; memory ~40 MiB."""
+    import kernelscope.collect.trace.kineto_stream as ks
+
+    decoded = [0]
+
+    class Counted:
+        def __init__(self, real):
+            self.real = real
+
+        def raw_decode(self, text, pos=0):
+            v, end = self.real.raw_decode(text, pos)
+            decoded[0] += end - pos
+            return v, end
+
+        def decode(self, text):
+            decoded[0] += len(text)
+            return self.real.decode(text)
+
+    monkeypatch.setattr(ks, "_DECODER", Counted(ks._DECODER))
+    monkeypatch.setattr(ks, "_WIDE_DECODER", Counted(getattr(ks, "_WIDE_DECODER", ks._DECODER)), raising=False)
+    text = ('{"baseTimeNanoseconds": ' + "1" * (4 << 20) + ', "' + "k" * (5 << 20) + '": [1], "traceEvents": ['
+            + json.dumps(_EVENT) + "]}")
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    streamed = read_trace(p)
+    assert streamed.events_read == 1
+    assert streamed.parsed.problems == ["1 malformed baseTimeNanoseconds event(s) left out"]
+    assert decoded[0] <= 2.5 * len(text), decoded
+
+
+def _peak_bytes(path: Path):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            got = read_trace(path)
+        except ValueError as e:
+            got = e
+        return got, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_what_the_reader_does_not_use_is_passed_without_being_held(tmp_path):
+    """Memory, by tracemalloc's peak: an unknown top-level key of 4 MiB of '[],', a document that is such an array,
+    an event and a deviceProperties over the 4 MiB limit of one value, 32 MiB of NUL after the events, and the
+    unknown key in a UTF-16 document: each held in under 12 MiB (decoded, or buffered whole, they took 100 MiB to
+    2 GiB). A recorded trace in UTF-16 and UTF-32 reads as in UTF-8. Time ~5-10 s; memory ~30 MiB."""
+    event = json.dumps({**_EVENT, "cat": "kernel_like"})
+    junk = b"[" + b"[]," * ((4 << 20) // 3) + b"[]]"
+    big = b"[" + b"[]," * ((5 << 20) // 3) + b"[]]"
+    cases = {
+        "unknown key": b'{"junk": ' + junk + b', "traceEvents": [' + event.encode() + b"]}",
+        "an array": junk,
+        "oversized event": b'{"traceEvents": [{"ph": "X", "args": ' + big + b"}, " + event.encode() + b"]}",
+        "oversized key": b'{"deviceProperties": ' + big + b', "traceEvents": [' + event.encode() + b"]}",
+        "NUL tail": b'{"traceEvents": [' + (event.encode() + b", ") * 3 + b"\0" * (32 << 20),
+        "UTF-16": ('{"junk": ' + junk.decode() + ', "traceEvents": [' + event + "]}").encode("utf-16"),
+    }
+    for what, data in cases.items():
+        p = tmp_path / f"{what.replace(' ', '_')}.json.gz"
+        p.write_bytes(gzip.compress(data, compresslevel=1))
+        got, peak = _peak_bytes(p)
+        assert peak < 12 << 20, (what, peak)
+        if what == "an array":
+            assert isinstance(got, TraceFormatError) and "no traceEvents list" in str(got)
+            continue
+        assert not isinstance(got, Exception), (what, got)
+        problems = got.parsed.problems
+        if what in ("unknown key", "UTF-16"):
+            assert got.events_read == 1 and problems == [] and "junk" not in got.top
+        elif what == "oversized event":
+            assert got.events_read == 2 and problems == ["1 malformed oversized event(s) left out"]
+        elif what == "oversized key":
+            assert problems == ["the trace's deviceProperties is over 4 MiB and was left out"]
+        else:
+            assert got.events_read == 3 and got.damage and "the 3 events before it were read" in got.damage
+    doc = _doc(DATA / "ranks" / "job2_rank0.pt.trace.json.gz")  # UTF-16 and -32 stream as their UTF-8 text does
+    for encoding in ("utf-16", "utf-32-be", "utf-8-sig"):
+        p = tmp_path / f"{encoding}.json.gz"
+        p.write_bytes(gzip.compress(json.dumps(doc).encode(encoding)))
+        streamed = read_trace(p)
+        assert streamed.damage is None and streamed.events_read == len(doc["traceEvents"])
+        assert _parsed_dict(streamed.parsed) == _parsed_dict(parse_trace(doc))

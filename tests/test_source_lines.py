@@ -186,13 +186,15 @@ def test_a_source_file_changed_since_the_run_gets_one_sentence(tmp_path):
     from kernelscope.model.source_lines import SourceFile, SourceLines
 
     f = tmp_path / "k.py"
-    f.write_text("x = 1\n")
     same = SourceFile(str(f), hashlib.sha256(b"x = 1\n").hexdigest(), 1, {1: "x = 1"})
     gone = SourceFile(str(tmp_path / "gone.py"), same.sha256, 1)
-    assert file_notes(SourceLines([same, gone])) == []  # unchanged, or not on this machine: nothing to say
+    read = {str(f): same.sha256}
+    assert file_notes(SourceLines([same, gone]), read) == []  # unchanged, or not on this machine: nothing to say
+    read[str(f)] = hashlib.sha256(b"x = 2\n").hexdigest()
+    assert file_notes(SourceLines([same]), read) == [f"{f} changed since the run (its checksum differs): the text "
+                                                     "shown is the run's"]
     f.write_text("x = 2\n")
-    assert file_notes(SourceLines([same])) == [f"{f} changed since the run (its checksum differs): the text shown "
-                                               "is the run's"]
+    assert file_notes(SourceLines([same])) == []  # no file is read by the analysis: the caller passes what it read
 
 
 def test_a_report_without_source_counters_imports_as_before_and_show_source_says_so(tmp_path, capsys):

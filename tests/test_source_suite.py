@@ -122,10 +122,79 @@ def test_a_source_file_changed_since_the_run_is_said_and_the_stored_text_drawn(t
     session.save(tmp_path / "u.json")
     from kernelscope.cli import main
 
-    assert main(["show", str(tmp_path / "u.json"), "--source", "--width", "200", "--no-color"]) == 0
+    assert main(["show", str(tmp_path / "u.json"), "--source", "--width", "200", "--no-color", "--read-sources"]) == 0
     out = capsys.readouterr().out
     assert f"{here} changed since the run (its checksum differs): the text shown is the run's" in out
     assert "x = tl.load(x_ptr + off, mask=mask)  # planted: uncoalesced" in out
+    assert main(["show", str(tmp_path / "u.json"), "--read-sources", "--json"]) == 0  # show --json's hot lines
+    notes = json.loads(capsys.readouterr().out)["source_lines"][0]["notes"]
+    assert any(n.startswith(f"{here} changed since the run") for n in notes)
+
+
+def _named_paths_session(tmp_path: Path):
+    """A session whose source files are named as a hostile sender could: a FIFO, /dev/zero, a file over the
+    input limit (sparse: no disk used), and a regular file edited since the run."""
+    import os
+
+    session, _, _ = _load("uncoalesced_defect", tmp_path)
+    files = session.detailed_launches()[0].source_lines.files
+    fifo, big, edited = tmp_path / "fifo.py", tmp_path / "big.py", tmp_path / "edited.py"
+    os.mkfifo(fifo)
+    with open(big, "wb") as f:
+        f.truncate(3 << 20)
+    edited.write_text("# edited since the run\n")
+    paths = [str(fifo), "/dev/zero", str(big), str(edited)]
+    files[:] = [type(files[0])(path, files[0].sha256, files[0].line_count, dict(files[0].excerpt)) for path in paths]
+    session.save(tmp_path / "named.json")
+    return tmp_path / "named.json", paths
+
+
+def test_no_command_opens_a_path_the_session_names_without_read_sources(tmp_path, capsys, monkeypatch):
+    """show (plain, --json, --brief, --source) and report of a session naming a FIFO, /dev/zero, a large
+    file and an edited one open none of them (an open of one is recorded and refused, so the old code cannot
+    hang here)."""
+    import builtins
+    import os
+    import pathlib
+
+    session_path, paths = _named_paths_session(tmp_path)
+    opened: list[str] = []
+
+    def spy(real):
+        def open_(file, *a, **k):
+            if str(file) in paths:
+                opened.append(str(file))
+                raise PermissionError(13, "refused by the test", str(file))
+            return real(file, *a, **k)
+        return open_
+
+    monkeypatch.setattr(os, "open", spy(os.open))
+    monkeypatch.setattr(builtins, "open", spy(builtins.open))
+    monkeypatch.setattr(pathlib.Path, "open", lambda self, *a, **k: spy(io.open)(self, *a, **k))
+    from kernelscope.cli import main
+
+    s = str(session_path)
+    for argv in (["show", s], ["show", s, "--json"], ["show", s, "--brief"], ["show", s, "--source"],
+                 ["report", s, "-o", str(tmp_path / "r.html")]):
+        assert main(argv) == 0, argv
+        assert "changed since the run" not in capsys.readouterr().out, argv
+    assert opened == []
+
+
+def test_read_sources_reads_only_regular_files_within_the_input_limit(tmp_path, capsys, monkeypatch):
+    """Time: one show of a 1-launch session; memory: the 3 MiB file is refused from its stat, never read."""
+    monkeypatch.setenv("KERNELSCOPE_MAX_INPUT_MB", "1")
+    session_path, paths = _named_paths_session(tmp_path)
+    from kernelscope.cli import main
+
+    assert main(["show", str(session_path), "--source", "--read-sources", "--width", "300", "--no-color"]) == 0
+    got = capsys.readouterr()
+    out, err = " ".join(got.out.split()), " ".join(got.err.split())
+    assert f"{paths[3]} changed since the run (its checksum differs)" in out
+    assert f"{paths[0]} is a FIFO (named pipe), not a regular file" in err
+    assert "/dev/zero is a character device, not a regular file" in err
+    assert f"{paths[2]} holds more than 1 MiB, the input limit" in err
+    assert err.count("it was not read") == 3 and "changed since" not in out.replace(paths[3] + " changed", "")
 
 
 def test_learn_hot_lines_without_a_gpu_are_the_bundled_h100_pass(tmp_path):

@@ -195,8 +195,8 @@ def test_multi_rank_timeline_gaps_say_they_sum_over_ranks(tmp_path):
 
 
 def test_a_prerequisite_listed_before_a_larger_gain_is_said(tmp_path):
-    # the host syncs (5.1%) come before launch-bound (44.3%): a CUDA graph cannot hold them
-    path = DATA / "diagnosis" / "programs" / "sync_item_train_defect.json.gz"
+    # the host syncs (23.0% replayed) come before launch-bound (45.1%): a CUDA graph cannot hold them
+    path = DATA / "diagnosis" / "programs" / "holdout_sync_nonzero_defect.json.gz"
     s = Session.load(path)
     v = session_verdict(s, analyze_session(s))
     assert [f.rule for f in v.gains[:2]] == ["sync-in-loop", "launch-bound"]

@@ -12,6 +12,7 @@ from kernelscope.analyze.counters import counter_launches
 from kernelscope.analyze.host_syncs import sync_waits_by_kernel
 from kernelscope.analyze.occupancy import arch_for_device
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
+from kernelscope.analyze.vendor_rules import RuleComparison, compare_with_nvidia
 from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoint, counter_flops, declared_totals,
                                          make_point)
 from kernelscope.analyze.rules import RuleContext
@@ -101,6 +102,8 @@ class KernelAnalysis:
     recommendations: KernelRecommendations
     missing: tuple[tuple[str, str], ...]  # (what could not be shown, why)
     verdict: str = ""  # one line, plain words: what bounds it and what to do first (verdict())
+    # NVIDIA's rule results beside kernelscope's findings, per cause, with why they differ (vendor_rules.py)
+    nvidia_comparison: tuple[RuleComparison, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
                       syncs)
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
-                          tuple(missing), verdict(bound, x, dict(peaks), recs))
+                          tuple(missing), verdict(bound, x, dict(peaks), recs), compare_with_nvidia(recs, x))
 
 
 def _num(x: Launch | None, key: str) -> float | None:

@@ -8,6 +8,7 @@ and made display-safe (render.text.display_copy) like any session data.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from kernelscope.analyze.verdict import SessionVerdict, session_verdict
@@ -76,9 +77,11 @@ def kernel_report(session: Session, summary: SessionSummary, k: KernelSummary,
 
 @collector_paused()  # every analysis builds rows per launch; see model/launch_table.collector_paused
 def build_report(session: Session, kernel_regex: str | None = None, top: int | None = 3,
-                 ceilings: Ceilings | None = None) -> Report:
+                 ceilings: Ceilings | None = None, disk_sha256: Mapping[str, str] | None = None) -> Report:
     """Summarise ``session``, select kernels (those matching ``kernel_regex``, else the ``top`` by time;
-    ``top=None``: every kernel) and run every analysis. Raises ReportError for a selection that cannot be made."""
+    ``top=None``: every kernel) and run every analysis. ``disk_sha256``: SHA-256 of the session's source files as
+    read on this machine, by path (source_lines.file_notes); no file is read here. Raises ReportError for a
+    selection that cannot be made."""
     summary = summarize(session)
     try:
         selected = select_kernels(summary, kernel_regex, len(summary.kernels) if top is None else top)
@@ -101,4 +104,4 @@ def build_report(session: Session, kernel_regex: str | None = None, top: int | N
         ops = replace(ops, model=model_flops(session, None if b is None else (b.window_start_ns, b.window_end_ns),
                                              0 if b is None else b.steps, analysis.ceilings))
     return Report(session, summary, kernels, analysis, stats, analysis.ceilings, kernel_regex, verdict, ranks,
-                  memory_report(session), tuple(source_lines_of(session, kernel_regex)), ops)
+                  memory_report(session), tuple(source_lines_of(session, kernel_regex, disk_sha256=disk_sha256)), ops)

@@ -12,14 +12,13 @@ Formulas (every count is ncu's, summed over the line's instructions; model/sourc
 """
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from kernelscope.analyze import thresholds as th
 from kernelscope.model.session import Session
-from kernelscope.model.source_lines import SassInstruction, SourceLine, SourceLines
+from kernelscope.model.source_lines import SassInstruction, SourceFile, SourceLine, SourceLines
 
 TOP_LINES = 10
 TOP_STALLS = 3
@@ -72,40 +71,47 @@ def _excess_key(r: LineRank) -> float:
     return (r.excess_sectors or 0.0) + (r.excess_wavefronts or 0.0) + (r.local_sectors or 0.0)
 
 
-def file_notes(src: SourceLines, read=lambda p: Path(p).read_bytes()) -> list[str]:
-    """One sentence per source file on this machine whose text differs from the run's (by SHA-256)."""
-    notes = []
-    for f in src.files:
-        if f.sha256 is None:
-            continue
-        try:
-            now = hashlib.sha256(read(f.path)).hexdigest()
-        except OSError:
-            continue  # not on this machine: the session's own copy of the hot lines is shown
-        if now != f.sha256:
+def file_notes(src: SourceLines, disk_sha256: Mapping[str, str] | None = None) -> list[str]:
+    """One sentence per source file whose text on this machine differs from the run's: ``disk_sha256`` maps a
+    path to the SHA-256 of the file read there (the caller reads the files, and only when the user asks; a path
+    it does not map is not on this machine or was not read: the session's own copy of the hot lines is shown)."""
+    notes: list[str] = []
+    for f in src.files if disk_sha256 else ():
+        now = disk_sha256.get(f.path)
+        if f.sha256 is not None and now is not None and now != f.sha256:
             notes.append(f"{f.path} changed since the run (its checksum differs): the text shown is the run's")
     return notes
 
 
-def rank_lines(kernel: str, launch: int, src: SourceLines, top: int = TOP_LINES) -> KernelLines:
+def rank_lines(kernel: str, launch: int, src: SourceLines, top: int = TOP_LINES,
+               disk_sha256: Mapping[str, str] | None = None) -> KernelLines:
+    """The launch's lines by samples and by excess traffic (``top`` of each), with its notes (file_notes with
+    ``disk_sha256``)."""
     total = src.total("samples") if src.has("samples") else None
     ranks = [_rank(src, ln, total) for ln in src.lines]
     hot = sorted(ranks, key=lambda r: (-(r.samples or 0.0), -(r.line.counts.get("inst_executed", 0.0))))
     excess = sorted((r for r in ranks if _excess_key(r) > 0), key=lambda r: -_excess_key(r))
     notes = [src.note] if src.note else []
-    notes += file_notes(src)
+    notes += file_notes(src, disk_sha256)
     return KernelLines(kernel, launch, total, hot[:top], excess[:top], notes, len(src.lines))
 
 
-def source_lines_of(session: Session, kernel_regex: str | None = None, top: int = TOP_LINES) -> list[KernelLines]:
-    """Every launch with per-line counters (of kernels whose name matches ``kernel_regex``), in launch order."""
+def source_files(session: Session) -> list[SourceFile]:
+    """The source files the session's launches name, in launch order (duplicates kept: one per launch)."""
+    return [f for _, x in session.launch_table().detailed(having="source_lines") for f in x.source_lines.files]
+
+
+def source_lines_of(session: Session, kernel_regex: str | None = None, top: int = TOP_LINES,
+                    disk_sha256: Mapping[str, str] | None = None) -> list[KernelLines]:
+    """Every launch with per-line counters (of kernels whose name matches ``kernel_regex``), in launch order;
+    ``disk_sha256`` as file_notes takes it."""
     pattern = re.compile(kernel_regex) if kernel_regex else None
     out = []
     table = session.launch_table()
     for i, x in table.detailed(having="source_lines"):
         if pattern is not None and not pattern.search(x.kernel):
             continue
-        out.append(rank_lines(x.kernel, i, x.source_lines, top))
+        out.append(rank_lines(x.kernel, i, x.source_lines, top, disk_sha256))
     return out
 
 

@@ -194,6 +194,28 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
     add_style_args(p)
 
 
+def add_read_sources_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--read-sources", action="store_true", help="read the source files the session names from this "
+                   "machine's disk (regular files within the input limit) to say which changed since the run; "
+                   "without it no path named in the session is opened")
+
+
+def source_checksums(session, shown, args: argparse.Namespace) -> dict[str, str] | None:
+    """With ``--read-sources``: SHA-256 of each source file ``session`` names, read from disk (collect/
+    source_files.py; a refused one gets a note), keyed by its path as ``shown`` (the view's copy of the session,
+    its strings made plain) holds it. None without the option: nothing is opened."""
+    if not getattr(args, "read_sources", False):
+        return None
+    from kernelscope.analyze.source_lines import source_files
+    from kernelscope.collect.source_files import files_sha256
+
+    recorded = source_files(session)
+    read, refused = files_sha256([f.path for f in recorded])
+    for why in refused:
+        note(f"{why}; it was not read")
+    return {view.path: read[f.path] for f, view in zip(recorded, source_files(shown)) if f.path in read}
+
+
 def add_ceilings_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ceilings", metavar="FILE", help="measured ceilings from this file (written by kernelscope "
                    "calibrate, e.g. on the GPU the session ran on) instead of this machine's cache")
@@ -214,12 +236,12 @@ def ceilings(session, path: str | None):
     return found
 
 
-def report(session, kernel: str | None, top: int | None, found_ceilings):
+def report(session, kernel: str | None, top: int | None, found_ceilings, disk_sha256: dict[str, str] | None = None):
     """analyze.report.build_report, with a selection it cannot make as one sentence and exit 2."""
     from kernelscope.analyze.report import ReportError, build_report
 
     try:
-        return build_report(session, kernel, top, found_ceilings)
+        return build_report(session, kernel, top, found_ceilings, disk_sha256)
     except ReportError as e:
         fail(str(e))
 
@@ -244,7 +266,8 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
         shown = renderer.prepare(session)
         if found_ceilings is None:
             found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
-        r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings)
+        r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings,
+                   source_checksums(session, shown, args))
         freeze_if_large(session)
     sys.stdout.write(renderer.render(r))
     return 0

@@ -111,7 +111,7 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
         "partial" if parsed.partial_note else "ok", parsed.partial_note, details)
     if parsed.partial_note:
         note(parsed.partial_note)
-    session = _loadable(session, out)
+    session = _loadable(session, out, lambda error: _report_damage(parsed, report, out, error))
     session.save(out, force=args.force_overwrite)
     results = f"{len(parsed.kernels)} kernel result{'s' if len(parsed.kernels) != 1 else ''}"
     print(visible(f"kernelscope: {results} from {report} written to {out}. View them with: kernelscope show {out}"),
@@ -119,16 +119,49 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     return 0
 
 
-def _loadable(session, out: Path):
+# What a part of a session file holds, in the words of the report it came from (the first name of the path
+# the session loader names).
+_REPORT_FIELDS = {"kernels": "kernel name", "launch_shapes": "launch configuration (grid, block, registers, shared "
+                  "memory)", "launch_columns": "launch record", "launch_details": "metrics", "device": "device"}
+
+
+def _report_damage(parsed, report: Path, out: Path, error: str) -> str:
+    """A report whose session would not load, as damage of the report: the first result whose own session would
+    not load, and the field (its kernel name, its launch configuration, ...); the report's device otherwise."""
+    import dataclasses
+    import re
+
+    from kernelscope.collect.ncu.merge import session_from_report
+    from kernelscope.collect.trace.api import new_session
+    from kernelscope.model import SessionFileError
+
+    def field(e: str) -> str:
+        where = e.split(" would not load: ", 1)[-1].rstrip(".")
+        head = re.match(r"[A-Za-z_]+", where)
+        path, _, what = where.partition(": ")
+        return f"its {_REPORT_FIELDS.get(head.group() if head else '', path)} is unreadable ({what or where})"
+
+    for k in parsed.kernels:
+        one = new_session(["ncu-report", str(report)])
+        session_from_report(one, dataclasses.replace(parsed, kernels=[k]))
+        try:
+            one.checked(out)
+        except SessionFileError as e:
+            name = f" ({k.name})" if isinstance(k.name, str) and k.name else ""
+            return f"{report} is damaged: result {k.index}{name}: {field(str(e))}"
+    return f"{report} is damaged: {field(error)}"
+
+
+def _loadable(session, out: Path, damage=None):
     """The session as `show` will load it: the loader's own validator on what save() writes. A value no session
-    file may hold is one sentence (exit 2), not a file that `show` refuses; parts the loader would skip are
-    left out here, each named in a note."""
+    file may hold is one sentence (exit 2), not a file that `show` refuses: ``damage(error)`` says it as damage
+    of the input where one was read; parts the loader would skip are left out here, each named in a note."""
     from kernelscope.model import SessionFileError
 
     try:
         checked = session.checked(out)
     except SessionFileError as e:
-        fail(f"nothing was written: {e}")
+        fail(f"nothing was written: {damage(str(e)) if damage is not None else e}")
     from kernelscope.model.schema import skipped_count
 
     for line in checked.skipped_on_load[:SKIPPED_NOTES]:

@@ -45,6 +45,18 @@ def bundled_session() -> Session:
     return session
 
 
+def _installed_sha256(session: Session) -> dict[str, str]:
+    """SHA-256 of the bundled pass's files that bundled_session pointed at this installation (kernelscope's own
+    files, not paths a session chose), by path."""
+    import kernelscope
+    from kernelscope.analyze.source_lines import source_files
+    from kernelscope.collect.source_files import files_sha256
+
+    package = Path(kernelscope.__file__).resolve().parent
+    own = [f.path for f in source_files(session) if Path(f.path).resolve().is_relative_to(package)]
+    return files_sha256(own)[0]
+
+
 def live_session(plan: Any) -> tuple[Session | None, str | None]:
     """(session with the kernel's per-line counters, None), or (None, why not) when the pass could not run."""
     from kernelscope.collect.ncu.counter_pass import CounterRequest, run_counter_pass
@@ -95,7 +107,7 @@ def hot_lines_parts(plan: Any, live: bool, given: Session | None = None, bundled
                 + (f" on {when}" if when else "") + " and bundled with kernelscope"
                 + (f"; the live pass did not run ({why})." if why else "."))
     x = _with_lines(session)
-    k = rank_lines(x.kernel, 0, x.source_lines, top=TOP)
+    k = rank_lines(x.kernel, 0, x.source_lines, top=TOP, disk_sha256=_installed_sha256(session) if note else None)
     k.notes.insert(0, "The W4A16 kernel's lines by share of warp samples; phase: what the opcodes of the line's "
                       "executed SASS instructions do.")
     panel = SourcePanel(k, tag=lambda r: line_phase(r.line), tag_name="phase (SASS)",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from kernelscope.model.escape import visible
-from kernelscope.cli.common import (add_ceilings_arg, ceilings, kernel_regex, load_session, non_negative, output_path,
-                                     report)
+from kernelscope.cli.common import (add_ceilings_arg, add_read_sources_arg, ceilings, kernel_regex, load_session,
+                                     non_negative, output_path, report, source_checksums)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--panels", type=non_negative, default=3, metavar="N",
                    help="panels for the top N kernels by time (default 3; 0: the tables and session views only)")
     p.add_argument("-f", "--force-overwrite", action="store_true", help="overwrite OUT.html if it exists")
+    add_read_sources_arg(p)
     add_ceilings_arg(p)
     p.set_defaults(func=main)
 
@@ -29,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     session = load_session(args.file)
     renderer = get_renderer("html")
     shown = renderer.prepare(session)  # the session as stored: the page escapes its strings itself
-    r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings))
+    r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings), source_checksums(session, shown, args))
     page = renderer.render(r).encode()
     write_atomic(out, page, force=args.force_overwrite)
     with_panels, total = len(r.kernels), len(r.summary.kernels)

@@ -6,8 +6,8 @@ import importlib.util
 import sys
 
 from kernelscope.model.escape import visible
-from kernelscope.cli.common import (add_ceilings_arg, add_view_args, ceilings, fail, load_session, output_path,
-                                   render_show, report)
+from kernelscope.cli.common import (add_ceilings_arg, add_read_sources_arg, add_view_args, ceilings, fail,
+                                   load_session, output_path, render_show, report, source_checksums)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "samples, top stall reasons, excess memory traffic, the text) from a run --counters --source or "
                    "an imported .ncu-rep with SourceCounters; --kernel REGEX picks the kernels")
     p.add_argument("--sass", action="store_true", help="with --source: the SASS instructions under each line")
+    add_read_sources_arg(p)
     add_ceilings_arg(p)
     p.set_defaults(func=main)
 
@@ -79,7 +80,7 @@ def _show_source(session, args: argparse.Namespace) -> int:
             re.compile(args.kernel)
         except re.error as e:
             fail(f"--kernel {args.kernel!r} is not a valid regular expression ({e})")
-    kernels = source_lines_of(session, args.kernel)
+    kernels = source_lines_of(session, args.kernel, disk_sha256=source_checksums(session, session, args))
     if args.json:
         sys.stdout.write(json.dumps({"source_lines": source_lines_json(kernels, sass=args.sass)}, indent=1) + "\n")
         return 0

@@ -16,7 +16,9 @@ columns, phase scopes, memory, the trace itself, and the multi-GPU export (a pro
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterator, Union
@@ -51,24 +53,75 @@ def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
 
     Each span, by start (longest first at equal starts), takes the first lane
     whose open spans have all ended by its start, or, with ``nest``, whose
-    innermost open span contains it.
+    innermost open span contains it. O(n log n) for any overlap: the spans that
+    end are retired from a heap by end, and the first lane that fits is found
+    in a heap of free lanes (without ``nest``) or a max-tree over the lanes'
+    innermost ends (with it).
     """
     if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):  # one after another already (kernels on a stream)
         return [0] * len(spans)
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1]))
-    open_ends: list[list[int]] = []  # per lane: the ends of the spans still open, innermost last
+    return _nested_lanes(spans, order) if nest else _disjoint_lanes(spans, order)
+
+
+def _disjoint_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
+    """Each span to the lowest-numbered lane whose last span has ended by its start."""
     lane_of = [0] * len(spans)
+    free: list[int] = []  # lanes free now, a heap of their numbers
+    busy: list[tuple[int, int]] = []  # (end, lane) of the span each busy lane holds, a heap
+    lanes = 0
     for i in order:
         start, end = spans[i]
-        for lane, ends in enumerate(open_ends):
+        while busy and busy[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, lanes = lanes, lanes + 1
+        heapq.heappush(busy, (end, lane))
+        lane_of[i] = lane
+    return lane_of
+
+
+def _nested_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
+    """Each span to the lowest-numbered lane that is free at its start or whose innermost open span contains it:
+    per lane a stack of open ends (innermost last, so the smallest), and a max-tree over the lanes of their
+    innermost end (a free lane: infinity) whose leftmost leaf at or past the span's end is the lane."""
+    n = len(spans)
+    size = 1 << max(0, (n - 1).bit_length())
+    unused, free = -math.inf, math.inf
+    tree = [unused] * (2 * size)
+    stacks: list[list[int]] = []
+    ending: list[tuple[int, int]] = []  # (end, lane) of every open span, a heap
+    lane_of = [0] * n
+
+    def set_key(lane: int, key: float) -> None:
+        k = lane + size
+        tree[k] = key
+        k >>= 1
+        while k:
+            tree[k] = max(tree[2 * k], tree[2 * k + 1])
+            k >>= 1
+
+    for i in order:
+        start, end = spans[i]
+        while ending and ending[0][0] <= start:  # spans ended by this start leave their lanes' stacks
+            lane = heapq.heappop(ending)[1]
+            ends = stacks[lane]
             while ends and ends[-1] <= start:
                 ends.pop()
-            if not ends or (nest and end <= ends[-1]):
-                break
+            set_key(lane, ends[-1] if ends else free)
+        if tree[1] >= end:
+            k = 1
+            while k < size:
+                k = 2 * k if tree[2 * k] >= end else 2 * k + 1
+            lane = k - size
         else:
-            lane, ends = len(open_ends), []
-            open_ends.append(ends)
-        ends.append(end)
+            lane = len(stacks)
+            stacks.append([])
+        stacks[lane].append(end)
+        heapq.heappush(ending, (end, lane))
+        set_key(lane, end)
         lane_of[i] = lane
     return lane_of
 

@@ -192,6 +192,11 @@ def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
                              "merged": list(r.merged), "finding": r.finding.to_dict()}
                             for r in a.recommendations.recommendations],
         "not_evaluated": [{"rule_id": n.rule_id, "reason": n.reason} for n in a.recommendations.not_evaluated],
+        "nvidia_comparison": [{"cause": c.cause, "kernelscope": c.kernelscope,
+                               "kernelscope_gain_pct": c.kernelscope_gain_pct,
+                               "nvidia": [{"rule_id": n, "title": t, "pct": p, "type": ty} for n, t, p, ty in c.nvidia],
+                               "agreement": c.agreement, "explanation": c.explanation}
+                              for c in a.nvidia_comparison],
         "missing": [{"what": what, "why": why} for what, why in a.missing],
     }
 

@@ -6,10 +6,12 @@ from collections import defaultdict
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
+from kernelscope.analyze.vendor_rules import AGREE, DIFFER, KERNELSCOPE_ONLY, NO_NVIDIA_RULE, RuleComparison
 from kernelscope.model import Metric
 from kernelscope.render.fmt import duration, plural, si
 from kernelscope.render.counter_panels import plain
@@ -176,8 +178,46 @@ class SummaryPanel:
             parts.append(RecommendationsTable(recs.recommendations, self.limit))
         else:
             parts.append(f"[bold]Recommendations[/]: {no_recommendation_text(recs.rules_run)}")
+        parts.append(VendorComparisonList(k.nvidia_comparison, self.limit))
         parts.append(MissingList(k))
         yield fitted_panel(parts, f"Profiling summary · {k.kernel.label}", options.max_width)
+
+
+def comparison_line(c: RuleComparison) -> Text:
+    """One cause: kernelscope's conclusion, NVIDIA's findings, and why they differ (text from the report is
+    plain Text, never markup)."""
+    ours = c.kernelscope + ("" if c.kernelscope_gain_pct is None else f" ({c.kernelscope_gain_pct:.0f}%)")
+    theirs = ", ".join(f"{rule}" + ("" if pct is None else f" {pct:.0f}% {kind or ''}".rstrip())
+                       for rule, _, pct, kind in c.nvidia) or "no finding"
+    return Text.assemble((c.cause, "bold"), f": kernelscope {ours}; NVIDIA {theirs}. ",
+                         (plain(c.explanation), "dim"))
+
+
+def worth_showing(c: RuleComparison) -> bool:
+    """A disagreement a reader acts on: kernelscope could not run, NVIDIA estimates a share of the kernel's time
+    (a "local" estimate is of one unit's work), or only kernelscope names a cause NVIDIA has rules for."""
+    if c.agreement == KERNELSCOPE_ONLY:
+        return c.explanation != NO_NVIDIA_RULE
+    return c.kernelscope == "not evaluated" or c.agreement == DIFFER or any(
+        kind == "global" for _, _, _, kind in c.nvidia)
+
+
+class VendorComparisonList:
+    """Where NVIDIA's rules and kernelscope's disagree on a cause the kernel's findings name, and why (causes only
+    NVIDIA judges are ranked in the recommendations with their basis)."""
+
+    def __init__(self, rows: tuple[RuleComparison, ...], limit: int = 5) -> None:
+        self.rows = [c for c in rows if c.agreement != AGREE and c.kernelscope != "no rule" and worth_showing(c)]
+        self.limit = limit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not self.rows:
+            return
+        yield "[bold]NVIDIA's rules beside kernelscope's[/] [dim](where they differ)[/]"
+        for c in self.rows[: self.limit]:
+            yield Text.assemble("· ", comparison_line(c))
+        if len(self.rows) > self.limit:
+            yield f"[dim]… and {plural(len(self.rows) - self.limit, 'more cause')}[/]"
 
 
 class MissingList:

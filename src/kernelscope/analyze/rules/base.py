@@ -79,14 +79,48 @@ def _plain(v: Any) -> Any:
     return v
 
 
+# Sessions recorded before these model names were in the importer's field table (collect/ncu/fields.py) hold
+# only the raw counters they are read from: (raw names, summed).
+RAW_BEFORE_MODEL_NAME: dict[str, tuple[str, ...]] = {
+    "threads_per_instruction": ("smsp__thread_inst_executed_per_inst_executed.ratio",),
+    "threads_per_instruction_pred_on": ("smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",),
+    "local_sectors": ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"),
+    "local_spill_requests": ("derived__local_spilling_requests",),
+    "fma_pipe_instructions": ("sm__inst_executed_pipe_fma.sum",),
+}
+
+
 def value(x: Launch | None, key: str) -> tuple[float, str] | None:
-    """(value, raw name) of a model metric of the launch, None when absent or not a number."""
+    """(value, raw name) of a model metric of the launch, None when absent or not a number. The importer
+    resolved it through its field table (the raw name, or the derivation's parts, with the formula on the
+    Metric); a missing one carries the reason (``lacks``)."""
     if x is None:
         return None
     m: Metric | None = x.metrics.get(key)
+    if m is None and key in RAW_BEFORE_MODEL_NAME:
+        names = RAW_BEFORE_MODEL_NAME[key]
+        parts = [raw(x, n) for n in names]
+        if any(v is None for v in parts):
+            return None
+        return float(sum(v for v in parts if v is not None)), " + ".join(names)
     if m is None or m.is_missing or isinstance(m.value, bool) or not isinstance(m.value, (int, float)):
         return None
     return float(m.value), m.raw_name
+
+
+def lacks(x: Launch | None, *keys: str) -> str:
+    """Why the launch has no number for these model metrics, one clause each: the reason the importer recorded
+    (what the report lacks and the ncu option that adds it), else that the session has no such value."""
+    if x is None:
+        return NO_COUNTERS
+    why = []
+    for key in keys:
+        if value(x, key) is not None:
+            continue
+        m = x.metrics.get(key)
+        reason = m.missing_reason if m is not None and m.missing_reason else "not recorded in this session"
+        why.append(f"{key}: {reason}")
+    return "; ".join(why)
 
 
 def raw(x: Launch | None, raw_name: str) -> float | None:

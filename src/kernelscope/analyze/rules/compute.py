@@ -7,8 +7,8 @@ from typing import Any
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import COMPUTE
 from kernelscope.analyze.source_lines import rule_lines, with_lines
-from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, is_matmul,
-                                           mma_per_warp, raw, rule, value)
+from kernelscope.analyze.rules.base import (MMA_KINDS, NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding,
+                                           is_matmul, lacks, mma_per_warp, raw, rule, value)
 from kernelscope.model import Launch
 
 THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
@@ -32,20 +32,20 @@ def thread_divergence(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:
         return NotEvaluated(thread_divergence.rule_id, NO_COUNTERS)
-    active = raw(x, THREADS_PER_INST)
-    source = THREADS_PER_INST
-    if active is None:
-        active = ncu_evidence(x, THREADS_PER_INST)
+    got = value(x, "threads_per_instruction")
+    active, source = got if got is not None else (ncu_evidence(x, THREADS_PER_INST), None)
+    if source is None:
         source = f"{THREADS_PER_INST} (from ncu's ThreadDivergence rule)"
     if active is None:
-        return NotEvaluated(thread_divergence.rule_id, f"the report has no {THREADS_PER_INST} (collected from now "
-                            "on; older reports carry it only where ncu's ThreadDivergence rule fired)")
+        return NotEvaluated(thread_divergence.rule_id, lacks(x, "threads_per_instruction"))
     if active > th.DIVERGENCE_MAX_ACTIVE_THREADS:
         return None
     evidence: list[tuple[str, Any]] = [(source, active)]
-    pred = raw(x, THREADS_PER_INST_PRED_ON) or ncu_evidence(x, THREADS_PER_INST_PRED_ON)
+    pred = value(x, "threads_per_instruction_pred_on")
+    if pred is None and (v := ncu_evidence(x, THREADS_PER_INST_PRED_ON)) is not None:
+        pred = (v, THREADS_PER_INST_PRED_ON)
     if pred is not None:
-        evidence.append((THREADS_PER_INST_PRED_ON, pred))
+        evidence.append((pred[1], pred[0]))
     busy = value(x, "issue_slots_busy_pct")
     gain = None
     if busy is not None:
@@ -59,11 +59,35 @@ def thread_divergence(ctx: RuleContext) -> Outcome:
     return finding(thread_divergence, "Warp state", with_lines(msg, where), gain, evidence + at)
 
 
+def ncu_peak_ratio(x: Launch) -> tuple[float, list[tuple[str, Any]]] | None:
+    """FP32 FMA FLOPs per cycle / TF32 tensor FLOPs per cycle at ncu's peak rates (roofline sections; ncu counts
+    2 tensor ops per multiply-add, so ops are FLOPs), the slowest tensor path: None when the report lacks them."""
+    ffma, tf32 = value(x, "fp32_fma_peak_inst_per_cycle"), value(x, "tensor_tf32_peak_ops_per_cycle")
+    if ffma is None or tf32 is None or tf32[0] <= 0:
+        return None
+    return 2.0 * ffma[0] / tf32[0], [(ffma[1], ffma[0]), (tf32[1], tf32[0])]
+
+
+def tensor_gain(ctx: RuleContext, x: Launch) -> tuple[float | None, list[tuple[str, Any]]]:
+    """(1 - FMA rate / tensor rate) x 100 and its evidence: the measured rates (calibration; the slower matmul
+    rate, as the operands' type is not in the counters), else the report's own peaks; None without either."""
+    fma_roof = ctx.ceilings.compute_roof(tensor=False)
+    tc = [(label, float(m.value)) for label, m in ctx.ceilings.compute if "matmul" in label]
+    tc_roof = min(tc, key=lambda t: t[1]) if tc else None
+    if fma_roof is not None and tc_roof is not None and tc_roof[1] > 0:
+        return (1.0 - fma_roof[1] / tc_roof[1]) * 100.0, [
+            (f"measured {fma_roof[0]} rate, FLOP/s (calibration)", fma_roof[1]),
+            (f"measured {tc_roof[0]} rate, FLOP/s (calibration)", tc_roof[1])]
+    peaks = ncu_peak_ratio(x)  # no calibration (an imported report, another machine): ncu's own peaks
+    return (None, []) if peaks is None else ((1.0 - peaks[0]) * 100.0, peaks[1])
+
+
 @rule(
     "fma-instead-of-tensor",
     "Matmul math on the FMA pipes instead of the tensor cores",
     "(1 - measured fp32 FMA rate / slower measured matmul (tensor-core) rate) x 100, the time the math would lose "
-    "on the tensor pipe, for a compute-bound kernel (the kernel's time is its math)",
+    "on the tensor pipe, for a compute-bound kernel (the kernel's time is its math); without a calibration, the "
+    "report's own peaks: (1 - 2 x peak FP32 FMA thread instructions per cycle / peak TF32 tensor ops per cycle) x 100",
 )
 def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     x = ctx.launch
@@ -72,11 +96,12 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     mm = is_matmul(x)
     tensor = value(x, "tensor_pipe_pct")
     if mm is None or tensor is None:
-        return NotEvaluated(fma_instead_of_tensor.rule_id, "the report lacks MMA instruction counts or tensor pipe "
-                            "utilization")
+        return NotEvaluated(fma_instead_of_tensor.rule_id, lacks(x, *(() if mm is not None else MMA_KINDS[:1]),
+                                                                 "tensor_pipe_pct"))
     if mm or tensor[0] >= th.FMA_MATMUL_MAX_TENSOR_PIPE_PCT:
         return None
-    fma, inst = raw(x, "sm__inst_executed_pipe_fma.sum"), value(x, "instructions_executed")
+    fma_pipe, inst = value(x, "fma_pipe_instructions"), value(x, "instructions_executed")
+    fma = fma_pipe[0] if fma_pipe is not None else None
     fma_share = fma / inst[0] if fma is not None and inst is not None and inst[0] > 0 else None
     # a SIMT matmul is compute-bound when it tiles its operands, and memory- or latency-bound on cache traffic when
     # it reads them from global memory: there its FMA share of the instructions tells it from other cache-bound code
@@ -87,8 +112,8 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
         return None
     loads, dram_read = value(x, "global_load_sectors"), value(x, "dram_bytes_read")
     if loads is None or dram_read is None or dram_read[0] <= 0:
-        return NotEvaluated(fma_instead_of_tensor.rule_id, "the report lacks global load sectors or DRAM bytes read "
-                            "(operand reuse)")
+        return NotEvaluated(fma_instead_of_tensor.rule_id, "operand reuse: " + lacks(x, "global_load_sectors",
+                                                                                      "dram_bytes_read"))
     reuse = loads[0] * 32 / dram_read[0]
     if reuse < th.FMA_MATMUL_MIN_OPERAND_REUSE:
         return None
@@ -103,18 +128,12 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
         evidence.append(("FMA-pipe share of executed instructions (derived)", fma_share))
     if per_byte is not None:
         evidence.append(("FMA-pipe thread instructions per DRAM byte (derived)", per_byte))
-    for name in ("sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_fma_type_fp16.sum"):
-        if (n := raw(x, name)) is not None:  # collected from this change on (sm_90)
-            evidence.append((name, n))
-    # the slower of the measured matmul rates: the operands' type is not in the counters
-    fma_roof = ctx.ceilings.compute_roof(tensor=False)
-    tc = [(label, float(m.value)) for label, m in ctx.ceilings.compute if "matmul" in label]
-    tc_roof = min(tc, key=lambda t: t[1]) if tc else None
-    gain = None
-    if fma_roof is not None and tc_roof is not None and tc_roof[1] > 0:
-        evidence += [(f"measured {fma_roof[0]} rate, FLOP/s (calibration)", fma_roof[1]),
-                     (f"measured {tc_roof[0]} rate, FLOP/s (calibration)", tc_roof[1])]
-        gain = (1.0 - fma_roof[1] / tc_roof[1]) * 100.0
+    if fma_pipe is not None:
+        evidence.append((fma_pipe[1], fma_pipe[0]))
+    if (n := raw(x, "sm__inst_executed_pipe_fma_type_fp16.sum")) is not None:  # the targeted pass on sm_90
+        evidence.append(("sm__inst_executed_pipe_fma_type_fp16.sum", n))
+    gain, basis = tensor_gain(ctx, x)
+    evidence += basis
     state = "Compute-bound" if ctx.bound.bound == COMPUTE else f"{ctx.bound.bound.capitalize()}, FMA-heavy,"
     msg = (f"{state} with no MMA instruction (tensor pipe {tensor[0]:.1f}% busy) while each operand byte is "
            f"read {reuse:.0f} times from cache per byte from DRAM: a matmul-like loop done with FMAs on the CUDA "

@@ -7,11 +7,11 @@ from typing import Any
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import MEMORY
 from kernelscope.analyze.counters import SECTOR_BYTES, transactions
-from kernelscope.analyze.rules.base import NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, raw, rule, value
+from kernelscope.analyze.rules.base import (NO_COUNTERS, RAW_BEFORE_MODEL_NAME, NotEvaluated, Outcome, RuleContext,
+                                           finding, lacks, raw, rule, value)
 from kernelscope.analyze.source_lines import rule_lines, with_lines
 from kernelscope.analyze.warp_state import warp_state
 
-SPILL_COUNTER = "derived__local_spilling_requests"
 
 
 def memory_time_share(ctx: RuleContext) -> tuple[float, list[tuple[str, Any]]] | None:
@@ -67,6 +67,8 @@ def uncoalesced(ctx: RuleContext) -> Outcome:
         share = sectors * SECTOR_BYTES / base if base else 0.0
         if float(bps.value) <= th.UNCOALESCED_MAX_BYTES_PER_SECTOR and share >= th.UNCOALESCED_MIN_SECTOR_SHARE:
             flagged.append((r, float(bps.value), sectors))
+    if not flagged and all(r.bytes_used_per_sector.is_missing for r in rows):  # nothing to judge by
+        return NotEvaluated(uncoalesced.rule_id, "; ".join(unmeasured) or lacks(x, "global_load_bytes_per_sector"))
     if not flagged:
         return NotEvaluated(uncoalesced.rule_id, "; ".join(unmeasured)) if unmeasured else None
     evidence: list[tuple[str, Any]] = []
@@ -95,7 +97,10 @@ def uncoalesced(ctx: RuleContext) -> Outcome:
     return finding(uncoalesced, "Memory transactions", with_lines(msg, where), gain, list(evidence) + at)
 
 
-LOCAL_COUNTERS = ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
+# the raw counters behind local_sectors and local_spill_requests in kernelscope's own counter pass
+LOCAL_COUNTERS = RAW_BEFORE_MODEL_NAME["local_sectors"]
+LOCAL_COUNTER = LOCAL_COUNTERS[0]
+SPILL_COUNTER = RAW_BEFORE_MODEL_NAME["local_spill_requests"][0]
 
 
 @rule("local-memory", "Local-memory traffic (dynamically indexed arrays or spills)",
@@ -106,11 +111,12 @@ def local_memory(ctx: RuleContext) -> Outcome:
     if x is None:
         return NotEvaluated(local_memory.rule_id, NO_COUNTERS)
     traffic = memory_traffic_bytes(x)
-    local = [raw(x, n) for n in LOCAL_COUNTERS]
+    local = value(x, "local_sectors")
     evidence: list[tuple[str, Any]] = []
-    if all(v is not None for v in local):
-        local_bytes = sum(v for v in local if v is not None) * SECTOR_BYTES
-        evidence += [(n, v) for n, v in zip(LOCAL_COUNTERS, local)]
+    if local is not None:
+        local_bytes = local[0] * SECTOR_BYTES
+        split = [(n, v) for n in LOCAL_COUNTERS if (v := raw(x, n)) is not None]  # loads and stores apart
+        evidence += split if len(split) == len(LOCAL_COUNTERS) else [(local[1], local[0])]
         how = "local loads and stores move"
     else:
         # The targeted pass before these counters: L1/TEX bytes minus the global LSU sectors is what
@@ -120,19 +126,18 @@ def local_memory(ctx: RuleContext) -> Outcome:
         sectors = [value(x, f"global_{k}_sectors") for k in ("load", "store")]
         shared = value(x, "shared_bytes")
         if l1 is None or any(v is None for v in sectors) or shared is None:
-            return NotEvaluated(local_memory.rule_id, f"the report has neither {LOCAL_COUNTERS[0]} nor L1/TEX bytes "
-                                "with global sectors and shared-memory bytes")
+            return NotEvaluated(local_memory.rule_id, lacks(x, "local_sectors"))
         if shared[0] > 0:
-            return NotEvaluated(local_memory.rule_id, f"the report has no {LOCAL_COUNTERS[0]}, and L1/TEX bytes "
+            return NotEvaluated(local_memory.rule_id, f"the report has no {LOCAL_COUNTER}, and L1/TEX bytes "
                                 "beyond global sectors cannot be told from cp.async copies in a kernel that uses "
                                 "shared memory")
         global_bytes = sum(v[0] for v in sectors if v) * SECTOR_BYTES
         local_bytes = max(0.0, l1[0] - global_bytes)
         evidence += [(l1[1], l1[0])] + [(v[1], v[0]) for v in sectors if v] + [(shared[1], shared[0])]
-        how = (f"L1/TEX moves that no global load or store explains ({LOCAL_COUNTERS[0]} was not collected: "
+        how = (f"L1/TEX moves that no global load or store explains ({LOCAL_COUNTER} was not collected: "
                "local memory, or texture or global atomics)")
     if traffic is None or traffic[0] <= 0:
-        return NotEvaluated(local_memory.rule_id, "the report has no L1/TEX or L2 bytes")
+        return NotEvaluated(local_memory.rule_id, "the kernel's memory traffic: " + lacks(x, "l1_bytes", "l2_bytes"))
     share = local_bytes / max(traffic[0], local_bytes)
     if share < th.LOCAL_MIN_TRAFFIC_SHARE:
         return None
@@ -172,7 +177,7 @@ def bank_conflicts(ctx: RuleContext) -> Outcome:
             flagged.append((kind, c[0] / w[0], w[0] / i[0]))
             evidence += [(c[1], c[0]), (w[1], w[0]), (i[1], i[0])]
     if not flagged and not waves_all and value(x, "shared_load_wavefronts") is None:
-        return NotEvaluated(bank_conflicts.rule_id, "the report has no shared-memory wavefront counters")
+        return NotEvaluated(bank_conflicts.rule_id, lacks(x, "shared_load_wavefronts"))
     if not flagged:
         return None
     parts = [f"{kind}s: {100 * share:.0f}% of wavefronts are conflict replays, {ways:.1f} wavefronts per "
@@ -197,12 +202,13 @@ def spills(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:
         return NotEvaluated(spills.rule_id, NO_COUNTERS)
-    n = raw(x, SPILL_COUNTER)
-    if n is None:
-        return NotEvaluated(spills.rule_id, f"the report has no {SPILL_COUNTER}")
+    got = value(x, "local_spill_requests")
+    if got is None:
+        return NotEvaluated(spills.rule_id, lacks(x, "local_spill_requests"))
+    n = got[0]
     if n < th.SPILL_MIN_REQUESTS:
         return None
-    evidence: list[tuple[str, Any]] = [(SPILL_COUNTER, n)]
+    evidence: list[tuple[str, Any]] = [(got[1], n)]
     regs = value(x, "registers_per_thread")
     if regs is not None:
         evidence.append((regs[1], regs[0]))
@@ -239,8 +245,8 @@ def far_from_bandwidth(ctx: RuleContext) -> Outcome:
         pct, basis = dram[0], "of ncu's DRAM peak (no measured ceiling: run kernelscope calibrate)"
         evidence.append((dram[1], dram[0]))
     else:
-        return NotEvaluated(far_from_bandwidth.rule_id,
-                            "neither DRAM bytes and duration nor ncu's DRAM % were recorded")
+        return NotEvaluated(far_from_bandwidth.rule_id, "neither DRAM bytes and duration nor ncu's DRAM %: "
+                            + lacks(x, "dram_bytes", "duration_ns", "dram_throughput_pct"))
     if pct >= th.FAR_FROM_BANDWIDTH_PCT:
         return None
     msg = (f"DRAM is the busiest level, yet it moves {pct:.1f}% {basis} (< {th.FAR_FROM_BANDWIDTH_PCT:.0f}%). "

@@ -5,7 +5,7 @@ from typing import Any
 
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct,
-                                           rule, value)
+                                           lacks, rule, value)
 from kernelscope.analyze.warp_state import STALL_MEANING, warp_state
 
 
@@ -20,7 +20,8 @@ def dominant_stall(ctx: RuleContext) -> Outcome:
     waiting = [s for s in view.stalls if s.reason not in th.STALL_NOT_WAITING]
     total = sum(float(s.cycles_per_issue.value) for s in waiting)
     if not waiting or total <= 0:
-        return NotEvaluated(dominant_stall.rule_id, "the report has no warp stall reasons")
+        return NotEvaluated(dominant_stall.rule_id, "the report has no warp stall reasons: "
+                            + lacks(x, "stall_long_scoreboard"))
     top = waiting[0]
     share = float(top.cycles_per_issue.value) / total
     if share < th.STALL_DOMINANT_SHARE:

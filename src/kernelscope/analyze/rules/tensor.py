@@ -5,7 +5,7 @@ from typing import Any
 
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.rules.base import (MMA_KINDS, NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding,
-                                           headroom_pct, is_matmul, rule, value)
+                                           headroom_pct, is_matmul, lacks, rule, value)
 
 
 @rule("low-tensor-pipe", "Matmul kernel with low tensor-pipe use",
@@ -17,8 +17,9 @@ def low_tensor_pipe(ctx: RuleContext) -> Outcome:
     counts = [v for k in MMA_KINDS if (v := value(x, k)) is not None]
     inst, tensor = value(x, "instructions_executed"), value(x, "tensor_pipe_pct")
     if not counts or inst is None or tensor is None or inst[0] <= 0:
-        return NotEvaluated(low_tensor_pipe.rule_id, "the report lacks MMA instruction counts, executed instructions "
-                            "or tensor pipe utilization")
+        return NotEvaluated(low_tensor_pipe.rule_id, lacks(x, *(() if counts else MMA_KINDS[:1]),
+                                                           "instructions_executed", "tensor_pipe_pct")
+                            or "the kernel executed no instructions")
     mma = max(counts)
     share = mma[0] / inst[0]
     if share < th.MATMUL_MIN_MMA_SHARE or not is_matmul(x) or tensor[0] >= th.LOW_TENSOR_PIPE_PCT:

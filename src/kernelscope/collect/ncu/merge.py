@@ -12,9 +12,9 @@ from kernelscope.collect.ncu.fields import (
     DERIVED_RATIOS,
     NCU_DEVICE_ATTRIBUTES,
     NCU_FIELDS,
-    STALL_METRIC,
-    STALL_REASONS,
+    STALL_FIELDS,
 )
+from kernelscope.collect.ncu.derive import resolve_field
 from kernelscope.collect.ncu.report_reader import NcuKernelResult, NcuReport
 from kernelscope.model import CollectorStatus, Device, Launch, Metric, Session, attribute
 from kernelscope.model import collectors as collector
@@ -32,16 +32,10 @@ def top_kernel_regex(session: Session, top: int) -> str | None:
 
 
 def resolve_fields(raw: dict[str, Metric]) -> dict[str, Metric]:
-    """Model-named metrics from raw ncu metrics via NCU_FIELDS (first candidate present wins)."""
-    out: dict[str, Metric] = {}
-    for f in NCU_FIELDS:
-        hit = next((raw[c] for c in f.candidates if c in raw), None)
-        out[f.model_name] = hit if hit is not None else Metric.missing(
-            f.candidates[0], f"not in this ncu report (looked for {', '.join(f.candidates)})", "ncu", f.unit)
-    for reason, _ in STALL_REASONS:
-        raw_name = STALL_METRIC.format(reason)
-        out[f"stall_{reason}"] = raw[raw_name] if raw_name in raw else Metric.missing(
-            raw_name, "not in this ncu report (WarpStateStats section)", "ncu", "cycle")
+    """Model-named metrics from raw ncu metrics via NCU_FIELDS: the first of a field's names present, else its
+    first derivation whose parts are present (formula kept), else missing with what would add it."""
+    out: dict[str, Metric] = {f.model_name: resolve_field(f, raw) for f in NCU_FIELDS}
+    out.update((f.model_name, resolve_field(f, raw)) for f in STALL_FIELDS)
     for name, (num, den) in DERIVED_RATIOS.items():
         if out[name].is_missing and not out[num].is_missing and not out[den].is_missing and out[den].value:
             out[name] = Metric(value=float(out[num].value) / float(out[den].value), unit=out[name].unit,

@@ -21,7 +21,8 @@ from typing import Any
 
 from kernelscope.collect.ncu.rep_file import report_layout
 from kernelscope.collect.ncu.rep_times import ReportTimes, read_report_times
-from kernelscope.collect.ncu.fields import EXTRA_METRICS, NCU_FIELDS, STALL_METRIC, STALL_REASONS
+from kernelscope.collect.ncu.fields import (EXTRA_METRICS, NCU_FIELDS, OPCODE_METRIC, STALL_METRIC, STALL_REASONS,
+                                           derivation_parts, opcode_metric)
 from kernelscope.collect.ncu.source_lines import read_source_lines
 from kernelscope.model import Finding, Metric
 from kernelscope.model.source_lines import SourceLines
@@ -90,8 +91,23 @@ def _metric(m: Any) -> Metric | None:
     return Metric(value=v, unit=m.unit() or "", source="ncu", raw_name=m.name())
 
 
+def _opcode_counts(m: Any) -> dict[str, Metric]:
+    """One raw metric per instance of the per-opcode instruction count (its correlation id is the opcode)."""
+    out: dict[str, Metric] = {}
+    try:
+        ids = m.correlation_ids()
+        for i in range(m.num_instances()):
+            op = str(ids.as_string(i))
+            if op:
+                out[opcode_metric(op)] = Metric(value=m.as_double(i), unit=m.unit() or "", source="ncu",
+                                                raw_name=opcode_metric(op))
+    except (AttributeError, TypeError, ValueError):  # a reader without instance access: the total stays
+        return {}
+    return out
+
+
 def _wanted(arch_names: set[str]) -> set[str]:
-    names = {c for f in NCU_FIELDS for c in f.candidates}
+    names = {c for f in NCU_FIELDS for c in f.candidates} | derivation_parts() | {OPCODE_METRIC}
     names |= {STALL_METRIC.format(r) for r, _ in STALL_REASONS}
     for extra in EXTRA_METRICS.values():
         names |= set(extra)
@@ -234,6 +250,8 @@ def _read_action(a: Any, index: int) -> NcuKernelResult:
             m = _metric(a.metric_by_name(name))
             if m is not None:
                 metrics[name] = m
+    if OPCODE_METRIC in metrics:
+        metrics.update(_opcode_counts(a.metric_by_name(OPCODE_METRIC)))
 
     def dim(prefix: str) -> tuple[int, int, int]:
         return tuple(int(metrics[f"{prefix}_{c}"].value) if f"{prefix}_{c}" in metrics else 1

@@ -55,12 +55,38 @@ class TraceFormatError(ValueError):
     """The document is not a Kineto trace this parser understands."""
 
 
+MAX_TIME_NS = 2 ** 62  # a time or duration past this many ns (146 years) is out of range: any two such times, and
+# their difference, fit the session's int64 ns
+
+
+_MAX_TIME_US = MAX_TIME_NS / 1000
+
+
 def _is_time(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A number of µs (not a bool) whose ns are within MAX_TIME_NS: compared before any conversion (an int of
+    any size, infinity and NaN are simply out of range)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and -_MAX_TIME_US <= v <= _MAX_TIME_US
 
 
 def _ns(us: float) -> int:
+    """µs to whole ns; OverflowError (the event is malformed) for a value out of range, ValueError / TypeError
+    for one that is not a number."""
+    if not _is_time(us):
+        v = float(us)  # ValueError / TypeError for what is not a number, OverflowError for an int past a float
+        if not -_MAX_TIME_US <= v <= _MAX_TIME_US:
+            raise OverflowError("a time out of range")
     return int(round(float(us) * 1000.0))
+
+
+def base_time_ns(value: Any, bad: list[str]) -> int:
+    """The trace's ``baseTimeNanoseconds`` (0 when absent); one out of range or not a number is left out as 0 and
+    named in ``bad``."""
+    if value is None or value == 0:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -MAX_TIME_NS <= value <= MAX_TIME_NS:
+        bad.append("baseTimeNanoseconds")
+        return 0
+    return int(value)
 
 
 def parse_trace(doc: dict[str, Any]) -> ParsedTrace:
@@ -119,7 +145,8 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceFormatError("not a PyTorch profiler trace: no traceEvents list")
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
-    base_ns = int(doc.get("baseTimeNanoseconds", 0) or 0)
+    bad: list[str] = []
+    base_ns = base_time_ns(doc.get("baseTimeNanoseconds"), bad)
     origin_us = min((float(e["ts"]) for e in events if _is_time(e.get("ts")) and e.get("cat") != "Trace"),
                     default=0.0)  # events with a malformed time are left out below, not allowed to move the origin
     origin_ns = _ns(origin_us)
@@ -127,7 +154,6 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
     launch_site, gpu_annotation_by_ext = _launch_sites_and_gpu_annotations(events)
     cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
     out = ParsedTrace(time_origin_ns=base_ns + origin_ns)
-    bad: list[str] = []
     for e in events:
         if e.get("cat") != "user_annotation":
             continue
@@ -142,7 +168,7 @@ def _parse(doc: dict[str, Any]) -> ParsedTrace:
     def enclosing(corr: Any) -> list[str]:
         try:
             return list(regions_of.get(int(corr), ())) if corr is not None else []
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return []
 
     _add_kernels_and_copies(events, origin_ns, enclosing, out, bad)
@@ -264,8 +290,10 @@ class _KernelRows:
 
     def add(self, e: dict[str, Any], args: dict[str, Any]) -> None:
         """One kernel event; raises as Launch building would (a malformed value: _MALFORMED), in the same order,
-        before anything is kept."""
+        before anything is kept. A correlation id that is not finite is malformed (checked before conversion)."""
         corr = args.get("correlation")
+        if type(corr) is float and not math.isfinite(corr):
+            raise OverflowError("the correlation id is not a finite number")
         try:
             values = _field_values(args) if type(args) is dict else tuple(args.get(n) for n in _FIELD_NAMES)
         except KeyError:

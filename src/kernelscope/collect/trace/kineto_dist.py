@@ -9,6 +9,8 @@ import re
 from typing import Any
 
 from kernelscope.model import Collective, RankInfo
+from kernelscope.model import session_file as schema
+from kernelscope.model.schema import Invalid
 
 # NCCL kernel names as NCCL 2.x writes them: ncclDevKernel_AllReduce_Sum_f32_RING_LL,
 # ncclKernel_AllGather_RING_LL_Sum_int8_t
@@ -63,8 +65,21 @@ def rank_info(doc: dict[str, Any], source: str | None = None) -> RankInfo | None
     return RankInfo(rank=int(info["rank"]), world_size=as_int(info.get("world_size")) or None,
                     backend=None if info.get("backend") is None else str(info["backend"]),
                     nccl_version=None if nccl is None else str(nccl),
-                    process_groups=[g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else [],
+                    process_groups=[g for g in groups if _valid_group(g)] if isinstance(groups, list) else [],
                     source=source)
+
+
+def _valid_group(group: Any) -> bool:
+    """A pg_config entry the session file can hold (a JSON object of finite numbers, within its bounds); one that
+    is not (a pg_size of 1e400) is left out, not allowed to make the rank's record unsaveable."""
+    if not isinstance(group, dict):
+        return False
+    problems: list[str] = []
+    try:
+        schema.rank_info({"rank": 0, "process_groups": [group]}, "", problems)
+    except Invalid:
+        return False
+    return not problems
 
 
 def trace_pid(doc: dict[str, Any]) -> int | None:

@@ -5,9 +5,14 @@ model/files.py); the top-level object is walked by hand, the elements of `traceE
 (the whole events a chunk holds, by one call of the C decoder; an event the chunk's end cuts, or a run that does
 not decode, one element at a time), and each event is dropped once read: only what the session needs is kept, as
 the session will hold it. Kernels become launch rows in int64 columns (what launches of one configuration share
-built once), copies and memsets activities, runtime calls their launch sites in int64 columns; the calls that
-block the host and the annotations are kept as they are. The other top-level keys (`deviceProperties`,
-`distributedInfo`, `baseTimeNanoseconds`, ...) are kept wherever they appear. The result is what ``parse_trace``
+built once), copies and memsets activities, runtime calls their launch sites in int64 columns; of the calls that
+block the host and the annotations, the fields the parse reads. Elements that are not objects are counted and
+passed undecoded, a run at a time; an event over _MAX_EVENT characters is passed and counted as malformed. Of
+the other top-level keys, those the import reads (TOP_KEYS: `deviceProperties`, `distributedInfo`,
+`baseTimeNanoseconds`, ...) are kept wherever they appear, up to _MAX_VALUE characters each; the rest are passed
+undecoded, a chunk at a time. Every part of the input is searched and decoded a bounded number of times, so the
+cost is linear in the input and the memory follows what is kept, for any kind of element. Damage is reported
+from a window of the buffer's end, never after buffering the rest of the file. The result is what ``parse_trace``
 gives for the whole document (tests/test_kineto_stream.py checks it on every recorded trace). A document damaged
 after some events keeps those events and names the damage in one sentence among the parse problems.
 """
@@ -39,6 +44,65 @@ _WS = re.compile(r"[ \t\n\r]*")
 _CUT = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*(?=\{)")  # between two objects of an array, most likely
 _TAIL = 1 << 14  # how far from the buffer's end a cut is looked for first
 _DECODER = json.JSONDecoder()
+_NEAR = 32  # a decode error this close to the buffer's end may be the cut, not damage
+_MAX_VALUE = 4 << 20  # characters of one kept top-level value; a longer one is passed, not decoded
+_MAX_EVENT = 1 << 20  # characters of one event decoded on its own; a longer one is passed and counted
+TOP_KEYS = frozenset({"baseTimeNanoseconds", "deviceProperties", "distributedInfo", "cuda_driver_version",
+                      "cuda_runtime_version", "cupti_version"})  # the top-level keys the import reads
+_TOO_BIG = object()
+_OPENERS = ("[", "{", '"')
+_OVERSIZED = object()
+# Passing a value undecoded: strings, the text between brackets and quotes, and containers of them nested a few
+# deep, matched in C; only deeper brackets cost a step in Python. Possessive: nothing is matched twice. Between
+# brackets only control characters are refused (the scalars themselves are not checked there).
+_SCALAR = r"-?\d++(?:\.\d++)?+(?:[eE][+-]?+\d++)?+|true|false|null"
+_STR = r'"(?:[^"\\]++|\\.)*+"'
+_BETWEEN = r'[^"\[\]{}\x00-\x08\x0b\x0c\x0e-\x1f]++'
+
+
+def _tokens(depth: int) -> str:
+    inner = rf"(?:{_BETWEEN}|{_STR})"
+    for _ in range(depth):
+        inner = rf"(?:{_BETWEEN}|\[{inner}*+\]|\{{{inner}*+\}}|{_STR})"
+    return inner
+
+
+_FLAT = re.compile(rf"{_tokens(4)}*+")
+_SKIPPABLE = re.compile(rf"[ \t\n\r]*+(?:{_SCALAR}|{_STR}|\[{_tokens(3)}*+\])[ \t\n\r]*+,[ \t\n\r]*+")
+_SKIPPABLE_RUN = re.compile(rf"(?:{_SKIPPABLE.pattern})*+")
+_STR_BODY = re.compile(r'(?:[^"\\]++|\\.)*+')
+_SCALAR_START = re.compile(r"true|false|null|-?\d")
+_NUMBER_REST = re.compile(r"[0-9.eE+-]*+")
+
+
+def _wide_int(text: str) -> int | float:
+    """An integer of JSON text; one of more digits than int() converts is read as infinity (as json reads 1e400),
+    so it is refused where it is used, like any number out of range."""
+    try:
+        return int(text)
+    except ValueError:
+        return float("-inf") if text.startswith("-") else float("inf")
+
+
+_WIDE_DECODER = json.JSONDecoder(parse_int=_wide_int)
+
+
+def _raw_decode(text: str, pos: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past int()'s digit limit: decoded again, it alone read as infinity
+        return _WIDE_DECODER.raw_decode(text, pos)
+
+
+def _decode(text: str) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        return _WIDE_DECODER.decode(text)
 _HOST_SYNC_NAMES = frozenset(SYNC_CALLS) | SYNC_COPY_CALLS | ASYNC_COPY_CALLS
 _PID_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime")
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -53,10 +117,6 @@ class _Damaged(Exception):
     def __init__(self, pos: int, msg: str) -> None:
         self.pos, self.msg = pos, msg
         super().__init__(msg)
-
-
-class _NotAnObject(Exception):
-    """The document does not start with '{': read whole, as before, for the same answer."""
 
 
 # ---------------------------------------------------------------------------------------------------- input
@@ -139,6 +199,7 @@ class _Reader:
         self.eof = False
         self.first = True
         self.error: Exception | None = None
+        self.left_out: list[str] = []  # top-level keys passed for being over _MAX_VALUE characters
 
     def _more(self, at_least: int = 0) -> bool:
         """Append the next chunk(s); False at the end of the data."""
@@ -178,10 +239,11 @@ class _Reader:
             return None
         if self.first:
             self.first = False
-            if b.startswith(codecs.BOM_UTF8):
+            encoding = json.detect_encoding(b[:4])  # as json.loads detects it: UTF-8, -16 or -32, with a BOM or not
+            if encoding == "utf-8-sig":
                 b = b[3:]
-            elif b[:4].count(0):  # UTF-16/32: read whole, as json.loads detects it
-                raise _NotAnObject()
+            elif encoding != "utf-8":
+                self.dec = codecs.getincrementaldecoder(encoding)("strict")
         return self.dec.decode(b)
 
     def _where(self) -> int:
@@ -198,26 +260,127 @@ class _Reader:
         return self.buf[self.pos] if self.pos < len(self.buf) else ""
 
     def _value(self) -> Any:
-        """One JSON value at pos; more is read while it may be cut by the chunk's end."""
+        """One JSON value at pos, decoded; more is read while it may be cut by the chunk's end. An error far from
+        the buffer's end is damage at once (the rest of the file is not buffered to find it)."""
         while True:
             try:
-                v, end = _DECODER.raw_decode(self.buf, self.pos)
+                v, end = _raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
-                if self._more(len(self.buf)):
-                    continue
+                if (e.msg.startswith("Unterminated string") or len(self.buf) - e.pos <= _NEAR) and self._more(
+                        len(self.buf)):
+                    continue  # maybe the cut
                 raise _Damaged(self.base + e.pos, e.msg) from None
             except RecursionError:
                 raise _Damaged(self._where(), "nested too deeply") from None
-            if end >= len(self.buf) and not self.eof and self._more():
-                continue  # a number or literal may go on in the next chunk
+            if end >= len(self.buf) and not self.eof and self._more(len(self.buf)):
+                continue  # a number or literal may go on in the next chunk (the buffer doubled: no rescan per chunk)
             self.pos = end
             return v
 
+    def _kept(self, limit: int) -> Any:
+        """The value at pos, decoded once it is known to end within ``limit`` characters (a container or string
+        is walked first, undecoded, so one that does not is never decoded, even in part); else _TOO_BIG, the
+        value passed."""
+        if self._char() not in _OPENERS:
+            return self._value()
+        if self._walk(limit) is None:
+            return _TOO_BIG
+        try:
+            v, end = _raw_decode(self.buf, self.pos)
+        except json.JSONDecodeError as e:  # whole in the buffer: not a cut
+            raise _Damaged(self.base + e.pos, e.msg) from None
+        except RecursionError:
+            raise _Damaged(self._where(), "nested too deeply") from None
+        self.pos = end
+        return v
+
+    def _skip_value(self) -> None:
+        """Pass the value at pos without decoding it, a chunk at a time (what it passes is dropped): brackets
+        matched, strings closed, no control character outside a string; the scalars inside are not checked."""
+        if self._char() in _OPENERS:
+            self._walk(None)
+        else:
+            self._skip_scalar()
+
+    def _bracket(self, c: str, stack: list[str], i: int) -> bool:
+        """A bracket or quote at buffer index ``i`` while walking: the stack of closers kept; True for a quote."""
+        if c == "[" or c == "{":
+            stack.append("]" if c == "[" else "}")
+        elif c == "]" or c == "}":
+            if stack.pop() != c:
+                raise _Damaged(self.base + i, "Expecting value")
+        elif c == '"':
+            return True
+        else:
+            raise _Damaged(self.base + i, "Invalid control character")
+        return False
+
+    def _walk(self, limit: int | None) -> int | None:
+        """Walk the container or string at pos (checked as _skip_value checks it). With ``limit``, the buffer
+        keeps it from pos: its absolute end is returned if it ends within ``limit`` characters, pos unmoved.
+        Without one, or past it, what is passed is dropped: None, pos after the value."""
+        start = self._where()
+        i = self.pos
+        c = self.buf[i]
+        i += 1
+        in_str = c == '"'
+        stack = [] if in_str else ["]" if c == "[" else "}"]
+        keep = limit is not None
+        while True:
+            buf = self.buf
+            if in_str:
+                i = _STR_BODY.match(buf, i).end()
+                if i < len(buf) and buf[i] == '"':
+                    i += 1
+                    in_str = False
+                    if not stack:
+                        break
+                    continue
+                if i < len(buf) - 1:
+                    raise _Damaged(self.base + i, "Invalid \\escape")
+            else:
+                i = _FLAT.match(buf, i).end()  # text, strings and shallow containers, in C
+                if i < len(buf):
+                    in_str = self._bracket(buf[i], stack, i)
+                    i += 1
+                    if not stack and not in_str:
+                        break
+                    continue
+            at = self.base + i  # the buffer's end, or a backslash cut from its character: more is read
+            if keep and at - start > limit:
+                keep = False
+            if not keep:
+                self.pos = i  # dropped
+            if not self._more():
+                raise _Damaged(at, "Unterminated string" if in_str else "Expecting value")
+            i = at - self.base
+        if keep:
+            return self.base + i
+        self.pos = i
+        return None
+
+    def _skip_scalar(self) -> None:
+        m = _SCALAR_START.match(self.buf, self.pos)
+        while m is None and len(self.buf) - self.pos < 5 and self._more():  # a literal the chunk's end cuts
+            m = _SCALAR_START.match(self.buf, self.pos)
+        if m is None:
+            raise _Damaged(self._where(), "Expecting value")
+        self.pos = m.end()
+        while True:  # the rest of a number, of any length
+            self.pos = _NUMBER_REST.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return
+
     def read(self, top: dict[str, Any], on_events: Any) -> None:
-        """Walk the document; raises _Damaged where it stops being JSON, _NotAnObject before anything is read."""
+        """Walk the document; raises _Damaged where it stops being JSON, NotKinetoTrace for JSON that is not an
+        object.
+        Only the keys of TOP_KEYS are decoded (each up to _MAX_VALUE characters; a longer one is passed and
+        named in ``left_out``); the others are passed without being decoded or held."""
         c = self._char()
-        if c != "{":
-            raise _NotAnObject()
+        if c != "{":  # JSON, but not a trace: passed undecoded, so that what it is can be said
+            self._skip_value()
+            self._end()
+            raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
         self.pos += 1
         if self._char() == "}":
             self.pos += 1
@@ -225,17 +388,24 @@ class _Reader:
         while True:
             if self._char() != '"':
                 raise _Damaged(self._where(), "Expecting property name enclosed in double quotes")
-            key = self._value()
+            key = self._kept(_MAX_VALUE)  # a longer key is no key the import reads: its value is passed
             if self._char() != ":":
                 raise _Damaged(self._where(), "Expecting ':' delimiter")
             self.pos += 1
+            if self._char() == "":
+                raise _Damaged(self._where(), "Expecting value")
             if key == "traceEvents" and self._char() == "[":
                 self.pos += 1
                 top[key] = on_events(self._elements())
+            elif key in TOP_KEYS or key == "traceEvents":
+                v = self._kept(_MAX_VALUE)
+                if v is _TOO_BIG:
+                    self.left_out.append(key)
+                    top.pop(key, None)
+                else:
+                    top[key] = v
             else:
-                if self._char() == "":
-                    raise _Damaged(self._where(), "Expecting value")
-                top[key] = self._value()
+                self._skip_value()
             c = self._char()
             self.pos += 1
             if c == "}":
@@ -243,10 +413,11 @@ class _Reader:
             if c != ",":
                 raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
 
-    def _elements(self) -> Iterator[list[Any]]:
-        """The elements of the array at pos, in lists: a run of whole elements in the buffer is decoded by one
-        call of the C decoder (as json.load does), the element the buffer's end cuts, or one the run cannot
-        decode (damage), on its own."""
+    def _elements(self) -> Iterator[Any]:
+        """The elements of the array at pos: lists of decoded objects (a run of whole objects in the buffer is
+        decoded by one call of the C decoder, as json.load does; the object the buffer's end cuts, or one the run
+        cannot decode, on its own), the count of elements that are not objects (passed undecoded, a run at a
+        time), or _OVERSIZED for an object longer than _MAX_EVENT characters (passed)."""
         if self._char() == "]":
             self.pos += 1
             return
@@ -254,19 +425,29 @@ class _Reader:
         while True:
             if not self.eof and self.error is None and len(self.buf) - self.pos < _CHUNK // 2:
                 self._more()
-            if self._where() >= slow_until:
-                got = self._run()
-                if got is not None:
-                    items, end = got
-                    if items is None:  # damage (or something the run cannot tell) before ``end``
-                        slow_until = end
-                    else:
-                        self.pos = end
+            c = self._char()
+            if c == "{":
+                if self._where() >= slow_until:
+                    items, at = self._run()
+                    if items is not None:
+                        self.pos = at
                         yield items
                         continue
-            if self._char() == "":
-                raise _Damaged(self._where(), "Expecting value")
-            yield [self._value()]
+                    slow_until = at
+                v = self._kept(_MAX_EVENT)
+                if v is _TOO_BIG:
+                    yield _OVERSIZED
+                else:
+                    yield [v]
+            else:
+                m = _SKIPPABLE_RUN.match(self.buf, self.pos)
+                if m.end() > self.pos:  # elements that are not objects, each with its ',': counted, not decoded
+                    n = _SKIPPABLE.subn("", m.group())[1]
+                    self.pos = m.end()
+                    yield n
+                    continue
+                self._skip_value()
+                yield 1
             c = self._char()
             self.pos += 1
             if c == "]":
@@ -275,26 +456,30 @@ class _Reader:
                 raise _Damaged(self._where() - 1, "Expecting ',' delimiter")
             self._ws()
 
-    def _run(self) -> tuple[list[Any] | None, int] | None:
+    def _run(self) -> tuple[list[Any] | None, int]:
         """The whole elements from pos up to the last '}' the buffer holds that ',' and '{' follow: (the
-        elements, the position of that '{'), or (None, the absolute position of the '}') where they do not
-        decode; None when there is no such '}'. A cut inside an element cannot decode (its brackets or its
-        string do not close): a cut the decoder stops at is tried again at an earlier '}', a few times."""
+        elements, the position of that '{'); else (None, the absolute position up to which elements are to be
+        read one at a time: a '}' before which the run does not decode, or the buffer's end where no such '}'
+        is), so no part of the buffer is searched or decoded again for every element. A cut inside an element
+        cannot decode (its brackets or its string do not close): a cut the decoder stops at is tried again at an
+        earlier '}', a few times."""
         buf, pos = self.buf, self.pos
         tail = max(pos, len(buf) - _TAIL)
         cuts = [(m.start(), m.end()) for m in _CUT.finditer(buf, tail)]
         if not cuts and tail > pos:
             cuts = [(m.start(), m.end()) for m in _CUT.finditer(buf, pos)]
+        if not cuts:
+            return None, self.base + len(buf)
         for k, nxt in reversed(cuts[-4:]):
             text = "[" + buf[pos:k + 1] + "]"
             try:
-                return _DECODER.decode(text), nxt
+                return _decode(text), nxt
             except json.JSONDecodeError as e:
                 if e.pos < len(text) - 1:  # not the cut: something in the run itself
                     return None, self.base + k
             except RecursionError:
                 return None, self.base + k
-        return None
+        return None, self.base + cuts[-1][0]
 
     def _end(self) -> None:
         if self._char() != "":
@@ -327,11 +512,18 @@ class _Events:
 
     def feed(self, batches: Iterator[list[Any]]) -> "_Events":
         handlers = {"kernel": self._kernel, "cuda_runtime": self._call, "cuda_driver": self._call,
-                    "user_annotation": self.annotations.append, "gpu_user_annotation": self._gpu_annotation,
+                    "user_annotation": self._annotation, "gpu_user_annotation": self._gpu_annotation,
                     "gpu_memcpy": self._copy, "gpu_memset": self._copy, "cpu_op": self.ops.add,
                     "python_function": self.ops.add}
         handler, want_pid, origin = handlers.get, self.pid is _MISSING, self.origin_us
         for batch in batches:
+            if type(batch) is int:  # elements that are not objects: counted, never decoded
+                self.read += batch
+                continue
+            if batch is _OVERSIZED:
+                self.read += 1
+                self.bad.append("oversized")
+                continue
             self.read += len(batch)
             for e in batch:
                 if type(e) is not dict:
@@ -362,11 +554,14 @@ class _Events:
             if self.origin_error is None:
                 self.origin_error = x
 
+    def _annotation(self, e: dict[str, Any]) -> None:
+        self.annotations.append(_slim(e, _ANNOTATION_KEYS, ("External id",)))
+
     def _gpu_annotation(self, e: dict[str, Any]) -> None:
         try:
             ext = (e.get("args") or {}).get("External id")
-            if ext is not None:
-                self.gpu_annotation_by_ext.setdefault(ext, e)
+            if ext is not None and ext not in self.gpu_annotation_by_ext:
+                self.gpu_annotation_by_ext[ext] = _slim(e, ("ts", "dur"), ())
         except K._MALFORMED:  # no args dict, an unhashable id: as the whole-document parser skips it
             pass
 
@@ -396,7 +591,8 @@ class _Events:
             pid, tid = e.get("pid"), e.get("tid")
             t = sites.threads.get((pid, tid)) if type(pid) is int and type(tid) is int else None
             ns = int(round(ts * 1000.0)) if ts - ts == 0.0 else None
-            if t is not None and ns is not None and _INT64[0] <= corr <= _INT64[1] and _INT64[0] <= ns <= _INT64[1]:
+            if t is not None and ns is not None and _INT64[0] <= corr <= _INT64[1] and -K.MAX_TIME_NS <= ns <= (
+                    K.MAX_TIME_NS):
                 if corr <= sites.last:
                     sites.increasing = False
                 sites.last = corr
@@ -413,7 +609,7 @@ class _Events:
                 pass
         name = e.get("name")
         if isinstance(name, str) and name in _HOST_SYNC_NAMES:
-            self.calls.append(e)
+            self.calls.append(_slim(e, _CALL_KEYS, ("correlation",)))
         elif name in GRAPH_LAUNCH_CALLS:
             self.ops.runtime_call(e)
 
@@ -425,6 +621,25 @@ class _Events:
         except K.TraceFormatError as x:
             if self.kernel_error is None:
                 self.kernel_error = x
+
+
+_ANNOTATION_KEYS = ("cat", "name", "ph", "pid", "tid", "ts", "dur")  # what kineto._region reads
+_CALL_KEYS = ("cat", "name", "ph", "ts", "dur", "pid", "tid")  # what host_syncs and the operators' link read
+
+
+def _slim(e: dict[str, Any], keys: tuple[str, ...], arg_keys: tuple[str, ...]) -> dict[str, Any]:
+    """The parts of an event a later step reads (its keys, and its args' arg_keys); the rest of the event is not
+    kept. Args that are not a dict keep what the step makes of them: a false one reads as no args, a true one
+    (a list, a string of any length) is a stand-in of its kind, which the step refuses as before."""
+    out = {k: e[k] for k in keys if k in e}
+    if "args" in e:
+        args = e["args"]
+        out["args"] = ({k: args[k] for k in arg_keys if k in args} if type(args) is dict else
+                       _NOT_A_DICT if args else args)
+    return out
+
+
+_NOT_A_DICT = (None,)  # true, and not a dict: args.get() raises AttributeError, as for any such args
 
 
 class _Copies:
@@ -544,13 +759,13 @@ class StreamedTrace:
 
 def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
     """parse_trace's result from the collected events (kineto._parse's steps, in its order)."""
-    base_ns = int(top.get("baseTimeNanoseconds", 0) or 0)
+    bad: list[str] = []
+    base_ns = K.base_time_ns(top.get("baseTimeNanoseconds"), bad)
     if ev.origin_error is not None:
         raise ev.origin_error
     origin_ns = K._ns(ev.origin_us if ev.origin_us is not None else 0.0)
     cpu_annotations: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
     out = K.ParsedTrace(time_origin_ns=base_ns + origin_ns)
-    bad: list[str] = []
     for e in ev.annotations:
         try:
             K._region(e, origin_ns, out, cpu_annotations, ev.gpu_annotation_by_ext)
@@ -570,7 +785,7 @@ def _parsed(top: dict[str, Any], ev: _Events) -> K.ParsedTrace:
             return regions_of.get(corr, ())
         try:
             return tuple(regions_of.get(int(corr), ())) if corr is not None else ()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return ()
 
     out.table = ev.rows.table(origin_ns, enclosing)
@@ -612,11 +827,10 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
     gc.disable()  # the reader makes no reference cycles; a collection would only walk what it keeps, again and again
     try:
         f, chunks = _open_text(Path(path), bounded)
+        reader = _Reader(chunks)
         with f:
             try:
-                _Reader(chunks).read(top, on_events)
-            except _NotAnObject:
-                return _whole(path)
+                reader.read(top, on_events)
             except _Damaged as e:
                 if not (started and holder and holder[0].read):
                     if e.msg == "nested too deeply":
@@ -646,21 +860,11 @@ def read_trace(path: str | os.PathLike[str], bounded: bool = True) -> StreamedTr
         parsed = K.checked_parse(lambda: _parsed(top, ev))
     finally:
         top.pop("traceEvents", None)
+    parsed.problems += [f"the trace's {key} is over {_MAX_VALUE >> 20} MiB and was left out" for key in reader.left_out]
     if damage:
         parsed.problems.append(damage)
     pid = None if ev.pid is _MISSING else as_int(ev.pid)
     return StreamedTrace(parsed, top, pid, damage, ev.read)
-
-
-def _whole(path: str | os.PathLike[str]) -> StreamedTrace:
-    """A document that is not a JSON object (or not UTF-8): read whole, as before streaming."""
-    from kernelscope.collect.trace.kineto_dist import trace_pid
-
-    doc = read_json(Path(path))
-    if not is_kineto_trace(doc):
-        raise NotKinetoTrace("not a PyTorch profiler trace: no traceEvents list")
-    top = {k: v for k, v in doc.items() if k != "traceEvents"}
-    return StreamedTrace(K.parse_trace(doc), top, trace_pid(doc), None, len(doc["traceEvents"]))
 
 
 def read_json(path: Path) -> Any:
@@ -671,7 +875,12 @@ def read_json(path: Path) -> Any:
     except InputFileError as e:
         raise ValueError("it is truncated or not gzip" if e.damaged else f"it {e.reason}") from None
     try:
-        return json.loads(raw)
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer past int()'s digit limit: read as infinity, refused where it is used
+            return json.loads(raw, parse_int=_wide_int)
     except UnicodeDecodeError:
         raise ValueError("it is not text JSON") from None
     except json.JSONDecodeError as e:

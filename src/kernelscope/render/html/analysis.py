@@ -9,8 +9,9 @@ from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
 from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
 from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
-from kernelscope.render.kernel_analysis import (duration_text, evidence_text, gain_cell, no_recommendation_text,
-                                               pct_of_peak_text, rate_cell, roofline_text, si, throughput_parts)
+from kernelscope.render.kernel_analysis import (VendorComparisonList, comparison_line, duration_text, evidence_text,
+                                               gain_cell, no_recommendation_text, pct_of_peak_text, rate_cell,
+                                               roofline_text, si, throughput_parts)
 from kernelscope.render.fmt import metric_cell, plural, short_cell
 from kernelscope.render.counter_panels import plain, shared_na_reasons, shared_wavefront_notes
 from kernelscope.render.html.charts import pct_bar, roofline
@@ -148,6 +149,10 @@ def summary_section(k) -> Markup:
         body += recommendations_table(recs.recommendations)
     else:
         body.append(el("p", f"Recommendations: {no_recommendation_text(recs.rules_run)}"))
+    differ = VendorComparisonList(k.nvidia_comparison).rows  # the rows the terminal lists
+    if differ:
+        body.append(note("NVIDIA's rules beside kernelscope's (where they differ):"))
+        body.append(el("ul", *(el("li", comparison_line(c).plain) for c in differ), class_="note"))
     by_reason: dict[str, list[str]] = defaultdict(list)
     for what, why in k.missing:
         by_reason[why].append(what)
