@@ -11,9 +11,9 @@ nanosecond of the window lands in one category, in this order of precedence wher
 - ``copies`` / ``memsets``: only a copy or a memset runs;
 - the GPU idles (a gap: nothing runs), classed by what the host did:
   ``between queued kernels`` (gap up to thresholds.BACK_TO_BACK_GAP_NS: the GPU switching),
-  ``after host syncs`` (a synchronize or blocking copy that was waiting when the GPU went idle returned inside the
-  gap: the GPU idles for the host's round trip; when the host then takes longer than
-  thresholds.HOST_STALL_GAP_NS to launch again, that part is the host's other work),
+  ``after host syncs`` (a synchronize or blocking copy returned inside the gap, whether or not it had to wait:
+  the GPU idles until the host, released, launches again, however short the gap (analyze/host_syncs.py); when the
+  host then takes longer than thresholds.HOST_STALL_GAP_NS to launch again, that part is the host's other work),
   ``at step boundaries`` (a gap that holds the start of a step and is shorter than thresholds.HOST_STALL_GAP_NS:
   the loop's own turn, the profiler's step bookkeeping included; no rule claims it),
   ``host launching`` (gap up to thresholds.HOST_STALL_GAP_NS: the host's per-op cost, dispatch and launch),
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
+from kernelscope.analyze.host_syncs import gaps_after_syncs
 from kernelscope.analyze.intervals import Interval, total
 from kernelscope.analyze.recommend import COMM_KERNEL
 from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
@@ -312,13 +313,9 @@ def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_
     gap_starts = [g0 for g0, _ in gaps]
     special: dict[int, list[Gap]] = {}  # gap index -> its classed parts, for gaps a sync or a step start decides
     if use_syncs:
-        for h in sorted(session.host_syncs, key=lambda h: h.cpu_end_ns):
-            k = bisect.bisect_right(gap_starts, h.cpu_end_ns + BACK_TO_BACK_GAP_NS) - 1
-            if k < 0:
-                continue
+        for k, calls in gaps_after_syncs(session.host_syncs, gap_starts, [g1 for _, g1 in gaps]).items():
             g0, g1 = gaps[k]
-            if not (g0 - BACK_TO_BACK_GAP_NS <= h.cpu_end_ns <= g1) or h.cpu_start_ns >= g0:
-                continue  # not in this gap, or it did not wait: the GPU was idle before it began
+            h = calls[-1]  # the last call to return is the one the next launch waited for
             back = max(g0, min(h.cpu_end_ns, g1))
             if g1 - back <= HOST_STALL_GAP_NS:
                 special[k] = [Gap(g0, g1, AFTER_SYNC, h.name)]

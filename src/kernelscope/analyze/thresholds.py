@@ -22,7 +22,7 @@ OCCUPANCY_LIMITED_PCT = 50.0
 LAUNCH_BOUND_MAX_MEDIAN_NS = 10_000
 
 # ... and it is launch-bound when the GPU sat idle before its launches (median gap, gaps
-# shorter than HOST_WAIT_GAP_NS) at least this many times its own median duration.
+# up to HOST_STALL_GAP_NS with no synchronize in them) at least this many times its own median duration.
 LAUNCH_BOUND_GAP_RATIO = 1.0
 
 # -- timeline gaps (analyze/timeline.py) -----------------------------------------------------
@@ -118,7 +118,7 @@ FMA_MATMUL_MAX_TENSOR_PIPE_PCT = 1.0
 # fixed-FMA-chain kernel reads each byte about once: the H100 recordings show 1-3).
 FMA_MATMUL_MIN_OPERAND_REUSE = 8.0
 
-# Host gaps: host waits (gaps of HOST_WAIT_GAP_NS or more) before at least this share of a
+# Host gaps: host waits (after a synchronize, or over HOST_STALL_GAP_NS) before at least this share of a
 # kernel's launches are a pattern of the loop (a synchronize each step), not the few gaps
 # between the workload's own phases.
 HOST_GAP_MIN_LAUNCH_SHARE = 0.25
