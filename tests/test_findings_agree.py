@@ -86,3 +86,68 @@ def test_launch_bound_notes_of_a_loop_that_synchronizes_say_to_remove_the_syncs_
                 assert "remove those synchronizations first" in rec.finding.message
                 told += 1
     assert told
+
+
+# -- library kernels: advice the user controls -----------------------------------------------------------------------
+
+LAUNCH_ADVICE = ("registers per thread (now", "threads (now", "bytes of shared memory per block (now",
+                 "Split the work into", "split the work into more", "torch.matmul")
+
+
+def _advice(k) -> list[str]:
+    return [r.finding.message for r in k.recommendations.recommendations]
+
+
+@pytest.mark.parametrize("name", ["programs/tc_mlp_train_defect", "programs/straggler_ddp_n2_defect",
+                                  "programs/control_graphed_decode_control", "../session_h100_analysis",
+                                  "../counters_h100_region", "control_sdpa_control"])
+def test_library_kernels_get_no_launch_configuration_or_register_advice(name):
+    """cuBLAS (nvjet, xmma gemm), CUTLASS (the SIMT sgemm of 202 registers per thread), cuDNN and FlashAttention
+    kernels: no occupancy or register rule judges them (kernelscope's or NVIDIA's), and a grid finding names what
+    the user controls, not the grid."""
+    from kernelscope.analyze.analysis import analyze_session
+    from kernelscope.analyze.libraries import LAUNCH_CONFIG_RULES, NCU_LAUNCH_CONFIG_RULES, library_of
+
+    a = analyze_session(Session.load(DIAG / f"{name}.json.gz"))
+    libs = [k for k in a.kernels if library_of(k.kernel.name) and not library_of(k.kernel.name).communication]
+    assert libs
+    for k in libs:
+        lib = library_of(k.kernel.name)
+        assert not _rules(k.recommendations) & set(LAUNCH_CONFIG_RULES + NCU_LAUNCH_CONFIG_RULES), k.kernel.name
+        skipped = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}
+        assert all(f"a {lib.name} kernel" in skipped[r] for r in LAUNCH_CONFIG_RULES)
+        for text in _advice(k):
+            assert not any(a in text for a in LAUNCH_ADVICE), (k.kernel.name, text)
+        for r in k.recommendations.recommendations:
+            if r.finding.rule_id in ("small-grid", "tail-effect"):
+                assert "what you control is the precision" in r.finding.message
+
+
+def test_the_cutlass_simt_sgemm_is_named_for_its_library():
+    from kernelscope.analyze.analysis import analyze_session
+
+    a = analyze_session(Session.load(PROGRAMS / "tc_mlp_train_defect.json.gz"))
+    k = next(k for k in a.kernels if "cutlass_80_simt_sgemm" in k.kernel.name)
+    assert k.kernel.configs[0].config.registers_per_thread == 202
+    reason = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}["occupancy-limit"]
+    assert reason.startswith("a CUTLASS kernel") and "TF32" in reason
+
+
+def test_the_fma_finding_of_a_library_matmul_names_precision_not_cublas(monkeypatch):
+    """The kernel suite's FP32 SIMT matmul (its recorded counters fire fma-instead-of-tensor), read as if cuBLAS had
+    launched it (the counter pass recorded no cuBLAS FP32 SIMT kernel): the fix is TF32 or bf16, never "use cuBLAS
+    through torch.matmul"; its own kernel keeps the advice to write tensor-core code."""
+    from kernelscope.analyze import analysis
+    from kernelscope.analyze.libraries import LIBRARIES
+
+    s = Session.load(DIAG / "fma_matmul_fp32_defect.json.gz")
+    own = analysis.analyze_session(s).kernels[0]
+    mine = next(r for r in own.recommendations.recommendations if r.finding.rule_id == "fma-instead-of-tensor")
+    assert "torch.matmul" in mine.finding.message
+    cublas = next(lib for lib in LIBRARIES if lib.name == "cuBLAS")
+    monkeypatch.setattr(analysis, "library_of", lambda name: cublas)
+    k = analysis.analyze_session(s).kernels[0]
+    fma = next(r for r in k.recommendations.recommendations if r.finding.rule_id == "fma-instead-of-tensor")
+    assert "torch.matmul" not in fma.finding.message and "TF32" in fma.finding.message
+    assert fma.gain_pct == mine.gain_pct  # the same measurement, another fix
+    assert not _rules(k.recommendations) & {"occupancy-limit", "LaunchConfiguration", "TheoreticalOccupancy"}

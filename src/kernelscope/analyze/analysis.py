@@ -10,6 +10,7 @@ from kernelscope.analyze.bound import Bound, classify
 from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.counters import counter_launches
 from kernelscope.analyze.host_syncs import sync_waits_by_kernel
+from kernelscope.analyze.libraries import library_of
 from kernelscope.analyze.occupancy import arch_for_device
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
 from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoint, counter_flops, declared_totals,
@@ -215,8 +216,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, gaps_before, durs.median_ns,
-                      syncs)
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, gaps_before, durs.median_ns, syncs, library_of(k.name))
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
                           tuple(missing), verdict(bound, x, dict(peaks), recs))

@@ -23,10 +23,11 @@ A rule that cannot run says why (NotEvaluated); none is silently skipped.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
+from kernelscope.analyze.libraries import (LAUNCH_CONFIG_RULES, LIBRARIES, LIBRARY_DESIGN_RULES,
+                                          NCU_LAUNCH_CONFIG_RULES, by_design, not_yours)
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
 from kernelscope.analyze.rules.base import headroom_pct
 from kernelscope.model import Finding, Launch
@@ -198,9 +199,27 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict,
 
 # Communication kernels (NCCL): few SMs by design, and their time is mostly waiting and transfer. They get the
 # communication findings of the verdict (straggler, exposed communication), never launch-configuration advice.
-COMM_KERNEL = re.compile(r"^nccl|ncclDevKernel|ncclKernel", re.IGNORECASE)
+COMM_KERNEL = next(lib.pattern for lib in LIBRARIES if lib.communication)
 COMM_REASON = ("a communication (NCCL) kernel: kernel rules do not apply; the verdict's rank findings and the "
                "Collectives panel judge it")
+
+
+def _run_rules(ctx: RuleContext) -> tuple[dict[str, Finding | NotEvaluated | None], list[NotEvaluated],
+                                         dict[str, Finding]]:
+    """Every rule's outcome on the kernel, the rules that could not run, and the findings. A library kernel
+    (analyze/libraries.py) is not judged by the launch-configuration rules, and its design findings carry no gain."""
+    outcomes: dict[str, Finding | NotEvaluated | None] = {}
+    lib = ctx.library
+    for r in RULES:
+        out = NotEvaluated(r.rule_id, not_yours(lib)) if lib and r.rule_id in LAUNCH_CONFIG_RULES else r.check(ctx)
+        outcomes[r.rule_id] = out
+    skipped = [o for o in outcomes.values() if isinstance(o, NotEvaluated)]
+    fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
+    for rid in LIBRARY_DESIGN_RULES if lib else ():
+        if rid in fired:
+            fired[rid] = replace(fired[rid], speedup_pct=None, speedup_type=None,
+                                 message=f"{fired[rid].message} {by_design(lib)}")
+    return outcomes, skipped, fired
 
 
 def recommend(ctx: RuleContext) -> KernelRecommendations:
@@ -208,14 +227,8 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     if COMM_KERNEL.search(ctx.kernel.name):
         return KernelRecommendations(ctx.kernel.name, (), tuple(NotEvaluated(r.rule_id, COMM_REASON) for r in RULES),
                                      0)
-    outcomes: dict[str, Finding | NotEvaluated | None] = {}
-    skipped: list[NotEvaluated] = []
-    for r in RULES:
-        out = r.check(ctx)
-        outcomes[r.rule_id] = out
-        if isinstance(out, NotEvaluated):
-            skipped.append(out)
-    fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
+    outcomes, skipped, fired = _run_rules(ctx)
+    lib = ctx.library
     # one cause, one finding: kernelscope's own duplicates first
     into: dict[str, str] = {}
     for absorbed, target, when in KS_SAME_CAUSE:
@@ -229,6 +242,9 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     ncu_into: dict[str, list[Finding]] = {}
     recs: list[Recommendation] = []
     for f in nvidia_findings(ctx.launch):
+        if lib and f.rule_id in NCU_LAUNCH_CONFIG_RULES:
+            skipped.append(NotEvaluated(f.rule_id, not_yours(lib)))
+            continue
         target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ())
                        if r in fired and _same_stall(f, fired[r])), None)
         if target is not None:

@@ -16,6 +16,7 @@ from kernelscope.analyze.arch import SMArch
 from kernelscope.analyze.bound import Bound
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.kernel_table import KernelSummary
+from kernelscope.analyze.libraries import Library
 from kernelscope.model import Finding, Launch, Metric
 
 SOURCE = "kernelscope"
@@ -34,6 +35,7 @@ class RuleContext:
     # host time blocked in synchronize calls before each launch, aligned with gaps_before_ns (analyze/host_syncs.py);
     # None: the session recorded no synchronize calls
     sync_waits_ns: tuple[int, ...] | None = None
+    library: Library | None = None  # the library the kernel belongs to (analyze/libraries.py), None: the user's own
 
 
 @dataclass(frozen=True)
