@@ -9,6 +9,7 @@ import pytest
 from conftest import DATA
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.host_syncs import sync_waits_by_kernel
+from kernelscope.analyze.program_rules import PROGRAM_RULES
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
 
@@ -151,3 +152,40 @@ def test_the_fma_finding_of_a_library_matmul_names_precision_not_cublas(monkeypa
     assert "torch.matmul" not in fma.finding.message and "TF32" in fma.finding.message
     assert fma.gain_pct == mine.gain_pct  # the same measurement, another fix
     assert not _rules(k.recommendations) & {"occupancy-limit", "LaunchConfiguration", "TheoreticalOccupancy"}
+
+
+# -- a session too short to judge ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [DIAG / "occupancy_smem_256_defect.json.gz", DIAG / "divergence_lane4_defect.json.gz",
+                                  DATA / "cuda_scopes" / "session_h100_spin.json.gz"])
+def test_a_session_too_short_to_judge_says_so_instead_of_program_findings(path):
+    """The kernel suite's recordings (a warm-up and 3 timed launches, no steps) were called "98% the GPU starves:
+    DataLoader(num_workers > 0)"; a one-launch spin kernel "launch-bound 64.5%". No program rule judges them; kernel
+    findings stay."""
+    r = _report(path)
+    v = r.verdict
+    assert v.too_short and "a loop's pattern cannot be told from a one-off" in v.too_short
+    assert not [f for f in v.findings if f.scope == "program"]
+    assert {n.rule for n in v.not_evaluated if n.reason == v.too_short} == {p.rule for p in PROGRAM_RULES}
+
+
+def test_too_short_is_said_in_the_terminal_html_and_json():
+    import json
+
+    from conftest import run_cli
+    from kernelscope.render.html.verdict import verdict_section
+
+    path = DIAG / "occupancy_smem_256_defect.json.gz"
+    text = " ".join(run_cli("show", str(path), "--brief", "--width", "120", "--no-color").stdout.split())
+    assert "the session is too short to judge" in text and "DataLoader" not in text
+    doc = json.loads(run_cli("show", str(path), "--json").stdout)["verdict"]
+    assert doc["too_short"] and not [f for f in doc["findings"] if f["scope"] == "program"]
+    assert "too short to judge" in str(verdict_section(_report(path).verdict))
+
+
+@pytest.mark.parametrize("path", [DIAG / "host_gaps_defect.json.gz", DIAG / "launch_bound_defect.json.gz",
+                                  PROGRAMS / "sync_item_train_defect.json.gz",
+                                  DATA / "memory" / "steps50-52_memory.json.gz"])
+def test_loops_long_enough_are_judged(path):
+    v = _report(path).verdict
+    assert v.too_short is None and [f for f in v.findings if f.scope == "program"]

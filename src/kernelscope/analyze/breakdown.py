@@ -38,7 +38,8 @@ from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.host_syncs import gaps_after_syncs
 from kernelscope.analyze.intervals import Interval, total
 from kernelscope.analyze.recommend import COMM_KERNEL
-from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
+from kernelscope.analyze.thresholds import (BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS, MIN_REPEATS_TO_JUDGE,
+                                           MIN_STEPS_TO_JUDGE)
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -72,6 +73,7 @@ class RankBreakdown:
     median_step_ns: int | None
     shares: tuple[Share, ...]  # every category, in CATEGORIES order (zeros included)
     sync_calls: tuple[tuple[str, int], ...] = ()  # the calls behind "after host syncs", with how many gaps each
+    repeats: int = 0  # timed launches of the rank's most-launched kernel (the whole run)
 
     @property
     def wall_ns(self) -> int:
@@ -383,7 +385,23 @@ def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: b
     shares = tuple(Share(c, ns.get(c, 0), ns.get(c, 0) / wall,
                          gap_n[c] if c in IDLE else started.get(c, 0)) for c in CATEGORIES)
     calls = Counter(g.sync_call for g in gaps if g.sync_call)
-    return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items()))), gaps
+    return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items())),
+                         max(ri.launches.values(), default=0)), gaps
+
+
+def too_short(b: RankBreakdown) -> str | None:
+    """Why the rank's window is too short to judge the program by (thresholds.MIN_STEPS_TO_JUDGE and
+    MIN_REPEATS_TO_JUDGE), None when it holds enough of a loop."""
+    if b.steps:
+        if b.steps >= MIN_STEPS_TO_JUDGE:
+            return None
+        return (f"the window holds {b.steps} steady step, under the {MIN_STEPS_TO_JUDGE} a program finding needs: "
+                "record more steps")
+    if b.repeats >= MIN_REPEATS_TO_JUDGE:
+        return None
+    return (f"no steps marked and no kernel ran {MIN_REPEATS_TO_JUDGE} times (the most-launched ran "
+            f"{b.repeats:,}), so a loop's pattern cannot be told from a one-off; record more iterations and mark "
+            "each with kernelscope.step()")
 
 
 @collector_paused()

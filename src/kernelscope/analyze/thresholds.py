@@ -159,3 +159,11 @@ FMA_MATMUL_MIN_FMA_PER_DRAM_BYTE = 64.0
 # programs) the input-stall programs' gaps are 19-126 ms, the eager decode loop's and the sync loop's 50-1,900 µs
 # (median 70-120).
 HOST_STALL_GAP_NS = 1_000_000
+
+# A program finding speaks of a loop, so the window must hold enough of one (analyze/breakdown.too_short): with steps
+# marked, at least MIN_STEPS_TO_JUDGE whole steady steps; without, the rank's most-launched kernel must have run at
+# least MIN_REPEATS_TO_JUDGE times. The kernel suite's recordings (4 launches: a warm-up and 3 timed) and a 5-launch
+# script are one-offs whose gaps say how a harness drove them, not how a loop feeds the GPU; the shortest recorded
+# loops judged (tests/data) repeat their kernels 16 to 3,000 times.
+MIN_STEPS_TO_JUDGE = 2
+MIN_REPEATS_TO_JUDGE = 10

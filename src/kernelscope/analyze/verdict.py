@@ -99,6 +99,8 @@ class SessionVerdict:
     not_evaluated: tuple[RuleNotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
     combined_gain_pct: float | None = None  # COMBINED_FORMULA over findings
     combined_formula: str = COMBINED_FORMULA
+    too_short: str | None = None  # why the window is too short to judge the program (breakdown.too_short): no
+    #                               program rule ran; None when it was judged
 
     @property
     def gains(self) -> tuple[Finding, ...]:
@@ -223,21 +225,30 @@ def _one_per_rule(found: list) -> list:
     return out
 
 
+def _too_short(b: bd.Breakdown) -> str | None:
+    """Why no rank's window can be judged as a program (every rank too short), None when one can."""
+    reasons = [bd.too_short(r) for r in b.ranks]
+    if not reasons or not all(reasons):
+        return None
+    return reasons[0] if len(set(reasons)) == 1 else "; ".join(f"rank {r.rank}: {w}" for r, w in zip(b.ranks, reasons))
+
+
 def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None
-              ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated]]:
+              ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated], str | None]:
     b, gaps = bd.breakdown(session, ranks.collectives if ranks is not None else None)
     cc = session.device.compute_capability if session.device is not None else None
     ctx = ProgramContext(session, b, gaps, ranks, tuple(cc) if cc else None)
-    found, skipped = run_program_rules(ctx) if b.ranks else ([], [])
+    short = _too_short(b)
+    found, skipped = run_program_rules(ctx) if b.ranks and not short else ([], [])
     not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
-    if not b.ranks:
-        not_eval += [RuleNotEvaluated(r.rule, b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
+    if not b.ranks or short:
+        not_eval += [RuleNotEvaluated(r.rule, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
                        f.message, "kernelscope", "program", f.rank) for f in _one_per_rule(found)]
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
                                                    f.rule in GENERIC_RULES, f.rule, f.kernel or ""))
-    return b, _prerequisites_first(every), unranked, not_eval
+    return b, _prerequisites_first(every), unranked, not_eval, short
 
 
 def _prerequisites_first(findings: list[Finding]) -> list[Finding]:
@@ -276,7 +287,7 @@ def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasu
 @collector_paused()
 def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None = None) -> SessionVerdict:
     summary = analysis.summary
-    b, findings, unranked, not_eval = _findings(session, analysis, ranks)
+    b, findings, unranked, not_eval, short = _findings(session, analysis, ranks)
     return SessionVerdict(
         summary.total_kernel_ns,
         summary.launch_count,
@@ -291,4 +302,5 @@ def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksRep
         b,
         tuple(not_eval),
         _combined(findings, b),
+        too_short=short,
     )

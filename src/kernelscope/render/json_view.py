@@ -117,6 +117,7 @@ def verdict_json(v: Any) -> dict[str, Any] | None:
         "combined_gain_pct": None if v.combined_gain_pct is None else round(v.combined_gain_pct, 3),
         "combined_formula": v.combined_formula,
         "not_evaluated": [{"rule": n.rule, "reason": n.reason} for n in v.not_evaluated],
+        "too_short": v.too_short,
         "not_measured": [{"what": n.what, "reason": n.reason, "kernels": n.kernels} for n in v.not_measured],
     }
 

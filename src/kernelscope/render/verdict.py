@@ -103,6 +103,21 @@ def no_gain_text(v: SessionVerdict) -> str:
         " (some kernels lack counters: see below)" if counters else "")
 
 
+def too_short_text(v: SessionVerdict) -> str:
+    """Why the program was not judged (its window too short), empty when it was."""
+    return f"Program findings: none given, the session is too short to judge: {v.too_short}" if v.too_short else ""
+
+
+def not_evaluated_lines(v: SessionVerdict) -> list[str]:
+    """The rules that could not run, those with one reason named together (a session too short to judge gives
+    every program rule the same one), in the verdict's order."""
+    by_reason: dict[str, list[str]] = {}
+    for n in v.not_evaluated:
+        by_reason.setdefault(n.reason, []).append(n.rule)
+    return [f"{', '.join(rules)}: " + ("not run, the session is too short to judge (above)" if reason == v.too_short
+                                       else reason) for reason, rules in by_reason.items()]
+
+
 def not_measured_text(n) -> str:
     who = f" ({n.kernels} kernel{'s' if n.kernels != 1 else ''})" if n.kernels else ""
     return f"{n.what}{who}: {n.reason}"
@@ -157,7 +172,7 @@ class VerdictPanel:
         _rows(t, "  by region", v.by_region)
         parts.append(t)
         parts += _findings(v)
-        parts += _listed("Not evaluated", [f"{n.rule}: {n.reason}" for n in v.not_evaluated])
+        parts += _listed("Not evaluated", not_evaluated_lines(v))
         parts += _listed("Not measured", [not_measured_text(n) for n in v.not_measured])
         yield Panel(Group(*parts), title="Verdict", title_align="left")
 
@@ -176,6 +191,11 @@ def _breakdown_table(v: SessionVerdict) -> list:
 
 
 def _findings(v: SessionVerdict) -> list:
+    short = [Text(too_short_text(v), style="bold")] if v.too_short else []
+    return short + _gains(v)
+
+
+def _gains(v: SessionVerdict) -> list:
     unranked = unranked_text(v)
     if not v.gains:
         return [Text(no_gain_text(v), style="bold")] + ([Text(f"  {unranked}", style="dim")] if unranked else [])

@@ -4,7 +4,8 @@ from __future__ import annotations
 from kernelscope.render.fmt import duration
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.verdict import (KIND_NAMES, breakdown_rows, combined_text, fix_text, gain_text, gains_title,
-                                        no_gain_text, not_measured_text, pct, time_line, unranked_text, window_text)
+                                        no_gain_text, not_evaluated_lines, not_measured_text, pct, time_line,
+                                        too_short_text, unranked_text, window_text)
 
 
 def verdict_section(v) -> Markup:
@@ -20,6 +21,8 @@ def verdict_section(v) -> Markup:
             rows.append((label if i == 0 else "", pct(r.share), duration(r.total_ns), names.get(r.name, r.name)))
     if rows:
         body.append(table(("", "Share", "Time", "What"), rows, num_from=1, text_cols=(3,)))  # '15 other kernels
+    if v.too_short:
+        body.append(el("p", too_short_text(v)))
     if v.gains:
         body.append(table(("#", "Of wall time", "Finding", "Fix"),
                           [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g, len(v.breakdown.ranks)),
@@ -33,7 +36,7 @@ def verdict_section(v) -> Markup:
         body.append(note(unranked_text(v)))
     if v.not_evaluated:
         body.append(el("h3", "Not evaluated"))
-        body.append(el("ul", *(el("li", f"{n.rule}: {n.reason}") for n in v.not_evaluated)))
+        body.append(el("ul", *(el("li", line) for line in not_evaluated_lines(v))))
     if v.not_measured:
         body.append(el("h3", "Not measured"))
         body.append(el("ul", *(el("li", not_measured_text(n)) for n in v.not_measured)))
