@@ -21,6 +21,11 @@ def _report(path):
     return build_report(Session.load(path))
 
 
+def _words(text: str) -> str:
+    """Terminal text as one line of words, the panels' borders left out (a sentence folds across rows)."""
+    return " ".join(w for w in text.split() if w not in ("│", "┃"))
+
+
 def _rules(recs) -> set[str]:
     return {r.finding.rule_id for r in recs.recommendations}
 
@@ -189,3 +194,53 @@ def test_too_short_is_said_in_the_terminal_html_and_json():
 def test_loops_long_enough_are_judged(path):
     v = _report(path).verdict
     assert v.too_short is None and [f for f in v.findings if f.scope == "program"]
+
+
+# -- one list: the verdict's findings, shown in the kernels' panels --------------------------------------------------
+
+def test_a_kernel_the_verdict_names_shows_that_finding_in_its_panel_html_and_notebook(tmp_path):
+    """tc_mlp_train (FP32 training): the verdict's first finding is the FP32 matmuls on the FMA pipes; the top
+    kernel is one of them, and its panel used to say "Recommendations: none" beside a second list of its own."""
+    import html as html_lib
+
+    import kernelscope
+    from conftest import run_cli
+    from kernelscope.render.html import render_html
+
+    path = PROGRAMS / "tc_mlp_train_defect.json.gz"
+    r = _report(path)
+    first = r.verdict.findings[0]
+    top = r.kernels[0].summary.name
+    assert first.rule == "tensor-cores-unused" and top in first.kernels
+    assert r.verdict.for_kernel(top)[0] == (1, first)
+    text = _words(run_cli("show", str(path), "--width", "160", "--no-color").stdout)
+    panel = text[text.index("Profiling summary"):]
+    assert f"#1 · {first.gain_pct:.1f}% of wall · {first.title}" in panel
+    assert "fix: allow TF32" in panel and "evidence: FP32 FMA matmul kernels" in panel
+    assert "gain: FMA matmul time" in panel
+    assert "Recommendations across the session" not in text
+    page = " ".join(html_lib.unescape(render_html(r)).split())
+    assert f"#1 · {first.gain_pct:.1f}% of wall · {first.title}" in page and "Recommendations across the session" \
+        not in page
+    cell = html_lib.unescape(kernelscope.load(path)._repr_html_())
+    assert f"in the verdict: #1 {first.title}" in cell
+    doc = __import__("json").loads(run_cli("show", str(path), "--json").stdout)["verdict"]
+    assert top in doc["findings"][0]["kernels"]
+
+
+def test_verdict_findings_show_evidence_and_formula_in_the_terminal():
+    from conftest import run_cli
+
+    path = PROGRAMS / "sync_item_train_defect.json.gz"
+    v = _report(path).verdict
+    text = _words(run_cli("show", str(path), "--brief", "--width", "200", "--no-color").stdout)
+    for f in v.gains:
+        assert f"gain: {f.gain_formula}" in text
+        name, value = f.evidence[0]
+        assert f"evidence: {name} = " in text
+
+
+def test_a_stall_finding_names_the_stall():
+    v = _report(DATA / "session_h100_analysis.json.gz").verdict
+    stalls = [f for f in v.findings if f.rule == "dominant-stall"]
+    assert stalls and all("'long scoreboard'" in f.title for f in stalls)

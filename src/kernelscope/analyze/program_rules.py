@@ -72,8 +72,9 @@ class ProgramFinding:
     gain_formula: str
     evidence: tuple[tuple[str, Any], ...]
     fix: str
-    kernel: str | None = None  # the kernel it names, when it names one
+    kernel: str | None = None  # the kernel it names, when it names one (short name, as shown)
     rank: int | None = None
+    kernels: tuple[str, ...] = ()  # full names of every kernel it is about: their panels show it
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def tensor_cores_unused(ctx: ProgramContext) -> list:
              ("largest", short_kernel_name(top)), ("TF32 / FP32 rate ratio (datasheet)", ratio)),
             "allow TF32: torch.set_float32_matmul_precision('high') (or torch.backends.cuda.matmul.allow_tf32 = True "
             "and torch.backends.cudnn.allow_tf32 = True), or run the model under torch.autocast('cuda', "
-            "dtype=torch.bfloat16)", short_kernel_name(top), b.rank))
+            "dtype=torch.bfloat16)", short_kernel_name(top), b.rank, tuple(sorted(names, key=lambda n: -names[n]))))
     return out
 
 

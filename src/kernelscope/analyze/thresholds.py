@@ -136,11 +136,6 @@ VERDICT_MIN_GAIN_PCT = 5.0
 # (quartiles of two or three values say little more than their range).
 SPREAD_IQR_MIN_LAUNCHES = 4
 
-# The session-wide recommendation list leaves out findings that could save less
-# than this share of all kernel time: a 0.1% tail effect on a tiny kernel is
-# true but not where an author should look first (each kernel's panel still lists it).
-SESSION_LIST_MIN_GAIN_PCT = 0.5
-
 # A kernel that is not compute-bound is still a SIMT matmul when at least this share of its warp instructions issue
 # on the FMA pipe (with the operand reuse above): a matmul reading its operands from global memory issues about one
 # FMA per two loads plus address arithmetic (a third of its instructions), a copy or stencil almost none.

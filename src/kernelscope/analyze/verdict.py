@@ -67,6 +67,7 @@ class Finding:
     rank: int | None = None
     kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
     explains: tuple[str, ...] = ()  # generic findings folded into this one
+    kernels: tuple[str, ...] = ()  # full names of the kernels it is about: each kernel's panel shows it
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ class SessionVerdict:
     @property
     def gains(self) -> tuple[Finding, ...]:
         return self.findings[:TOP_GAINS]
+
+    def for_kernel(self, name: str) -> tuple[tuple[int, Finding], ...]:
+        """The findings of the one list that name the kernel (by full name), with their place in it (1 = first)."""
+        return tuple((i, f) for i, f in enumerate(self.findings, 1) if name in f.kernels)
 
 
 def _shares(totals: dict[str, tuple[int, int]], whole: int) -> tuple[TimeShare, ...]:
@@ -194,7 +199,7 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
             out.append(Finding(
                 f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,
                 f"{formula}; kernel gain: {r.gain_basis}", f.evidence, f.message, f.message, r.source, "kernel", None,
-                r.gain_pct, folded if i == 0 else ()))
+                r.gain_pct, folded if i == 0 else (), (kernel,)))
     return out, unranked
 
 
@@ -244,7 +249,7 @@ def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | 
     if not b.ranks or short:
         not_eval += [RuleNotEvaluated(r.rule, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
-                       f.message, "kernelscope", "program", f.rank) for f in _one_per_rule(found)]
+                       f.message, "kernelscope", "program", f.rank, kernels=f.kernels) for f in _one_per_rule(found)]
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
                                                    f.rule in GENERIC_RULES, f.rule, f.kernel or ""))

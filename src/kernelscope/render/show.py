@@ -57,7 +57,7 @@ class ShowView:
             if k.counters is not None:
                 yield CounterPanels(k.counters, label)
             if self.with_analysis:
-                yield SummaryPanel(k.analysis)
+                yield SummaryPanel(k.analysis, in_verdict=r.verdict.for_kernel(k.summary.name) if r.verdict else ())
         if self.with_analysis:
             yield SessionPanels(r.analysis, self.timeline_limit)
         if r.memory is not None:  # run --memory: the caching allocator's history

@@ -14,7 +14,8 @@ from rich.text import Text
 
 from kernelscope.analyze.breakdown import CATEGORIES, IDLE
 from kernelscope.analyze.verdict import SessionVerdict, TimeShare
-from kernelscope.render.fmt import duration, plural
+from kernelscope.render.counter_panels import plain
+from kernelscope.render.fmt import duration, number, plural
 
 KIND_NAMES = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}
 
@@ -47,7 +48,37 @@ def gain_text(f, ranks: int = 1) -> str:
 
 
 def fix_text(f) -> str:
-    return f"fix: {f.fix}" if f.fix and f.scope == "program" else ""
+    """The finding's fix: a program rule's own words, a kernel rule's message (what it saw, then what to do)."""
+    if not f.fix:
+        return ""
+    return f"fix: {f.fix}" if f.scope == "program" else f"fix: {plain(f.fix, sentences=3)}"
+
+
+IN_VERDICT_TITLE = "In the verdict"
+IN_VERDICT_NOTE = ("the session's findings that name this kernel, with their place in its list; gain = share of the "
+                   "window's wall time")
+
+
+def in_verdict_lines(i: int, f) -> list[str]:
+    """One finding of the verdict as a kernel panel shows it: place and gain, title, then fix, evidence, formula."""
+    return [f"#{i} · {f.gain_pct:.1f}% of wall · {f.title}"] + [
+        line for line in (fix_text(f), evidence_text(f), formula_text(f)) if line]
+
+
+def in_verdict_text(items) -> str:
+    """The findings that name a kernel, in one line (the notebook's kernel verdicts)."""
+    return "; ".join(f"#{i} {f.title} ({f.gain_pct:.1f}% of wall)" for i, f in items)
+
+
+def evidence_text(f, limit: int = 6) -> str:
+    """The values that triggered the finding, as the rule named them (show --json has every one)."""
+    parts = [f"{name} = {number(value)}" for name, value in f.evidence[:limit]]
+    more = len(f.evidence) - limit
+    return "evidence: " + "; ".join(parts) + (f"; {more} more in show --json" if more > 0 else "") if parts else ""
+
+
+def formula_text(f) -> str:
+    return f"gain: {f.gain_formula}" if f.gain_formula else ""
 
 
 def breakdown_rows(v: SessionVerdict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -205,8 +236,9 @@ def _gains(v: SessionVerdict) -> list:
     g.add_column(overflow="fold")
     for i, f in enumerate(v.gains, 1):
         g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", Text.from_markup(gain_text(f, len(v.breakdown.ranks))))
-        if fix_text(f):
-            g.add_row("", "", f"[dim]{fix_text(f)}[/]")
+        for line in (fix_text(f), evidence_text(f), formula_text(f)):
+            if line:
+                g.add_row("", "", f"[dim]{line}[/]")  # display-copy strings: markup already escaped
     more = len(v.findings) - len(v.gains)
     notes = [f"{more} smaller finding{'s' if more != 1 else ''}: show --json lists every one" if more > 0 else "",
              combined_text(v), unranked]

@@ -68,10 +68,11 @@ def rule(rule_id: str, title: str, gain_formula: str) -> Callable[[Callable[[Rul
 
 
 def finding(r: Rule, section: str, message: str, gain_pct: float | None,
-            evidence: list[tuple[str, Any]], severity: str = "optimization") -> Finding:
+            evidence: list[tuple[str, Any]], severity: str = "optimization", title: str | None = None) -> Finding:
+    """The rule's finding; ``title``: a more specific one than the rule's (the stall it names)."""
     gain = None if gain_pct is None else round(max(0.0, min(100.0, gain_pct)), 2)
     return Finding(source=SOURCE, rule_id=r.rule_id, name=r.title, section=section, severity=severity,
-                   title=r.title, message=message, speedup_type="global" if gain is not None else None,
+                   title=title or r.title, message=message, speedup_type="global" if gain is not None else None,
                    speedup_pct=gain, evidence=tuple((str(k), _plain(v)) for k, v in evidence))
 
 

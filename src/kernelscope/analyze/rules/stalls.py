@@ -40,4 +40,4 @@ def dominant_stall(ctx: RuleContext) -> Outcome:
     msg = (f"{100 * share:.0f}% of the cycles warps spend waiting are '{name}' "
            f"({float(top.cycles_per_issue.value):.1f} cycles per issued instruction): "
            f"{STALL_MEANING.get(top.reason, top.reason)}.")
-    return finding(dominant_stall, "Warp state", msg, gain, evidence)
+    return finding(dominant_stall, "Warp state", msg, gain, evidence, title=f"Warps wait on '{name}' (dominant stall)")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from kernelscope.render.fmt import duration
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.verdict import (KIND_NAMES, breakdown_rows, combined_text, fix_text, gain_text, gains_title,
+from kernelscope.render.verdict import (KIND_NAMES, breakdown_rows, combined_text, evidence_text, fix_text,
+                                        formula_text, gain_text, gains_title,
                                         no_gain_text, not_evaluated_lines, not_measured_text, pct, time_line,
                                         too_short_text, unranked_text, window_text)
 
@@ -25,7 +26,9 @@ def verdict_section(v) -> Markup:
         body.append(el("p", too_short_text(v)))
     if v.gains:
         body.append(table(("#", "Of wall time", "Finding", "Fix"),
-                          [(f"{i}.", f"{g.gain_pct:.1f}%", gain_text(g, len(v.breakdown.ranks)),
+                          [(f"{i}.", f"{g.gain_pct:.1f}%",
+                            [gain_text(g, len(v.breakdown.ranks))] + [el("div", line, class_="note") for line in
+                                                                      (evidence_text(g), formula_text(g)) if line],
                             fix_text(g).removeprefix("fix: "))
                            for i, g in enumerate(v.gains, 1)], caption=gains_title(v), num_from=1, text_cols=(2, 3)))
         if combined_text(v):
