@@ -181,7 +181,7 @@ def test_local_memory_from_l1_bytes_no_global_access_explains(ceilings):
     # the fixed kernel's L1 bytes are all global sectors; a kernel with shared memory is not judged this way
     assert _ours(_analysis("local_memory", FIXED, ceilings), "local-memory") is None
     sdpa = _analysis("control_sdpa", CONTROL, ceilings)
-    assert "cp.async" in {n.rule_id: n.reason for n in sdpa.recommendations.not_evaluated}["local-memory"]
+    assert "cp.async" in {n.rule: n.reason for n in sdpa.recommendations.not_evaluated}["local-memory"]
 
 
 def test_local_memory_prefers_the_local_sector_counters(ceilings):
@@ -259,7 +259,7 @@ def test_library_kernel_occupancy_is_not_promised_a_gain(ceilings):
     NVIDIA's), and the stall it causes is shown without a gain (analyze/libraries.py)."""
     k = _analysis("control_sdpa", CONTROL, ceilings)
     assert _ours(k, "occupancy-limit") is None
-    assert "a FlashAttention kernel" in {n.rule_id: n.reason for n in k.recommendations.not_evaluated}[
+    assert "a FlashAttention kernel" in {n.rule: n.reason for n in k.recommendations.not_evaluated}[
         "occupancy-limit"]
     assert not any(x.source == "ncu-rule" and x.finding.rule_id == "TheoreticalOccupancy"
                    for x in k.recommendations.recommendations)

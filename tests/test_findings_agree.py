@@ -120,7 +120,7 @@ def test_library_kernels_get_no_launch_configuration_or_register_advice(name):
     for k in libs:
         lib = library_of(k.kernel.name)
         assert not _rules(k.recommendations) & set(LAUNCH_CONFIG_RULES + NCU_LAUNCH_CONFIG_RULES), k.kernel.name
-        skipped = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}
+        skipped = {n.rule: n.reason for n in k.recommendations.not_evaluated}
         assert all(f"a {lib.name} kernel" in skipped[r] for r in LAUNCH_CONFIG_RULES)
         for text in _advice(k):
             assert not any(a in text for a in LAUNCH_ADVICE), (k.kernel.name, text)
@@ -135,7 +135,7 @@ def test_the_cutlass_simt_sgemm_is_named_for_its_library():
     a = analyze_session(Session.load(PROGRAMS / "tc_mlp_train_defect.json.gz"))
     k = next(k for k in a.kernels if "cutlass_80_simt_sgemm" in k.kernel.name)
     assert k.kernel.configs[0].config.registers_per_thread == 202
-    reason = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}["occupancy-limit"]
+    reason = {n.rule: n.reason for n in k.recommendations.not_evaluated}["occupancy-limit"]
     assert reason.startswith("a CUTLASS kernel") and "TF32" in reason
 
 
@@ -171,7 +171,7 @@ def test_a_session_too_short_to_judge_says_so_instead_of_program_findings(path):
     v = r.verdict
     assert v.too_short and "a loop's pattern cannot be told from a one-off" in v.too_short
     assert not [f for f in v.findings if f.scope == "program"]
-    assert {n.rule for n in v.not_evaluated if n.reason == v.too_short} == {p.rule for p in PROGRAM_RULES}
+    assert {n.rule for n in v.not_evaluated if n.reason == v.too_short} == {p.rule_id for p in PROGRAM_RULES}
 
 
 def test_too_short_is_said_in_the_terminal_html_and_json():

@@ -1,8 +1,10 @@
 """Program rules: causes a whole program's wall time shows, each a small function over the breakdown
 (analyze/breakdown.py), the GPU activities and the collectives.
 
-Each rule returns a ProgramFinding (its gain a share of the window's wall time, with the formula), NotEvaluated
-with the data it lacked, or None when it looked and found nothing. Every rule names what it reads in ``needs``.
+Each rule (analyze/rule.Rule, scope "program", registered with ``program_rule``) returns a list of ProgramFinding
+(its gain a share of the window's wall time, with the formula) and NotEvaluated with the data it lacked; an empty
+list when it looked and found nothing. Every rule names what it reads (``inputs``) and the rules whose fix must
+come first (``needs``).
 Name patterns, not if-chains: the tables below say which kernel names are FP32 FMA matmuls and which are
 elementwise kernels, and the per-architecture rate ratio a tensor-core matmul gains over FMA.
 """
@@ -20,6 +22,7 @@ from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
 from kernelscope.analyze.intervals import intersect, total, union
 from kernelscope.analyze.ranks import RanksReport
+from kernelscope.analyze.rule import PROGRAM, REGISTRY, NotEvaluated, Rule, register
 from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS
 from kernelscope.model import Session
 from kernelscope.model.names import short_kernel_name
@@ -77,12 +80,6 @@ class ProgramFinding:
     kernels: tuple[str, ...] = ()  # full names of every kernel it is about: their panels show it
 
 
-@dataclass(frozen=True)
-class NotEvaluated:
-    rule: str
-    reason: str
-
-
 @dataclass
 class ProgramContext:
     session: Session
@@ -125,22 +122,14 @@ class ProgramContext:
 Outcome = "ProgramFinding | NotEvaluated | None"
 
 
-@dataclass(frozen=True)
-class ProgramRule:
-    rule: str
-    title: str
-    needs: str  # the data it reads, in words
-    check: Callable[[ProgramContext], list]
+PROGRAM_RULES: list[Rule] = REGISTRY[PROGRAM]  # the program rules, in registration order
 
 
-PROGRAM_RULES: list[ProgramRule] = []
-
-
-def program_rule(rule: str, title: str, needs: str) -> Callable[[Callable[[ProgramContext], list]], ProgramRule]:
-    def wrap(fn: Callable[[ProgramContext], list]) -> ProgramRule:
-        r = ProgramRule(rule, title, needs, fn)
-        PROGRAM_RULES.append(r)
-        return r
+def program_rule(rule: str, title: str, inputs: str, *, needs: tuple[str, ...] = (), gain_formula: str = ""
+                 ) -> Callable[[Callable[[ProgramContext], list]], Rule]:
+    """Register a program rule function in the one registry (analyze/rule.py says what each argument declares)."""
+    def wrap(fn: Callable[[ProgramContext], list]) -> Rule:
+        return register(Rule(rule, title, PROGRAM, inputs, gain_formula, fn, needs))
     return wrap
 
 
@@ -228,7 +217,8 @@ def sync_in_loop(ctx: ProgramContext) -> list:
 
 
 @program_rule("launch-bound", "launch-bound: the GPU waits for the host to launch",
-              "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass")
+              "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass",
+              needs=("sync-in-loop",))  # a CUDA graph cannot hold a loop that syncs with the host
 def launch_bound(ctx: ProgramContext) -> list:
     out: list = []
     for b in ctx.breakdown.ranks:

@@ -29,6 +29,7 @@ from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
 from kernelscope.analyze.libraries import (LAUNCH_CONFIG_RULES, LIBRARIES, LIBRARY_DESIGN_RULES,
                                           NCU_LAUNCH_CONFIG_RULES, by_design, not_yours)
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
+from kernelscope.analyze.rule import symptoms
 from kernelscope.analyze.rules.base import headroom_pct
 from kernelscope.model import Finding, Launch
 
@@ -116,15 +117,12 @@ def gain_basis(f: Finding) -> str:
     return r.gain_formula if r else "not estimated"
 
 
-# Rules that name a symptom rather than a cause, most generic last: on equal gains (to 0.1 point) a specific cause
-# ranks first, and the dominant stall explains the finding it comes with rather than competing with it.
-GENERIC_RULES: dict[str, int] = {"occupancy-limit": 1, "dominant-stall": 2}
 
 
 def rank_key(r: Recommendation) -> tuple:
     tier = 0 if r.gain_pct is not None else 1 if (r.local_pct is not None or r.vendor_pct is not None) else 2
     return (tier, -round(r.gain_pct or r.local_pct or r.vendor_pct or 0.0, 1),
-            GENERIC_RULES.get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
+            symptoms().get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
             r.finding.rule_id, r.finding.title)
 
 

@@ -5,8 +5,9 @@ recorded durations it sums.
 Findings come from the program rules (analyze/program_rules.py: host syncs, launch overhead, copies, host
 stalls, FP32 matmuls, unfused chains, stragglers) and the kernel rules (analyze/recommend.py), in one list
 ranked by gain as a share of wall time. A kernel finding's gain becomes a share of wall time by
-KERNEL_GAIN_FORMULA. Communication kernels get communication findings only; a generic symptom (GENERIC_RULES)
-that another finding on the same kernel explains is folded into it; the kernel rules about the launch cycle
+KERNEL_GAIN_FORMULA. Communication kernels get communication findings only; a generic symptom (a rule's declared
+``symptom``, analyze/rule.py) that another finding on the same kernel explains is folded into it; a finding whose
+rule ``needs`` another's fix first comes right after it; the kernel rules about the launch cycle
 give way to the program rules that see the whole run. Gains that claim the same time (one breakdown
 category) are combined, never summed (COMBINED_FORMULA).
 """
@@ -23,18 +24,15 @@ from kernelscope.analyze.kernel_table import SessionSummary
 from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
+from kernelscope.analyze.rule import NotEvaluated, explained, prerequisites
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
 TOP_KERNELS = 3  # kernels named in "by kernel"; the rest are summed as one share
 TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every one)
 MIN_WALL_GAIN_PCT = 0.1  # kernel findings under this share of wall time stay in the kernels' panels only
-GENERIC_RULES = ("dominant-stall",)  # symptoms: explained by a specific finding on the same kernel
 KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all kernel time x kernel time's share of "
                        "the window's wall time (breakdown, mean over ranks)")
-# A finding whose fix cannot work until another's is done comes right after it, whatever its gain: a CUDA graph cannot
-# hold a loop that syncs with the host.
-PREREQUISITES: dict[str, tuple[str, ...]] = {"launch-bound": ("sync-in-loop",)}
 COMBINED_FORMULA = ("per breakdown category 1 - product(1 - gain) over its findings, capped at the category's share; "
                     "categories (disjoint time) added")
 NO_REGION = "(no region)"
@@ -71,12 +69,6 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class RuleNotEvaluated:
-    rule: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class NotMeasured:
     what: str
     reason: str
@@ -97,7 +89,7 @@ class SessionVerdict:
     unranked: int  # findings with no kernel-time estimate (shown in the kernels' panels, not ranked here)
     not_measured: tuple[NotMeasured, ...]
     breakdown: bd.Breakdown = bd.Breakdown(())
-    not_evaluated: tuple[RuleNotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
+    not_evaluated: tuple[NotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
     combined_gain_pct: float | None = None  # COMBINED_FORMULA over findings
     combined_formula: str = COMBINED_FORMULA
     too_short: str | None = None  # why the window is too short to judge the program (breakdown.too_short): no
@@ -185,8 +177,9 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
         by_kernel[r.kernel].append(r)
     out: list[Finding] = []
     for kernel, recs in by_kernel.items():
-        specific = [r for r in recs if r.finding.rule_id not in GENERIC_RULES]
-        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in GENERIC_RULES) if specific else ()
+        generic = explained()  # declared by the rules (analyze/rule.py)
+        specific = [r for r in recs if r.finding.rule_id not in generic]
+        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in generic) if specific else ()
         for i, r in enumerate(specific or recs):
             gain = r.session_gain_pct
             formula = KERNEL_GAIN_FORMULA if busy is not None else "gain % of the kernel's time x its share of all " \
@@ -239,26 +232,28 @@ def _too_short(b: bd.Breakdown) -> str | None:
 
 
 def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None
-              ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated], str | None]:
+              ) -> tuple[bd.Breakdown, list[Finding], int, list[NotEvaluated], str | None]:
     b, gaps = bd.breakdown(session, ranks.collectives if ranks is not None else None)
     cc = session.device.compute_capability if session.device is not None else None
     ctx = ProgramContext(session, b, gaps, ranks, tuple(cc) if cc else None)
     short = _too_short(b)
     found, skipped = run_program_rules(ctx) if b.ranks and not short else ([], [])
-    not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
+    not_eval = list(skipped)
     if not b.ranks or short:
-        not_eval += [RuleNotEvaluated(r.rule, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
+        not_eval += [NotEvaluated(r.rule_id, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
                        f.message, "kernelscope", "program", f.rank, kernels=f.kernels) for f in _one_per_rule(found)]
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
-                                                   f.rule in GENERIC_RULES, f.rule, f.kernel or ""))
+                                                   f.rule in explained(), f.rule, f.kernel or ""))
     return b, _prerequisites_first(every), unranked, not_eval, short
 
 
 def _prerequisites_first(findings: list[Finding]) -> list[Finding]:
+    """A finding whose fix cannot work until another's is done (the rule's declared ``needs``) comes right after it,
+    whatever its gain."""
     out = list(findings)
-    for rule, before in PREREQUISITES.items():
+    for rule, before in prerequisites().items():
         i = next((k for k, f in enumerate(out) if f.rule == rule), None)
         j = max((k for k, f in enumerate(out) if f.rule in before), default=None)
         if i is not None and j is not None and j > i:

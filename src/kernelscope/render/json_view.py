@@ -176,7 +176,7 @@ def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
                                                for n, t, p, ty in r.ncu_estimates],
                              "merged": list(r.merged), "finding": r.finding.to_dict()}
                             for r in a.recommendations.recommendations],
-        "not_evaluated": [{"rule_id": n.rule_id, "reason": n.reason} for n in a.recommendations.not_evaluated],
+        "not_evaluated": [{"rule_id": n.rule, "reason": n.reason} for n in a.recommendations.not_evaluated],
         "missing": [{"what": what, "why": why} for what, why in a.missing],
     }
 

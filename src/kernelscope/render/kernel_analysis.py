@@ -198,7 +198,7 @@ class MissingList:
         for what, why in self.k.missing:
             by_reason[why].append(what)
         for n in self.k.recommendations.not_evaluated:
-            by_reason[n.reason].append(f"rule {n.rule_id}")
+            by_reason[n.reason].append(f"rule {n.rule}")
         if not by_reason:
             return
         t = Table.grid(padding=(0, 1))

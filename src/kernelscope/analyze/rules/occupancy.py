@@ -64,7 +64,7 @@ def lift(ctx: RuleContext, occ: OccupancyResult) -> tuple[list[str], OccupancyRe
 
 
 @rule("occupancy-limit", "Occupancy limited by the launch configuration",
-      "min(100 - busiest unit % of peak, (1 - theoretical occupancy / occupancy after the change) x 100)")
+      "min(100 - busiest unit % of peak, (1 - theoretical occupancy / occupancy after the change) x 100)", symptom=1)
 def occupancy_limit(ctx: RuleContext) -> Outcome:
     occ = occupancy_of(ctx)
     if occ is None:

@@ -6,12 +6,13 @@ from typing import Any
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct,
                                            rule, value)
+from kernelscope.analyze.rule import EXPLAINED
 from kernelscope.analyze.warp_state import STALL_MEANING, warp_state
 
 
 @rule("dominant-stall", "Dominant warp stall reason",
       "min(the reason's share of stall cycles x idle issue slots % (100 - issue slots busy %), "
-      "100 - busiest unit % of peak)")
+      "100 - busiest unit % of peak)", symptom=EXPLAINED)
 def dominant_stall(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:

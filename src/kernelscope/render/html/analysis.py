@@ -157,7 +157,7 @@ def summary_section(k, in_verdict: tuple = ()) -> Markup:
     for what, why in k.missing:
         by_reason[why].append(what)
     for n in recs.not_evaluated:
-        by_reason[n.reason].append(f"rule {n.rule_id}")
+        by_reason[n.reason].append(f"rule {n.rule}")
     if by_reason:
         body.append(note("Not shown or not evaluated:"))
         body.append(el("ul", *(el("li", f"{', '.join(w)}: {why}") for why, w in by_reason.items()), class_="note"))
