@@ -244,3 +244,22 @@ def test_a_stall_finding_names_the_stall():
     v = _report(DATA / "session_h100_analysis.json.gz").verdict
     stalls = [f for f in v.findings if f.rule == "dominant-stall"]
     assert stalls and all("'long scoreboard'" in f.title for f in stalls)
+
+
+# -- one window: step times from the GPU ----------------------------------------------------------------------------
+
+def test_step_times_come_from_the_gpu_spans_of_steps():
+    """sync_item_train: the profiler recorded each step's GPU span; the median step is the median time from one
+    step's first GPU activity to the next's, not the host's step spans (the host runs ahead of the GPU)."""
+    import statistics
+
+    s = Session.load(PROGRAMS / "sync_item_train_defect.json.gz")
+    (b,) = bd.breakdown(s)[0].ranks
+    steps = {int(r.name.split("#")[1]): r for r in s.regions if r.name.startswith("ProfilerStep#")}
+    assert b.window_basis.startswith("steps 5-14") and sorted(steps) == list(range(5, 15))
+    periods = [steps[n + 1].gpu_start_ns - steps[n].gpu_start_ns for n in range(5, 14)]
+    periods.append(steps[14].gpu_duration_ns)  # the last step: its GPU span (no later step)
+    assert b.step_basis == bd.GPU_STEPS and b.median_step_ns == int(statistics.median(periods))
+    assert b.median_step_ns != int(statistics.median(r.cpu_duration_ns for r in steps.values()))
+    memory = bd.breakdown(Session.load(DATA / "memory" / "steps50-52_memory.json.gz"))[0].ranks[0]
+    assert memory.step_basis == bd.HOST_STEPS  # that recording kept no GPU span of its steps

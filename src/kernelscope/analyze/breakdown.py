@@ -74,6 +74,7 @@ class RankBreakdown:
     shares: tuple[Share, ...]  # every category, in CATEGORIES order (zeros included)
     sync_calls: tuple[tuple[str, int], ...] = ()  # the calls behind "after host syncs", with how many gaps each
     repeats: int = 0  # timed launches of the rank's most-launched kernel (the whole run)
+    step_basis: str = ""  # what median_step_ns measures (GPU_STEPS or HOST_STEPS)
 
     @property
     def wall_ns(self) -> int:
@@ -228,17 +229,38 @@ def step_spans(session: Session, rank: int) -> list[tuple[int, int, int]]:
     return sorted(set(out))
 
 
-def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, str, int, int | None]:
+GPU_STEPS = "GPU: from each step's first GPU activity to the next step's"
+HOST_STEPS = "host: the steps' CPU spans (no GPU span recorded for every step)"
+
+
+def gpu_step_times(session: Session, rank: int, numbers: list[int]) -> list[int] | None:
+    """The GPU time of each step (GPU_STEPS) of the given step numbers, from the steps' recorded GPU spans (the
+    profiler's ProfilerStep ranges): the start of the next step's GPU work less the start of this one's, the last
+    step's its GPU span when no later step has one. None when a step has no GPU span."""
+    starts: dict[int, tuple[int, int]] = {}
+    for r in session.regions:
+        m = STEP_RE.match(r.name)
+        if m and (r.rank or 0) == rank and r.gpu_start_ns is not None and r.gpu_duration_ns is not None:
+            starts[int(m.group(1))] = (r.gpu_start_ns, r.gpu_start_ns + r.gpu_duration_ns)
+    if not numbers or any(n not in starts for n in numbers):
+        return None
+    out = [starts[n + 1][0] - starts[n][0] if n + 1 in starts else starts[n][1] - starts[n][0] for n in numbers]
+    return out if all(t > 0 for t in out) else None
+
+
+def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, str, int, int | None, str]:
     steps = step_spans(session, rank)
     if session.steps is None and steps:
         steps = steps[:-1]  # the step after the last kernelscope.step() call runs to the program's end
     steady = [s for s in steps if s[0] != 0]  # step 0: warm-up, module loading, first launches
     if steady:
-        lengths = [e - s for _, s, e in steady]
+        gpu = gpu_step_times(session, rank, [n for n, _, _ in steady])
+        lengths = gpu or [e - s for _, s, e in steady]
         first, last = steady[0][0], steady[-1][0]
         basis = (f"steps {first}-{last} ({len(steady)} steps"
                  + (", step 0 left out: warm-up and first launches" if any(s[0] == 0 for s in steps) else "") + ")")
-        return steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths))
+        return (steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths)),
+                GPU_STEPS if gpu else HOST_STEPS)
     # No steps: the steady part starts once every kernel that repeats has run once (its first launch carries
     # module loading and library set-up), and ends with the rank's last GPU activity.
     every = [iv for iv in ri.intervals.values() if iv]
@@ -249,7 +271,7 @@ def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, s
     if start >= end:
         start = begin
     return start, end, ("from the end of the first launch of the last repeating kernel to the rank's last GPU "
-                        "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None
+                        "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None, ""
 
 
 def _union_sorted(iv: list[Interval]) -> list[Interval]:
@@ -365,7 +387,7 @@ def _clip_union(u: list[Interval], lo: int, hi: int) -> list[Interval]:
 
 def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: bool,
                    collectives: CollectiveAnalysis | None = None) -> tuple[RankBreakdown, list[Gap]]:
-    lo, hi, basis, steps, median_step = _window(session, rank, ri)
+    lo, hi, basis, steps, median_step, step_basis = _window(session, rank, ri)
     started: dict[str, int] = {}
     covered: list[Interval] = []
     ns: dict[str, int] = {}
@@ -386,7 +408,7 @@ def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: b
                          gap_n[c] if c in IDLE else started.get(c, 0)) for c in CATEGORIES)
     calls = Counter(g.sync_call for g in gaps if g.sync_call)
     return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items())),
-                         max(ri.launches.values(), default=0)), gaps
+                         max(ri.launches.values(), default=0), step_basis), gaps
 
 
 def too_short(b: RankBreakdown) -> str | None:

@@ -105,7 +105,7 @@ def verdict_json(v: Any) -> dict[str, Any] | None:
             "formula": v.breakdown.formula, "missing_reason": v.breakdown.missing_reason,
             "ranks": [{"rank": r.rank, "window_start_ns": r.window_start_ns, "window_end_ns": r.window_end_ns,
                        "wall_ns": r.wall_ns, "window": r.window_basis, "steps": r.steps,
-                       "median_step_ns": r.median_step_ns,
+                       "median_step_ns": r.median_step_ns, "median_step_basis": r.step_basis,
                        "categories": [{"category": s.category, "ns": s.total_ns, "share_pct": round(100 * s.share, 3),
                                        "count": s.count} for s in r.shares],
                        "sync_calls": dict(r.sync_calls)} for r in v.breakdown.ranks]},

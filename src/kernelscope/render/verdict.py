@@ -100,7 +100,7 @@ def window_text(v: SessionVerdict) -> str:
     ranks = v.breakdown.ranks
     if len(ranks) == 1:
         r = ranks[0]
-        step = f", median step {duration(r.median_step_ns)}" if r.median_step_ns else ""
+        step = f", median step {duration(r.median_step_ns)} ({r.step_basis.split(':')[0]})" if r.median_step_ns else ""
         return f"{duration(r.wall_ns)} of wall time, {r.window_basis}{step}"
     by_basis: dict[str, list] = {}
     for r in ranks:
