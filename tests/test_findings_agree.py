@@ -263,3 +263,21 @@ def test_step_times_come_from_the_gpu_spans_of_steps():
     assert b.median_step_ns != int(statistics.median(r.cpu_duration_ns for r in steps.values()))
     memory = bd.breakdown(Session.load(DATA / "memory" / "steps50-52_memory.json.gz"))[0].ranks[0]
     assert memory.step_basis == bd.HOST_STEPS  # that recording kept no GPU span of its steps
+
+
+def test_numbers_not_over_the_window_are_labelled_with_their_span():
+    """The straggler's kernel time over the whole run sat beside its share of the window's wall time, and the
+    session's kernel time beside the window, both unlabelled."""
+    from conftest import run_cli
+
+    path = PROGRAMS / "straggler_allreduce_n4_defect.json.gz"
+    v = _report(path).verdict
+    f = next(f for f in v.findings if f.rule == "straggler-rank")
+    keys = [k for k, _ in f.evidence]
+    assert "its kernel time in the window, % of wall" in keys
+    assert all("over the whole run" in k for k in keys if "kernel time, ms" in k or "kernel time over" in k)
+    assert any("kernel time over the whole run, ms" in k for k in keys)
+    text = _words(run_cli("show", str(path), "--brief", "--width", "160", "--no-color").stdout)
+    assert f"Whole run {text.split('Whole run ')[1].split(' of kernel time')[0]} of kernel time" in text
+    assert text.index("Window") < text.index("where the wall time goes") < text.index("Whole run") < \
+        text.index("by kernel")

@@ -394,7 +394,7 @@ def straggler_rank(ctx: ProgramContext) -> list:
         tuple([("straggler rank", st.rank), ("collectives it arrived last at", st.collectives),
                ("wait it caused, ms", _ms(st.caused_wait_ns))] + mine +
               [(f"rank {b.rank} waits, % of wall", round(w, 1)) for b, w in zip(others, waits)] +
-              [(f"rank {r} kernel time, ms", _ms(ns)) for r, ns in sorted(computes.items())]),
+              [(f"rank {r} kernel time over the whole run, ms", _ms(ns)) for r, ns in sorted(computes.items())]),
         f"balance the work: give rank {st.rank} the same batch, sequence lengths and extra work as the others (or "
         "move its extra work off the step), then check its GPU and clocks; the other ranks wait because it arrives "
         "late, not because NCCL is slow", None, st.rank)]

@@ -18,6 +18,8 @@ from kernelscope.render.counter_panels import plain
 from kernelscope.render.fmt import duration, number, plural
 
 KIND_NAMES = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}
+# The span of the kernel time and of the shares by kind, kernel and region: the whole recorded run, not the window.
+WHOLE_RUN = "Whole run"
 
 
 def pct(share: float | None) -> str:
@@ -184,15 +186,13 @@ class VerdictPanel:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         v = self.v
-        head = Table.grid(padding=(0, 2))
-        head.add_column(style="bold", no_wrap=True)
-        head.add_column(overflow="fold")
-        if v.breakdown.ranks:
-            head.add_row("Window", window_text(v))
-        head.add_row("Time", time_line(v))
+        parts: list = []
+        if v.breakdown.ranks:  # the window and what it holds, then the whole run, each labelled with its span
+            parts += [_labelled("Window", window_text(v)), *_breakdown_table(v)]
+        whole = _labelled(WHOLE_RUN, time_line(v))
         if not v.by_kind and v.by_kind_missing:
-            head.add_row("  by kind", f"N/A: {v.by_kind_missing}")
-        parts: list = [head, *_breakdown_table(v)]
+            whole.add_row("  by kind", f"N/A: {v.by_kind_missing}")
+        parts.append(whole)
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold", no_wrap=True)
         t.add_column(justify="right", no_wrap=True)
@@ -206,6 +206,14 @@ class VerdictPanel:
         parts += _listed("Not evaluated", not_evaluated_lines(v))
         parts += _listed("Not measured", [not_measured_text(n) for n in v.not_measured])
         yield Panel(Group(*parts), title="Verdict", title_align="left")
+
+
+def _labelled(label: str, text: str) -> Table:
+    g = Table.grid(padding=(0, 2))
+    g.add_column(style="bold", no_wrap=True)
+    g.add_column(overflow="fold")
+    g.add_row(label, text)
+    return g
 
 
 def _breakdown_table(v: SessionVerdict) -> list:

@@ -3,18 +3,19 @@ from __future__ import annotations
 
 from kernelscope.render.fmt import duration
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
-from kernelscope.render.verdict import (KIND_NAMES, breakdown_rows, combined_text, evidence_text, fix_text,
+from kernelscope.render.verdict import (KIND_NAMES, WHOLE_RUN, breakdown_rows, combined_text, evidence_text, fix_text,
                                         formula_text, gain_text, gains_title,
                                         no_gain_text, not_evaluated_lines, not_measured_text, pct, time_line,
                                         too_short_text, unranked_text, window_text)
 
 
 def verdict_section(v) -> Markup:
-    body: list = [kv(([("Window", window_text(v))] if v.breakdown.ranks else []) + [("Time", time_line(v))]
-                     + ([("By kind", f"N/A: {v.by_kind_missing}")] if not v.by_kind and v.by_kind_missing else []))]
-    if v.breakdown.ranks:
+    body: list = []
+    if v.breakdown.ranks:  # the window and what it holds, then the whole run, each labelled with its span
         cols, brows = breakdown_rows(v)
-        body.append(table(cols, brows, num_from=1))
+        body += [kv([("Window", window_text(v))]), table(cols, brows, num_from=1)]
+    body.append(kv([(WHOLE_RUN, time_line(v))]
+                   + ([("By kind", f"N/A: {v.by_kind_missing}")] if not v.by_kind and v.by_kind_missing else [])))
     rows = []
     for label, shares, names in (("by kind", v.by_kind, KIND_NAMES), ("by kernel", v.by_kernel, {}),
                                  ("by region", v.by_region, {})):
