@@ -281,3 +281,26 @@ def test_numbers_not_over_the_window_are_labelled_with_their_span():
     assert f"Whole run {text.split('Whole run ')[1].split(' of kernel time')[0]} of kernel time" in text
     assert text.index("Window") < text.index("where the wall time goes") < text.index("Whole run") < \
         text.index("by kernel")
+
+
+def test_the_timeline_opens_on_the_window_on_the_session_clock():
+    """session_h100_analysis (no steps): the verdict judges the window from the end of the first launch of the last
+    repeating kernel; the timeline drew the set-up before it. It opens on the window now, on the session clock
+    (the window's start in ms is the first drawn row's start or before it); --whole-run draws the run's start."""
+    import re
+
+    from conftest import run_cli
+
+    path = DATA / "session_h100_analysis.json.gz"
+    (b,) = _report(path).verdict.breakdown.ranks
+    lines = run_cli("show", str(path), "--timeline", "5", "--width", "160", "--no-color").stdout.splitlines()
+    text = _words("\n".join(lines))
+    assert f"the verdict's window at {b.window_start_ns / 1e6:,.3f} ms" in text
+    first = next(float(m.group(1).replace(",", "")) for line in lines
+                 if (m := re.match(r"│\s+([\d,]+\.\d{3})\s", line)))
+    assert first * 1e6 >= b.window_start_ns - 1_000
+    whole = run_cli("show", str(path), "--timeline", "5", "--whole-run", "--width", "160", "--no-color").stdout
+    assert "the verdict's window at" not in whole
+    first_whole = next(float(m.group(1).replace(",", "")) for line in whole.splitlines()
+                       if (m := re.match(r"│\s+([\d,]+\.\d{3})\s", line)))
+    assert first_whole * 1e6 < b.window_start_ns

@@ -186,8 +186,8 @@ def test_measured_layout_with_every_sm_used_says_so(tmp_path):
 
 def test_multi_rank_timeline_gaps_say_they_sum_over_ranks(tmp_path):
     # two ranks' host waits add up to more than the run's span (1.990 s of a 1.094 s span): the line says why
-    flat = " ".join(line.strip("│ ") for line in show(RANKS, "--timeline", "12", "--panels", "0", "--width", "160")
-                    .splitlines())
+    flat = " ".join(line.strip("│ ") for line in show(RANKS, "--timeline", "12", "--whole-run", "--panels", "0",
+                                                        "--width", "160").splitlines())
     assert re.search(r"Host waits +681 totalling 1\.990 s, summed over the ranks, largest 505\.637 ms", flat)
     assert "… 1,440 more rows" in flat
     assert "summed over the ranks" not in show(DEMO, "--timeline", "12", "--panels", "0", "--width", "160")

@@ -11,8 +11,9 @@ from kernelscope.render.timeline import TimelinePanel
 
 
 class SessionPanels:
-    def __init__(self, analysis: SessionAnalysis, timeline_limit: int | None = None) -> None:
-        self.analysis, self.timeline_limit = analysis, timeline_limit
+    def __init__(self, analysis: SessionAnalysis, timeline_limit: int | None = None,
+                 timeline_from_ns: int | None = None) -> None:
+        self.analysis, self.timeline_limit, self.timeline_from_ns = analysis, timeline_limit, timeline_from_ns
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         a = self.analysis
@@ -20,4 +21,4 @@ class SessionPanels:
         if placed(points):
             yield RooflineChart(points, a.ceilings)
         if self.timeline_limit:
-            yield TimelinePanel(a.timeline, self.timeline_limit)
+            yield TimelinePanel(a.timeline, self.timeline_limit, self.timeline_from_ns)

@@ -49,7 +49,9 @@ def render_html(report) -> str:
         kernels.append(el("div", el("h2", f"{i + 1}. {kr.summary.label}"),
                           *kernel_sections(kr, getattr(report, "verdict", None)), class_="kernel", id=anchor))
     a = report.analysis
-    tail = [roofline_section(a), timeline_section(a.timeline, report.summary)]
+    v = getattr(report, "verdict", None)
+    opens = min((b.window_start_ns for b in v.breakdown.ranks), default=None) if v is not None else None
+    tail = [roofline_section(a), timeline_section(a.timeline, report.summary, opens)]
     memory = getattr(report, "memory", None)
     if memory is not None:  # run --memory
         tail.append(memory_section(memory))
