@@ -168,7 +168,7 @@ def test_percentages_change_in_points_not_relative_percent():
     assert any(row.startswith("│ DRAM % 16.9% 17.0% +0.1 pp") for row in rows), rows
     assert not [row for row in rows if " % " in row and row.rstrip(" │").endswith("%") and "pp" not in row
                 and row.startswith(("│ SM %", "│ DRAM %", "│ memory %", "│ tensor %"))]
-    assert "→ ?" not in r.stdout and "latency → unknown" in " ".join(rows)
+    assert "→ ?" not in r.stdout and "compute → unknown" in " ".join(rows)
 
 
 def test_a_rank_diff_calls_a_collective_that_varies_more_than_it_takes_unsteady_not_noise():

@@ -108,7 +108,7 @@ def test_wmma_gemm_low_tensor_pipe_and_a_half_wave_that_is_no_tail(cuda):
 def test_triton_matmul_loads_are_async_copies_not_uncoalesced(triton):
     k = triton.kernel("matmul_kernel")
     assert not ours(k, "uncoalesced-global")
-    skipped = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}
+    skipped = {n.rule: n.reason for n in k.recommendations.not_evaluated}
     assert "asynchronous copies" in skipped["uncoalesced-global"]
     for r in k.recommendations.recommendations:
         assert "uncoalesced" not in (r.finding.title + r.finding.message).lower()
@@ -210,7 +210,7 @@ def test_occupancy_rule_names_the_register_limit_and_what_lifts_it():
 def test_rules_without_counters_say_why():
     a = analyze_session(Session.load(DATA / "session_h100_mixed.json.gz"))
     k = a.kernels[0]
-    reasons = {n.rule_id: n.reason for n in k.recommendations.not_evaluated}
+    reasons = {n.rule: n.reason for n in k.recommendations.not_evaluated}
     assert "kernelscope run --counters" in reasons["uncoalesced-global"]
     assert len(RULES) == len(reasons) + k.recommendations.rules_run
 

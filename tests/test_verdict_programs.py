@@ -159,7 +159,7 @@ def test_a_sync_in_the_loop_comes_before_launch_overhead_it_makes_unfixable():
 
 
 def test_rules_without_their_data_say_so():
-    s = _session([("k", 0, 10), ("k", 20, 10)])
+    s = _session([("k", 20 * i, 10) for i in range(12)])  # a loop long enough to judge (thresholds.MIN_REPEATS_...)
     s.device = None
     v = session_verdict(s, analyze_session(s))
     assert ("tensor-cores-unused", "the session has no device compute capability") in \

@@ -110,7 +110,7 @@ def diagnose(row: Row, session: Session, expected_rules: Iterable[str], ceilings
             _gain(top.gain_pct)
     gains = [r.gain_pct for r in recs if r.gain_pct is not None]
     row.max_gain_pct = _gain(max(gains)) if gains else None
-    skipped = {n.rule_id: n.reason for n in analysis.recommendations.not_evaluated}
+    skipped = {n.rule: n.reason for n in analysis.recommendations.not_evaluated}
     for rule_id in expected_rules:
         hit = next((r for r in recs if r.source == "kernelscope" and r.finding.rule_id == rule_id), None)
         row.planted.append(PlantedRule(rule_id, hit is not None, _gain(hit.gain_pct) if hit else None,

@@ -10,6 +10,7 @@ from kernelscope.analyze.bound import Bound, classify
 from kernelscope.analyze.collectives import CollectiveAnalysis
 from kernelscope.analyze.counters import counter_launches
 from kernelscope.analyze.host_syncs import sync_waits_by_kernel
+from kernelscope.analyze.libraries import library_of
 from kernelscope.analyze.occupancy import arch_for_device
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation, rank_session, recommend
 from kernelscope.analyze.vendor_rules import RuleComparison, compare_with_nvidia
@@ -18,8 +19,8 @@ from kernelscope.analyze.roofline import (Ceilings, DeclaredTotals, RooflinePoin
 from kernelscope.analyze.rules import RuleContext
 from kernelscope.analyze.rules.base import NO_COUNTERS
 from kernelscope.analyze.kernel_table import KernelSummary, SessionSummary, summarize
-from kernelscope.analyze.thresholds import SPREAD_IQR_MIN_LAUNCHES, VERDICT_MIN_GAIN_PCT
-from kernelscope.analyze.timeline import HOST_WAIT_GAP_NS, Timeline, build_timeline
+from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS, SPREAD_IQR_MIN_LAUNCHES, VERDICT_MIN_GAIN_PCT
+from kernelscope.analyze.timeline import Timeline, build_timeline
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch_table import LaunchTable
 
@@ -151,10 +152,11 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     x = profiled[0] if profiled else None
     durs = _duration_stats_of(*durations)
     syncs = None if sync_waits is None else sync_waits.get(k.name, ())
-    # launch overhead: gaps under a host wait that no synchronize caused (after one, the GPU waited on the host)
+    # launch overhead, as the wall-time breakdown classes it: gaps up to the host-stall threshold in which no
+    # synchronize returned (after one, the GPU waited on the host: analyze/host_syncs.py)
     gaps_before = tuple(timeline.gaps_before(k.name))
-    gaps = ([g for i, g in enumerate(gaps_before) if g < HOST_WAIT_GAP_NS and not syncs[i]] if syncs
-            else [g for g in gaps_before if g < HOST_WAIT_GAP_NS])
+    gaps = ([g for i, g in enumerate(gaps_before) if g <= HOST_STALL_GAP_NS and not syncs[i]] if syncs
+            else [g for g in gaps_before if g <= HOST_STALL_GAP_NS])
     bound = classify(x, durations[0], gaps)
     missing: list[tuple[str, str]] = []
     if x is None:
@@ -217,8 +219,7 @@ def _kernel(session: Session, k: KernelSummary, timeline: Timeline, ceilings: Ce
     peaks.append(("FLOP/s vs measured roof", point.pct_of_roof))
     if ceilings.missing_reason:
         missing.append(("measured ceilings (roofs, % of measured peak)", ceilings.missing_reason))
-    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, gaps_before, durs.median_ns,
-                      syncs)
+    ctx = RuleContext(k, x, bound, arch, sm_count, ceilings, gaps_before, durs.median_ns, syncs, library_of(k.name))
     recs = recommend(ctx)
     return KernelAnalysis(k, durs, x, len(profiled), tuple(throughput), tuple(peaks), point, bound, recs,
                           tuple(missing), verdict(bound, x, dict(peaks), recs), compare_with_nvidia(recs, x))

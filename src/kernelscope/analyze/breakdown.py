@@ -11,9 +11,9 @@ nanosecond of the window lands in one category, in this order of precedence wher
 - ``copies`` / ``memsets``: only a copy or a memset runs;
 - the GPU idles (a gap: nothing runs), classed by what the host did:
   ``between queued kernels`` (gap up to thresholds.BACK_TO_BACK_GAP_NS: the GPU switching),
-  ``after host syncs`` (a synchronize or blocking copy that was waiting when the GPU went idle returned inside the
-  gap: the GPU idles for the host's round trip; when the host then takes longer than
-  thresholds.HOST_STALL_GAP_NS to launch again, that part is the host's other work),
+  ``after host syncs`` (a synchronize or blocking copy returned inside the gap, whether or not it had to wait:
+  the GPU idles until the host, released, launches again, however short the gap (analyze/host_syncs.py); when the
+  host then takes longer than thresholds.HOST_STALL_GAP_NS to launch again, that part is the host's other work),
   ``at step boundaries`` (a gap that holds the start of a step and is shorter than thresholds.HOST_STALL_GAP_NS:
   the loop's own turn, the profiler's step bookkeeping included; no rule claims it),
   ``host launching`` (gap up to thresholds.HOST_STALL_GAP_NS: the host's per-op cost, dispatch and launch),
@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kernelscope.analyze.collectives import CollectiveAnalysis
+from kernelscope.analyze.host_syncs import gaps_after_syncs
 from kernelscope.analyze.intervals import Interval, total
 from kernelscope.analyze.recommend import COMM_KERNEL
-from kernelscope.analyze.thresholds import BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS
+from kernelscope.analyze.thresholds import (BACK_TO_BACK_GAP_NS, HOST_STALL_GAP_NS, MIN_REPEATS_TO_JUDGE,
+                                           MIN_STEPS_TO_JUDGE)
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -71,6 +73,8 @@ class RankBreakdown:
     median_step_ns: int | None
     shares: tuple[Share, ...]  # every category, in CATEGORIES order (zeros included)
     sync_calls: tuple[tuple[str, int], ...] = ()  # the calls behind "after host syncs", with how many gaps each
+    repeats: int = 0  # timed launches of the rank's most-launched kernel (the whole run)
+    step_basis: str = ""  # what median_step_ns measures (GPU_STEPS or HOST_STEPS)
 
     @property
     def wall_ns(self) -> int:
@@ -225,17 +229,38 @@ def step_spans(session: Session, rank: int) -> list[tuple[int, int, int]]:
     return sorted(set(out))
 
 
-def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, str, int, int | None]:
+GPU_STEPS = "GPU: from each step's first GPU activity to the next step's"
+HOST_STEPS = "host: the steps' CPU spans (no GPU span recorded for every step)"
+
+
+def gpu_step_times(session: Session, rank: int, numbers: list[int]) -> list[int] | None:
+    """The GPU time of each step (GPU_STEPS) of the given step numbers, from the steps' recorded GPU spans (the
+    profiler's ProfilerStep ranges): the start of the next step's GPU work less the start of this one's, the last
+    step's its GPU span when no later step has one. None when a step has no GPU span."""
+    starts: dict[int, tuple[int, int]] = {}
+    for r in session.regions:
+        m = STEP_RE.match(r.name)
+        if m and (r.rank or 0) == rank and r.gpu_start_ns is not None and r.gpu_duration_ns is not None:
+            starts[int(m.group(1))] = (r.gpu_start_ns, r.gpu_start_ns + r.gpu_duration_ns)
+    if not numbers or any(n not in starts for n in numbers):
+        return None
+    out = [starts[n + 1][0] - starts[n][0] if n + 1 in starts else starts[n][1] - starts[n][0] for n in numbers]
+    return out if all(t > 0 for t in out) else None
+
+
+def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, str, int, int | None, str]:
     steps = step_spans(session, rank)
     if session.steps is None and steps:
         steps = steps[:-1]  # the step after the last kernelscope.step() call runs to the program's end
     steady = [s for s in steps if s[0] != 0]  # step 0: warm-up, module loading, first launches
     if steady:
-        lengths = [e - s for _, s, e in steady]
+        gpu = gpu_step_times(session, rank, [n for n, _, _ in steady])
+        lengths = gpu or [e - s for _, s, e in steady]
         first, last = steady[0][0], steady[-1][0]
         basis = (f"steps {first}-{last} ({len(steady)} steps"
                  + (", step 0 left out: warm-up and first launches" if any(s[0] == 0 for s in steps) else "") + ")")
-        return steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths))
+        return (steady[0][1], steady[-1][2], basis, len(steady), int(statistics.median(lengths)),
+                GPU_STEPS if gpu else HOST_STEPS)
     # No steps: the steady part starts once every kernel that repeats has run once (its first launch carries
     # module loading and library set-up), and ends with the rank's last GPU activity.
     every = [iv for iv in ri.intervals.values() if iv]
@@ -246,7 +271,7 @@ def _window(session: Session, rank: int, ri: RankIntervals) -> tuple[int, int, s
     if start >= end:
         start = begin
     return start, end, ("from the end of the first launch of the last repeating kernel to the rank's last GPU "
-                        "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None
+                        "activity: no steps marked (call kernelscope.step() once per iteration)"), 0, None, ""
 
 
 def _union_sorted(iv: list[Interval]) -> list[Interval]:
@@ -312,13 +337,9 @@ def classify_gaps(session: Session, busy: list[Interval], lo: int, hi: int, use_
     gap_starts = [g0 for g0, _ in gaps]
     special: dict[int, list[Gap]] = {}  # gap index -> its classed parts, for gaps a sync or a step start decides
     if use_syncs:
-        for h in sorted(session.host_syncs, key=lambda h: h.cpu_end_ns):
-            k = bisect.bisect_right(gap_starts, h.cpu_end_ns + BACK_TO_BACK_GAP_NS) - 1
-            if k < 0:
-                continue
+        for k, calls in gaps_after_syncs(session.host_syncs, gap_starts, [g1 for _, g1 in gaps]).items():
             g0, g1 = gaps[k]
-            if not (g0 - BACK_TO_BACK_GAP_NS <= h.cpu_end_ns <= g1) or h.cpu_start_ns >= g0:
-                continue  # not in this gap, or it did not wait: the GPU was idle before it began
+            h = calls[-1]  # the last call to return is the one the next launch waited for
             back = max(g0, min(h.cpu_end_ns, g1))
             if g1 - back <= HOST_STALL_GAP_NS:
                 special[k] = [Gap(g0, g1, AFTER_SYNC, h.name)]
@@ -366,7 +387,7 @@ def _clip_union(u: list[Interval], lo: int, hi: int) -> list[Interval]:
 
 def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: bool,
                    collectives: CollectiveAnalysis | None = None) -> tuple[RankBreakdown, list[Gap]]:
-    lo, hi, basis, steps, median_step = _window(session, rank, ri)
+    lo, hi, basis, steps, median_step, step_basis = _window(session, rank, ri)
     started: dict[str, int] = {}
     covered: list[Interval] = []
     ns: dict[str, int] = {}
@@ -386,7 +407,23 @@ def rank_breakdown(session: Session, rank: int, ri: RankIntervals, multi_rank: b
     shares = tuple(Share(c, ns.get(c, 0), ns.get(c, 0) / wall,
                          gap_n[c] if c in IDLE else started.get(c, 0)) for c in CATEGORIES)
     calls = Counter(g.sync_call for g in gaps if g.sync_call)
-    return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items()))), gaps
+    return RankBreakdown(rank, lo, hi, basis, steps, median_step, shares, tuple(sorted(calls.items())),
+                         max(ri.launches.values(), default=0), step_basis), gaps
+
+
+def too_short(b: RankBreakdown) -> str | None:
+    """Why the rank's window is too short to judge the program by (thresholds.MIN_STEPS_TO_JUDGE and
+    MIN_REPEATS_TO_JUDGE), None when it holds enough of a loop."""
+    if b.steps:
+        if b.steps >= MIN_STEPS_TO_JUDGE:
+            return None
+        return (f"the window holds {b.steps} steady step, under the {MIN_STEPS_TO_JUDGE} a program finding needs: "
+                "record more steps")
+    if b.repeats >= MIN_REPEATS_TO_JUDGE:
+        return None
+    return (f"no steps marked and no kernel ran {MIN_REPEATS_TO_JUDGE} times (the most-launched ran "
+            f"{b.repeats:,}), so a loop's pattern cannot be told from a one-off; record more iterations and mark "
+            "each with kernelscope.step()")
 
 
 @collector_paused()

@@ -17,7 +17,7 @@ from typing import Any
 
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.program_rules import (MIN_GAIN_PCT, MIN_RECURRENCES, NotEvaluated, ProgramContext,
-                                               ProgramFinding, _ms, _pct, program_rule)
+                                               ProgramFinding, ms, pct, program_rule)
 from kernelscope.model.operators import Operator, Operators
 
 # What an operator behind a host sync is, in the user's words: (innermost op, outer op or None) -> the call.
@@ -97,7 +97,8 @@ def _numel(dims: Any) -> int:
 
 
 @program_rule("sync-at-op", "host syncs named by operator and Python line",
-              "host syncs and the operators and Python stacks around them (record_shapes, with_stack), GPU idle")
+              "host syncs and the operators and Python stacks around them (record_shapes, with_stack), GPU idle",
+              replaces=("sync-in-loop",))
 def sync_at_op(ctx: ProgramContext) -> list:
     ops = _needs(ctx, "sync-at-op")
     if isinstance(ops, NotEvaluated):
@@ -125,7 +126,7 @@ def sync_at_op(ctx: ProgramContext) -> list:
         if k < len(busy) and busy[k][0] > h.cpu_end_ns and k > 0:
             drained.add(k)  # the GPU was idle when the sync returned: the gap up to busy[k] is the sync's
     idle = sum(busy[k][0] - max(busy[k - 1][1], b.window_start_ns) for k in drained)
-    gain = _pct(idle, b.wall_ns)
+    gain = pct(idle, b.wall_ns)
     if gain < MIN_GAIN_PCT:
         return []
     sites = sorted(by_site.items(), key=lambda kv: -len(kv[1]))
@@ -139,7 +140,7 @@ def sync_at_op(ctx: ProgramContext) -> list:
         f"host launches again",
         gain, "GPU idle from the return of each host sync to the next activity / wall time of the window",
         (("host syncs in the window", len(syncs)), ("calls and lines", what),
-         ("GPU idle after them, ms", _ms(idle)), ("wall time of the window, ms", _ms(b.wall_ns))),
+         ("GPU idle after them, ms", ms(idle)), ("wall time of the window, ms", ms(b.wall_ns))),
         "keep the values on the GPU and read them once after the loop: accumulate in tensors, compare with torch "
         "ops (torch.where instead of x[mask], a running sum instead of .item()), stack per-step values and copy "
         "them with one .cpu() / .tolist(); remove torch.cuda.synchronize() (time with CUDA events)",
@@ -189,7 +190,7 @@ def unfused_attention(ctx: ProgramContext) -> list:
     causal = any(ops.ops[k].name in ("aten::masked_fill_", "aten::masked_fill", "aten::where", "aten::add")
                  for k in chain)
     fused_ns = matmul_ns * (0.5 if causal else 1.0)
-    gain = _pct(chain_ns - fused_ns, b.wall_ns)
+    gain = pct(chain_ns - fused_ns, b.wall_ns)
     if gain < MIN_GAIN_PCT:
         return []
     soft = ops.ops[next(iter(scores))]
@@ -197,12 +198,12 @@ def unfused_attention(ctx: ProgramContext) -> list:
     return [ProgramFinding(
         "unfused-attention", bd.KERNELS, f"attention{_where(soft)} computed as separate ops on a {shape} score tensor",
         f"attention{_where(soft)} is computed as matmul, softmax and matmul on a {shape} score tensor that every "
-        f"op writes to and reads from memory: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
+        f"op writes to and reads from memory: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
         gain, "(kernel time of the ops on the score tensor - its matmuls' time" + (" x 0.5, causal" if causal else "")
         + ") / wall time: a fused attention kernel does the matmuls' work and never writes the scores",
         (("score tensor (B, H, S, S)", shape), ("ops on it", ", ".join(sorted({ops.ops[k].name for k in chain}))),
-         ("their kernel time, ms", _ms(chain_ns)), ("matmul kernel time, ms", _ms(matmul_ns)),
-         ("causal mask applied as an op", causal), ("wall time of the window, ms", _ms(b.wall_ns))),
+         ("their kernel time, ms", ms(chain_ns)), ("matmul kernel time, ms", ms(matmul_ns)),
+         ("causal mask applied as an op", causal), ("wall time of the window, ms", ms(b.wall_ns))),
         "use torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=...) (flash / memory-efficient "
         "kernels); for Hugging Face models load with attn_implementation=\"sdpa\" (or \"flash_attention_2\")",
         None, b.rank)]
@@ -234,19 +235,19 @@ def unfused_norm(ctx: ProgramContext) -> list:
     one_pass = [x.end_ns - x.start_ns for x in mine
                 if ops.ops[x.op].input_dims and _numel(ops.ops[x.op].input_dims[0]) == full]
     fused_ns = len(stats) * (sorted(one_pass)[len(one_pass) // 2] if one_pass else 0)
-    gain = _pct(chain_ns - fused_ns, b.wall_ns)
+    gain = pct(chain_ns - fused_ns, b.wall_ns)
     if gain < MIN_GAIN_PCT:
         return []
     line = next(op for op in ops.ops if op.python_frame in lines)
     return [ProgramFinding(
         "unfused-norm", bd.KERNELS, f"a norm written out as elementwise and reduction ops{_where(line)}",
         f"a LayerNorm / RMSNorm{_where(line)} runs as {len(mine) // max(1, len(stats))} kernels per call "
-        f"({len(stats):,} calls), each a pass over the activations: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
+        f"({len(stats):,} calls), each a pass over the activations: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
         gain, "(kernel time of the norm's ops - calls x median time of one full-size pass) / wall time: a fused "
         "norm reads and writes the tensor once",
         (("ops", ", ".join(sorted({ops.ops[k].name for k in chain}))), ("calls", len(stats)),
-         ("their kernel time, ms", _ms(chain_ns)), ("one-pass estimate, ms", _ms(fused_ns)),
-         ("wall time of the window, ms", _ms(b.wall_ns))),
+         ("their kernel time, ms", ms(chain_ns)), ("one-pass estimate, ms", ms(fused_ns)),
+         ("wall time of the window, ms", ms(b.wall_ns))),
         "use torch.nn.functional.layer_norm / torch.nn.LayerNorm, or torch.nn.functional.rms_norm / "
         "torch.nn.RMSNorm (fused kernels), or torch.compile the function", None, b.rank)]
 
@@ -278,7 +279,7 @@ def optimizer_per_tensor(ctx: ProgramContext) -> list:
     host_ns = sum(s1 - s0 for s0, s1 in spans)
     gpu_share = _gpu_share(ctx, spans)
     # foreach / fused do the same arithmetic in a few launches: what goes is the host's time the GPU sat idle
-    gain = _pct(host_ns * (1 - gpu_share), b.wall_ns)
+    gain = pct(host_ns * (1 - gpu_share), b.wall_ns)
     if gain < MIN_GAIN_PCT:
         return []
     name = steps[0][2][len(OPTIMIZER_REGION):].split(".")[0]
@@ -286,12 +287,12 @@ def optimizer_per_tensor(ctx: ProgramContext) -> list:
     return [ProgramFinding(
         "optimizer-per-tensor", bd.LAUNCHING, f"{name} steps the parameters one tensor at a time",
         f"each {name}.step launches {per_step:.0f} kernels, ops on one parameter tensor at a time ({top}); the "
-        f"steps take {_pct(host_ns, b.wall_ns):.1f}% of the wall time, the GPU busy {100 * gpu_share:.0f}% of it",
+        f"steps take {pct(host_ns, b.wall_ns):.1f}% of the wall time, the GPU busy {100 * gpu_share:.0f}% of it",
         gain, "host time of the optimizer steps x (1 - the GPU's busy share of them) / wall time: foreach / fused "
         "kernels do the same arithmetic in a few launches",
         (("optimizer", name), ("steps in the window", len(steps)), ("per-tensor launches per step", round(per_step)),
-         ("host time of the steps, ms", _ms(host_ns)), ("GPU busy share of it", round(gpu_share, 3)),
-         ("wall time of the window, ms", _ms(b.wall_ns))),
+         ("host time of the steps, ms", ms(host_ns)), ("GPU busy share of it", round(gpu_share, 3)),
+         ("wall time of the window, ms", ms(b.wall_ns))),
         f"torch.optim.{name}(..., foreach=True) or fused=True (one kernel over every parameter); check that "
         "foreach was not turned off and that the parameters share one device and dtype", None, b.rank)]
 

@@ -1,8 +1,10 @@
 """Program rules: causes a whole program's wall time shows, each a small function over the breakdown
 (analyze/breakdown.py), the GPU activities and the collectives.
 
-Each rule returns a ProgramFinding (its gain a share of the window's wall time, with the formula), NotEvaluated
-with the data it lacked, or None when it looked and found nothing. Every rule names what it reads in ``needs``.
+Each rule (analyze/rule.Rule, scope "program", registered with ``program_rule``) returns a list of ProgramFinding
+(its gain a share of the window's wall time, with the formula) and NotEvaluated with the data it lacked; an empty
+list when it looked and found nothing. Every rule names what it reads (``inputs``) and the rules whose fix must
+come first (``needs``).
 Name patterns, not if-chains: the tables below say which kernel names are FP32 FMA matmuls and which are
 elementwise kernels, and the per-architecture rate ratio a tensor-core matmul gains over FMA.
 """
@@ -21,6 +23,7 @@ from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
 from kernelscope.analyze.intervals import intersect, total, union
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.replay import RemoveSyncs, ShrinkLaunchOverhead, build_graph, replay, replayed_gain
+from kernelscope.analyze.rule import PROGRAM, REGISTRY, NotEvaluated, Rule, register
 from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS
 from kernelscope.model import Session
 from kernelscope.model.names import short_kernel_name
@@ -73,14 +76,9 @@ class ProgramFinding:
     gain_formula: str
     evidence: tuple[tuple[str, Any], ...]
     fix: str
-    kernel: str | None = None  # the kernel it names, when it names one
+    kernel: str | None = None  # the kernel it names, when it names one (short name, as shown)
     rank: int | None = None
-
-
-@dataclass(frozen=True)
-class NotEvaluated:
-    rule: str
-    reason: str
+    kernels: tuple[str, ...] = ()  # full names of every kernel it is about: their panels show it
 
 
 @dataclass
@@ -125,37 +123,29 @@ class ProgramContext:
 Outcome = "ProgramFinding | NotEvaluated | None"
 
 
-@dataclass(frozen=True)
-class ProgramRule:
-    rule: str
-    title: str
-    needs: str  # the data it reads, in words
-    check: Callable[[ProgramContext], list]
+PROGRAM_RULES: list[Rule] = REGISTRY[PROGRAM]  # the program rules, in registration order
 
 
-PROGRAM_RULES: list[ProgramRule] = []
-
-
-def program_rule(rule: str, title: str, needs: str) -> Callable[[Callable[[ProgramContext], list]], ProgramRule]:
-    def wrap(fn: Callable[[ProgramContext], list]) -> ProgramRule:
-        r = ProgramRule(rule, title, needs, fn)
-        PROGRAM_RULES.append(r)
-        return r
+def program_rule(rule: str, title: str, inputs: str, *, needs: tuple[str, ...] = (), gain_formula: str = "",
+                 replaces: tuple[str, ...] = ()) -> Callable[[Callable[[ProgramContext], list]], Rule]:
+    """Register a program rule function in the one registry (analyze/rule.py says what each argument declares)."""
+    def wrap(fn: Callable[[ProgramContext], list]) -> Rule:
+        return register(Rule(rule, title, PROGRAM, inputs, gain_formula, fn, needs, replaces=replaces))
     return wrap
 
 
-def _pct(ns: float, wall: int) -> float:
+def pct(ns: float, wall: int) -> float:
     return 100.0 * ns / wall if wall > 0 else 0.0
 
 
-def _ms(ns: float) -> float:
+def ms(ns: float) -> float:
     return round(ns / 1e6, 3)
 
 
 def _recurring(b: bd.RankBreakdown, category: str) -> tuple[int, int, float] | None:
     """(idle ns, gaps, gain % of wall) of one idle category when it recurs and is worth a finding, else None."""
     ns, n = b.ns(category), b.count(category)
-    gain = _pct(ns, b.wall_ns)
+    gain = pct(ns, b.wall_ns)
     return (ns, n, gain) if n >= MIN_RECURRENCES and gain >= MIN_GAIN_PCT else None
 
 
@@ -184,20 +174,20 @@ def tensor_cores_unused(ctx: ProgramContext) -> list:
         for a in acts:
             names[a.name] = names.get(a.name, 0) + a.end_ns - a.start_ns
         top = max(names, key=names.__getitem__)
-        gain = _pct(fma_ns * (1 - 1 / ratio), b.wall_ns)
+        gain = pct(fma_ns * (1 - 1 / ratio), b.wall_ns)
         if gain < MIN_GAIN_PCT:
             continue
         out.append(ProgramFinding(
             "tensor-cores-unused", bd.KERNELS, "FP32 matmuls run on the FMA pipes, not the tensor cores",
             f"{len(acts):,} launches of {len(names)} FP32 SIMT matmul/convolution kernel(s) take "
-            f"{_pct(fma_ns, b.wall_ns):.1f}% of the wall time; TF32 or bf16 would run them on the tensor cores",
+            f"{pct(fma_ns, b.wall_ns):.1f}% of the wall time; TF32 or bf16 would run them on the tensor cores",
             gain, f"FMA matmul time x (1 - 1 / {ratio}) / wall time ({TF32_SOURCE.format(*ctx.arch)})",
             (("FP32 FMA matmul kernels (trace pass names)", len(names)), ("their launches in the window", len(acts)),
-             ("their time, ms", _ms(fma_ns)), ("wall time of the window, ms", _ms(b.wall_ns)),
+             ("their time, ms", ms(fma_ns)), ("wall time of the window, ms", ms(b.wall_ns)),
              ("largest", short_kernel_name(top)), ("TF32 / FP32 rate ratio (datasheet)", ratio)),
             "allow TF32: torch.set_float32_matmul_precision('high') (or torch.backends.cuda.matmul.allow_tf32 = True "
             "and torch.backends.cudnn.allow_tf32 = True), or run the model under torch.autocast('cuda', "
-            "dtype=torch.bfloat16)", short_kernel_name(top), b.rank))
+            "dtype=torch.bfloat16)", short_kernel_name(top), b.rank, tuple(sorted(names, key=lambda n: -names[n]))))
     return out
 
 
@@ -218,8 +208,8 @@ def sync_in_loop(ctx: ProgramContext) -> list:
         f"{n:,} times the host blocked until the GPU finished{per_step}, and the GPU idled until the host launched "
         f"again: {gain:.1f}% of the wall time",
         gain, "GPU idle from the end of its work to the next launch, after each blocking call / wall time",
-        (("blocking calls followed by GPU idle", n), ("calls", calls), ("GPU idle after them, ms", _ms(ns)),
-         ("median idle after one, µs", round(ns / n / 1e3, 1)), ("wall time of the window, ms", _ms(b.wall_ns)),
+        (("blocking calls followed by GPU idle", n), ("calls", calls), ("GPU idle after them, ms", ms(ns)),
+         ("median idle after one, µs", round(ns / n / 1e3, 1)), ("wall time of the window, ms", ms(b.wall_ns)),
          ("Python stack of the calls", "not recorded by the trace pass")),
         "remove the sync from the loop: keep values on the GPU (accumulate losses or counters in a tensor, compare "
         "with torch ops) and read them once after the loop; .item(), .cpu(), .tolist(), print(tensor), "
@@ -228,7 +218,9 @@ def sync_in_loop(ctx: ProgramContext) -> list:
 
 
 @program_rule("launch-bound", "launch-bound: the GPU waits for the host to launch",
-              "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass")
+              "GPU idle gaps up to thresholds.HOST_STALL_GAP_NS between activities of the trace pass",
+              # a CUDA graph cannot hold a loop that syncs with the host, nor an optimizer's per-tensor host loop
+              needs=("sync-in-loop", "sync-at-op", "optimizer-per-tensor"))
 def launch_bound(ctx: ProgramContext) -> list:
     out: list = []
     if graph_replays_share(ctx) >= 0.5:
@@ -250,9 +242,9 @@ def launch_bound(ctx: ProgramContext) -> list:
             f"{n:,} gaps of host overhead between kernels of median {median / 1e3:.1f} µs: the GPU idles "
             f"{gain:.1f}% of the wall time while the host dispatches and launches the next op",
             gain, "GPU idle in gaps up to the host-stall threshold with no host sync (per-op overhead) / wall time",
-            (("host-overhead gaps", n), ("their total, ms", _ms(ns)),
+            (("host-overhead gaps", n), ("their total, ms", ms(ns)),
              ("median kernel duration, µs", round(median / 1e3, 2)), ("kernels in the window", len(kernels)),
-             ("gap threshold, µs", HOST_STALL_GAP_NS / 1e3), ("wall time of the window, ms", _ms(b.wall_ns))),
+             ("gap threshold, µs", HOST_STALL_GAP_NS / 1e3), ("wall time of the window, ms", ms(b.wall_ns))),
             fix, None, b.rank))
     return out
 
@@ -290,11 +282,12 @@ def _chains(acts: list[GpuActivity]) -> list[list[GpuActivity]]:
 
 
 @program_rule("unfused-elementwise", "unfused elementwise chains",
-              "kernel names, grids and times of the trace pass")
+              "kernel names, grids and times of the trace pass",
+              needs=("unfused-norm", "unfused-attention"))  # the specific fused op replaces the generic chain
 def unfused_elementwise(ctx: ProgramContext) -> list:
     out: list = []
     walls = [b.wall_ns for b in ctx.breakdown.ranks]
-    if not walls or _pct(ctx.kernel_time_ns(is_elementwise), min(walls)) < MIN_GAIN_PCT:
+    if not walls or pct(ctx.kernel_time_ns(is_elementwise), min(walls)) < MIN_GAIN_PCT:
         return out  # the chains' kernel time bounds the gain
     for b in ctx.breakdown.ranks:
         chains = _chains(ctx.windowed(b.rank))
@@ -303,7 +296,7 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
         # kernel time only: the gaps between a chain's launches are launch overhead (launch-bound's share)
         saved = sum(sum(a.end_ns - a.start_ns for a in c) - max(a.end_ns - a.start_ns for a in c) for c in chains)
         chain_ns = sum(sum(a.end_ns - a.start_ns for a in c) for c in chains)
-        gain = _pct(saved, b.wall_ns)
+        gain = pct(saved, b.wall_ns)
         if gain < MIN_GAIN_PCT:
             continue
         lengths = [len(c) for c in chains]
@@ -315,11 +308,11 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
         out.append(ProgramFinding(
             "unfused-elementwise", bd.KERNELS, "chains of elementwise kernels that one fused kernel would do",
             f"{len(chains):,} chains of {min(lengths)}-{max(lengths)} elementwise and reduction kernels in a row, "
-            f"each reading and writing whole tensors: {_pct(chain_ns, b.wall_ns):.1f}% of the wall time",
+            f"each reading and writing whole tensors: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
             gain, "(kernel time of the chain - its longest kernel) summed over chains / wall time: a fused kernel "
             "makes one pass over the data, about as long as the chain's longest kernel",
             (("chains", len(chains)), ("kernels per chain (median)", statistics.median(lengths)),
-             ("time in chains, ms", _ms(chain_ns)), ("wall time of the window, ms", _ms(b.wall_ns)),
+             ("time in chains, ms", ms(chain_ns)), ("wall time of the window, ms", ms(b.wall_ns)),
              ("kernels in them", ", ".join(sorted(names, key=lambda k: -names[k])[:4]))),
             "fuse the chain into one kernel: torch.compile the function that computes it, or write one Triton "
             "kernel; in-place ops (add_, mul_) do not fuse", None, b.rank))
@@ -341,7 +334,7 @@ def pageable_copies(ctx: ProgramContext) -> list:
         copies = union([(a.start_ns, a.end_ns) for a in pageable])
         exposed = total(copies) - total(intersect(copies, kernels))
         cap = b.wall_ns - b.ns(bd.KERNELS) - b.ns(bd.COMMUNICATION)
-        gain = _pct(min(exposed, cap), b.wall_ns)
+        gain = pct(min(exposed, cap), b.wall_ns)
         if gain < MIN_GAIN_PCT:
             continue
         nbytes = sum(a.bytes or 0 for a in pageable)
@@ -351,12 +344,12 @@ def pageable_copies(ctx: ProgramContext) -> list:
         out.append(ProgramFinding(
             "pageable-copies", bd.COPIES, "copies from pageable host memory serialise with compute",
             f"{len(pageable):,} copies to or from pageable memory ({h2d:,} host to device) take "
-            f"{_pct(dur, b.wall_ns):.1f}% of the wall time with no kernel running beside them",
+            f"{pct(dur, b.wall_ns):.1f}% of the wall time with no kernel running beside them",
             gain, "pageable copy time not overlapped with kernels / wall time (a pinned, asynchronous copy on a side "
             "stream overlaps compute), at most the wall time no kernel covers",
-            (("pageable copies", len(pageable)), ("their time, ms", _ms(dur)), ("not overlapped with kernels, ms",
-             _ms(exposed)), ("bytes", nbytes), ("achieved rate, GB/s", None if rate is None else round(rate, 2)),
-             ("wall time of the window, ms", _ms(b.wall_ns))),
+            (("pageable copies", len(pageable)), ("their time, ms", ms(dur)), ("not overlapped with kernels, ms",
+             ms(exposed)), ("bytes", nbytes), ("achieved rate, GB/s", None if rate is None else round(rate, 2)),
+             ("wall time of the window, ms", ms(b.wall_ns))),
             "pin the host buffers (tensor.pin_memory(), DataLoader(pin_memory=True)) and copy with "
             ".to('cuda', non_blocking=True) on a side stream, a batch ahead of the compute that needs it",
             None, b.rank))
@@ -379,8 +372,8 @@ def host_input_stall(ctx: ProgramContext) -> list:
             f"{n:,} gaps{per_step} (median {statistics.median(gaps) / 1e6:.2f} ms) in which the host neither launched "
             f"nor waited for the GPU: {gain:.1f}% of the wall time",
             gain, "GPU idle in gaps longer than the host-wait threshold with no blocking call / wall time",
-            (("gaps", n), ("their total, ms", _ms(ns)), ("median gap, ms", round(statistics.median(gaps) / 1e6, 3)),
-             ("longest gap, ms", _ms(gaps[-1])), ("wall time of the window, ms", _ms(b.wall_ns))),
+            (("gaps", n), ("their total, ms", ms(ns)), ("median gap, ms", round(statistics.median(gaps) / 1e6, 3)),
+             ("longest gap, ms", ms(gaps[-1])), ("wall time of the window, ms", ms(b.wall_ns))),
             "prepare the next inputs while the GPU computes: DataLoader(num_workers > 0, pin_memory=True, "
             "prefetch_factor), a background thread, or do the preprocessing on the GPU", None, b.rank))
     return out
@@ -398,7 +391,7 @@ def straggler_rank(ctx: ProgramContext) -> list:
     if st is None:
         return []
     others = [b for b in ctx.breakdown.ranks if b.rank != st.rank]
-    waits = [_pct(b.ns(bd.WAITING), b.wall_ns) for b in others]
+    waits = [pct(b.ns(bd.WAITING), b.wall_ns) for b in others]
     n = len(ctx.breakdown.ranks)
     # balancing spreads the straggler's extra work over all n ranks: the step shortens by the wait x (n - 1) / n
     gain = statistics.mean(waits) * (n - 1) / n if waits else 0.0
@@ -406,7 +399,7 @@ def straggler_rank(ctx: ProgramContext) -> list:
         return []
     computes = {r.info.rank: r.compute_ns for r in ctx.ranks.summary.ranks}
     slow = ctx.breakdown.rank(st.rank)
-    mine = [("its kernel time in the window, % of wall", round(_pct(slow.ns(bd.KERNELS), slow.wall_ns), 1))] \
+    mine = [("its kernel time in the window, % of wall", round(pct(slow.ns(bd.KERNELS), slow.wall_ns), 1))] \
         if slow else []
     return [ProgramFinding(
         "straggler-rank", bd.WAITING, f"rank {st.rank} is the straggler: the other ranks wait for it",
@@ -415,9 +408,9 @@ def straggler_rank(ctx: ProgramContext) -> list:
         gain, "mean over the other ranks of (their wait at collectives for the last rank / their wall time) x (n - 1) "
         "/ n: balanced, the straggler's extra work is spread over all n ranks",
         tuple([("straggler rank", st.rank), ("collectives it arrived last at", st.collectives),
-               ("wait it caused, ms", _ms(st.caused_wait_ns))] + mine +
+               ("wait it caused, ms", ms(st.caused_wait_ns))] + mine +
               [(f"rank {b.rank} waits, % of wall", round(w, 1)) for b, w in zip(others, waits)] +
-              [(f"rank {r} kernel time, ms", _ms(ns)) for r, ns in sorted(computes.items())]),
+              [(f"rank {r} kernel time over the whole run, ms", ms(ns)) for r, ns in sorted(computes.items())]),
         f"balance the work: give rank {st.rank} the same batch, sequence lengths and extra work as the others (or "
         "move its extra work off the step), then check its GPU and clocks; the other ranks wait because it arrives "
         "late, not because NCCL is slow", None, st.rank)]
@@ -431,17 +424,17 @@ def exposed_communication(ctx: ProgramContext) -> list:
     shares = []
     for b in ctx.breakdown.ranks:
         exposed, compute = b.ns(bd.COMMUNICATION), b.ns(bd.KERNELS)
-        shares.append((b, exposed, compute, _pct(min(exposed, compute), b.wall_ns)))
+        shares.append((b, exposed, compute, pct(min(exposed, compute), b.wall_ns)))
     gain = statistics.mean(x[3] for x in shares)
     if gain < MIN_GAIN_PCT:
         return []
     return [ProgramFinding(
         "exposed-communication", bd.COMMUNICATION, "communication runs while no computation does",
         f"NCCL kernels run alone, neither overlapped with compute nor waiting for another rank, for "
-        f"{statistics.mean(_pct(x[1], x[0].wall_ns) for x in shares):.1f}% of the wall time (mean over ranks)",
+        f"{statistics.mean(pct(x[1], x[0].wall_ns) for x in shares):.1f}% of the wall time (mean over ranks)",
         gain, "mean over ranks of min(communication time with no kernel beside it, kernel time) / wall time: "
         "overlap can hide communication behind as much computation as there is",
-        tuple((f"rank {b.rank}: exposed communication, ms / kernel time, ms", f"{_ms(e)} / {_ms(c)}")
+        tuple((f"rank {b.rank}: exposed communication, ms / kernel time, ms", f"{ms(e)} / {ms(c)}")
               for b, e, c, _ in shares),
         "overlap communication with computation: let DDP all-reduce gradient buckets during backward (the default; "
         "check that find_unused_parameters, no_sync or a manual all_reduce after backward do not serialise it), "
@@ -480,11 +473,11 @@ def replayed_gains(ctx: ProgramContext, found: list[ProgramFinding]) -> list[Pro
     for f in found:
         if f.rule in REPLAYED_FIXES:
             g = replayed_gain(graph, REPLAYED_FIXES[f.rule](), base)
-            bound = ", ".join(f"{kind} {_pct(ns, g.fixed.wall_ns):.0f}%" for kind, ns in g.fixed.bound_by[:3])
+            bound = ", ".join(f"{kind} {pct(ns, g.fixed.wall_ns):.0f}%" for kind, ns in g.fixed.bound_by[:3])
             f = replace(f, gain_pct=g.gain_pct, gain_formula=f"{g.formula} (analyze/replay.py)", evidence=f.evidence + (
                 ("replayed fix", "; ".join(g.fixed.edits)),
                 ("window wall time, ms: measured / replayed / replayed with the fix",
-                 f"{_ms(g.baseline.measured_wall_ns)} / {_ms(g.baseline.wall_ns)} / {_ms(g.fixed.wall_ns)}"),
+                 f"{ms(g.baseline.measured_wall_ns)} / {ms(g.baseline.wall_ns)} / {ms(g.fixed.wall_ns)}"),
                 ("critical path with the fix (share of its wall time)", bound),
                 ("not in the replay graph", "; ".join(what for what, _ in graph.not_modelled)),
                 ("share-of-idle estimate before the replay, % of wall", round(f.gain_pct, 1))))
@@ -500,5 +493,3 @@ def run_program_rules(ctx: ProgramContext) -> tuple[list[ProgramFinding], list[N
             (found if isinstance(out, ProgramFinding) else skipped).append(out)
     return replayed_gains(ctx, found), skipped
 
-
-from kernelscope.analyze import operator_rules as _operator_rules  # noqa: E402,F401  (registers the operator rules)

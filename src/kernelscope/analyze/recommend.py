@@ -23,11 +23,13 @@ A rule that cannot run says why (NotEvaluated); none is silently skipped.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
+from kernelscope.analyze.libraries import (LAUNCH_CONFIG_RULES, LIBRARIES, LIBRARY_DESIGN_RULES,
+                                          NCU_LAUNCH_CONFIG_RULES, by_design, not_yours)
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
+from kernelscope.analyze.rule import symptoms
 from kernelscope.analyze.rules.base import headroom_pct
 from kernelscope.model import Finding, Launch
 
@@ -115,15 +117,12 @@ def gain_basis(f: Finding) -> str:
     return r.gain_formula if r else "not estimated"
 
 
-# Rules that name a symptom rather than a cause, most generic last: on equal gains (to 0.1 point) a specific cause
-# ranks first, and the dominant stall explains the finding it comes with rather than competing with it.
-GENERIC_RULES: dict[str, int] = {"occupancy-limit": 1, "dominant-stall": 2}
 
 
 def rank_key(r: Recommendation) -> tuple:
     tier = 0 if r.gain_pct is not None else 1 if (r.local_pct is not None or r.vendor_pct is not None) else 2
     return (tier, -round(r.gain_pct or r.local_pct or r.vendor_pct or 0.0, 1),
-            GENERIC_RULES.get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
+            symptoms().get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
             r.finding.rule_id, r.finding.title)
 
 
@@ -198,9 +197,27 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict,
 
 # Communication kernels (NCCL): few SMs by design, and their time is mostly waiting and transfer. They get the
 # communication findings of the verdict (straggler, exposed communication), never launch-configuration advice.
-COMM_KERNEL = re.compile(r"^nccl|ncclDevKernel|ncclKernel", re.IGNORECASE)
+COMM_KERNEL = next(lib.pattern for lib in LIBRARIES if lib.communication)
 COMM_REASON = ("a communication (NCCL) kernel: kernel rules do not apply; the verdict's rank findings and the "
                "Collectives panel judge it")
+
+
+def _run_rules(ctx: RuleContext) -> tuple[dict[str, Finding | NotEvaluated | None], list[NotEvaluated],
+                                         dict[str, Finding]]:
+    """Every rule's outcome on the kernel, the rules that could not run, and the findings. A library kernel
+    (analyze/libraries.py) is not judged by the launch-configuration rules, and its design findings carry no gain."""
+    outcomes: dict[str, Finding | NotEvaluated | None] = {}
+    lib = ctx.library
+    for r in RULES:
+        out = NotEvaluated(r.rule_id, not_yours(lib)) if lib and r.rule_id in LAUNCH_CONFIG_RULES else r.check(ctx)
+        outcomes[r.rule_id] = out
+    skipped = [o for o in outcomes.values() if isinstance(o, NotEvaluated)]
+    fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
+    for rid in LIBRARY_DESIGN_RULES if lib else ():
+        if rid in fired:
+            fired[rid] = replace(fired[rid], speedup_pct=None, speedup_type=None,
+                                 message=f"{fired[rid].message} {by_design(lib)}")
+    return outcomes, skipped, fired
 
 
 def recommend(ctx: RuleContext) -> KernelRecommendations:
@@ -208,14 +225,8 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     if COMM_KERNEL.search(ctx.kernel.name):
         return KernelRecommendations(ctx.kernel.name, (), tuple(NotEvaluated(r.rule_id, COMM_REASON) for r in RULES),
                                      0)
-    outcomes: dict[str, Finding | NotEvaluated | None] = {}
-    skipped: list[NotEvaluated] = []
-    for r in RULES:
-        out = r.check(ctx)
-        outcomes[r.rule_id] = out
-        if isinstance(out, NotEvaluated):
-            skipped.append(out)
-    fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
+    outcomes, skipped, fired = _run_rules(ctx)
+    lib = ctx.library
     # one cause, one finding: kernelscope's own duplicates first
     into: dict[str, str] = {}
     for absorbed, target, when in KS_SAME_CAUSE:
@@ -229,6 +240,9 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     ncu_into: dict[str, list[Finding]] = {}
     recs: list[Recommendation] = []
     for f in nvidia_findings(ctx.launch):
+        if lib and f.rule_id in NCU_LAUNCH_CONFIG_RULES:
+            skipped.append(NotEvaluated(f.rule_id, not_yours(lib)))
+            continue
         target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ())
                        if r in fired and _same_stall(f, fired[r])), None)
         if target is not None:

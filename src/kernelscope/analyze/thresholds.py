@@ -22,7 +22,7 @@ OCCUPANCY_LIMITED_PCT = 50.0
 LAUNCH_BOUND_MAX_MEDIAN_NS = 10_000
 
 # ... and it is launch-bound when the GPU sat idle before its launches (median gap, gaps
-# shorter than HOST_WAIT_GAP_NS) at least this many times its own median duration.
+# up to HOST_STALL_GAP_NS with no synchronize in them) at least this many times its own median duration.
 LAUNCH_BOUND_GAP_RATIO = 1.0
 
 # -- timeline gaps (analyze/timeline.py) -----------------------------------------------------
@@ -118,7 +118,7 @@ FMA_MATMUL_MAX_TENSOR_PIPE_PCT = 1.0
 # fixed-FMA-chain kernel reads each byte about once: the H100 recordings show 1-3).
 FMA_MATMUL_MIN_OPERAND_REUSE = 8.0
 
-# Host gaps: host waits (gaps of HOST_WAIT_GAP_NS or more) before at least this share of a
+# Host gaps: host waits (after a synchronize, or over HOST_STALL_GAP_NS) before at least this share of a
 # kernel's launches are a pattern of the loop (a synchronize each step), not the few gaps
 # between the workload's own phases.
 HOST_GAP_MIN_LAUNCH_SHARE = 0.25
@@ -135,11 +135,6 @@ VERDICT_MIN_GAIN_PCT = 5.0
 # Run-to-run spread: the interquartile range from this many launches up, max - min below
 # (quartiles of two or three values say little more than their range).
 SPREAD_IQR_MIN_LAUNCHES = 4
-
-# The session-wide recommendation list leaves out findings that could save less
-# than this share of all kernel time: a 0.1% tail effect on a tiny kernel is
-# true but not where an author should look first (each kernel's panel still lists it).
-SESSION_LIST_MIN_GAIN_PCT = 0.5
 
 # A kernel that is not compute-bound is still a SIMT matmul when at least this share of its warp instructions issue
 # on the FMA pipe (with the operand reuse above): a matmul reading its operands from global memory issues about one
@@ -159,3 +154,11 @@ FMA_MATMUL_MIN_FMA_PER_DRAM_BYTE = 64.0
 # programs) the input-stall programs' gaps are 19-126 ms, the eager decode loop's and the sync loop's 50-1,900 µs
 # (median 70-120).
 HOST_STALL_GAP_NS = 1_000_000
+
+# A program finding speaks of a loop, so the window must hold enough of one (analyze/breakdown.too_short): with steps
+# marked, at least MIN_STEPS_TO_JUDGE whole steady steps; without, the rank's most-launched kernel must have run at
+# least MIN_REPEATS_TO_JUDGE times. The kernel suite's recordings (4 launches: a warm-up and 3 timed) and a 5-launch
+# script are one-offs whose gaps say how a harness drove them, not how a loop feeds the GPU; the shortest recorded
+# loops judged (tests/data) repeat their kernels 16 to 3,000 times.
+MIN_STEPS_TO_JUDGE = 2
+MIN_REPEATS_TO_JUDGE = 10

@@ -94,7 +94,7 @@ def _both(r: Recommendation, nv: tuple[tuple[str, str, float | None, str | None]
 def compare_with_nvidia(recs: KernelRecommendations, x: Launch | None) -> tuple[RuleComparison, ...]:
     """One row per cause that kernelscope's rules or NVIDIA's name for this kernel."""
     rows: list[RuleComparison] = []
-    skipped = {n.rule_id: n.reason for n in recs.not_evaluated}
+    skipped = {n.rule: n.reason for n in recs.not_evaluated}
     mine = {r.finding.rule_id: r for r in recs.recommendations if r.source == "kernelscope"}
     for rid in [m for r in mine.values() for m in r.merged]:
         mine.setdefault(rid, mine[next(k for k, r in mine.items() if rid in r.merged)])

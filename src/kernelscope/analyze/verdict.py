@@ -5,8 +5,9 @@ recorded durations it sums.
 Findings come from the program rules (analyze/program_rules.py: host syncs, launch overhead, copies, host
 stalls, FP32 matmuls, unfused chains, stragglers) and the kernel rules (analyze/recommend.py), in one list
 ranked by gain as a share of wall time. A kernel finding's gain becomes a share of wall time by
-KERNEL_GAIN_FORMULA. Communication kernels get communication findings only; a generic symptom (GENERIC_RULES)
-that another finding on the same kernel explains is folded into it; the kernel rules about the launch cycle
+KERNEL_GAIN_FORMULA. Communication kernels get communication findings only; a generic symptom (a rule's declared
+``symptom``, analyze/rule.py) that another finding on the same kernel explains is folded into it; a finding whose
+rule ``needs`` another's fix first comes right after it; the kernel rules about the launch cycle
 give way to the program rules that see the whole run. Gains that claim the same time (one breakdown
 category) are combined, never summed (COMBINED_FORMULA).
 """
@@ -20,27 +21,19 @@ from typing import Any
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.kernel_table import SessionSummary
+from kernelscope.analyze import operator_rules  # noqa: F401  (registers the program rules that read operators)
 from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
+from kernelscope.analyze.rule import NotEvaluated, explained, prerequisites, replaced_by
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
 TOP_KERNELS = 3  # kernels named in "by kernel"; the rest are summed as one share
 TOP_GAINS = 5  # findings the terminal and HTML list (show --json writes every one)
 MIN_WALL_GAIN_PCT = 0.1  # kernel findings under this share of wall time stay in the kernels' panels only
-GENERIC_RULES = ("dominant-stall",)  # symptoms: explained by a specific finding on the same kernel
 KERNEL_GAIN_FORMULA = ("gain % of the kernel's time x the kernel's share of all kernel time x kernel time's share of "
                        "the window's wall time (breakdown, mean over ranks)")
-# A finding whose fix cannot work until another's is done comes right after it, whatever its gain: a CUDA graph cannot
-# hold a loop that syncs with the host.
-# A generic finding left out where the specific one on the same evidence fired (syncs named by operator and line).
-REPLACED_BY: dict[str, str] = {"sync-in-loop": "sync-at-op"}
-# A rule listed after the rules that explain it: a specific cause outranks the symptom it explains.
-PREREQUISITES: dict[str, tuple[str, ...]] = {
-    "launch-bound": ("sync-in-loop", "sync-at-op", "optimizer-per-tensor"),
-    "unfused-elementwise": ("unfused-norm", "unfused-attention"),
-}
 COMBINED_FORMULA = ("per breakdown category 1 - product(1 - gain) over its findings, capped at the category's share; "
                     "categories (disjoint time) added")
 NO_REGION = "(no region)"
@@ -73,12 +66,7 @@ class Finding:
     rank: int | None = None
     kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
     explains: tuple[str, ...] = ()  # generic findings folded into this one
-
-
-@dataclass(frozen=True)
-class RuleNotEvaluated:
-    rule: str
-    reason: str
+    kernels: tuple[str, ...] = ()  # full names of the kernels it is about: each kernel's panel shows it
 
 
 @dataclass(frozen=True)
@@ -102,13 +90,19 @@ class SessionVerdict:
     unranked: int  # findings with no kernel-time estimate (shown in the kernels' panels, not ranked here)
     not_measured: tuple[NotMeasured, ...]
     breakdown: bd.Breakdown = bd.Breakdown(())
-    not_evaluated: tuple[RuleNotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
+    not_evaluated: tuple[NotEvaluated, ...] = ()  # program rules that could not run, with the data they lacked
     combined_gain_pct: float | None = None  # COMBINED_FORMULA over findings
     combined_formula: str = COMBINED_FORMULA
+    too_short: str | None = None  # why the window is too short to judge the program (breakdown.too_short): no
+    #                               program rule ran; None when it was judged
 
     @property
     def gains(self) -> tuple[Finding, ...]:
         return self.findings[:TOP_GAINS]
+
+    def for_kernel(self, name: str) -> tuple[tuple[int, Finding], ...]:
+        """The findings of the one list that name the kernel (by full name), with their place in it (1 = first)."""
+        return tuple((i, f) for i, f in enumerate(self.findings, 1) if name in f.kernels)
 
 
 def _shares(totals: dict[str, tuple[int, int]], whole: int) -> tuple[TimeShare, ...]:
@@ -184,8 +178,9 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
         by_kernel[r.kernel].append(r)
     out: list[Finding] = []
     for kernel, recs in by_kernel.items():
-        specific = [r for r in recs if r.finding.rule_id not in GENERIC_RULES]
-        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in GENERIC_RULES) if specific else ()
+        generic = explained()  # declared by the rules (analyze/rule.py)
+        specific = [r for r in recs if r.finding.rule_id not in generic]
+        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in generic) if specific else ()
         for i, r in enumerate(specific or recs):
             gain = r.session_gain_pct
             formula = KERNEL_GAIN_FORMULA if busy is not None else "gain % of the kernel's time x its share of all " \
@@ -198,7 +193,7 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
             out.append(Finding(
                 f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,
                 f"{formula}; kernel gain: {r.gain_basis}", f.evidence, f.message, f.message, r.source, "kernel", None,
-                r.gain_pct, folded if i == 0 else ()))
+                r.gain_pct, folded if i == 0 else (), (kernel,)))
     return out, unranked
 
 
@@ -229,28 +224,39 @@ def _one_per_rule(found: list) -> list:
     return out
 
 
+def _too_short(b: bd.Breakdown) -> str | None:
+    """Why no rank's window can be judged as a program (every rank too short), None when one can."""
+    reasons = [bd.too_short(r) for r in b.ranks]
+    if not reasons or not all(reasons):
+        return None
+    return reasons[0] if len(set(reasons)) == 1 else "; ".join(f"rank {r.rank}: {w}" for r, w in zip(b.ranks, reasons))
+
+
 def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None
-              ) -> tuple[bd.Breakdown, list[Finding], int, list[RuleNotEvaluated]]:
+              ) -> tuple[bd.Breakdown, list[Finding], int, list[NotEvaluated], str | None]:
     b, gaps = bd.breakdown(session, ranks.collectives if ranks is not None else None)
     cc = session.device.compute_capability if session.device is not None else None
     ctx = ProgramContext(session, b, gaps, ranks, tuple(cc) if cc else None)
-    found, skipped = run_program_rules(ctx) if b.ranks else ([], [])
-    not_eval = [RuleNotEvaluated(n.rule, n.reason) for n in skipped]
-    if not b.ranks:
-        not_eval += [RuleNotEvaluated(r.rule, b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
+    short = _too_short(b)
+    found, skipped = run_program_rules(ctx) if b.ranks and not short else ([], [])
+    not_eval = list(skipped)
+    if not b.ranks or short:
+        not_eval += [NotEvaluated(r.rule_id, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     rules = {f.rule for f in found}
-    found = [f for f in found if REPLACED_BY.get(f.rule) not in rules]
+    found = [f for f in found if not (replaced_by().get(f.rule, set()) & rules)]
     program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
-                       f.message, "kernelscope", "program", f.rank) for f in _one_per_rule(found)]
+                       f.message, "kernelscope", "program", f.rank, kernels=f.kernels) for f in _one_per_rule(found)]
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
-                                                   f.rule in GENERIC_RULES, f.rule, f.kernel or ""))
-    return b, _prerequisites_first(every), unranked, not_eval
+                                                   f.rule in explained(), f.rule, f.kernel or ""))
+    return b, _prerequisites_first(every), unranked, not_eval, short
 
 
 def _prerequisites_first(findings: list[Finding]) -> list[Finding]:
+    """A finding whose fix cannot work until another's is done (the rule's declared ``needs``) comes right after it,
+    whatever its gain."""
     out = list(findings)
-    for rule, before in PREREQUISITES.items():
+    for rule, before in prerequisites().items():
         i = next((k for k, f in enumerate(out) if f.rule == rule), None)
         j = max((k for k, f in enumerate(out) if f.rule in before), default=None)
         if i is not None and j is not None and j > i:
@@ -284,7 +290,7 @@ def _not_measured(session: Session, analysis: SessionAnalysis) -> tuple[NotMeasu
 @collector_paused()
 def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksReport | None = None) -> SessionVerdict:
     summary = analysis.summary
-    b, findings, unranked, not_eval = _findings(session, analysis, ranks)
+    b, findings, unranked, not_eval, short = _findings(session, analysis, ranks)
     return SessionVerdict(
         summary.total_kernel_ns,
         summary.launch_count,
@@ -299,4 +305,5 @@ def session_verdict(session: Session, analysis: SessionAnalysis, ranks: RanksRep
         b,
         tuple(not_eval),
         _combined(findings, b),
+        too_short=short,
     )

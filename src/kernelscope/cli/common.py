@@ -258,7 +258,8 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
     else:
         renderer = get_renderer("terminal", width=args.width, color=False if args.no_color else None, banner=banner,
                                 all_kernels_in_table=args.all_kernels, timeline_limit=timeline,
-                                block=getattr(args, "block", None), brief=getattr(args, "brief", False))
+                                block=getattr(args, "block", None), brief=getattr(args, "brief", False),
+                                whole_run=getattr(args, "whole_run", False))
     # The view's copy of the session and the report live until the command ends and hold no reference cycles:
     # built with the cycle collector paused, then moved out of its reach (as load_session does with the session),
     # so no collection walks their millions of objects.

@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="session file written by kernelscope run")
     add_view_args(p)
     p.add_argument("--timeline", nargs="?", const=200, type=int, metavar="N",
-                   help="also draw the run in time order, with the gaps between kernels (first N rows, default 200)")
+                   help="also draw the run in time order, with the gaps between kernels (first N rows, default 200), "
+                   "from the verdict's window on")
+    p.add_argument("--whole-run", action="store_true", help="with --timeline: from the run's start, not the window")
     p.add_argument("--block", type=int, metavar="ID", help="the block (linear id) the warp-execution panel draws "
                    "(default: the first with recorded phase scopes)")
     p.add_argument("--roofline-png", metavar="FILE", help="also write the roofline as a PNG (needs matplotlib)")

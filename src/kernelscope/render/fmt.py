@@ -102,3 +102,12 @@ def si(value: float, unit: str) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
+
+
+def number(value: object) -> str:
+    """An evidence value: integers with thousands separators (ncu's whole doubles too), floats to 4 digits."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)  # ncu reports counters as doubles
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

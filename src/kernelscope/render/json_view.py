@@ -105,7 +105,7 @@ def verdict_json(v: Any) -> dict[str, Any] | None:
             "formula": v.breakdown.formula, "missing_reason": v.breakdown.missing_reason,
             "ranks": [{"rank": r.rank, "window_start_ns": r.window_start_ns, "window_end_ns": r.window_end_ns,
                        "wall_ns": r.wall_ns, "window": r.window_basis, "steps": r.steps,
-                       "median_step_ns": r.median_step_ns,
+                       "median_step_ns": r.median_step_ns, "median_step_basis": r.step_basis,
                        "categories": [{"category": s.category, "ns": s.total_ns, "share_pct": round(100 * s.share, 3),
                                        "count": s.count} for s in r.shares],
                        "sync_calls": dict(r.sync_calls)} for r in v.breakdown.ranks]},
@@ -113,10 +113,12 @@ def verdict_json(v: Any) -> dict[str, Any] | None:
                       "gain_pct": round(f.gain_pct, 3), "gain_formula": f.gain_formula,
                       "evidence": [[str(k), _plain(x)] for k, x in f.evidence], "fix": f.fix, "message": f.message,
                       "source": f.source, "scope": f.scope, "rank": f.rank,
-                      "kernel_gain_pct": f.kernel_gain_pct, "explains": list(f.explains)} for f in v.findings],
+                      "kernel_gain_pct": f.kernel_gain_pct, "explains": list(f.explains),
+                      "kernels": list(f.kernels)} for f in v.findings],
         "combined_gain_pct": None if v.combined_gain_pct is None else round(v.combined_gain_pct, 3),
         "combined_formula": v.combined_formula,
         "not_evaluated": [{"rule": n.rule, "reason": n.reason} for n in v.not_evaluated],
+        "too_short": v.too_short,
         "not_measured": [{"what": n.what, "reason": n.reason, "kernels": n.kernels} for n in v.not_measured],
     }
 
@@ -191,7 +193,7 @@ def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
                                                for n, t, p, ty in r.ncu_estimates],
                              "merged": list(r.merged), "finding": r.finding.to_dict()}
                             for r in a.recommendations.recommendations],
-        "not_evaluated": [{"rule_id": n.rule_id, "reason": n.reason} for n in a.recommendations.not_evaluated],
+        "not_evaluated": [{"rule_id": n.rule, "reason": n.reason} for n in a.recommendations.not_evaluated],
         "nvidia_comparison": [{"cause": c.cause, "kernelscope": c.kernelscope,
                                "kernelscope_gain_pct": c.kernelscope_gain_pct,
                                "nvidia": [{"rule_id": n, "title": t, "pct": p, "type": ty} for n, t, p, ty in c.nvidia],

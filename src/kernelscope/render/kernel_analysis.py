@@ -13,9 +13,10 @@ from kernelscope.analyze.analysis import KernelAnalysis
 from kernelscope.analyze.recommend import Recommendation
 from kernelscope.analyze.vendor_rules import AGREE, DIFFER, KERNELSCOPE_ONLY, NO_NVIDIA_RULE, RuleComparison
 from kernelscope.model import Metric
-from kernelscope.render.fmt import duration, plural, si
+from kernelscope.render.fmt import duration, number, plural, si
 from kernelscope.render.counter_panels import plain
 from kernelscope.render.fit import fitted_panel
+from kernelscope.render.verdict import IN_VERDICT_NOTE, IN_VERDICT_TITLE, in_verdict_lines
 
 def rate_cell(m: Metric, with_reason: bool = True) -> str:
     if m.is_missing:
@@ -78,14 +79,6 @@ def bound_text(b: Bound) -> str:
     return text
 
 
-def number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        value = int(value)  # ncu reports counters as doubles
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
 def _ncu_pct(pct: float | None, kind: str | None) -> str:
     return "no estimate" if pct is None else f"{pct:.0f}% ({kind or 'no type'})"
 
@@ -115,11 +108,14 @@ def gain_cell(r: Recommendation) -> str:
     return "—"
 
 
-def no_recommendation_text(rules_run: int) -> str:
-    """Why a kernel has no recommendation: no rule could run on its data, or those that ran found nothing."""
+def no_recommendation_text(rules_run: int, in_verdict: bool = False) -> str:
+    """Why a kernel has no recommendation of its own: no rule could run on its data, or those that ran found nothing
+    (``in_verdict``: beyond the verdict's findings shown above it)."""
+    head = "none beyond the verdict's above" if in_verdict else "none"
     if rules_run == 0:
-        return "none: no kernelscope rule could run on this kernel's data (the reasons are below)."
-    return f"none: the {plural(rules_run, 'kernelscope rule')} that could run on the data collected found nothing."
+        return f"{head}: no kernelscope kernel rule could run on this kernel's data (the reasons are below)."
+    return (f"{head}: the {plural(rules_run, 'kernelscope kernel rule')} that could run on the data collected found "
+            "nothing.")
 
 
 class RecommendationsTable:
@@ -154,8 +150,11 @@ class RecommendationsTable:
 
 
 class SummaryPanel:
-    def __init__(self, k: KernelAnalysis, limit: int = 5) -> None:
-        self.k, self.limit = k, limit
+    """Panel 10: the kernel's numbers, the verdict's findings that name it (``in_verdict``: (place, finding) from
+    SessionVerdict.for_kernel), then its own rules' detail."""
+
+    def __init__(self, k: KernelAnalysis, limit: int = 5, in_verdict: tuple = ()) -> None:
+        self.k, self.limit, self.in_verdict = k, limit, in_verdict
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         k = self.k
@@ -172,12 +171,20 @@ class SummaryPanel:
         g.add_row("Bottleneck", bound_text(k.bound))
         recs = k.recommendations
         parts: list = [g]
+        if self.in_verdict:
+            parts.append(f"[bold]{IN_VERDICT_TITLE}[/] [dim]({IN_VERDICT_NOTE})[/]")
+            v = Table.grid(padding=(0, 1))
+            v.add_column(overflow="fold")
+            for i, f in self.in_verdict:
+                first, *rest = in_verdict_lines(i, f)
+                v.add_row(f"[bold]{first}[/]" + "".join(f"\n[dim]{line}[/]" for line in rest))
+            parts.append(v)
         if recs.recommendations:
             parts.append("[bold]Recommendations[/] [dim](best estimated gain first; gain = share of this kernel's "
                          "time a fix could save)[/]")
             parts.append(RecommendationsTable(recs.recommendations, self.limit))
         else:
-            parts.append(f"[bold]Recommendations[/]: {no_recommendation_text(recs.rules_run)}")
+            parts.append(f"[bold]Recommendations[/]: {no_recommendation_text(recs.rules_run, bool(self.in_verdict))}")
         parts.append(VendorComparisonList(k.nvidia_comparison, self.limit))
         parts.append(MissingList(k))
         yield fitted_panel(parts, f"Profiling summary · {k.kernel.label}", options.max_width)
@@ -231,7 +238,7 @@ class MissingList:
         for what, why in self.k.missing:
             by_reason[why].append(what)
         for n in self.k.recommendations.not_evaluated:
-            by_reason[n.reason].append(f"rule {n.rule_id}")
+            by_reason[n.reason].append(f"rule {n.rule}")
         if not by_reason:
             return
         t = Table.grid(padding=(0, 1))

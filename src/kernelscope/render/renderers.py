@@ -40,8 +40,8 @@ class TerminalRenderer:
 
     def __init__(self, width: int | None = None, color: bool | None = None, banner: str | None = None,
                  all_kernels_in_table: bool = False, timeline_limit: int | None = None,
-                 block: int | None = None, brief: bool = False) -> None:
-        self.width, self.color, self.banner, self.brief = width, color, banner, brief
+                 block: int | None = None, brief: bool = False, whole_run: bool = False) -> None:
+        self.width, self.color, self.banner, self.brief, self.whole_run = width, color, banner, brief, whole_run
         self.all_kernels_in_table, self.timeline_limit, self.block = all_kernels_in_table, timeline_limit, block
 
     def prepare(self, session: Session) -> Session:
@@ -58,7 +58,8 @@ class TerminalRenderer:
         with console.capture() as out:
             console.print(ShowView(report, table_limit=limit, banner=self.banner,
                                    timeline_limit=self.timeline_limit, block=self.block, brief=self.brief,
-                                   collectives_limit=None if self.all_kernels_in_table else COLLECTIVES_ROWS))
+                                   collectives_limit=None if self.all_kernels_in_table else COLLECTIVES_ROWS,
+                                   whole_run=self.whole_run))
         return out.get()
 
 

@@ -29,13 +29,15 @@ COLLECTIVES_ROWS = 20  # collectives table rows unless --all-kernels
 class ShowView:
     def __init__(self, report: Report, table_limit: int = TABLE_LIMIT, banner: str | None = None,
                  timeline_limit: int | None = None, block: int | None = None, with_analysis: bool = True,
-                 brief: bool = False, collectives_limit: int | None = COLLECTIVES_ROWS) -> None:
+                 brief: bool = False, collectives_limit: int | None = COLLECTIVES_ROWS,
+                 whole_run: bool = False) -> None:
         self.report = report
         self.block = block  # the block the warp-execution panel draws (None: the first recorded)
         self.table_limit, self.banner, self.timeline_limit = table_limit, banner, timeline_limit
         self.with_analysis = with_analysis  # False: leave out the analysis panels (summary, roofline, recommendations)
         self.brief = brief  # stop after the verdict
         self.collectives_limit = collectives_limit  # None: every collective
+        self.whole_run = whole_run  # the timeline from the run's start, not from the verdict's window
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.report
@@ -60,9 +62,11 @@ class ShowView:
             if k.counters is not None:
                 yield CounterPanels(k.counters, label)
             if self.with_analysis:
-                yield SummaryPanel(k.analysis)
+                yield SummaryPanel(k.analysis, in_verdict=r.verdict.for_kernel(k.summary.name) if r.verdict else ())
         if self.with_analysis:
-            yield SessionPanels(r.analysis, self.timeline_limit)
+            ranks = r.verdict.breakdown.ranks if r.verdict is not None else ()
+            opens = None if self.whole_run or not ranks else min(b.window_start_ns for b in ranks)
+            yield SessionPanels(r.analysis, self.timeline_limit, opens)
         if r.memory is not None:  # run --memory: the caching allocator's history
             yield MemoryPanel(r.memory)
         if r.gpu_stats is not None:

@@ -54,8 +54,11 @@ def gap_text(g, multi: bool) -> str:
     return f"{g.count:,} totalling {duration(g.total_ns)}{over}, largest {duration(g.largest_ns)}: {what}"
 
 class TimelinePanel:
-    def __init__(self, timeline: Timeline, limit: int = 200) -> None:
-        self.timeline, self.limit = timeline, limit
+    """The run in time order on the session clock; ``from_ns``: the verdict's window start, where the rows open
+    (earlier rows counted, not drawn; None: from the run's start)."""
+
+    def __init__(self, timeline: Timeline, limit: int = 200, from_ns: int | None = None) -> None:
+        self.timeline, self.limit, self.from_ns = timeline, limit, from_ns
 
     def _rows(self, tl: Timeline, multi: bool, labels: dict[str, str], origin: int) -> tuple[list[tuple], int]:
         """The table rows, kernels, regions and marks in time order, at most ``limit`` of them all (a million
@@ -67,7 +70,15 @@ class TimelinePanel:
             return (("",) if multi else ()) + (f"[magenta]{_offset(m.t_ns - origin)}[/]", "", "", "[magenta]mark[/]",
                                                f"[magenta]◆ {m.name}[/]", mark_text(m))
 
+        before = 0
+        if self.from_ns is not None:  # open on the window: earlier rows and marks are counted, not drawn
+            while m_next < len(marks) and marks[m_next].t_ns < self.from_ns:
+                m_next += 1
         for r in tl.rows:
+            if self.from_ns is not None and r.start_ns < self.from_ns:
+                before += 1
+                shown += 1
+                continue
             while m_next < len(marks) and marks[m_next].t_ns < r.start_ns and len(rows) < self.limit:
                 rows.append(mark_row(marks[m_next]))
                 m_next += 1
@@ -95,6 +106,7 @@ class TimelinePanel:
             rows.append(mark_row(marks[m_next]))
             m_next += 1
         hidden = len(tl.rows) - shown + len(marks) - m_next  # rows and marks past the limit: counted, not drawn
+        self.before = before
         return rows, hidden
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -120,8 +132,11 @@ class TimelinePanel:
             cols.insert(0, Column("Rank"))
             cols[-1] = Column("Notes (barriers, counter pass)", "left", wrap=True)
         labels = distinct_short_names(tl.kernel_names())
-        origin = next(r.start_ns for r in tl.rows if r.kind != "region")
+        origin = 0  # the session clock, which marks, regions and the memory panel share
         rows, hidden = self._rows(tl, multi, labels, origin)
+        if self.before:
+            head.add_row("Opens on", f"the verdict's window at {_offset(self.from_ns)} ms: {self.before:,} earlier "
+                         "rows not drawn (show --timeline N --whole-run draws the run from its start)")
         # at 80 columns the notes go to a second table, of the launches that have them
         tables = fit_tables(options.max_width - 4, cols, rows, skip_empty=True, expand=True)
         parts: list = [head, *tables]

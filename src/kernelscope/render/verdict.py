@@ -14,9 +14,12 @@ from rich.text import Text
 
 from kernelscope.analyze.breakdown import CATEGORIES, IDLE
 from kernelscope.analyze.verdict import SessionVerdict, TimeShare
-from kernelscope.render.fmt import duration, plural
+from kernelscope.render.counter_panels import plain
+from kernelscope.render.fmt import duration, number, plural
 
 KIND_NAMES = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}
+# The span of the kernel time and of the shares by kind, kernel and region: the whole recorded run, not the window.
+WHOLE_RUN = "Whole run"
 
 
 def pct(share: float | None) -> str:
@@ -47,7 +50,37 @@ def gain_text(f, ranks: int = 1) -> str:
 
 
 def fix_text(f) -> str:
-    return f"fix: {f.fix}" if f.fix and f.scope == "program" else ""
+    """The finding's fix: a program rule's own words, a kernel rule's message (what it saw, then what to do)."""
+    if not f.fix:
+        return ""
+    return f"fix: {f.fix}" if f.scope == "program" else f"fix: {plain(f.fix, sentences=3)}"
+
+
+IN_VERDICT_TITLE = "In the verdict"
+IN_VERDICT_NOTE = ("the session's findings that name this kernel, with their place in its list; gain = share of the "
+                   "window's wall time")
+
+
+def in_verdict_lines(i: int, f) -> list[str]:
+    """One finding of the verdict as a kernel panel shows it: place and gain, title, then fix, evidence, formula."""
+    return [f"#{i} · {f.gain_pct:.1f}% of wall · {f.title}"] + [
+        line for line in (fix_text(f), evidence_text(f), formula_text(f)) if line]
+
+
+def in_verdict_text(items) -> str:
+    """The findings that name a kernel, in one line (the notebook's kernel verdicts)."""
+    return "; ".join(f"#{i} {f.title} ({f.gain_pct:.1f}% of wall)" for i, f in items)
+
+
+def evidence_text(f, limit: int = 6) -> str:
+    """The values that triggered the finding, as the rule named them (show --json has every one)."""
+    parts = [f"{name} = {number(value)}" for name, value in f.evidence[:limit]]
+    more = len(f.evidence) - limit
+    return "evidence: " + "; ".join(parts) + (f"; {more} more in show --json" if more > 0 else "") if parts else ""
+
+
+def formula_text(f) -> str:
+    return f"gain: {f.gain_formula}" if f.gain_formula else ""
 
 
 def breakdown_rows(v: SessionVerdict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -69,7 +102,7 @@ def window_text(v: SessionVerdict) -> str:
     ranks = v.breakdown.ranks
     if len(ranks) == 1:
         r = ranks[0]
-        step = f", median step {duration(r.median_step_ns)}" if r.median_step_ns else ""
+        step = f", median step {duration(r.median_step_ns)} ({r.step_basis.split(':')[0]})" if r.median_step_ns else ""
         return f"{duration(r.wall_ns)} of wall time, {r.window_basis}{step}"
     by_basis: dict[str, list] = {}
     for r in ranks:
@@ -101,6 +134,21 @@ def no_gain_text(v: SessionVerdict) -> str:
     counters = any(n.kernels for n in v.not_measured)
     return "Findings: no rule estimates a gain in wall time" + (
         " (some kernels lack counters: see below)" if counters else "")
+
+
+def too_short_text(v: SessionVerdict) -> str:
+    """Why the program was not judged (its window too short), empty when it was."""
+    return f"Program findings: none given, the session is too short to judge: {v.too_short}" if v.too_short else ""
+
+
+def not_evaluated_lines(v: SessionVerdict) -> list[str]:
+    """The rules that could not run, those with one reason named together (a session too short to judge gives
+    every program rule the same one), in the verdict's order."""
+    by_reason: dict[str, list[str]] = {}
+    for n in v.not_evaluated:
+        by_reason.setdefault(n.reason, []).append(n.rule)
+    return [f"{', '.join(rules)}: " + ("not run, the session is too short to judge (above)" if reason == v.too_short
+                                       else reason) for reason, rules in by_reason.items()]
 
 
 def not_measured_text(n) -> str:
@@ -138,15 +186,13 @@ class VerdictPanel:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         v = self.v
-        head = Table.grid(padding=(0, 2))
-        head.add_column(style="bold", no_wrap=True)
-        head.add_column(overflow="fold")
-        if v.breakdown.ranks:
-            head.add_row("Window", window_text(v))
-        head.add_row("Time", time_line(v))
+        parts: list = []
+        if v.breakdown.ranks:  # the window and what it holds, then the whole run, each labelled with its span
+            parts += [_labelled("Window", window_text(v)), *_breakdown_table(v)]
+        whole = _labelled(WHOLE_RUN, time_line(v))
         if not v.by_kind and v.by_kind_missing:
-            head.add_row("  by kind", f"N/A: {v.by_kind_missing}")
-        parts: list = [head, *_breakdown_table(v)]
+            whole.add_row("  by kind", f"N/A: {v.by_kind_missing}")
+        parts.append(whole)
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold", no_wrap=True)
         t.add_column(justify="right", no_wrap=True)
@@ -157,17 +203,17 @@ class VerdictPanel:
         _rows(t, "  by region", v.by_region)
         parts.append(t)
         parts += _findings(v)
-        parts += _listed("Not evaluated", _by_reason(v.not_evaluated))
+        parts += _listed("Not evaluated", not_evaluated_lines(v))
         parts += _listed("Not measured", [not_measured_text(n) for n in v.not_measured])
         yield Panel(Group(*parts), title="Verdict", title_align="left")
 
 
-def _by_reason(not_evaluated) -> list[str]:
-    """One line per reason, naming every rule it kept from running (in their order)."""
-    rules: dict[str, list[str]] = {}
-    for n in not_evaluated:
-        rules.setdefault(n.reason, []).append(n.rule)
-    return [f"{', '.join(names)}: {reason}" for reason, names in rules.items()]
+def _labelled(label: str, text: str) -> Table:
+    g = Table.grid(padding=(0, 2))
+    g.add_column(style="bold", no_wrap=True)
+    g.add_column(overflow="fold")
+    g.add_row(label, text)
+    return g
 
 
 def _breakdown_table(v: SessionVerdict) -> list:
@@ -184,6 +230,11 @@ def _breakdown_table(v: SessionVerdict) -> list:
 
 
 def _findings(v: SessionVerdict) -> list:
+    short = [Text(too_short_text(v), style="bold")] if v.too_short else []
+    return short + _gains(v)
+
+
+def _gains(v: SessionVerdict) -> list:
     unranked = unranked_text(v)
     if not v.gains:
         return [Text(no_gain_text(v), style="bold")] + ([Text(f"  {unranked}", style="dim")] if unranked else [])
@@ -193,8 +244,9 @@ def _findings(v: SessionVerdict) -> list:
     g.add_column(overflow="fold")
     for i, f in enumerate(v.gains, 1):
         g.add_row(f"  {i}.", f"{f.gain_pct:.1f}%", Text.from_markup(gain_text(f, len(v.breakdown.ranks))))
-        if fix_text(f):
-            g.add_row("", "", f"[dim]{fix_text(f)}[/]")
+        for line in (fix_text(f), evidence_text(f), formula_text(f)):
+            if line:
+                g.add_row("", "", f"[dim]{line}[/]")  # display-copy strings: markup already escaped
     more = len(v.findings) - len(v.gains)
     notes = [f"{more} smaller finding{'s' if more != 1 else ''}: show --json lists every one" if more > 0 else "",
              combined_text(v), unranked]

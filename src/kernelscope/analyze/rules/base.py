@@ -1,10 +1,9 @@
-"""What a rule sees and what it returns.
+"""What a kernel rule sees and what it returns.
 
-A rule is a small function over one kernel's data (RuleContext). It returns a
-model.Finding when it fires, with the metric values that triggered it as
-evidence and its estimated gain in ``speedup_pct`` (% of this kernel's time,
-by the rule's named formula); NotEvaluated with the reason when the data it
-needs is missing; or None when it looked and found nothing.
+A kernel rule (analyze/rule.Rule, scope "kernel") is a small function over one kernel's data (RuleContext),
+registered with the ``rule`` decorator. It returns a model.Finding when it fires, with the metric values that
+triggered it as evidence and its estimated gain in ``speedup_pct`` (% of this kernel's time, by the rule's named
+formula); NotEvaluated with the reason when the data it needs is missing; or None when it looked and found nothing.
 """
 from __future__ import annotations
 
@@ -16,6 +15,8 @@ from kernelscope.analyze.arch import SMArch
 from kernelscope.analyze.bound import Bound
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.kernel_table import KernelSummary
+from kernelscope.analyze.libraries import Library
+from kernelscope.analyze.rule import KERNEL, REGISTRY, NotEvaluated, Rule, register
 from kernelscope.model import Finding, Launch, Metric
 
 SOURCE = "kernelscope"
@@ -34,42 +35,28 @@ class RuleContext:
     # host time blocked in synchronize calls before each launch, aligned with gaps_before_ns (analyze/host_syncs.py);
     # None: the session recorded no synchronize calls
     sync_waits_ns: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class NotEvaluated:
-    rule_id: str
-    reason: str
+    library: Library | None = None  # the library the kernel belongs to (analyze/libraries.py), None: the user's own
 
 
 Outcome = Union[Finding, NotEvaluated, None]
 
-
-@dataclass(frozen=True)
-class Rule:
-    rule_id: str
-    title: str
-    gain_formula: str  # how speedup_pct is estimated, in words
-    check: Callable[[RuleContext], Outcome]
+RULES: list[Rule] = REGISTRY[KERNEL]  # the kernel rules, in registration order
 
 
-RULES: list[Rule] = []
-
-
-def rule(rule_id: str, title: str, gain_formula: str) -> Callable[[Callable[[RuleContext], Outcome]], Rule]:
-    """Register a rule function (one place lists them all: analyze.rules.RULES)."""
+def rule(rule_id: str, title: str, gain_formula: str, *, inputs: str = "", symptom: int = 0,
+         needs: tuple[str, ...] = ()) -> Callable[[Callable[[RuleContext], Outcome]], Rule]:
+    """Register a kernel rule function in the one registry (analyze/rule.py says what each argument declares)."""
     def wrap(fn: Callable[[RuleContext], Outcome]) -> Rule:
-        r = Rule(rule_id, title, gain_formula, fn)
-        RULES.append(r)
-        return r
+        return register(Rule(rule_id, title, KERNEL, inputs, gain_formula, fn, needs, symptom))
     return wrap
 
 
 def finding(r: Rule, section: str, message: str, gain_pct: float | None,
-            evidence: list[tuple[str, Any]], severity: str = "optimization") -> Finding:
+            evidence: list[tuple[str, Any]], severity: str = "optimization", title: str | None = None) -> Finding:
+    """The rule's finding; ``title``: a more specific one than the rule's (the stall it names)."""
     gain = None if gain_pct is None else round(max(0.0, min(100.0, gain_pct)), 2)
     return Finding(source=SOURCE, rule_id=r.rule_id, name=r.title, section=section, severity=severity,
-                   title=r.title, message=message, speedup_type="global" if gain is not None else None,
+                   title=title or r.title, message=message, speedup_type="global" if gain is not None else None,
                    speedup_pct=gain, evidence=tuple((str(k), _plain(v)) for k, v in evidence))
 
 

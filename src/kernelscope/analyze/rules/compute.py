@@ -135,9 +135,12 @@ def fma_instead_of_tensor(ctx: RuleContext) -> Outcome:
     gain, basis = tensor_gain(ctx, x)
     evidence += basis
     state = "Compute-bound" if ctx.bound.bound == COMPUTE else f"{ctx.bound.bound.capitalize()}, FMA-heavy,"
+    fix = ("With fp16/bf16 (or tf32) operands, use tensor cores: tl.dot in Triton, mma/wgmma (CUTLASS) in CUDA, or "
+           "cuBLAS through torch.matmul." if ctx.library is None else
+           f"A {ctx.library.name} kernel computing in FP32: the library runs it on the tensor cores when you allow it; "
+           f"what you control is {ctx.library.controls}.")
     msg = (f"{state} with no MMA instruction (tensor pipe {tensor[0]:.1f}% busy) while each operand byte is "
            f"read {reuse:.0f} times from cache per byte from DRAM: a matmul-like loop done with FMAs on the CUDA "
-           "cores. With fp16/bf16 (or tf32) operands, use tensor cores: tl.dot in Triton, mma/wgmma (CUTLASS) in "
-           "CUDA, or cuBLAS through torch.matmul.")
+           f"cores. {fix}")
     where, at = rule_lines(ctx.launch.source_lines if ctx.launch else None, fma_instead_of_tensor.rule_id)
     return finding(fma_instead_of_tensor, "Tensor cores", with_lines(msg, where), gain, list(evidence) + at)

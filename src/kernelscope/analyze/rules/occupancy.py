@@ -64,7 +64,7 @@ def lift(ctx: RuleContext, occ: OccupancyResult) -> tuple[list[str], OccupancyRe
 
 
 @rule("occupancy-limit", "Occupancy limited by the launch configuration",
-      "min(100 - busiest unit % of peak, (1 - theoretical occupancy / occupancy after the change) x 100)")
+      "min(100 - busiest unit % of peak, (1 - theoretical occupancy / occupancy after the change) x 100)", symptom=1)
 def occupancy_limit(ctx: RuleContext) -> Outcome:
     occ = occupancy_of(ctx)
     if occ is None:
@@ -117,6 +117,13 @@ def occupancy_limit(ctx: RuleContext) -> Outcome:
     return finding(occupancy_limit, "Occupancy", msg, gain, evidence)
 
 
+def _library_fix(ctx: RuleContext) -> str:
+    """A library kernel's grid is the library's answer to the problem's shape: the fix is the call, not the grid."""
+    lib = ctx.library
+    return (f"A {lib.name} kernel: the library sized the grid for this problem; what you control is {lib.controls}."
+            if lib else "")
+
+
 @rule("tail-effect", "Tail effect: a partly empty last wave",
       "(ceil(waves) - waves) / ceil(waves) x 100, capped by 100 - busiest unit % of peak when counters exist")
 def tail_effect(ctx: RuleContext) -> Outcome:
@@ -146,8 +153,9 @@ def tail_effect(ctx: RuleContext) -> Outcome:
         gain = min(gain, head[0])
         evidence += head[1]
     what = f"the grid of {blocks:,} blocks makes {waves:.2f} waves; the last one is {100 * (waves % 1):.0f}% full"
-    msg = (f"{what}, so {100 * idle:.0f}% of the block slots of the launch stay empty. Use a grid that fills whole "
-           "waves (a multiple of SMs x blocks per SM), or split the work into more, smaller blocks.")
+    fix = ("Use a grid that fills whole waves (a multiple of SMs x blocks per SM), or split the work into more, "
+           "smaller blocks." if ctx.library is None else _library_fix(ctx))
+    msg = f"{what}, so {100 * idle:.0f}% of the block slots of the launch stay empty. {fix}"
     return finding(tail_effect, "Launch statistics", msg, gain, evidence)
 
 
@@ -171,7 +179,8 @@ def small_grid(ctx: RuleContext) -> Outcome:
     if head is not None:
         gain = min(gain, head[0])
         evidence += head[1]
+    fix = ("Split the work into at least as many blocks as SMs (one row or tile per block, or split-K), or run "
+           "independent work beside it on other streams." if ctx.library is None else _library_fix(ctx))
     msg = (f"The grid has {blocks:,} block{'s' if blocks != 1 else ''} for {sms} SMs, so {sms - min(blocks, sms)} SMs "
-           f"({100 * idle:.0f}%) get no work at all. Split the work into at least as many blocks as SMs "
-           "(one row or tile per block, or split-K), or run independent work beside it on other streams.")
+           f"({100 * idle:.0f}%) get no work at all. {fix}")
     return finding(small_grid, "Launch statistics", msg, gain, evidence)

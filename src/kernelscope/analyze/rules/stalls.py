@@ -6,12 +6,13 @@ from typing import Any
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.rules.base import (NO_COUNTERS, NotEvaluated, Outcome, RuleContext, finding, headroom_pct,
                                            lacks, rule, value)
+from kernelscope.analyze.rule import EXPLAINED
 from kernelscope.analyze.warp_state import STALL_MEANING, warp_state
 
 
 @rule("dominant-stall", "Dominant warp stall reason",
       "min(the reason's share of stall cycles x idle issue slots % (100 - issue slots busy %), "
-      "100 - busiest unit % of peak)")
+      "100 - busiest unit % of peak)", symptom=EXPLAINED)
 def dominant_stall(ctx: RuleContext) -> Outcome:
     x = ctx.launch
     if x is None:
@@ -41,4 +42,4 @@ def dominant_stall(ctx: RuleContext) -> Outcome:
     msg = (f"{100 * share:.0f}% of the cycles warps spend waiting are '{name}' "
            f"({float(top.cycles_per_issue.value):.1f} cycles per issued instruction): "
            f"{STALL_MEANING.get(top.reason, top.reason)}.")
-    return finding(dominant_stall, "Warp state", msg, gain, evidence)
+    return finding(dominant_stall, "Warp state", msg, gain, evidence, title=f"Warps wait on '{name}' (dominant stall)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from kernelscope.render.html.analysis import (
     counter_sections,
     roofline_section,
-    session_recommendations,
     summary_section,
 )
 from kernelscope.render.html.kernel import config_section, phases_section, sm_layout_section, warp_section
@@ -20,19 +19,21 @@ from kernelscope.render.html.ranks import collectives_section, ranks_section
 from kernelscope.render.html.session import (gpu_stats_section, header_section, kernel_table_section,
                                              operators_section, timeline_section)
 from kernelscope.render.html.verdict import verdict_section
+from kernelscope.render.verdict import in_verdict_text
 
 __all__ = ["render_html", "render_summary_html"]
 
 
-def kernel_sections(kr) -> list[Markup]:
-    """Everything `show` draws for one selected kernel, in its order."""
+def kernel_sections(kr, verdict=None) -> list[Markup]:
+    """Everything `show` draws for one selected kernel, in its order; ``verdict``: the session's, whose findings
+    that name the kernel its summary shows."""
     k = kr.summary
     out = [config_section(k), sm_layout_section(kr.sm_layout, k.label)]
     if kr.scoped is not None:
         out += [warp_section(kr.scoped, kr.counters, k.label), phases_section(kr.scoped, k.label)]
     if kr.counters is not None:
         out += counter_sections(kr.counters, k.label)
-    out.append(summary_section(kr.analysis))
+    out.append(summary_section(kr.analysis, verdict.for_kernel(k.name) if verdict is not None else ()))
     return out
 
 
@@ -46,10 +47,12 @@ def render_html(report) -> str:
     for i, kr in enumerate(report.kernels):
         anchor = f"kernel-{i + 1}"
         nav.append(el("a", kr.summary.label, href=f"#{anchor}"))
-        kernels.append(el("div", el("h2", f"{i + 1}. {kr.summary.label}"), *kernel_sections(kr), class_="kernel",
-                          id=anchor))
+        kernels.append(el("div", el("h2", f"{i + 1}. {kr.summary.label}"),
+                          *kernel_sections(kr, getattr(report, "verdict", None)), class_="kernel", id=anchor))
     a = report.analysis
-    tail = [roofline_section(a), session_recommendations(a), timeline_section(a.timeline, report.summary)]
+    v = getattr(report, "verdict", None)
+    opens = min((b.window_start_ns for b in v.breakdown.ranks), default=None) if v is not None else None
+    tail = [roofline_section(a), timeline_section(a.timeline, report.summary, opens)]
     memory = getattr(report, "memory", None)
     if memory is not None:  # run --memory
         tail.append(memory_section(memory))
@@ -92,7 +95,12 @@ def render_html(report) -> str:
 def render_summary_html(report) -> str:
     """The report's summary as an HTML fragment (a notebook cell): the session, its verdict (the same section as
     the report's), the kernel table and each selected kernel's verdict; styles scoped to the fragment, no script."""
+    verdict = getattr(report, "verdict", None)
     verdicts = [(kr.summary.label, kr.analysis.verdict or "N/A") for kr in report.kernels]
+    if verdict is not None:  # each kernel's line names the findings of the session's list that are about it
+        verdicts = [(label, line + (f"; in the verdict: {in_verdict_text(items)}" if items else ""))
+                    for (label, line), items in zip(verdicts, (verdict.for_kernel(kr.summary.name)
+                                                               for kr in report.kernels))]
     body = [header_section(report.session)]
     if getattr(report, "verdict", None) is not None:
         body.append(verdict_section(report.verdict))

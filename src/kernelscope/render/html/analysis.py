@@ -1,14 +1,12 @@
 """The counter panels (3 memory hierarchy, 5 memory transactions, 7 tensor cores, warp state, NVIDIA's
-rules) and the profiling summary (10) of one kernel, and the session's roofline and recommendations,
-as HTML: the terminal panels' numbers through the same formatting helpers."""
+rules) and the profiling summary (10) of one kernel, with the verdict's findings that name it, and the session's
+roofline, as HTML: the terminal panels' numbers through the same formatting helpers."""
 from __future__ import annotations
 
 from collections import defaultdict
 
 from kernelscope.analyze.bound import UNKNOWN, Bound
 from kernelscope.analyze.counters import SECTOR_BYTES
-from kernelscope.analyze.recommend import SESSION_GAIN_FORMULA
-from kernelscope.analyze.thresholds import SESSION_LIST_MIN_GAIN_PCT
 from kernelscope.render.kernel_analysis import (VendorComparisonList, comparison_line, duration_text, evidence_text,
                                                gain_cell, no_recommendation_text, pct_of_peak_text, rate_cell,
                                                roofline_text, si, throughput_parts)
@@ -17,6 +15,7 @@ from kernelscope.render.counter_panels import plain, shared_na_reasons, shared_w
 from kernelscope.render.html.charts import pct_bar, roofline
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.roofline_term import MARKS, intensity_text, input_origin, placed
+from kernelscope.render.verdict import IN_VERDICT_NOTE, IN_VERDICT_TITLE, in_verdict_lines
 
 
 def _pct_cell(m) -> Markup | str:
@@ -130,8 +129,9 @@ def recommendations_table(recs, limit: int = 5, show_kernel: bool = False) -> li
     return out
 
 
-def summary_section(k) -> Markup:
-    """Panel 10 from analyze.analysis.KernelAnalysis: what SummaryPanel prints."""
+def summary_section(k, in_verdict: tuple = ()) -> Markup:
+    """Panel 10 from analyze.analysis.KernelAnalysis and the verdict's findings that name the kernel: what
+    SummaryPanel prints."""
     rows: list = []
     if k.verdict:
         rows.append(("Verdict", el("b", k.verdict)))
@@ -142,13 +142,18 @@ def summary_section(k) -> Markup:
     rows.append(("Roofline", roofline_text(k, known)))
     rows.append(("Bottleneck", _bound(k.bound)))
     body: list = [kv(rows)]
+    if in_verdict:
+        body.append(el("h3", f"{IN_VERDICT_TITLE} ", el("span", f"({IN_VERDICT_NOTE})", class_="note")))
+        for i, f in in_verdict:
+            first, *rest = in_verdict_lines(i, f)
+            body.append(el("p", el("b", first), *(el("div", line, class_="note") for line in rest)))
     recs = k.recommendations
     if recs.recommendations:
         body.append(el("h3", "Recommendations ", el("span", "(best estimated gain first; gain = share of this kernel's "
                                                           "time a fix could save)", class_="note")))
         body += recommendations_table(recs.recommendations)
     else:
-        body.append(el("p", f"Recommendations: {no_recommendation_text(recs.rules_run)}"))
+        body.append(el("p", f"Recommendations: {no_recommendation_text(recs.rules_run, bool(in_verdict))}"))
     differ = VendorComparisonList(k.nvidia_comparison).rows  # the rows the terminal lists
     if differ:
         body.append(note("NVIDIA's rules beside kernelscope's (where they differ):"))
@@ -157,7 +162,7 @@ def summary_section(k) -> Markup:
     for what, why in k.missing:
         by_reason[why].append(what)
     for n in recs.not_evaluated:
-        by_reason[n.reason].append(f"rule {n.rule_id}")
+        by_reason[n.reason].append(f"rule {n.rule}")
     if by_reason:
         body.append(note("Not shown or not evaluated:"))
         body.append(el("ul", *(el("li", f"{', '.join(w)}: {why}") for why, w in by_reason.items()), class_="note"))
@@ -194,23 +199,3 @@ def roofline_section(a) -> Markup | None:
         body.append(note("Roofs (" + c.source + "): memory " + rate_cell(c.memory_bandwidth) + "; "
                          + "; ".join(f"{label} {rate_cell(m)}" for label, m in c.compute) + "."))
     return section("Roofline", *body, id_="roofline")
-
-
-def session_recommendations(a) -> Markup | None:
-    with_gain = tuple(r for r in a.ranked if r.session_gain_pct is not None)
-    recs = tuple(r for r in with_gain if r.session_gain_pct >= SESSION_LIST_MIN_GAIN_PCT)
-    left_out = len(with_gain) - len(recs)
-    if not recs:
-        if left_out:
-            return note(f"Recommendations across the session: {plural(left_out, 'finding')}, "
-                        f"{'each ' if left_out > 1 else ''}under "
-                        f"{SESSION_LIST_MIN_GAIN_PCT:g}% of all kernel time; see each kernel's summary.")
-        return None
-    from dataclasses import replace
-
-    as_session = tuple(replace(r, gain_pct=r.session_gain_pct) for r in recs)
-    sub = f"gain = {SESSION_GAIN_FORMULA}" + (f"; {left_out} under {SESSION_LIST_MIN_GAIN_PCT:g}% not listed"
-                                              if left_out else "")
-    return section("Recommendations across the session", *recommendations_table(as_session, show_kernel=True),
-                   note(sub), id_="recommendations")
-

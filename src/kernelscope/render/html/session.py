@@ -93,9 +93,56 @@ def _lanes(tl, top: list[str]) -> tuple[list[tuple[str, list[float]]], int, int]
     return named + [("other kernels", fractions[-2]), ("copies / memsets", fractions[-1])], t0, t1
 
 
-def timeline_section(tl, summary) -> Markup:
+def _timeline_rows(tl, multi: bool, labels: dict[str, str], from_ns: int | None) -> tuple[list, int, int, int]:
+    """The table's rows and marks in time order on the session clock, from ``from_ns`` on, at most TIMELINE_ROWS;
+    with how many rows were passed, how many marks, and how many rows came before ``from_ns``."""
+    origin = 0  # the session clock, which marks, regions and the memory panel share
+    trows = []
+    marks, m_next, shown = tl.marks, 0, 0  # the TIMELINE_ROWS bound counts rows and marks: a million marks
+    # made a 153 MB page, with a quadratic pop(0)
+
+    def rank(r) -> tuple:
+        return (str(r.rank) if r.rank is not None else "",) if multi else ()
+
+    def mark_row(m) -> tuple:
+        return ("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m))
+
+    before = 0
+    if from_ns is not None:  # open on the window: earlier rows and marks are counted, not drawn
+        while m_next < len(marks) and marks[m_next].t_ns < from_ns:
+            m_next += 1
+    for r in tl.rows:
+        if from_ns is not None and r.start_ns < from_ns:
+            before += 1
+            shown += 1
+            continue
+        while m_next < len(marks) and marks[m_next].t_ns < r.start_ns and len(trows) < TIMELINE_ROWS:
+            trows.append(mark_row(marks[m_next]))  # kernelscope.mark() points in time order among the rows
+            m_next += 1
+        if len(trows) >= TIMELINE_ROWS:
+            break
+        shown += 1
+        if r.kind == "region":
+            trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region",
+                                    f"▸ {r.name}", "" if r.on_gpu else "(CPU span: no GPU work seen)"))
+            continue
+        gap = f"{duration(r.gap_before_ns)} {r.gap_kind}" if r.gap_before_ns is not None and r.gap_kind in (
+            LAUNCH_GAP, HOST_WAIT) else ""
+        notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
+        if r.barrier is not None:
+            notes = barrier_text(r.barrier) + (f" · {notes}" if notes else "")
+        trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
+                                labels.get(r.name, r.short_name), notes))
+    while shown == len(tl.rows) and m_next < len(marks) and len(trows) < TIMELINE_ROWS:  # after the last row
+        trows.append(mark_row(marks[m_next]))
+        m_next += 1
+    return trows, shown, m_next, before
+
+
+def timeline_section(tl, summary, from_ns: int | None = None) -> Markup:
     """Panel 8, the run: GPU busy and gaps, a lane per kernel drawn by busy share per column, and the first
-    TIMELINE_ROWS rows of the table show --timeline prints."""
+    TIMELINE_ROWS rows of the table show --timeline prints, on the session clock, from ``from_ns`` (the verdict's
+    window start; None: the run's start) as show draws them."""
     title = "Timeline"
     if tl.missing_reason is not None:
         return section(title, el("p", f"N/A: {tl.missing_reason}.", class_="na"), id_="timeline")
@@ -119,43 +166,16 @@ def timeline_section(tl, summary) -> Markup:
         body.append(el("h3", f"The run, {duration(t1 - t0)} from the first GPU start (one column = "
                              f"{duration((t1 - t0) / TIMELINE_COLUMNS)}; darker = busier)"))
         body.append(strips(cells, shades, label_w=200, note_w=10, label="kernels over time"))
-    origin = next((r.start_ns for r in tl.rows if r.kind != "region"), 0)
     labels = distinct_short_names(r.name for r in tl.rows[:TIMELINE_ROWS] if r.kind == "kernel")
-    trows = []
-    marks, m_next, shown = tl.marks, 0, 0  # the TIMELINE_ROWS bound counts rows and marks: a million marks
-    # made a 153 MB page, with a quadratic pop(0)
-
-    def rank(r) -> tuple:
-        return (str(r.rank) if r.rank is not None else "",) if multi else ()
-
-    def mark_row(m) -> tuple:
-        return ("",) * multi + (f"{(m.t_ns - origin) / 1e6:,.3f}", "", "", "mark", f"◆ {m.name}", mark_text(m))
-
-    for r in tl.rows:
-        while m_next < len(marks) and marks[m_next].t_ns < r.start_ns and len(trows) < TIMELINE_ROWS:
-            trows.append(mark_row(marks[m_next]))  # kernelscope.mark() points in time order among the rows
-            m_next += 1
-        if len(trows) >= TIMELINE_ROWS:
-            break
-        shown += 1
-        if r.kind == "region":
-            trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), "", "region",
-                                    f"▸ {r.name}", "" if r.on_gpu else "(CPU span: no GPU work seen)"))
-            continue
-        gap = f"{duration(r.gap_before_ns)} {r.gap_kind}" if r.gap_before_ns is not None and r.gap_kind in (
-            LAUNCH_GAP, HOST_WAIT) else ""
-        notes = " · ".join(f"{label} {float(m.value):.0f}%" for label, m in r.notes)
-        if r.barrier is not None:
-            notes = barrier_text(r.barrier) + (f" · {notes}" if notes else "")
-        trows.append(rank(r) + (f"{(r.start_ns - origin) / 1e6:,.3f}", duration(r.duration_ns), gap, r.kind,
-                                labels.get(r.name, r.short_name), notes))
-    while shown == len(tl.rows) and m_next < len(marks) and len(trows) < TIMELINE_ROWS:  # after the last row
-        trows.append(mark_row(marks[m_next]))
-        m_next += 1
+    trows, shown, m_next, before = _timeline_rows(tl, multi, labels, from_ns)
+    marks = tl.marks
     total = len(tl.rows) + len(marks)
     more = f" (first {len(trows)} of {total:,})" if shown + m_next < total else ""
     head = ("Start ms", "Duration", "Idle before", "Kind", "Name",
             "Notes (barriers, counter pass)" if multi else "Notes (counter pass)")
+    if before:
+        body.append(note(f"The rows open on the verdict's window at {from_ns / 1e6:,.3f} ms: {before:,} earlier rows "
+                         "not drawn."))
     body.append(el("details", el("summary", f"Rows in time order{more}"),
                    table(("Rank",) * multi + head, trows, num_from=0,
                          text_cols=tuple(i + multi for i in (3, 4, 5)))))
