@@ -1,13 +1,17 @@
 """Test setup: GPU tests are skipped without CUDA; Triton runs in its CPU interpreter."""
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import random
 import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -113,13 +117,87 @@ def assert_snapshot(name: str, text: str, width: int = 120) -> None:
     assert text == snap.read_text()
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, **kw) -> subprocess.CompletedProcess:
-    """`python -m kernelscope ARGS` from this checkout, as a user would run it."""
+class CliResult(NamedTuple):
+    """What a command left: its exit code and what it wrote (unpacks as ``code, out, err``)."""
+    returncode: int
+    stdout: str
+    stderr: str
 
 
+class _Hang(BaseException):  # not an Exception: the CLI's "internal error" handler must not catch it
+    pass
+
+
+def _hang(signum, frame):
+    raise _Hang()
+
+
+HANG_S = 300  # a command still running after this long is stuck (a blocking open, a loop), not slow
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None) -> CliResult:
+    """`kernelscope ARGS` through its main() in this process, as the console script calls it: exit code, stdout,
+    stderr. Descriptors 1 and 2 go to files for the call, so a workload that `run` starts writes there too, in
+    order with the command's own output. ENV is added to the environment and CWD is the working directory (default:
+    the checkout) for the call only. A command stuck past HANG_S fails the test instead of hanging the run. Tests of
+    what only a real process shows (signals, a closed stdout, the interpreter's exit, start-up) use run_cli_process."""
+    from kernelscope.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.update(env or {})
+    os.chdir(cwd or ROOT)
+    files = [tempfile.TemporaryFile(), tempfile.TemporaryFile()]
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved_fds = [os.dup(1), os.dup(2)]
+    streams = [io.TextIOWrapper(open(os.dup(f.fileno()), "wb"), encoding="utf-8", write_through=True) for f in files]
+    old = signal.signal(signal.SIGALRM, _hang)
+    try:
+        for fd, f in zip((1, 2), files):
+            os.dup2(f.fileno(), fd)
+        signal.setitimer(signal.ITIMER_REAL, HANG_S)
+        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's usage errors and fail(): exit codes, as the process would end
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except _Hang:
+        pytest.fail(f"kernelscope {' '.join(args)} was still running after {HANG_S} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        for fd, saved in zip((1, 2), saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        for stream in streams:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    texts = []
+    for f in files:
+        f.seek(0)
+        texts.append(f.read().decode("utf-8", "replace"))
+        f.close()
+    return CliResult(code, *texts)
+
+
+def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,
+                    **kw) -> subprocess.CompletedProcess:
+    """`python -m kernelscope ARGS` from this checkout in a child process, for what only a process shows."""
     full_env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **(env or {}))
     return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=full_env, **kw)
+
+
+def draw(renderable, width: int = 120) -> str:
+    """A renderable drawn as kernelscope draws it, without colour, at WIDTH columns."""
+    from kernelscope.render.console import make_console
+
+    buf = io.StringIO()
+    make_console(width=width, file=buf, color=False).print(renderable)
+    return buf.getvalue()
 
 
 def one_sentence_error(r) -> str:
