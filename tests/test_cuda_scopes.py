@@ -457,9 +457,9 @@ def test_host_code_can_include_the_header_for_its_layout_numbers(tmp_path):
 
 # -- where the header is ------------------------------------------------------------------------------------
 def test_include_dir_prints_the_headers_folder():
-    from test_fuzz_readers import run_cli
+    from conftest import run_cli
 
-    code, out, err = run_cli(["include-dir"])
+    code, out, err = run_cli("include-dir")
     assert code == 0 and err == ""
     assert (out.strip() + "/kernelscope.cuh") == str(HEADER) and HEADER.is_file()
     assert cs.compile_options() == (f"-I{HEADER.parent}", "-DKS_RECORD") and cs.compile_options(False) == (

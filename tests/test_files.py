@@ -15,7 +15,7 @@ import pytest
 
 from conftest import DATA, ROOT
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 
@@ -42,7 +42,7 @@ def session(tmp_path: Path) -> Path:
 def test_export_over_its_own_input_is_refused_even_with_force(session):
     before = session.read_bytes()
     for extra in ([], ["-f"]):
-        code, _, err = run_cli(["export", str(session), "--chrome", str(session), *extra])
+        code, _, err = run_cli("export", str(session), "--chrome", str(session), *extra)
         assert code == 2 and "is also an input of this command" in _one_error(err)
     assert session.read_bytes() == before  # the session is still the session
 
@@ -50,10 +50,10 @@ def test_export_over_its_own_input_is_refused_even_with_force(session):
 def test_export_refuses_an_existing_file_without_force(session, tmp_path):
     out = tmp_path / "trace.json"
     out.write_text("keep me")
-    code, _, err = run_cli(["export", str(session), "-o", str(out)])
+    code, _, err = run_cli("export", str(session), "-o", str(out))
     assert code == 2 and "already exists; use -f" in _one_error(err)
     assert out.read_text() == "keep me"
-    code, _, err = run_cli(["export", str(session), "-o", str(out), "-f"])
+    code, _, err = run_cli("export", str(session), "-o", str(out), "-f")
     assert code == 0, err
     assert out.read_text().startswith("{")
 
@@ -64,7 +64,7 @@ def test_import_never_writes_over_the_report(tmp_path):
 
     report = report_file("ncu_h100_region", tmp_path)
     before = report.read_bytes()
-    code, _, err = run_cli(["import", str(report), "-o", str(report), "-f"])
+    code, _, err = run_cli("import", str(report), "-o", str(report), "-f")
     assert code == 2 and "is also an input" in _one_error(err)
     assert report.read_bytes() == before
 
@@ -72,7 +72,7 @@ def test_import_never_writes_over_the_report(tmp_path):
 def test_run_never_writes_its_session_over_the_script_it_profiles(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
-    code, _, err = run_cli(["run", "-o", str(script), "-f", "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(script), "-f", "--", sys.executable, str(script))
     assert code == 2 and "is also an input" in _one_error(err)
     assert script.read_text() == "print('hi')\n"
 
@@ -80,7 +80,7 @@ def test_run_never_writes_its_session_over_the_script_it_profiles(tmp_path):
 def test_show_checks_the_roofline_png_before_drawing(session, tmp_path):
     png = tmp_path / "roof.png"
     png.write_bytes(b"old")
-    code, out, err = run_cli(["show", str(session), "--roofline-png", str(png)])
+    code, out, err = run_cli("show", str(session), "--roofline-png", str(png))
     assert code == 2 and "already exists" in _one_error(err) and out == ""  # nothing drawn first
     assert png.read_bytes() == b"old"
 
@@ -90,7 +90,7 @@ def test_plot_refuses_to_replace_pngs_without_force(tmp_path):
     d = tmp_path / "plots"
     d.mkdir()
     (d / "attention_latency.png").write_bytes(b"old")
-    code, _, err = run_cli(["plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d)])
+    code, _, err = run_cli("plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d))
     assert code == 2 and "already exists" in _one_error(err)
     assert (d / "attention_latency.png").read_bytes() == b"old" and len(list(d.iterdir())) == 1
 

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import DATA, ROOT
 from kernelscope.model.files import DEFAULT_INPUT_LIMIT_MB, INPUT_LIMIT_ENV, InputFileError, read_input
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 MiB = 1 << 20
@@ -150,7 +150,7 @@ def test_read_input_is_bounded_and_names_the_variable(tmp_path, monkeypatch):
 
 def test_a_bad_limit_variable_is_one_sentence(monkeypatch):
     monkeypatch.setenv(INPUT_LIMIT_ENV, "-3")
-    code, _, err = run_cli(["show", str(SESSION)])
+    code, _, err = run_cli("show", str(SESSION))
     assert code == 2 and "must be a positive number of MiB" in _one_sentence({"code": code, "err": err})
 
 
@@ -204,10 +204,10 @@ def test_a_rank_of_1e400_is_not_an_overflow(tmp_path):
         return json.dumps(doc).replace('"RANK"', "1e400")
     trace = _trace_with(tmp_path, "t.json", edit)
     out = tmp_path / "t.session.json"
-    code, _, err = run_cli(["import", str(trace), "-o", str(out)])
+    code, _, err = run_cli("import", str(trace), "-o", str(out))
     assert "internal error" not in err and "Traceback" not in err and code in (0, 2), err
     if code == 0:
-        code, _, err = run_cli(["show", str(out), "--json"])
+        code, _, err = run_cli("show", str(out), "--json")
         assert code == 0, err
 
 
@@ -227,13 +227,13 @@ def test_what_import_writes_loads(tmp_path, case):
         return json.dumps(doc)
     trace = _trace_with(tmp_path, "t.json", edit)
     out = tmp_path / "t.session.json"
-    code, _, err = run_cli(["import", str(trace), "-o", str(out)])
+    code, _, err = run_cli("import", str(trace), "-o", str(out))
     assert "internal error" not in err and "Traceback" not in err, err
     if code == 2:  # refused: one sentence naming the field, and nothing written
         assert not out.exists() and "would not load" in _one_sentence({"code": code, "err": err})
         return
     assert code == 0, err
-    code, _, err = run_cli(["show", str(out), "--json"])
+    code, _, err = run_cli("show", str(out), "--json")
     assert code == 0 and "error" not in err, err
 
 
@@ -246,7 +246,7 @@ def test_a_launch_without_a_start_time_beside_gpu_samples(tmp_path, name):
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
     for argv in (["show", str(p), "--width", "120"], ["report", str(p), "-o", str(tmp_path / "r.html")]):
-        code, _, err = run_cli(argv)
+        code, _, err = run_cli(*argv)
         assert code == 0 and "internal error" not in err, err
 
 
@@ -257,7 +257,7 @@ def test_a_world_size_of_10_to_the_18_is_counted_not_listed(tmp_path):
         doc["distributedInfo"]["world_size"] = 10**18
         return json.dumps(doc)
     trace = _trace_with(tmp_path, "t.json", edit)
-    code, _, err = run_cli(["import", str(trace), "-o", str(tmp_path / "s.json")])
+    code, _, err = run_cli("import", str(trace), "-o", str(tmp_path / "s.json"))
     assert "internal error" not in err and code in (0, 2), err
     assert "999,999,999,999,999,999 of 1,000,000,000,000,000,000 ranks have no trace" in err
     assert "and 999,999,999,999,999,983 more" in err
@@ -270,7 +270,7 @@ def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, 
     groups, not re.error: --kernel printed 'internal error' for them."""
     argv = {"show": ["show", str(SESSION)], "report": ["report", str(SESSION), "-o", str(tmp_path / "r.html")],
             "diff": ["diff", str(SESSION), str(SESSION)]}[command]
-    code, _, err = run_cli([*argv, "--kernel", regex])
+    code, _, err = run_cli(*argv, "--kernel", regex)
     assert code == 2 and "internal error" not in err and "is not a valid regular expression" in err, err
     assert not (tmp_path / "r.html").exists()
 
@@ -279,7 +279,7 @@ def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, 
 def test_fail_if_slower_takes_a_finite_percentage(pct):
     """`diff --fail-if-slower nan` exited 0 whatever the times (NaN compares false with everything): a CI gate
     that never fails."""
-    code, _, err = run_cli(["diff", str(SESSION), str(SESSION), "--fail-if-slower", pct])
+    code, _, err = run_cli("diff", str(SESSION), str(SESSION), "--fail-if-slower", pct)
     assert code == 2 and "finite, non-negative percentage" in err, err
 
 
@@ -306,11 +306,11 @@ def test_minus_o_naming_a_directory_is_one_sentence_and_writes_nothing(tmp_path,
             "run": ["run", "--", sys.executable, "-c", "pass"]}[command]
     if command == "run":  # run's options come before the command it runs
         argv = ["run", "-o", name, "-f", *argv[1:]]
-        code, _, err = run_cli(argv)
+        code, _, err = run_cli(*argv)
         assert code == 2 and f"{name} names a directory" in err, err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"
         return
-    code, _, err = run_cli([*argv, "-o", name, "-f"])
+    code, _, err = run_cli(*argv, "-o", name, "-f")
     assert code == 2 and err.startswith("kernelscope: error: the ") and f"{name} names a directory" in err, err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import DATA, ROOT
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 
@@ -75,7 +75,7 @@ def _what_it_is(p: Path) -> tuple:
 def test_export_never_replaces_a_special_file(session, tmp_path, kind, force):
     target = SPECIAL[kind](tmp_path)
     before = _what_it_is(target)
-    code, out, err = run_cli(["export", str(session), "-o", str(target), *force])
+    code, out, err = run_cli("export", str(session), "-o", str(target), *force)
     assert code == 2, err
     line = _one_error(err)
     assert any(w in line for w in ("not a regular file", "does not exist", "already exists")), line
@@ -90,14 +90,14 @@ def test_a_character_device_made_with_mknod_is_never_replaced(session, tmp_path)
         os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     except (PermissionError, OSError):
         pytest.skip("mknod is not permitted here")
-    code, _, err = run_cli(["report", str(session), "-o", str(dev), "-f"])
+    code, _, err = run_cli("report", str(session), "-o", str(dev), "-f")
     assert code == 2 and "a character device, not a regular file" in _one_error(err)
     assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
 @pytest.mark.parametrize("name", ["/proc/self/fd/1", "/dev/fd/2", "-", "/dev/stdout"])
 def test_fd_links_and_stdout_spellings_are_refused(session, name):
-    code, out, err = run_cli(["export", str(session), "-o", name, "-f"])
+    code, out, err = run_cli("export", str(session), "-o", name, "-f")
     assert code == 2 and out == ""
     assert any(w in _one_error(err) for w in ("file-descriptor", "standard stream")), err
 
@@ -112,12 +112,12 @@ def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
 
 
 def test_a_name_over_255_bytes_is_one_sentence(session, tmp_path):
-    code, _, err = run_cli(["export", str(session), "-o", str(tmp_path / ("x" * 300 + ".json"))])
+    code, _, err = run_cli("export", str(session), "-o", str(tmp_path / ("x" * 300 + ".json")))
     assert code == 2 and "at most 255 bytes" in _one_error(err)
 
 
 def test_width_is_bounded(session):
-    code, out, err = run_cli(["show", str(session), "--width", "99999999999"])
+    code, out, err = run_cli("show", str(session), "--width", "99999999999")
     assert code == 2 and "at most 10000 columns" in err and "Traceback" not in err and out == ""
 
 
@@ -126,11 +126,11 @@ def test_the_ceilings_file_is_an_input_of_report_and_show(session, tmp_path):
     ceilings = tmp_path / "c.json"
     shutil.copy(DATA / "ceilings_h100.json", ceilings)
     before = ceilings.read_bytes()
-    code, _, err = run_cli(["report", str(session), "--ceilings", str(ceilings), "-o", str(ceilings), "-f"])
+    code, _, err = run_cli("report", str(session), "--ceilings", str(ceilings), "-o", str(ceilings), "-f")
     assert code == 2 and "is also an input" in _one_error(err)
     pytest.importorskip("matplotlib")
-    code, out, err = run_cli(["show", str(session), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
-                              "-f"])
+    code, out, err = run_cli("show", str(session), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
+                              "-f")
     assert code == 2 and "is also an input" in _one_error(err) and out == ""
     assert ceilings.read_bytes() == before
 
@@ -187,7 +187,7 @@ def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_
         return real(self, f)
 
     monkeypatch.setattr(chrome_trace.ChromeTrace, "write_json", racing)
-    code, _, err = run_cli(["export", str(session), "-o", str(out)])
+    code, _, err = run_cli("export", str(session), "-o", str(out))
     assert code == 2 and "created by something else" in _one_error(err)
     assert out.read_text() == "appeared meanwhile"
 
@@ -234,7 +234,7 @@ def test_a_device_name_longer_than_a_file_name_is_drawn(tmp_path, monkeypatch):
     p = tmp_path / "long.json"
     p.write_text(json.dumps(d))
     monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    code, out, err = run_cli(["show", str(p), "--width", "120", "--no-color"])
+    code, out, err = run_cli("show", str(p), "--width", "120", "--no-color")
     assert code == 0 and "internal error" not in err, err
     from kernelscope.collect.calibrate.ceilings import CeilingKey
 
@@ -251,7 +251,7 @@ def test_plot_names_from_the_results_file_stay_inside_the_output_dir(tmp_path):
     results = tmp_path / "r.json"
     results.write_text(json.dumps(d))
     out = tmp_path / "plots"
-    code, stdout, err = run_cli(["plot", str(results), "--output-dir", str(out)])
+    code, stdout, err = run_cli("plot", str(results), "--output-dir", str(out))
     assert code == 0, err
     written = sorted(p.name for p in out.iterdir())
     assert written and all(n.startswith("escaped-31m_") for n in written)
@@ -289,8 +289,8 @@ def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
                                   (tmp_path / "dangling", [], "does not exist")):
         if target.name == "dangling":
             _dangling(tmp_path)
-        code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
-                                sys.executable, str(script)])
+        code, _, err = run_cli("run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
+                                sys.executable, str(script))
         assert code == 2 and phrase in _one_error(err), err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "s.json").exists()
     from kernelscope.collect.trace.recorder import _keep  # what the trace pass does with the trace (needs CUDA)
@@ -310,7 +310,7 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
     out = tmp_path / "s.json"
     script = tmp_path / "w.py"
     script.write_text(f"open({str(out)!r}, 'w').write('mine')\n")  # the workload takes the name itself
-    code, _, err = run_cli(["run", "-o", str(out), "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(out), "--", sys.executable, str(script))
     assert code == 2 and "created by something else" in _one_error(err), err
     assert out.read_text() == "mine"
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")]
@@ -318,7 +318,7 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
     from kernelscope.model import Session
 
     assert Session.load(kept[0]).command == [sys.executable, str(script)]
-    code, _, err = run_cli(["run", "-o", str(out), "-f", "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(out), "-f", "--", sys.executable, str(script))
     assert code == 0, err
     assert Session.load(out).command == [sys.executable, str(script)]  # -f: the run's session replaces it
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")] == [kept[0].name]
@@ -327,7 +327,7 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
 def test_run_leaves_no_private_file_behind(tmp_path):
     script = tmp_path / "w.py"
     script.write_text("print('hi')\n")
-    code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(tmp_path / "s.json"), "--", sys.executable, str(script))
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "w.py"]
 
@@ -370,7 +370,7 @@ def test_an_empty_output_name_is_refused_not_replaced_by_the_default(tmp_path):
     an empty name is given, so it is checked like any other and refused."""
     trace = tmp_path / "t.pt.trace.json.gz"
     shutil.copy(DATA / "trace_h100_mixed.json.gz", trace)
-    code, _, err = run_cli(["import", str(trace), "-o", ""])
+    code, _, err = run_cli("import", str(trace), "-o", "")
     assert code == 2 and "internal error" not in err and "give a file name" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.pt.trace.json.gz"]
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA
 from kernelscope.model import Session
 from kernelscope.model.memory import Mark
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,8 @@ def marked(tmp_path_factory) -> tuple[Path, int]:
 def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
     path, launches = marked
     t = time.monotonic()
-    code, out, err = run_cli(["show", str(path), "--timeline", str(limit), "--panels", "0", "--width", "160",
-                              "--no-color"])
+    code, out, err = run_cli("show", str(path), "--timeline", str(limit), "--panels", "0", "--width", "160",
+                              "--no-color")
     took = time.monotonic() - t
     assert code == 0, err
     drawn = [ln for ln in out.splitlines() if "◆ m" in ln]
@@ -51,7 +51,7 @@ def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     p = tmp_path / "cmd.json.gz"
     s.save(p)
     t = time.monotonic()
-    code, out, err = run_cli(["show", str(p), "--brief", "--no-color", "--width", "120"])
+    code, out, err = run_cli("show", str(p), "--brief", "--no-color", "--width", "120")
     assert code == 0, err
     assert time.monotonic() - t < 20
     assert "more arguments)" in out and len(out) < 100_000
@@ -69,7 +69,7 @@ def test_the_html_timeline_keeps_its_row_bound_with_many_marks(marked, tmp_path)
     path, _ = marked
     out = tmp_path / "r.html"
     t = time.monotonic()
-    code, _, err = run_cli(["report", str(path), "-o", str(out), "--panels", "0"])
+    code, _, err = run_cli("report", str(path), "-o", str(out), "--panels", "0")
     assert code == 0, err
     assert time.monotonic() - t < 25
     page = out.read_text()
@@ -95,7 +95,7 @@ def test_a_long_name_is_drawn_shortened_with_the_count_of_what_is_left_out(long_
     from kernelscope.render.text import DISPLAY_CHARS
 
     path, name = long_name
-    code, out, err = run_cli([argv[0], str(path), *argv[1:]])
+    code, out, err = run_cli(argv[0], str(path), *argv[1:])
     assert code == 0, err
     assert len(out) < 200_000  # was 3.5 MB for show, 5 MB for diff: the whole name, several times
     if argv[1] != "--brief":  # the brief view names no kernel
@@ -108,7 +108,7 @@ def test_the_kernel_panel_gives_no_count_for_a_name_the_display_shortened(long_n
     """The panel cuts long names to a few lines with a count of what it left out; of a name the display copy
     had shortened already, that count would be of the copy (3,671 for a name missing 4,674), so it gives none."""
     path, name = long_name
-    code, out, err = run_cli(["show", str(path), "--kernel", "^kkk", "--no-color", "--width", "100"])
+    code, out, err = run_cli("show", str(path), "--kernel", "^kkk", "--no-color", "--width", "100")
     assert code == 0, err
     unwrapped = "".join(ch for ch in out if ch not in " │\n")
     assert "…(show--jsonhasthefullname)" in unwrapped
@@ -117,10 +117,10 @@ def test_the_kernel_panel_gives_no_count_for_a_name_the_display_shortened(long_n
 
 def test_the_json_outputs_keep_the_whole_name(long_name, tmp_path):
     path, name = long_name
-    code, out, err = run_cli(["show", str(path), "--json"])
+    code, out, err = run_cli("show", str(path), "--json")
     assert code == 0, err
     assert name in out
-    code, _, err = run_cli(["export", str(path), "-o", str(tmp_path / "t.trace.json")])
+    code, _, err = run_cli("export", str(path), "-o", str(tmp_path / "t.trace.json"))
     assert code == 0, err
     assert name in (tmp_path / "t.trace.json").read_text()
 
@@ -157,7 +157,7 @@ def test_a_million_bad_items_are_named_ten_times_and_counted(tmp_path):
     assert s.skipped_on_load[0] == "skipped launches[0] (launches[0]: expected an object, found the number 0)"
     assert s.skipped_on_load[-1] == f"… and {n - SKIPPED_KEPT:,} more damaged parts of launches skipped"
     t = time.monotonic()
-    code, out, err = run_cli(["show", str(p), "--no-color"])
+    code, out, err = run_cli("show", str(p), "--no-color")
     assert code == 0, err
     assert time.monotonic() - t < 10  # 1.3 s here after, about 5 s before
     notes = err.splitlines()
@@ -226,9 +226,9 @@ def test_show_of_2000_ranks_draws_a_bounded_ranks_panel_quickly(tmp_path):
     """The Ranks panel drew a row per rank and the Collectives panel a column pair per rank: `show` of 2,000 rank
     records took 6.7 s (100k: over 60 s)."""
     path = _many_ranks(tmp_path / "r2000.json", 2000)
-    run_cli(["show", str(RUN), "--no-color"])  # the libraries loaded before timing
+    run_cli("show", str(RUN), "--no-color")  # the libraries loaded before timing
     t = time.process_time()
-    code, out, err = run_cli(["show", str(path), "--no-color", "--width", "120"])
+    code, out, err = run_cli("show", str(path), "--no-color", "--width", "120")
     took = time.process_time() - t
     assert code == 0, err
     assert took < 2.0, took  # about 0.4 s here after, about 7 s before
@@ -237,7 +237,7 @@ def test_show_of_2000_ranks_draws_a_bounded_ranks_panel_quickly(tmp_path):
     assert len(drawn) == 16 and "… and 1,984 more ranks (show --json has every rank)" in panel
     assert "start and wait of the first 16 ranks, the straggler and the first to arrive" in out
     assert len(out.splitlines()) < 800
-    code, out, _ = run_cli(["show", str(path), "--json"])
+    code, out, _ = run_cli("show", str(path), "--json")
     assert code == 0 and len(json.loads(out)["ranks"]) == 2000
 
 
@@ -245,7 +245,7 @@ def test_the_report_of_2000_ranks_draws_the_ranks_the_terminal_draws(tmp_path):
     """The HTML report's Ranks table had a row per rank (2,000 ranks: a 575 KiB page); it draws the terminal's
     selection, with the same line for the ranks left out."""
     path = _many_ranks(tmp_path / "r2000.json", 2000)
-    code, _, err = run_cli(["report", str(path), "-o", str(tmp_path / "r.html")])
+    code, _, err = run_cli("report", str(path), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     page = (tmp_path / "r.html").read_text()
     ranks = page[page.index('id="ranks"'):page.index('id="collectives"')]

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, run_cli
 from kernelscope.analyze.arch import UnknownArchError, arch_for
 from kernelscope.analyze.occupancy import OccupancyInputError, theoretical_occupancy
 
@@ -99,8 +97,7 @@ def test_unknown_arch():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    return run_cli(*args, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_cli_json_matches_ncu_for_the_cublas_kernel():

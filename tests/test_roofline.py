@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import DATA, assert_snapshot
+from conftest import DATA, assert_snapshot, run_cli
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import COMPUTE, LATENCY, LAUNCH, MEMORY, OCCUPANCY, classify, from_counters
 from kernelscope.analyze.analysis import analyze_session
@@ -166,19 +166,14 @@ def test_roofline_png(tmp_path):
 
 def test_show_cli_draws_the_summary_and_writes_the_roofline_png(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import subprocess
-    import sys
 
-    from conftest import ROOT
 
     s = with_declared_gemms()
     path = tmp_path / "s.json"
     s.save(path)
     png = tmp_path / "r.png"
-    env = {"PYTHONPATH": str(ROOT / "src"), "KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(path), "--width", "120", "--no-color",
-                        "--kernel", "matmul_kernel", "--roofline-png", str(png)],
-                       capture_output=True, text=True, env=env)
+    r = run_cli("show", str(path), "--width", "120", "--no-color", "--kernel", "matmul_kernel", "--roofline-png",
+                str(png), env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert "Profiling summary · matmul_kernel" in r.stdout and "╭─ Roofline" in r.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"

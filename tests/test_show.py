@@ -5,13 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import assert_snapshot, DATA, ROOT
+from conftest import assert_snapshot, DATA, run_cli
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
 from kernelscope.render.show import ShowView, make_console
@@ -41,9 +38,8 @@ def test_show_json_occupancy_agrees_with_ncu_on_the_same_kernels():
         key = (int(r["block_size"]), int(r["registers_per_thread"]),
                int(r["smem_static_bytes"]) + int(r["smem_dynamic_bytes"]))
         ncu[key] = float(r["theoretical_occupancy_pct"])
-    out = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_mixed.json.gz"),
-                          "--json"], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    out = run_cli("show", str(DATA / "session_h100_mixed.json.gz"), "--json")
+    assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     checked = 0
     for k in doc["kernels"]:

@@ -3,13 +3,10 @@ times and durations (H100 sessions), gap classes, the panel, and `show --timelin
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import DATA, ROOT, assert_snapshot
+from conftest import DATA, assert_snapshot, run_cli
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.timeline import BACK_TO_BACK, HOST_WAIT, LAUNCH_GAP, build_timeline, gap_kind
 from kernelscope.model import Session
@@ -99,13 +96,12 @@ def test_timeline_snapshot():
 
 
 def test_show_timeline_flag():
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), KERNELSCOPE_CACHE_DIR="/nonexistent-kernelscope-cache")
-    base = [sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_mixed.json.gz"), "--width", "120",
-            "--no-color", "--top", "1"]
-    plain = subprocess.run(base, capture_output=True, text=True, env=env)
+    env = {"KERNELSCOPE_CACHE_DIR": "/nonexistent-kernelscope-cache"}
+    base = ["show", str(DATA / "session_h100_mixed.json.gz"), "--width", "120", "--no-color", "--top", "1"]
+    plain = run_cli(*base, env=env)
     assert plain.returncode == 0 and "─ Timeline" not in plain.stdout
     assert "Profiling summary" in plain.stdout
-    r = subprocess.run(base + ["--timeline", "5"], capture_output=True, text=True, env=env)
+    r = run_cli(*base, "--timeline", "5", env=env)
     assert r.returncode == 0 and "─ Timeline" in r.stdout and "more rows (show --timeline N" in r.stdout
-    bad = subprocess.run(base + ["--timeline", "0"], capture_output=True, text=True, env=env)
+    bad = run_cli(*base, "--timeline", "0", env=env)
     assert bad.returncode == 2 and bad.stderr.startswith("kernelscope: error:") and len(bad.stderr.splitlines()) == 1
