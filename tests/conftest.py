@@ -89,14 +89,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def default_sigint() -> None:
-    """Popen preexec_fn: give the child SIGINT's default action, as a terminal's foreground job has.
+def default_signals() -> None:
+    """Popen preexec_fn: give the child the default actions of SIGINT, SIGTERM and SIGHUP, as a terminal's
+    foreground job has.
 
-    A shell starts background jobs (`pytest &`, CI runners) with SIGINT ignored and children
-    inherit that, so Python would never raise KeyboardInterrupt and a test that sends Ctrl-C's
-    signal would hang. Tests of the Ctrl-C path start their child through this.
+    A shell starts background jobs (`pytest &`, CI runners) with SIGINT ignored, and `nohup` starts them with
+    SIGHUP ignored; children inherit that, so the signal a test sends would do nothing and the test would hang.
+    Tests that signal a child start it through this.
     """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"

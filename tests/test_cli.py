@@ -5,11 +5,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import ROOT, default_sigint, run_cli, one_sentence_error
+from conftest import HANG_S, ROOT, default_signals, run_cli, one_sentence_error
 from kernelscope.model import Session
 
 
@@ -57,11 +56,10 @@ def test_interrupted_workload_keeps_the_session(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
                           str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True, preexec_fn=default_sigint)
-    deadline = time.time() + 60
+                         start_new_session=True, preexec_fn=default_signals)
     assert p.stdout.readline().strip() == "ready"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
-    p.wait(timeout=max(1, deadline - time.time()))
+    p.wait(timeout=HANG_S)
     assert p.returncode == 130
     s = Session.load(out)
     assert s.outcome == "interrupted" and s.exit_code == 130

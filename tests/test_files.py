@@ -15,15 +15,9 @@ import pytest
 
 from conftest import DATA, ROOT
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from conftest import run_cli
+from conftest import run_cli, run_cli_process
 
 SESSION = DATA / "session_h100_mixed.json.gz"
-
-
-def _ks(*args: str, preexec=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env,
-                          preexec_fn=preexec, timeout=120)
 
 
 def _one_error(err: str) -> str:
@@ -122,17 +116,15 @@ def test_sigkill_mid_write_leaves_the_old_file_byte_for_byte(tmp_path):
     target.write_bytes(old)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
-    deadline = time.time() + 30
-    while time.time() < deadline:  # wait until the temporary file holds real data
+    while p.poll() is None:  # wait until the temporary file holds real data
         partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
         if partial and partial[0].stat().st_size > 1 << 20:
             break
         time.sleep(0.02)
     else:
-        p.kill()
-        pytest.fail("the writer never started writing")
+        pytest.fail(f"the writer ended (exit {p.returncode}) before it was killed mid-write")
     p.send_signal(signal.SIGKILL)
-    p.wait(timeout=10)
+    p.wait()
     assert target.read_bytes() == old  # untouched: the half-written data never had its name
 
 
@@ -148,7 +140,7 @@ def test_a_full_disk_mid_write_is_one_sentence_and_keeps_the_old_file(tmp_path, 
     out = tmp_path / ("trace.json" if command == "export" else "copy.json")
     out.write_text("the previous, good file")
     if command == "export":
-        r = _ks("export", str(big), "-o", str(out), "-f", preexec=_fsize_limit)
+        r = run_cli_process("export", str(big), "-o", str(out), "-f", preexec_fn=_fsize_limit)
     else:  # a session written by the model's save(), through the same writer
         code = ("import sys; from kernelscope.model import Session; from kernelscope.cli import main; "
                 "s = Session.load(sys.argv[1]); s.save(sys.argv[2])")

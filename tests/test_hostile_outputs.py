@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT, default_signals, run_cli
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from conftest import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 
@@ -211,18 +210,16 @@ def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
     target = tmp_path / "session.json"
     target.write_bytes(b"old")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env, preexec_fn=default_signals)
+    while p.poll() is None:
         partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
         if partial and partial[0].stat().st_size > 1 << 20:
             break
         time.sleep(0.02)
     else:
-        p.kill()
-        pytest.fail("the writer never started writing")
+        pytest.fail(f"the writer ended (exit {p.returncode}) before it was signalled mid-write")
     p.send_signal(sig)
-    assert p.wait(timeout=20) == -sig  # it still dies of the signal, as SIGTERM's sender expects
+    assert p.wait(timeout=HANG_S) == -sig  # it still dies of the signal, as SIGTERM's sender expects
     assert target.read_bytes() == b"old"
     assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind
 
@@ -268,10 +265,10 @@ def test_a_workload_that_catches_ctrl_c_itself_is_still_an_interrupted_run(tmp_p
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
                           str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         start_new_session=True, preexec_fn=default_signals)
     assert p.stdout.readline().strip() == "ready"
     os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
-    p.wait(timeout=60)
+    p.wait(timeout=HANG_S)
     assert p.returncode == 130, p.stderr.read()[-2000:]
     from kernelscope.model import Session
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, default_sigint
+from conftest import ROOT, default_signals
 from kernelscope.cli import top
 from kernelscope.model import DeviceReading, Metric, Sample
 from kernelscope.render.show import make_console
@@ -156,7 +156,7 @@ def _pty_run(argv: list[str], action, timeout: float = 20.0) -> tuple[int, str, 
 
     master, slave = pty.openpty()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                            preexec_fn=default_sigint)  # Ctrl-C must interrupt it even if pytest runs in the background
+                            preexec_fn=default_signals)  # Ctrl-C interrupts it even where pytest runs in the background
     os.close(slave)
     out = b""
     t0 = time.monotonic()
