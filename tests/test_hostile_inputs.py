@@ -18,16 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT, run_cli
 from kernelscope.model.files import DEFAULT_INPUT_LIMIT_MB, INPUT_LIMIT_ENV, InputFileError, read_input
-from conftest import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 MiB = 1 << 20
 
-# Runs commands in one process under an address-space cap; prints each exit code, stderr and time as JSON.
+# Runs commands in one process under an address-space cap; prints each exit code and stderr as JSON.
 _CAPPED = r"""
-import contextlib, io, json, resource, signal, sys, time
+import contextlib, io, json, resource, signal, sys
 cap = int(sys.argv[1])
 from kernelscope.cli import main
 with contextlib.redirect_stdout(io.StringIO()):  # the libraries a session view loads, loaded before the cap
@@ -36,15 +35,14 @@ resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 out = []
 for argv in json.loads(sys.argv[2]):
     err = io.StringIO()
-    signal.alarm(30)  # a read that blocks (a FIFO) kills the process: the test then fails
-    t = time.monotonic()
+    signal.alarm(int(sys.argv[4]))  # a read that blocks (a FIFO) is stuck: the alarm kills the process, the test fails
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(argv)
         except SystemExit as e:
             code = e.code
     signal.alarm(0)
-    out.append({"argv": argv, "code": code, "err": err.getvalue(), "s": time.monotonic() - t})
+    out.append({"argv": argv, "code": code, "err": err.getvalue()})
 def peak_mib():
     # VmHWM is this program's own peak: ru_maxrss also counts the parent it was forked from (Linux keeps the larger
     # across exec), so a test process grown by earlier tests would be charged to the reader
@@ -58,9 +56,9 @@ print(json.dumps({"runs": out, "max_rss_mib": peak_mib()}))
 
 
 def _capped(argvs: list[list[str]], cap_mib: int, env: dict[str, str]) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CAPPED, str(cap_mib * MiB), json.dumps(argvs), str(SESSION)],
-                       capture_output=True,
-                       text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
+    r = subprocess.run([sys.executable, "-c", _CAPPED, str(cap_mib * MiB), json.dumps(argvs), str(SESSION),
+                        str(HANG_S)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.splitlines()[-1])
 
@@ -103,12 +101,11 @@ def hostile_dir(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("bad", ["fifo", "/dev/zero", "/dev/urandom", "directory", "bomb.json.gz"])
-def test_every_reader_refuses_in_seconds_under_a_memory_cap(hostile_dir, bad):
+def test_every_reader_refuses_under_a_memory_cap(hostile_dir, bad):
     path = bad if bad.startswith("/") else str(hostile_dir / bad)
     result = _capped(_commands(path, hostile_dir, hostile_dir / "s.json.gz"), 768, {INPUT_LIMIT_ENV: "64"})
     for run in result["runs"]:
         line = _one_sentence(run)
-        assert run["s"] < 10, run
         if bad in ("fifo", "/dev/zero", "/dev/urandom"):
             assert "not a regular file" in line, run
         if bad == "bomb.json.gz" and run["argv"][0] != "import":
@@ -166,7 +163,7 @@ def test_sm_count_is_bounded_at_load_and_named(tmp_path, value):
     p.write_text(json.dumps(d).replace('"SM_COUNT"', value))
     result = _capped([["show", str(p), "--width", "120"]], 768, {})
     run = result["runs"][0]
-    assert run["code"] == 0 and run["s"] < 20, run
+    assert run["code"] == 0, run
     assert "device.attributes.sm_count" in run["err"] and "Traceback" not in run["err"], run
     from kernelscope.model import Session
 
