@@ -43,11 +43,13 @@ def write_trace(doc: dict, p: Path) -> Path:
     return p
 
 
-def planted_waits(session: Session, doc: dict) -> list[tuple[int, int]]:
+def planted_waits(session: Session, doc: dict, after_step: int = 0) -> list[tuple[int, int]]:
     """(rank 0's wait, planted delay) for each step where rank 1 arrived last at the all-reduce after its spin
-    kernel (torch.cuda._sleep, the planted delay, measured in rank 1's trace)."""
+    kernel (torch.cuda._sleep in the region "planted_delay", measured in rank 1's trace; the workload's head start
+    is a spin of every rank, not a delay), from the recorded step AFTER_STEP on."""
     spins = sorted((x.start_ns + x.duration_ns, x.duration_ns) for x in session.launches
-                   if x.rank == 1 and x.start_ns is not None and "spin_kernel" in x.kernel)
+                   if x.rank == 1 and x.start_ns is not None and "spin_kernel" in x.kernel
+                   and "planted_delay" in x.regions)[after_step:]
     allreduces = [c for c in doc["collectives"] if c["name"] == "allreduce"]
     pairs = []
     for end, delay in spins:
