@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 from conftest import DATA, run_cli
 from fuzz_inputs import KERNEL_REGEXES, SPECIAL_FILES, Mutated, mutated_bytes, mutated_json, special_file
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = int(os.environ.get("KERNELSCOPE_FUZZ_EXAMPLES", "20"))
 LONG_RUN = "KERNELSCOPE_FUZZ_EXAMPLES" in os.environ
 # CI: the same examples every run (conftest's Hypothesis profile "ci"). A long run (profile "search"): random

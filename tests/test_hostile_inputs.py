@@ -100,6 +100,7 @@ def hostile_dir(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["fifo", "/dev/zero", "/dev/urandom", "directory", "bomb.json.gz"])
 def test_every_reader_refuses_under_a_memory_cap(hostile_dir, bad):
     path = bad if bad.startswith("/") else str(hostile_dir / bad)
@@ -114,6 +115,7 @@ def test_every_reader_refuses_under_a_memory_cap(hostile_dir, bad):
     assert not (hostile_dir / "t.json").exists() and not (hostile_dir / "i.json").exists()
 
 
+@pytest.mark.slow
 def test_the_default_limit_bounds_a_bomb_larger_than_it(tmp_path):
     """Without the variable: a 1.1 GiB bomb stops at 1 GiB read, in one sentence, under a 1.6 GiB cap."""
     bomb = gzip_bomb(tmp_path / "bomb.json.gz", DEFAULT_INPUT_LIMIT_MB + 64)
@@ -155,6 +157,7 @@ def _session_doc(name: str = "session_h100_instrumented.json.gz") -> dict:
     return json.loads(gzip.decompress((DATA / name).read_bytes()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["1e9", "1000000000", "1e400"])
 def test_sm_count_is_bounded_at_load_and_named(tmp_path, value):
     d = _session_doc()

@@ -28,6 +28,7 @@ def marked(tmp_path_factory) -> tuple[Path, int]:
     return p, len(s.launches)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [20, 200])
 def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
     path, launches = marked
@@ -40,6 +41,7 @@ def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
     assert int(more.split("…")[1].split()[0].replace(",", "")) >= 50_000 - limit  # what was left out is counted
 
 
+@pytest.mark.slow
 def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     """`show --brief` laid out every argument of the command: 10^7 of them took 154 s."""
     s = Session.load(DATA / "session_h100_mixed.json.gz")
@@ -56,6 +58,7 @@ def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     assert command_text(["x" * 5000]).endswith("… (3,000 more characters)")
 
 
+@pytest.mark.slow
 def test_the_html_timeline_keeps_its_row_bound_with_many_marks(marked, tmp_path):
     """`report` with a million marks wrote a 153 MB page though the README bounds it to the first 200 rows."""
     from kernelscope.render.html.session import TIMELINE_ROWS
@@ -136,6 +139,7 @@ def _base() -> dict:
     return json.loads(gzip.open(DATA / "session_h100_mixed.json.gz").read())
 
 
+@pytest.mark.slow
 def test_a_million_bad_items_are_named_ten_times_and_counted(tmp_path):
     """`"launches": [0, 0, ...]` of 3 million items took 10-16 s and 506 MB in `show`: one message per item, kept
     and copied for the terminal."""
@@ -186,6 +190,7 @@ def test_the_notes_count_what_the_count_lines_stand_for(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[-1].endswith(": 19 more damaged parts skipped.")
 
 
+@pytest.mark.slow
 def test_short_names_of_huge_names_jump_from_bracket_to_bracket():
     """show --json, report and export name kernels short: walked one character at a time, a 10 MB name took
     most of their 2.5 s."""
@@ -210,6 +215,7 @@ def _many_ranks(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_show_of_2000_ranks_draws_a_bounded_ranks_panel(tmp_path):
     """The Ranks panel drew a row per rank and the Collectives panel a column pair per rank: `show` of 2,000 rank
     records took 6.7 s (100k: over 60 s)."""
@@ -225,6 +231,7 @@ def test_show_of_2000_ranks_draws_a_bounded_ranks_panel(tmp_path):
     assert code == 0 and len(json.loads(out)["ranks"]) == 2000
 
 
+@pytest.mark.slow
 def test_the_report_of_2000_ranks_draws_the_ranks_the_terminal_draws(tmp_path):
     """The HTML report's Ranks table had a row per rank (2,000 ranks: a 575 KiB page); it draws the terminal's
     selection, with the same line for the ranks left out."""
@@ -272,6 +279,7 @@ def test_past_16_ranks_the_panel_adds_the_ranks_that_matter_and_counts_the_rest(
         assert "more rank" not in _panel_text(RanksPanel(_summary_of(n, {1: 1}, {})))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2000, 100_000])
 def test_the_collectives_panel_draws_the_first_ranks_of_each_collective_and_its_straggler(n):
     from dataclasses import replace

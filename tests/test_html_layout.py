@@ -16,7 +16,7 @@ from kernelscope.analyze.report import build_report
 from kernelscope.model.session import SessionFileError
 from kernelscope.render.html import render_html, render_summary_html
 
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")]
 
 REPORT_WIDTHS = (1280, 800)  # a desktop window; half a laptop screen

@@ -20,6 +20,8 @@ from kernelscope.render.renderers import TerminalRenderer
 from kernelscope.render.show import ShowView
 from narrow_check import text_problems, watch_rich
 
+pytestmark = pytest.mark.slow
+
 WIDTHS = (80, 100, 120, 160)
 CEILINGS = DATA / "ceilings_h100.json"  # measured by kernelscope calibrate on the H100 the sessions ran on
 DIAGNOSIS_CEILINGS = DATA / "diagnosis" / "ceilings.json"  # ... and on the one the defect suite ran on

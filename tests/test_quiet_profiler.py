@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("torch")
 
 # Starts the CPU profiler twice on one object: the second start makes torch warn "Profiler clears

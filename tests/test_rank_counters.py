@@ -66,6 +66,7 @@ def _run(tmp_path: Path, *opts: str, env: dict[str, str]) -> subprocess.Complete
                            str(GLOO)], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(TORCHRUN is None, reason="needs torch's torchrun")
 def test_counters_under_torchrun_profile_only_the_chosen_rank_and_merge_its_results(tmp_path: Path) -> None:
     rep = report_file("ncu_h100_access_patterns", tmp_path)
@@ -101,6 +102,7 @@ def test_counters_under_torchrun_profile_only_the_chosen_rank_and_merge_its_resu
     assert code.returncode == 0, code.stderr[-1000:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(TORCHRUN is None, reason="needs torch's torchrun")
 def test_a_rank_without_counter_permission_is_named_and_the_trace_kept(tmp_path: Path) -> None:
     r = _run(tmp_path, "--counters", env={"FAKE_NCU_MODE": "perm"})

@@ -284,6 +284,7 @@ def test_one_process_session_is_one_rank_and_no_collectives(capsys) -> None:
 
 @pytest.mark.skipif(shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None,
                     reason="needs torch's torchrun")
+@pytest.mark.slow
 def test_run_under_torchrun_records_every_rank_on_the_cpu(tmp_path: Path) -> None:
     """gloo on the CPU: no kernels, but every rank's process is found and joined."""
     out = tmp_path / "s.json"
