@@ -36,9 +36,3 @@ def sync_waits_by_kernel(session: Session, timeline: Timeline) -> dict[str, tupl
             out.setdefault(r.name, []).append(sum(h.cpu_duration_ns for h in syncs[lo:hi]))
         prev_start = r.start_ns
     return {k: tuple(v) for k, v in out.items()}
-
-
-def sync_waits_before(session: Session, timeline: Timeline, kernel: str) -> tuple[int, ...] | None:
-    """``sync_waits_by_kernel`` for one kernel."""
-    by_kernel = sync_waits_by_kernel(session, timeline)
-    return None if by_kernel is None else by_kernel.get(kernel, ())
