@@ -6,6 +6,7 @@ import io
 import os
 import random
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,3 +209,20 @@ def one_sentence_error(r) -> str:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kernelscope: error: ") and lines[0].endswith("."), r.stderr
     return lines[0]
+
+
+def error_sentence(stderr: str) -> str:
+    """The one `kernelscope: error: ...` line of a command's stderr (notes may come before it), with no traceback
+    and no internal error; a sentence that goes on after a full stop ends with one."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("kernelscope: error:")]
+    assert len(lines) == 1 and "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert lines[0].count(". ") == 0 or lines[0].endswith("."), stderr
+    return lines[0]
+
+
+@pytest.fixture
+def session_file(tmp_path: Path) -> Path:
+    """A copy of a recorded session (H100, tests/data/session_h100_mixed.json.gz) that a test may overwrite."""
+    p = tmp_path / "run.json.gz"
+    shutil.copy(DATA / "session_h100_mixed.json.gz", p)
+    return p

@@ -9,45 +9,30 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, error_sentence, run_cli, run_cli_process
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from conftest import run_cli, run_cli_process
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 
 
-def _one_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    p = tmp_path / "run.json.gz"
-    shutil.copy(SESSION, p)
-    return p
-
-
-def test_export_over_its_own_input_is_refused_even_with_force(session):
-    before = session.read_bytes()
+def test_export_over_its_own_input_is_refused_even_with_force(session_file):
+    before = session_file.read_bytes()
     for extra in ([], ["-f"]):
-        code, _, err = run_cli("export", str(session), "--chrome", str(session), *extra)
-        assert code == 2 and "is also an input of this command" in _one_error(err)
-    assert session.read_bytes() == before  # the session is still the session
+        code, _, err = run_cli("export", str(session_file), "--chrome", str(session_file), *extra)
+        assert code == 2 and "is also an input of this command" in error_sentence(err)
+    assert session_file.read_bytes() == before  # the session is still the session
 
 
-def test_export_refuses_an_existing_file_without_force(session, tmp_path):
+def test_export_refuses_an_existing_file_without_force(session_file, tmp_path):
     out = tmp_path / "trace.json"
     out.write_text("keep me")
-    code, _, err = run_cli("export", str(session), "-o", str(out))
-    assert code == 2 and "already exists; use -f" in _one_error(err)
+    code, _, err = run_cli("export", str(session_file), "-o", str(out))
+    assert code == 2 and "already exists; use -f" in error_sentence(err)
     assert out.read_text() == "keep me"
-    code, _, err = run_cli("export", str(session), "-o", str(out), "-f")
+    code, _, err = run_cli("export", str(session_file), "-o", str(out), "-f")
     assert code == 0, err
     assert out.read_text().startswith("{")
 
@@ -59,7 +44,7 @@ def test_import_never_writes_over_the_report(tmp_path):
     report = report_file("ncu_h100_region", tmp_path)
     before = report.read_bytes()
     code, _, err = run_cli("import", str(report), "-o", str(report), "-f")
-    assert code == 2 and "is also an input" in _one_error(err)
+    assert code == 2 and "is also an input" in error_sentence(err)
     assert report.read_bytes() == before
 
 
@@ -67,15 +52,15 @@ def test_run_never_writes_its_session_over_the_script_it_profiles(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     code, _, err = run_cli("run", "-o", str(script), "-f", "--", sys.executable, str(script))
-    assert code == 2 and "is also an input" in _one_error(err)
+    assert code == 2 and "is also an input" in error_sentence(err)
     assert script.read_text() == "print('hi')\n"
 
 
-def test_show_checks_the_roofline_png_before_drawing(session, tmp_path):
+def test_show_checks_the_roofline_png_before_drawing(session_file, tmp_path):
     png = tmp_path / "roof.png"
     png.write_bytes(b"old")
-    code, out, err = run_cli("show", str(session), "--roofline-png", str(png))
-    assert code == 2 and "already exists" in _one_error(err) and out == ""  # nothing drawn first
+    code, out, err = run_cli("show", str(session_file), "--roofline-png", str(png))
+    assert code == 2 and "already exists" in error_sentence(err) and out == ""  # nothing drawn first
     assert png.read_bytes() == b"old"
 
 
@@ -85,7 +70,7 @@ def test_plot_refuses_to_replace_pngs_without_force(tmp_path):
     d.mkdir()
     (d / "attention_latency.png").write_bytes(b"old")
     code, _, err = run_cli("plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d))
-    assert code == 2 and "already exists" in _one_error(err)
+    assert code == 2 and "already exists" in error_sentence(err)
     assert (d / "attention_latency.png").read_bytes() == b"old" and len(list(d.iterdir())) == 1
 
 
@@ -148,7 +133,7 @@ def test_a_full_disk_mid_write_is_one_sentence_and_keeps_the_old_file(tmp_path, 
                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, preexec_fn=_fsize_limit)
     assert r.returncode != 0
     if command == "export":
-        assert r.returncode == 2 and "File too large" in _one_error(r.stderr) and "left as it was" in r.stderr
+        assert r.returncode == 2 and "File too large" in error_sentence(r.stderr) and "left as it was" in r.stderr
     else:
         assert "OutputFileError" in r.stderr and "File too large" in r.stderr
     assert out.read_text() == "the previous, good file"

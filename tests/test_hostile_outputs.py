@@ -18,24 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, HANG_S, ROOT, default_signals, run_cli
+from conftest import DATA, HANG_S, ROOT, default_signals, error_sentence, run_cli
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
 
 SESSION = DATA / "session_h100_mixed.json.gz"
-
-
-def _one_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
-    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
-    assert lines[0].count(". ") == 0 or lines[0].endswith("."), err
-    return lines[0]
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    p = tmp_path / "run.json.gz"
-    shutil.copy(SESSION, p)
-    return p
 
 
 def _fifo(d: Path) -> Path:
@@ -71,34 +57,34 @@ def _what_it_is(p: Path) -> tuple:
 
 @pytest.mark.parametrize("force", [[], ["-f"]])
 @pytest.mark.parametrize("kind", sorted(SPECIAL))
-def test_export_never_replaces_a_special_file(session, tmp_path, kind, force):
+def test_export_never_replaces_a_special_file(session_file, tmp_path, kind, force):
     target = SPECIAL[kind](tmp_path)
     before = _what_it_is(target)
-    code, out, err = run_cli("export", str(session), "-o", str(target), *force)
+    code, out, err = run_cli("export", str(session_file), "-o", str(target), *force)
     assert code == 2, err
-    line = _one_error(err)
+    line = error_sentence(err)
     assert any(w in line for w in ("not a regular file", "does not exist", "already exists")), line
     assert _what_it_is(target) == before  # still the FIFO / the link to /dev/null / the dangling link
     assert not (tmp_path / "nowhere.json").exists()  # a dangling link is never followed
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
 
 
-def test_a_character_device_made_with_mknod_is_never_replaced(session, tmp_path):
+def test_a_character_device_made_with_mknod_is_never_replaced(session_file, tmp_path):
     dev = tmp_path / "mynull"
     try:
         os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     except (PermissionError, OSError):
         pytest.skip("mknod is not permitted here")
-    code, _, err = run_cli("report", str(session), "-o", str(dev), "-f")
-    assert code == 2 and "a character device, not a regular file" in _one_error(err)
+    code, _, err = run_cli("report", str(session_file), "-o", str(dev), "-f")
+    assert code == 2 and "a character device, not a regular file" in error_sentence(err)
     assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
 @pytest.mark.parametrize("name", ["/proc/self/fd/1", "/dev/fd/2", "-", "/dev/stdout"])
-def test_fd_links_and_stdout_spellings_are_refused(session, name):
-    code, out, err = run_cli("export", str(session), "-o", name, "-f")
+def test_fd_links_and_stdout_spellings_are_refused(session_file, name):
+    code, out, err = run_cli("export", str(session_file), "-o", name, "-f")
     assert code == 2 and out == ""
-    assert any(w in _one_error(err) for w in ("file-descriptor", "standard stream")), err
+    assert any(w in error_sentence(err) for w in ("file-descriptor", "standard stream")), err
 
 
 def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
@@ -110,27 +96,27 @@ def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
         check_output(_dangling(tmp_path))
 
 
-def test_a_name_over_255_bytes_is_one_sentence(session, tmp_path):
-    code, _, err = run_cli("export", str(session), "-o", str(tmp_path / ("x" * 300 + ".json")))
-    assert code == 2 and "at most 255 bytes" in _one_error(err)
+def test_a_name_over_255_bytes_is_one_sentence(session_file, tmp_path):
+    code, _, err = run_cli("export", str(session_file), "-o", str(tmp_path / ("x" * 300 + ".json")))
+    assert code == 2 and "at most 255 bytes" in error_sentence(err)
 
 
-def test_width_is_bounded(session):
-    code, out, err = run_cli("show", str(session), "--width", "99999999999")
+def test_width_is_bounded(session_file):
+    code, out, err = run_cli("show", str(session_file), "--width", "99999999999")
     assert code == 2 and "at most 10000 columns" in err and "Traceback" not in err and out == ""
 
 
 # -- every file a command reads is an input (item 4) ------------------------------------------------------------
-def test_the_ceilings_file_is_an_input_of_report_and_show(session, tmp_path):
+def test_the_ceilings_file_is_an_input_of_report_and_show(session_file, tmp_path):
     ceilings = tmp_path / "c.json"
     shutil.copy(DATA / "ceilings_h100.json", ceilings)
     before = ceilings.read_bytes()
-    code, _, err = run_cli("report", str(session), "--ceilings", str(ceilings), "-o", str(ceilings), "-f")
-    assert code == 2 and "is also an input" in _one_error(err)
+    code, _, err = run_cli("report", str(session_file), "--ceilings", str(ceilings), "-o", str(ceilings), "-f")
+    assert code == 2 and "is also an input" in error_sentence(err)
     pytest.importorskip("matplotlib")
-    code, out, err = run_cli("show", str(session), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
+    code, out, err = run_cli("show", str(session_file), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
                               "-f")
-    assert code == 2 and "is also an input" in _one_error(err) and out == ""
+    assert code == 2 and "is also an input" in error_sentence(err) and out == ""
     assert ceilings.read_bytes() == before
 
 
@@ -175,7 +161,7 @@ def test_two_writers_without_force_cannot_both_win(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
-def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_path, monkeypatch):
+def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session_file, tmp_path, monkeypatch):
     out = tmp_path / "trace.json"
     from kernelscope.render import chrome_trace
 
@@ -186,8 +172,8 @@ def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_
         return real(self, f)
 
     monkeypatch.setattr(chrome_trace.ChromeTrace, "write_json", racing)
-    code, _, err = run_cli("export", str(session), "-o", str(out))
-    assert code == 2 and "created by something else" in _one_error(err)
+    code, _, err = run_cli("export", str(session_file), "-o", str(out))
+    assert code == 2 and "created by something else" in error_sentence(err)
     assert out.read_text() == "appeared meanwhile"
 
 
@@ -288,7 +274,7 @@ def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
             _dangling(tmp_path)
         code, _, err = run_cli("run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
                                 sys.executable, str(script))
-        assert code == 2 and phrase in _one_error(err), err
+        assert code == 2 and phrase in error_sentence(err), err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "s.json").exists()
     from kernelscope.collect.trace.recorder import _keep  # what the trace pass does with the trace (needs CUDA)
 
@@ -308,7 +294,7 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
     script = tmp_path / "w.py"
     script.write_text(f"open({str(out)!r}, 'w').write('mine')\n")  # the workload takes the name itself
     code, _, err = run_cli("run", "-o", str(out), "--", sys.executable, str(script))
-    assert code == 2 and "created by something else" in _one_error(err), err
+    assert code == 2 and "created by something else" in error_sentence(err), err
     assert out.read_text() == "mine"
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")]
     assert len(kept) == 1 and str(kept[0]) in err  # what was collected is not lost: named in the sentence

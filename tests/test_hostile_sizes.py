@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, draw, run_cli
 from kernelscope.model import Session
 from kernelscope.model.memory import Mark
-from conftest import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -257,10 +256,7 @@ def _summary_of(n: int, compute_ns: dict[int, int], wait_ns: dict[int, int]):
 
 
 def _panel_text(panel, width: int = 200) -> str:
-    from rich.console import Console
-    c = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
-    c.print(panel)
-    return c.export_text()
+    return draw(panel, width)
 
 
 def test_past_16_ranks_the_panel_adds_the_ranks_that_matter_and_counts_the_rest():

@@ -3,11 +3,10 @@ problems are found with the numbers that show them, and nothing is claimed that 
 counters do not support (Triton's async-copy loads are not called uncoalesced)."""
 from __future__ import annotations
 
-import io
 
 import pytest
 
-from conftest import DATA, assert_snapshot
+from conftest import assert_snapshot, DATA, draw
 from ncu_fixtures import report_file
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.recommend import rank_key
@@ -15,7 +14,6 @@ from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
 from kernelscope.analyze.rules.memory import SPILL_COUNTER, spills
 from kernelscope.analyze.rules.occupancy import occupancy_limit
 from kernelscope.model import Metric, Session
-from kernelscope.render.show import make_console
 from kernelscope.render.kernel_analysis import SummaryPanel
 
 CUDA = DATA / "counters_h100_cuda.json.gz"
@@ -215,20 +213,14 @@ def test_rules_without_counters_say_why():
     assert len(RULES) == len(reasons) + k.recommendations.rules_run
 
 
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("kernel", ["copy_strided", "transpose_smem"])
 def test_summary_snapshot_cuda_kernels(cuda, kernel):
-    assert_snapshot(f"summary_cuda_{kernel}.w120.txt", render(SummaryPanel(cuda.kernel(kernel))))
+    assert_snapshot(f"summary_cuda_{kernel}.w120.txt", draw(SummaryPanel(cuda.kernel(kernel))))
 
 
 def test_summary_snapshot_without_counters():
     a = analyze_session(Session.load(DATA / "session_h100_mixed.json.gz"))
-    text = render(SummaryPanel(a.kernels[0]))
+    text = draw(SummaryPanel(a.kernels[0]))
     assert "N/A (no counters)" in text and "Excellent" not in text
     assert_snapshot("summary_mixed_no_counters.w120.txt", text)
 

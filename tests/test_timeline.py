@@ -2,24 +2,16 @@
 times and durations (H100 sessions), gap classes, the panel, and `show --timeline`."""
 from __future__ import annotations
 
-import io
 
 import pytest
 
-from conftest import DATA, assert_snapshot, run_cli
+from conftest import assert_snapshot, DATA, draw, run_cli
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.timeline import BACK_TO_BACK, HOST_WAIT, LAUNCH_GAP, build_timeline, gap_kind
 from kernelscope.model import Session
-from kernelscope.render.show import make_console
 from kernelscope.render.timeline import TimelinePanel
 
 SESSIONS = ["session_h100_counters", "session_h100_mixed", "session_h100_samples"]
-
-
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("name", SESSIONS)
@@ -87,12 +79,12 @@ def test_per_kernel_notes_come_only_from_launches_the_counter_pass_measured():
 def test_counter_only_session_has_no_timeline_and_says_why():
     tl = build_timeline(Session.load(DATA / "counters_h100_cuda.json.gz"))
     assert tl.rows == () and "no start times" in tl.missing_reason
-    assert "N/A: the session has no start times" in render(TimelinePanel(tl))
+    assert "N/A: the session has no start times" in draw(TimelinePanel(tl))
 
 
 def test_timeline_snapshot():
     tl = build_timeline(Session.load(DATA / "session_h100_counters.json.gz"))
-    assert_snapshot("timeline_h100_counters.w120.txt", render(TimelinePanel(tl, limit=40)))
+    assert_snapshot("timeline_h100_counters.w120.txt", draw(TimelinePanel(tl, limit=40)))
 
 
 def test_show_timeline_flag():

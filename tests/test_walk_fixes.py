@@ -3,17 +3,15 @@ their noun in the right number, lines that say something, a finding's rank kept 
 alike in the terminal and the HTML report, and messages that say what was written."""
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, draw, ROOT, run_cli
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.occupancy import theoretical_occupancy
 from kernelscope.analyze.verdict import session_verdict
 from kernelscope.model import Session
-from kernelscope.render.console import make_console
 from kernelscope.render.occupancy_view import OccupancyView
 from kernelscope.render.verdict import VerdictPanel, gain_text, window_text
 
@@ -34,12 +32,6 @@ def show(path, *args: str) -> str:
     r = run_cli("show", str(path), *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
-
-
-def render(renderable, width: int) -> str:
-    out = io.StringIO()
-    make_console(width=width, file=out, color=False).print(renderable)
-    return out.getvalue()
 
 
 @pytest.mark.parametrize("path", [DEMO, RANKS, SPIN, STRAGGLER_N4, BANK, CONTROL], ids=lambda p: p.name)
@@ -82,10 +74,10 @@ def test_a_grid_far_below_one_wave_shows_its_waves_not_zero():
 
 
 def test_occupancy_that_fits_no_block_says_a_launch_fails():
-    text = render(OccupancyView(theoretical_occupancy("sm_90", 1024, 255, 0)), 100)
+    text = draw(OccupancyView(theoretical_occupancy("sm_90", 1024, 255, 0)), 100)
     assert "0 blocks × 32 warps" in text
     assert "No block of this configuration fits on one SM (registers allow 0): a launch with it fails." in text
-    assert "fails" not in render(OccupancyView(theoretical_occupancy("sm_90", 256, 64, 0)), 100)
+    assert "fails" not in draw(OccupancyView(theoretical_occupancy("sm_90", 256, 64, 0)), 100)
 
 
 def test_ranks_with_the_same_window_are_named_once():
@@ -102,7 +94,7 @@ def test_a_finding_of_one_rank_names_it_in_the_terminal_and_not_in_a_one_rank_se
     (f,) = [g for g in v.gains if g.rule == "launch-bound"]
     assert f.rank == 1
     assert gain_text(f, 2).endswith("(rank 1)")
-    assert "launch each kernel (rank 1)" in render(VerdictPanel(v), 160)  # not eaten as a markup tag
+    assert "launch each kernel (rank 1)" in draw(VerdictPanel(v), 160)  # not eaten as a markup tag
     demo = Session.load(DEMO)
     dv = session_verdict(demo, analyze_session(demo))
     assert all("rank" not in gain_text(g, 1) for g in dv.gains)
