@@ -1,7 +1,7 @@
 """Phase scopes (Proton): parsing its trace file, analysis, panels 4 and 8, export, attaching.
 
 The traces here are SYNTHETIC (tests/proton_fixtures.py), shaped exactly as Triton 3.6's
-Proton writes them; the trace recorded on an H100 is tested in tests/test_instrumented_recorded.py.
+Proton writes them; the trace recorded on an H100 is tested in tests/test_instrumented_sessions.py.
 """
 from __future__ import annotations
 
