@@ -3,25 +3,22 @@ fixed width, and the occupancy it reports checked against ncu on the same kernel
 from __future__ import annotations
 
 import csv
-import io
 import json
+import re
 
 import pytest
 
-from conftest import assert_snapshot, DATA, run_cli
+from conftest import assert_snapshot, DATA, draw, run_cli
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
-from kernelscope.render.show import ShowView, make_console
+from kernelscope.render.show import ShowView
 
 SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 
 
 def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
     """Header, verdict (no measured ceilings: the tests have no calibration cache), table and panels."""
-    buf = io.StringIO()
-    console = make_console(width=width, file=buf, color=False)
-    console.print(ShowView(build_report(session, kernel, top), with_analysis=False))
-    return buf.getvalue()
+    return draw(ShowView(build_report(session, kernel, top), with_analysis=False), width)
 
 
 @pytest.mark.parametrize("path", SESSIONS, ids=[p.name for p in SESSIONS])
@@ -69,3 +66,11 @@ def test_failed_workload_session_keeps_its_kernels():
     assert s.launches, "launches made before the failure must be kept"
     text = render(s)
     assert "workload-failed, exit code 1" in text
+
+
+def test_panel_titles_carry_no_out_of_order_numbers():
+    r = run_cli("show", str(DATA / "session_h100_samples.json.gz"), "--width", "160", "--no-color", "--timeline", "5")
+    titles = [line for line in r.stdout.splitlines() if line.startswith("╭─")]
+    assert any("Profiling summary" in t for t in titles) and any("GPU stats" in t for t in titles)
+    assert any("─ Timeline" in t for t in titles)
+    assert not [t for t in titles if re.match(r"╭─ \d+ · ", t)], titles
