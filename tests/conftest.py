@@ -186,6 +186,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: str | Path | Non
     return CliResult(code, *texts)
 
 
+def shown(path: str | Path, *args: str) -> str:
+    """What `kernelscope show PATH ARGS` prints (run_cli), which must succeed."""
+    r = run_cli("show", str(path), *args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,
                     **kw) -> subprocess.CompletedProcess:
     """`python -m kernelscope ARGS` from this checkout in a child process, for what only a process shows."""

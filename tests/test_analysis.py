@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from conftest import DATA, run_cli
+from conftest import DATA, run_cli, shown
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.ceilings import load_calibration
@@ -99,3 +99,14 @@ def test_many_shared_wavefronts_per_instruction_with_few_conflicts_are_explained
     said = " ".join(r.stdout.split())
     assert "Shared stores: 242.1 wavefronts per instruction without the bank conflicts" in said
     assert "Shared loads:" not in said  # 1 wavefront per instruction: nothing to explain
+
+
+def test_shared_wavefronts_per_instruction_na_says_why(tmp_path):
+    # copy_strided runs no shared-memory instruction: 0 instructions, so no ratio, and the panel says so
+    counters = DATA / "counters_h100_cuda.json.gz"
+    flat = " ".join(line.strip("│ ") for line in shown(counters, "--width", "160").splitlines())
+    assert ("N/A shared load: wavefronts/inst: no shared-memory load instruction ran "
+            "(smsp__inst_executed_op_shared_ld.sum = 0)") in flat
+    out = tmp_path / "c.html"
+    assert run_cli("report", str(counters), "-o", str(out)).returncode == 0
+    assert "N/A shared store: wavefronts/inst: no shared-memory store instruction ran" in out.read_text()

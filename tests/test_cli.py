@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from conftest import HANG_S, ROOT, default_signals, run_cli, one_sentence_error
+from conftest import DATA, default_signals, HANG_S, one_sentence_error, ROOT, run_cli
 from kernelscope.model import Session
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
 
 
 ks = run_cli
@@ -138,3 +140,13 @@ def test_demo_without_a_gpu_renders_the_bundled_h100_session():
     assert any("_w4a16_kernel" in ln for ln in rows[:3]), table
     assert {x.regions[-1] for x in session.launches} <= {"w4a16_gemm", "l2_flush"}
     assert r.stdout.index("Verdict") < r.stdout.index("Kernels by total GPU time")
+
+
+def test_report_and_import_say_what_they_wrote(tmp_path):
+    r = run_cli("report", str(DATA / "counters_h100_region.json.gz"), "-o", str(tmp_path / "a.html"))
+    assert "panels for 3 of 9 kernels (--panels N or --kernel REGEX for others)" in r.stdout
+    r = run_cli("report", str(DEMO), "-o", str(tmp_path / "b.html"))
+    assert "panels for both kernels" in r.stdout
+    r = run_cli("import", str(DATA / "ranks" / "job2_rank0.pt.trace.json.gz"), "-o", str(tmp_path / "s.json"))
+    assert r.returncode == 0, r.stderr
+    assert "96 kernel launches from 1 trace file written to" in r.stderr

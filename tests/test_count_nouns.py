@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, ROOT, run_cli, shown
 
 SESSIONS = sorted(DATA.glob("*.json.gz")) + [DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"]
 SESSIONS = [p for p in SESSIONS if "session" in p.name or p.name.startswith("counters_")]
@@ -48,3 +48,27 @@ def test_import_of_one_kernel_result_says_result(tmp_path):
     rep.write_bytes(lzma.decompress((DATA / "ncu_h100_region.ncu-rep.xz").read_bytes()))
     r = run_cli("import", str(rep), "-o", str(tmp_path / "s.json"))
     assert r.returncode == 0 and "1 kernel result from" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("path", [DEMO, RANKS, SPIN, STRAGGLER_N4, BANK, CONTROL], ids=lambda p: p.name)
+def test_counts_of_one_read_in_the_singular(path, tmp_path):
+    for width in ("80", "160"):
+        text = shown(path, "--width", width)
+        assert not WRONG_NUMBER.search(text), WRONG_NUMBER.search(text).group(0)
+    out = tmp_path / "r.html"
+    r = run_cli("report", str(path), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert not WRONG_NUMBER.search(page), WRONG_NUMBER.search(page).group(0)
+    assert "(s)" not in r.stdout
+
+
+def test_one_launch_of_one_kernel_and_one_unestimated_finding():
+    assert "in 1 launch of 1 kernel" in shown(SPIN, "--brief", "--width", "160")
+    assert "1 more finding has no kernel-time estimate" in shown(BANK, "--brief", "--width", "160")
+    assert "Recommendations across the session: 1 finding, under 0.5%" in shown(CONTROL, "--width", "160")
+
+
+def test_gpu_stats_clock_line_with_one_sample_while_kernels_ran():
+    text = shown(DEMO, "--width", "160")
+    assert "in 1 sample taken while kernels ran" in text

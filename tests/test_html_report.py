@@ -13,6 +13,9 @@ from html_fixtures import DATA, SCRIPT, hostile, many_launches, recorded
 from kernelscope.analyze.report import build_report
 from kernelscope.render.html import render_html
 
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
+BANK = DATA / "diagnosis" / "bank_conflicts_defect.json.gz"  # one finding without a kernel-time estimate
+
 NUM = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
 # what only the terminal's character pictures print: axis labels of the text roofline, the width of one text
 # column, how much of a long name or of the timeline it left out (the page shows the full name; its table says
@@ -151,3 +154,22 @@ def test_roofline_draws_every_roof_inside_the_plot() -> None:
     assert len(roofs) == 3 and all(top <= y <= bottom for y in roofs), (roofs, top, bottom)
     labels = sorted(float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="end">\w+ matmul', page))
     assert len(labels) == 2 and labels[1] - labels[0] >= 11  # two close roofs: their labels do not overlap
+
+
+def test_html_sections_carry_no_panel_numbers(tmp_path):
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(BANK), "-o", str(out)).returncode == 0
+    page = out.read_text()
+    titles = re.findall(r"<h2[^>]*>([^<]*)</h2>", page)
+    assert any(t.startswith("Kernel configuration") for t in titles)
+    assert not [t for t in titles if re.match(r"\d+ · ", t)], titles
+
+
+def test_html_verdict_names_are_text_not_numbers(tmp_path):
+    # '15 other kernels' starts with a digit: as a number cell it was right-aligned and never wrapped, and ran
+    # past the card on a phone-wide page
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
+    page = out.read_text()
+    assert "<td>15 other kernels</td>" in page and "<td>7 other regions</td>" in page
+    assert 'class="n">15 other kernels' not in page

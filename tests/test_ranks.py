@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, ROOT, run_cli, shown
 from kernelscope.analyze.collectives import analyze_collectives, busbw_factor, operation
 from kernelscope.analyze.ranks import ranks_report
 from kernelscope.model import Session
@@ -23,6 +23,7 @@ RANKS = DATA / "ranks"
 JOB = [RANKS / "job2_rank0.pt.trace.json.gz", RANKS / "job2_rank1.pt.trace.json.gz"]
 NODES = [RANKS / "node0_rank0.pt.trace.json.gz", RANKS / "node1_rank1.pt.trace.json.gz"]
 RUN = RANKS / "session_h200x2_run_torchrun.json.gz"
+STRAGGLER_N4 = DATA / "diagnosis" / "programs" / "straggler_allreduce_n4_fixed.json.gz"  # a rank last at one collective
 
 
 def load_trace(p: Path) -> dict:
@@ -443,3 +444,19 @@ def test_straggler_sentence_names_ranks_in_the_plural():
 
     assert straggler_sentence(row([5, 5, 5, 0])).endswith("; ranks 0, 1, 2 wait")
     assert straggler_sentence(row([5, 0])).endswith("; rank 0 waits")
+
+
+def test_ranks_panel_explains_waiting_and_counts_collectives():
+    text = shown(STRAGGLER_N4, "--width", "160")
+    assert "at 1 collective," in text
+    flat = " ".join(line.strip("│ ") for line in text.splitlines())
+    assert "waiting = the rank's waits for the last rank to arrive, summed over the collectives it took part in" in flat
+
+
+def test_a_rank_last_only_at_warm_up_gets_no_empty_also_line():
+    # rank 1 of this run was last only at a warm-up collective: its warm-up line says so, and no
+    # 'also last to arrive: rank 1 at 0 collectives, others waited 0 ns' line says nothing
+    text = shown(DATA / "diagnosis" / "programs" / "straggler_ddp_n4_defect.json.gz", "--width", "160")
+    assert "at 0 collectives" not in text
+    assert "warm-up: rank 1 last at 1 warm-up collective, others waited 607.26 µs" in text
+    assert "also last to arrive: rank 2 at 3 collectives" in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_snapshot, DATA, draw
+from conftest import assert_snapshot, DATA, draw, ROOT, shown
 from ncu_fixtures import report_file
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.recommend import rank_key
@@ -15,6 +15,9 @@ from kernelscope.analyze.rules.memory import SPILL_COUNTER, spills
 from kernelscope.analyze.rules.occupancy import occupancy_limit
 from kernelscope.model import Metric, Session
 from kernelscope.render.kernel_analysis import SummaryPanel
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
 
 CUDA = DATA / "counters_h100_cuda.json.gz"
 TRITON = DATA / "session_h100_counters.json.gz"
@@ -242,3 +245,11 @@ def test_memory_bound_far_from_the_bandwidth_ceiling_when_dram_is_the_busiest_le
     rate = x.metrics["dram_bytes"].value / (x.metrics["duration_ns"].value * 1e-9)
     assert r2.gain_pct == pytest.approx(100 - 100 * rate / 3.5e12, abs=0.01)
     assert "measured copy bandwidth" in r2.finding.message
+
+
+def test_a_kernel_no_rule_could_run_on_says_so():
+    text = shown(RANKS, "--width", "160", "--kernel", "AllReduce")
+    assert "0 kernelscope rules" not in text and "looked" not in text
+    assert "Recommendations: none: no kernelscope rule could run on this kernel's data (the reasons are below)." in text
+    demo = shown(DEMO, "--width", "160")
+    assert "none: the 5 kernelscope rules that could run on the data collected found nothing." in demo

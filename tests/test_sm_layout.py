@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_snapshot, DATA, draw
+from conftest import assert_snapshot, DATA, draw, ROOT, run_cli, shown
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, computed_layout, instrumentation_overhead, measured_layout,
 )
@@ -20,6 +20,9 @@ from kernelscope.collect.instrument.reader import read_block_buffer
 from kernelscope.model import BlockRecords, Launch, Session
 from kernelscope.render.show import ShowView
 from kernelscope.render.sm_layout import SMLayoutPanel
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
 
 SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 T0 = 1_795_322_159_289_605_829
@@ -246,3 +249,27 @@ def test_a_partly_written_row_is_left_out_of_the_timelines():
     assert {t.smid for t in m.sms} == {0, 2}
     assert [c.detail for c in m.checks if c.name == "end after start"] == [
         "a zero time, or an end before the start (left out of timelines): 1"]
+
+
+def test_a_tail_wave_with_a_block_for_every_sm_says_so_not_at_least_zero():
+    text = shown(DEMO, "--width", "160")
+    assert "at least 0 of" not in text
+    # the fill kernel: 122,880 blocks in waves of 2,112; the last wave's 384 blocks outnumber the 132 SMs
+    assert "Last (tail) wave: 384 blocks, 1,728 slots idle, enough for each of the 132 SMs to get a block" in text
+    assert "at least 0 of" not in (ROOT / "tests").joinpath("snapshots").joinpath(
+        "narrow_show_h100_counters.w160.txt").read_text()
+
+
+def test_a_grid_far_below_one_wave_shows_its_waves_not_zero():
+    text = shown(RANKS, "--width", "160", "--kernel", "spin_kernel")
+    assert "0.00 waves" not in text
+    assert "1 block / (32 resident per SM × 132 SMs = 4,224 at once) = 0.00024 waves → 1 wave" in text
+
+
+def test_measured_layout_with_every_sm_used_says_so(tmp_path):
+    text = shown(DATA / "session_h100_instrumented.json.gz", "--width", "160")
+    assert "SMs used            132; every SM ran a block" in text
+    assert "0 of 132 ran no block" not in text
+    out = tmp_path / "i.html"
+    assert run_cli("report", str(DATA / "session_h100_instrumented.json.gz"), "-o", str(out)).returncode == 0
+    assert "132; every SM ran a block" in out.read_text()

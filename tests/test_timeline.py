@@ -2,14 +2,18 @@
 times and durations (H100 sessions), gap classes, the panel, and `show --timeline`."""
 from __future__ import annotations
 
+import re
 
 import pytest
 
-from conftest import assert_snapshot, DATA, draw, run_cli
+from conftest import assert_snapshot, DATA, draw, ROOT, run_cli, shown
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.timeline import BACK_TO_BACK, HOST_WAIT, LAUNCH_GAP, build_timeline, gap_kind
 from kernelscope.model import Session
 from kernelscope.render.timeline import TimelinePanel
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
 
 SESSIONS = ["session_h100_counters", "session_h100_mixed", "session_h100_samples"]
 
@@ -97,3 +101,15 @@ def test_show_timeline_flag():
     assert r.returncode == 0 and "─ Timeline" in r.stdout and "more rows (show --timeline N" in r.stdout
     bad = run_cli(*base, "--timeline", "0", env=env)
     assert bad.returncode == 2 and bad.stderr.startswith("kernelscope: error:") and len(bad.stderr.splitlines()) == 1
+
+
+def test_multi_rank_timeline_gaps_say_they_sum_over_ranks(tmp_path):
+    # two ranks' host waits add up to more than the run's span (1.990 s of a 1.094 s span): the line says why
+    flat = " ".join(line.strip("│ ") for line in shown(RANKS, "--timeline", "12", "--panels", "0", "--width", "160")
+                    .splitlines())
+    assert re.search(r"Host waits +681 totalling 1\.990 s, summed over the ranks, largest 505\.637 ms", flat)
+    assert "… 1,440 more rows" in flat
+    assert "summed over the ranks" not in shown(DEMO, "--timeline", "12", "--panels", "0", "--width", "160")
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
+    assert "681 totalling 1.990 s, summed over the ranks" in out.read_text()
