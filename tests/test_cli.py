@@ -51,9 +51,14 @@ def test_workload_that_raises_leaves_a_session_and_its_own_traceback(tmp_path):
     assert s.outcome == "workload-failed" and s.exit_code == 1
 
 
-def test_interrupted_workload_keeps_the_session(tmp_path):
+@pytest.mark.parametrize("workload", [
+    "import time\nprint('ready', flush=True)\ntime.sleep(60)\n",
+    # the workload swallows KeyboardInterrupt and exits 0: the run is still an interrupted one (issue 37 item 11)
+    "import time\nprint('ready', flush=True)\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    pass\n",
+], ids=["plain", "catches-ctrl-c"])
+def test_interrupted_workload_keeps_the_session(tmp_path, workload):
     script = tmp_path / "slow.py"
-    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    script.write_text(workload)
     out = tmp_path / "s.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
@@ -62,7 +67,7 @@ def test_interrupted_workload_keeps_the_session(tmp_path):
     assert p.stdout.readline().strip() == "ready"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
     p.wait(timeout=HANG_S)
-    assert p.returncode == 130
+    assert p.returncode == 130, p.stderr.read()[-2000:]
     s = Session.load(out)
     assert s.outcome == "interrupted" and s.exit_code == 130
 

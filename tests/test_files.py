@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, error_sentence, run_cli, run_cli_process
+from conftest import DATA, HANG_S, ROOT, default_signals, error_sentence, run_cli, run_cli_process
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
 
 SESSION = DATA / "session_h100_mixed.json.gz"
@@ -86,30 +87,36 @@ _SLOW_WRITER = """
 import sys, time
 from kernelscope.model.files import write_atomic
 def write(f):
-    for i in range(100_000):  # ~1.6 GB in 16 KiB chunks, slowly: it is killed long before the end
+    for i in range(100_000):  # ~1.6 GB in 16 KiB chunks, slowly: it is signalled long before the end
         f.write(b"N" * 16384)
         f.flush()
         if i % 64 == 0:
             time.sleep(0.01)
-write_atomic(sys.argv[1], write)
+write_atomic(sys.argv[1], write, force=True)
 """
+
+
+def _signalled_mid_write(target: Path, sig: int) -> int:
+    """A child writing TARGET slowly with write_atomic (force), sent SIG once its temporary file holds 1 MiB; the
+    child's exit status."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env, preexec_fn=default_signals)
+    while p.poll() is None:  # wait until the temporary file holds real data
+        partial = [f for f in target.parent.iterdir() if f.name.endswith(".partial")]
+        if partial and partial[0].stat().st_size > 1 << 20:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"the writer ended (exit {p.returncode}) before it was signalled mid-write")
+    p.send_signal(sig)
+    return p.wait(timeout=HANG_S)
 
 
 def test_sigkill_mid_write_leaves_the_old_file_byte_for_byte(tmp_path):
     target = tmp_path / "session.json"
     old = os.urandom(4096)
     target.write_bytes(old)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
-    while p.poll() is None:  # wait until the temporary file holds real data
-        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
-        if partial and partial[0].stat().st_size > 1 << 20:
-            break
-        time.sleep(0.02)
-    else:
-        pytest.fail(f"the writer ended (exit {p.returncode}) before it was killed mid-write")
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    assert _signalled_mid_write(target, signal.SIGKILL) == -signal.SIGKILL
     assert target.read_bytes() == old  # untouched: the half-written data never had its name
 
 
@@ -182,3 +189,12 @@ def test_every_writer_goes_through_model_files():
                 if name not in PRIVATE_WRITES.get(rel, ()):
                     found.append(f"{rel}:{node.lineno} {name}")
     assert not found, f"writes outside model/files.write_atomic: {found}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
+    target = tmp_path / "session.json"
+    target.write_bytes(b"old")
+    assert _signalled_mid_write(target, sig) == -sig  # it still dies of the signal, as SIGTERM's sender expects
+    assert target.read_bytes() == b"old"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind

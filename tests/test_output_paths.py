@@ -7,18 +7,16 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA, HANG_S, ROOT, default_signals, error_sentence, run_cli
+from conftest import DATA, ROOT, error_sentence, run_cli
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
 
 SESSION = DATA / "session_h100_mixed.json.gz"
@@ -106,7 +104,7 @@ def test_width_is_bounded(session_file):
     assert code == 2 and "at most 10000 columns" in err and "Traceback" not in err and out == ""
 
 
-# -- every file a command reads is an input (item 4) ------------------------------------------------------------
+# -- every file a command reads is an input ---------------------------------------------------------------------
 def test_the_ceilings_file_is_an_input_of_report_and_show(session_file, tmp_path):
     ceilings = tmp_path / "c.json"
     shutil.copy(DATA / "ceilings_h100.json", ceilings)
@@ -120,7 +118,7 @@ def test_the_ceilings_file_is_an_input_of_report_and_show(session_file, tmp_path
     assert ceilings.read_bytes() == before
 
 
-# -- no-clobber without -f is exclusive (item 5) ----------------------------------------------------------------
+# -- no-clobber without -f is exclusive -------------------------------------------------------------------------
 def test_a_file_created_during_the_write_is_never_destroyed_without_force(tmp_path):
     target = tmp_path / "out.json"
     check_output(target)  # free when checked
@@ -177,40 +175,7 @@ def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session_file,
     assert out.read_text() == "appeared meanwhile"
 
 
-# -- SIGTERM mid-write (item 9) ---------------------------------------------------------------------------------
-_SLOW_WRITER = """
-import sys, time
-from kernelscope.model.files import write_atomic
-def write(f):
-    for i in range(100_000):
-        f.write(b"N" * 16384)
-        f.flush()
-        if i % 64 == 0:
-            time.sleep(0.01)
-write_atomic(sys.argv[1], write, force=True)
-"""
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
-    target = tmp_path / "session.json"
-    target.write_bytes(b"old")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env, preexec_fn=default_signals)
-    while p.poll() is None:
-        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
-        if partial and partial[0].stat().st_size > 1 << 20:
-            break
-        time.sleep(0.02)
-    else:
-        pytest.fail(f"the writer ended (exit {p.returncode}) before it was signalled mid-write")
-    p.send_signal(sig)
-    assert p.wait(timeout=HANG_S) == -sig  # it still dies of the signal, as SIGTERM's sender expects
-    assert target.read_bytes() == b"old"
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind
-
-
-# -- internal errors that are one sentence now (item 6) ---------------------------------------------------------
+# -- names from a session or a results file in output paths ------------------------------------------------
 def test_a_device_name_longer_than_a_file_name_is_drawn(tmp_path, monkeypatch):
     d = json.loads(gzip.decompress(SESSION.read_bytes()))
     d["device"]["name"] = "NVIDIA " + "H" * 400  # the ceilings cache path was over 255 bytes
@@ -240,26 +205,6 @@ def test_plot_names_from_the_results_file_stay_inside_the_output_dir(tmp_path):
     assert written and all(n.startswith("escaped-31m_") for n in written)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "r.json"]  # nothing beside it
     assert "\x1b" not in stdout + err
-
-
-def test_a_workload_that_catches_ctrl_c_itself_is_still_an_interrupted_run(tmp_path):
-    """Issue 37 item 11: the workload swallowed KeyboardInterrupt and exited 0, and so did `run`."""
-    script = tmp_path / "stubborn.py"
-    script.write_text("import time\nprint('ready', flush=True)\ntry:\n    time.sleep(60)\n"
-                      "except KeyboardInterrupt:\n    pass\n")
-    out = tmp_path / "s.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
-                          str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True, preexec_fn=default_signals)
-    assert p.stdout.readline().strip() == "ready"
-    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
-    p.wait(timeout=HANG_S)
-    assert p.returncode == 130, p.stderr.read()[-2000:]
-    from kernelscope.model import Session
-
-    s = Session.load(out)
-    assert s.outcome == "interrupted" and s.exit_code == 130
 
 
 def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
