@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import os
 import random
@@ -191,6 +192,19 @@ def shown(path: str | Path, *args: str) -> str:
     r = run_cli("show", str(path), *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+def recorded_session_files(*folders: Path) -> list[Path]:
+    """The kernelscope session files under FOLDERS, sorted (.json, then .json.gz): those that name the session
+    format in their first bytes, read without loading them (collection stays quick); traces, ceilings, snapshots
+    and results are other files. A session among them that does not load fails the test that loads it."""
+    out = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*.json")) + sorted(folder.rglob("*.json.gz")):
+            with (gzip.open(path) if path.suffix == ".gz" else open(path, "rb")) as f:
+                if b'"kernelscope-session"' in f.read(4096):
+                    out.append(path)
+    return out
 
 
 def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,

@@ -9,12 +9,11 @@ import io
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, recorded_session_files
 from kernelscope.analyze.report import build_report
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.ceilings import load_calibration
 from kernelscope.model import Session
-from kernelscope.model.session import SessionFileError
 from kernelscope.render.console import make_console
 from kernelscope.render.renderers import TerminalRenderer
 from kernelscope.render.show import ShowView
@@ -28,19 +27,7 @@ DIAGNOSIS_CEILINGS = DATA / "diagnosis" / "ceilings.json"  # ... and on the one 
 SHIPPED = ROOT / "src" / "kernelscope" / "data"  # the sessions `demo` and `learn` show without a GPU
 
 
-def _sessions() -> list:
-    out = []
-    for path in sorted(DATA.rglob("*.json")) + sorted(DATA.rglob("*.json.gz")) + sorted(SHIPPED.glob("*.json.gz")):
-        try:
-            Session.load(path)
-        except SessionFileError as e:
-            assert "not a kernelscope session file" in str(e), e  # a session that fails to load is a failure
-            continue
-        out.append(path)
-    return out
-
-
-SESSIONS = _sessions()
+SESSIONS = recorded_session_files(DATA, SHIPPED)
 
 
 def _name(path) -> str:

@@ -41,7 +41,8 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
 """
 
 
-@pytest.fixture(scope="module", params=[(128, False), (128, True), (64, False)], ids=["d128", "d128-causal", "d64"])
+@pytest.fixture(scope="module", params=[(128, False), (128, True), pytest.param((64, False), marks=pytest.mark.slow)],
+                ids=["d128", "d128-causal", "d64"])
 def sass(request):
     d, causal = request.param
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -106,7 +107,7 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
 """
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("causal", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["full", "causal"])
 def test_warp_specialised_kernel_has_its_partitions(causal):
     """Two consumer warpgroups and a producer warp (12 warps once rounded to warpgroups), registers moved between
     them with setmaxnreg, nothing spilled."""
