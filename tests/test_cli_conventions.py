@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, HANG_S
 from kernelscope.cli import COMMANDS, _module, build_parser
 from conftest import run_cli
 
@@ -141,7 +141,7 @@ def test_leaving_past_the_profiler_teardown_keeps_the_output_and_the_exit_code(t
             "sys.stdout.write('table, unflushed')\n"
             "sys.stderr.write('results written')\n"
             "exit_past_profiler_teardown(3)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
                        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 3
     assert r.stdout == "table, unflushed" and r.stderr == "results written"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 from kernelscope.collect.instrument import cuda_scopes as cs
 from kernelscope.collect.instrument import scope_sink, sink
 from kernelscope.collect.instrument.cuda_scopes import (
@@ -422,7 +422,7 @@ def _nvcc(tmp_path, source: str, name: str, *flags: str) -> str:
     src.write_text(source)
     out = tmp_path / f"{name}.ptx"
     r = subprocess.run([NVCC, "-arch=sm_90", "-ptx", f"-I{cs.include_dir()}", *flags, "-o", str(out), str(src)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     return "\n".join(ln for ln in out.read_text().splitlines() if not ln.startswith("//"))
 
@@ -450,7 +450,7 @@ def test_host_code_can_include_the_header_for_its_layout_numbers(tmp_path):
                    'KS_SCOPES_RECORD_VALUES * 2 + KS_BLOCK_ROW_VALUES - 12; }\n')
     exe = tmp_path / "host"
     r = subprocess.run(["g++", f"-I{cs.include_dir()}", "-DKS_RECORD", str(src), "-o", str(exe)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert subprocess.run([str(exe)]).returncode == 0
 

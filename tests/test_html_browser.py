@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from conftest import HANG_S
 from html_fixtures import SCRIPT, hostile, many_launches, recorded
 from kernelscope.analyze.report import build_report
 from kernelscope.render.html import render_html
@@ -23,7 +24,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--
 
 
 def chromium(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([BROWSER, *FLAGS, *args, url], capture_output=True, text=True, timeout=120)
+    return subprocess.run([BROWSER, *FLAGS, *args, url], capture_output=True, text=True, timeout=HANG_S)
 
 
 def console_errors(stderr: str) -> list[str]:

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, HANG_S, ROOT, run_cli
 
 
 def _importing(argv: list[str]) -> subprocess.CompletedProcess:
     """The command with Python's import log on stderr (-X importtime)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     return subprocess.run([sys.executable, "-X", "importtime", "-m", "kernelscope", *argv], capture_output=True,
-                          text=True, env=env, timeout=120)
+                          text=True, env=env, timeout=HANG_S)
 
 
 def _imported(stderr: str) -> set[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, error_sentence, run_cli
+from conftest import DATA, HANG_S, ROOT, error_sentence, run_cli
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
 
 SESSION = DATA / "session_h100_mixed.json.gz"
@@ -141,7 +141,7 @@ def test_two_writers_without_force_cannot_both_win(tmp_path):
     def writer(name: str) -> None:
         def data(f):
             f.write(name.encode())
-            inside.wait(timeout=10)  # both have checked and written; both now try to take the name
+            inside.wait(timeout=HANG_S)  # both have checked and written; both now try to take the name
         try:
             write_atomic(target, data, force=False)
             results[name] = "won"
@@ -152,7 +152,7 @@ def test_two_writers_without_force_cannot_both_win(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=HANG_S)
     assert sorted(results.values()) == ["refused", "won"]
     winner = next(n for n, r in results.items() if r == "won")
     assert target.read_text() == winner
@@ -320,7 +320,7 @@ def _kernelscope(argv: list[str], stdout, env: dict[str, str] | None = None) -> 
         if name not in (env or {}):
             full_env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=stdout, stderr=subprocess.PIPE,
-                          cwd=ROOT, env=full_env, timeout=120)
+                          cwd=ROOT, env=full_env, timeout=HANG_S)
 
 
 def _needs_of(command: str) -> None:
@@ -379,7 +379,7 @@ def test_a_command_started_with_stdout_closed_drops_its_output_like_print(comman
 
     def closed_stdout(argv: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=None, stderr=subprocess.PIPE,
-                              cwd=ROOT, env=full_env, timeout=120, preexec_fn=lambda: os.close(1))
+                              cwd=ROOT, env=full_env, timeout=HANG_S, preexec_fn=lambda: os.close(1))
 
     r = closed_stdout(STDOUT_COMMANDS[command])
     assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_snapshot, draw, ROOT
+from conftest import HANG_S, assert_snapshot, draw, ROOT
 from proton_fixtures import proton_trace_text, two_block_pipeline
 
 from kernelscope.analyze.phases import OVERLAP_FORMULA, scoped_view, summarize_phases, warp_idle
@@ -266,7 +266,7 @@ def test_stderr_tee_survives_more_output_than_a_pipe_holds_written_with_the_gil_
             write(2, b.encode(), len(b))
         print(len(tee.close()))
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "2000", r.stderr[-500:]
     assert r.stderr.count("events are dropped") == 3 and "1,997 more Proton warnings" in r.stderr
 

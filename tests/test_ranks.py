@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, run_cli, shown
+from conftest import DATA, HANG_S, ROOT, run_cli, shown
 from kernelscope.analyze.collectives import analyze_collectives, busbw_factor, operation
 from kernelscope.analyze.ranks import ranks_report
 from kernelscope.model import Session
@@ -283,7 +283,7 @@ def test_run_under_torchrun_records_every_rank_on_the_cpu(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--",
                         shutil.which("torchrun", path=os.path.dirname(sys.executable)), "--nproc-per-node", "2",
                         "--master-port", "29561", str(ROOT / "tests" / "workloads" / "gloo_ranks.py")],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-1500:]
     s = Session.load(out)
     assert [(x.rank, x.local_rank, x.world_size) for x in s.ranks] == [(0, 0, 2), (1, 1, 2)]

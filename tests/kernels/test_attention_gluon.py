@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
@@ -48,7 +48,7 @@ def sass(request):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", COMPILE, str(d), "1" if causal else "0"], capture_output=True,
-                       text=True, env=env, timeout=600)
+                       text=True, env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.splitlines()
 
@@ -114,7 +114,7 @@ def test_warp_specialised_kernel_has_its_partitions(causal):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", WS_COMPILE, "1" if causal else "0"], capture_output=True, text=True,
-                       env=env, timeout=600)
+                       env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     sass = r.stdout.splitlines()
     assert "WARPS 12" in sass[0]

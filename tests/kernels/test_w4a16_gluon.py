@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
@@ -82,7 +82,7 @@ def compiled(request):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", COMPILE, *map(str, VARIANTS[request.param])], capture_output=True,
-                       text=True, env=env, timeout=600)
+                       text=True, env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     return request.param, r.stdout.splitlines()
 
