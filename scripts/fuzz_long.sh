@@ -11,7 +11,7 @@ mkdir -p "$OUTDIR"
 python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot" 2>/dev/null
 for i in $(seq 1 "$PROCS"); do
   KERNELSCOPE_FUZZ_EXAMPLES=$EXAMPLES KERNELSCOPE_FUZZ_REPORT="$OUTDIR/tally_$i.json" \
-    python -m pytest -q -p no:cacheprovider tests/test_fuzz_readers.py --hypothesis-seed="$i" \
+    python -m pytest -q -p no:cacheprovider -m slow tests/test_fuzz_readers.py --hypothesis-seed="$i" \
     >"$OUTDIR/log_$i.txt" 2>&1 &
 done
 wait

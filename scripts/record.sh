@@ -342,7 +342,7 @@ ls -la "$O"
 # From the repo root on a GPU machine:  OUT=/tmp/inst bash scripts/record.sh instrumented
 # Leaves at most 5 files in $OUT: record.log (tests + show output), two sessions and
 # Proton's raw trace (gzipped). Clocks are never changed. Budget: about 240 s.
-# Its sessions and Proton trace are in tests/data/ (tests/test_instrumented_recorded.py); the overhead it
+# Its sessions and Proton trace are in tests/data/ (tests/test_instrumented_sessions.py); the overhead it
 # measures: benchmarks/results/RESULTS.md.
 target_instrumented() {
 set -u

@@ -24,6 +24,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from conftest import HANG_S
+
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")
                 if shutil.which(b)), None)
 # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start; the pages are our own files
@@ -60,7 +62,7 @@ def check_pages(pages: dict[str, str], tmp: Path, width: int = 1280, height: int
     path = tmp / f"check_{width}.html"
     path.write_text(CHECK_PAGE % {"frames": frames, "js": js, "min_id_em": MIN_ID_EM}, encoding="utf-8")
     r = subprocess.run([BROWSER, *FLAGS, "--virtual-time-budget=60000", f"--window-size={width + 40},{height}",
-                        "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=300)
+                        "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=HANG_S)
     m = re.search(r'<pre id="ks-check">(.*?)</pre>', r.stdout, re.S)
     if m is None:
         raise RuntimeError(f"the check page did not report (Chromium exit {r.returncode}): {r.stderr[-2000:]}")
@@ -81,4 +83,4 @@ def screenshot(page: str, path: Path, width: int = 1280, height: int = 2400) -> 
     src = path.with_suffix(".html")
     src.write_text(page, encoding="utf-8")
     return subprocess.run([BROWSER, *FLAGS, f"--screenshot={path}", f"--window-size={width},{height}", src.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)

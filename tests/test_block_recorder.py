@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT
 from kernelscope.collect.instrument import sink
 from kernelscope.collect.instrument.layout import ROW_VALUES, buffer_values, split_sm
 from kernelscope.collect.instrument.reader import read_block_buffer
@@ -209,7 +209,7 @@ def compiled():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", COMPILE, str(ROOT / "tests" / "workloads")], capture_output=True,
-                       text=True, env=env, timeout=600)
+                       text=True, env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)
 

@@ -4,13 +4,10 @@ Measuring itself needs a CUDA GPU (tests/gpu); here `calibrate` must refuse in o
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import DATA, HAS_CUDA, ROOT
+from conftest import DATA, HAS_CUDA, run_cli
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import NO_CALIBRATION
 from kernelscope.collect.calibrate import ceilings as C
@@ -119,10 +116,8 @@ def test_show_with_a_cached_calibration_shows_percent_of_the_measured_bandwidth(
     s = Session.load(DATA / "session_h100_counters.json.gz")
     key, _ = C.key_for_device(s.device)
     C.save_calibration(fake_calibration(key))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **{C.CACHE_ENV: str(cache)})
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_counters.json.gz"),
-                        "--kernel", "^matmul_kernel$", "--width", "120", "--no-color"],
-                       capture_output=True, text=True, env=env)
+    r = run_cli("show", str(DATA / "session_h100_counters.json.gz"), "--kernel", "^matmul_kernel$", "--width", "120",
+                "--no-color", env={C.CACHE_ENV: str(cache)})
     assert r.returncode == 0, r.stderr
     dram = float(next(x for x in s.launches if x.counters and x.kernel == "matmul_kernel").metrics["dram_bytes"].value)
     dur = float(next(x for x in s.launches if x.counters and x.kernel == "matmul_kernel").metrics["duration_ns"].value)
@@ -132,8 +127,7 @@ def test_show_with_a_cached_calibration_shows_percent_of_the_measured_bandwidth(
 
 @pytest.mark.skipif(HAS_CUDA, reason="this machine has a GPU: calibrate measures for real")
 def test_calibrate_without_a_gpu_refuses_in_one_sentence(cache):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "calibrate"], capture_output=True, text=True, env=env)
+    r = run_cli("calibrate")
     assert r.returncode == 2 and r.stderr.startswith("kernelscope: error: cannot calibrate:")
     assert len(r.stderr.strip().splitlines()) == 1 and not cache.exists()
 
@@ -199,7 +193,7 @@ def test_the_recorded_ceilings_and_the_bounds_themselves_load(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "NaN", "1e-300", '"abc"'])
 def test_ceilings_flag_with_a_bad_value_is_one_sentence_and_exit_2(tmp_path, value):
-    from test_fuzz_readers import run_cli
+    from conftest import run_cli
     path = tmp_path / "c.json"
     path.write_text((DATA / "ceilings_h100.json").read_text().replace('"value": 3002029376206.0415',
                                                                       f'"value": {value}'))
@@ -207,7 +201,7 @@ def test_ceilings_flag_with_a_bad_value_is_one_sentence_and_exit_2(tmp_path, val
                  ["show", str(DATA / "session_h100_analysis.json.gz"), "--json"],
                  ["report", str(DATA / "session_h100_analysis.json.gz"), "-o", str(tmp_path / "r.html")],
                  ["diff", str(MIXED), str(DATA / "session_h100_analysis.json.gz")]):
-        code, out, err = run_cli(argv + ["--ceilings", str(path)])
+        code, out, err = run_cli(*argv, "--ceilings", str(path))
         assert code == 2 and err.startswith(f"kernelscope: error: {path} is a damaged ceilings file: the value of "
                                             'ceiling "copy_bandwidth_bytes_per_s" is'), (argv, err)
         assert len(err.strip().splitlines()) == 1 and "NaN" not in out
@@ -224,10 +218,8 @@ def test_a_damaged_cached_calibration_counts_as_none_and_says_why(cache):
     assert got.missing_reason.startswith(f"no usable measured ceilings for this GPU: {path} is a damaged ceilings "
                                          'file: the value of ceiling "copy_bandwidth_bytes_per_s" is 0')
     assert got.missing_reason.endswith("run kernelscope calibrate --force on it")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **{C.CACHE_ENV: str(cache)})
     for extra in (["--no-color", "--width", "200"], ["--json"]):
-        r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_analysis.json.gz"),
-                            *extra], capture_output=True, text=True, env=env)
+        r = run_cli("show", str(DATA / "session_h100_analysis.json.gz"), *extra, env={C.CACHE_ENV: str(cache)})
         assert r.returncode == 0, r.stderr
         assert "no usable measured ceilings for this GPU" in r.stdout
     json.loads(r.stdout)  # valid JSON: no NaN or Infinity literal

@@ -32,3 +32,16 @@ def test_ci_runs_the_readme_command_again_with_torch():
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     torch_install = next(i for i, line in enumerate(lines) if re.search(r"install\b.*\btorch", line))
     assert _readme_test_command() in lines[torch_install + 1:]
+
+
+def test_ci_runs_the_readme_slow_step_once_with_torch_and_collects_it_without():
+    """The slow tests (pyproject's addopts leave them out of the default run) are a step of their own: run where
+    torch is, collected in the torch-less venv (a slow module that imports torch unguarded fails there)."""
+    slow = "python -m pytest -m slow"
+    assert f"`{slow}`" in (ROOT / "README.md").read_text()
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    torch_install = next(i for i, line in enumerate(lines) if re.search(r"install\b.*\btorch", line))
+    assert lines[torch_install + 1:].count(slow) == 1
+    collect = next(i for i, line in enumerate(lines) if line.startswith(f"{slow} --collect-only"))
+    activate = next(i for i, line in enumerate(lines) if line.replace('"', "").endswith("/bin/activate"))
+    assert activate < collect < torch_install

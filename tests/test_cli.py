@@ -5,12 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import ROOT, default_sigint, run_cli, one_sentence_error
+from conftest import DATA, default_signals, HANG_S, one_sentence_error, ROOT, run_cli
 from kernelscope.model import Session
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
 
 
 ks = run_cli
@@ -50,19 +51,23 @@ def test_workload_that_raises_leaves_a_session_and_its_own_traceback(tmp_path):
     assert s.outcome == "workload-failed" and s.exit_code == 1
 
 
-def test_interrupted_workload_keeps_the_session(tmp_path):
+@pytest.mark.parametrize("workload", [
+    "import time\nprint('ready', flush=True)\ntime.sleep(60)\n",
+    # the workload swallows KeyboardInterrupt and exits 0: the run is still an interrupted one (issue 37 item 11)
+    "import time\nprint('ready', flush=True)\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    pass\n",
+], ids=["plain", "catches-ctrl-c"])
+def test_interrupted_workload_keeps_the_session(tmp_path, workload):
     script = tmp_path / "slow.py"
-    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    script.write_text(workload)
     out = tmp_path / "s.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
                           str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True, preexec_fn=default_sigint)
-    deadline = time.time() + 60
+                         start_new_session=True, preexec_fn=default_signals)
     assert p.stdout.readline().strip() == "ready"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
-    p.wait(timeout=max(1, deadline - time.time()))
-    assert p.returncode == 130
+    p.wait(timeout=HANG_S)
+    assert p.returncode == 130, p.stderr.read()[-2000:]
     s = Session.load(out)
     assert s.outcome == "interrupted" and s.exit_code == 130
 
@@ -140,3 +145,13 @@ def test_demo_without_a_gpu_renders_the_bundled_h100_session():
     assert any("_w4a16_kernel" in ln for ln in rows[:3]), table
     assert {x.regions[-1] for x in session.launches} <= {"w4a16_gemm", "l2_flush"}
     assert r.stdout.index("Verdict") < r.stdout.index("Kernels by total GPU time")
+
+
+def test_report_and_import_say_what_they_wrote(tmp_path):
+    r = run_cli("report", str(DATA / "counters_h100_region.json.gz"), "-o", str(tmp_path / "a.html"))
+    assert "panels for 3 of 9 kernels (--panels N or --kernel REGEX for others)" in r.stdout
+    r = run_cli("report", str(DEMO), "-o", str(tmp_path / "b.html"))
+    assert "panels for both kernels" in r.stdout
+    r = run_cli("import", str(DATA / "ranks" / "job2_rank0.pt.trace.json.gz"), "-o", str(tmp_path / "s.json"))
+    assert r.returncode == 0, r.stderr
+    assert "96 kernel launches from 1 trace file written to" in r.stderr

@@ -6,9 +6,9 @@ import importlib.util
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, HANG_S
 from kernelscope.cli import COMMANDS, _module, build_parser
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 SESSION = str(DATA / "session_h100_mixed.json.gz")
 DRAWING = {"show", "diff", "occupancy", "learn", "top", "calibrate", "demo", "profile", "bench"}
@@ -32,7 +32,7 @@ def _options(name: str) -> dict[str, argparse.Action]:
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_help_works_and_exits_0(name):
-    code, out, err = run_cli([name, "--help"])
+    code, out, err = run_cli(name, "--help")
     assert code == 0 and "usage" in (out + err).lower(), (name, err)
 
 
@@ -69,7 +69,7 @@ def test_writing_commands_take_output_and_force(name):
     ],
 )
 def test_bad_values_are_refused_with_exit_2(argv):
-    code, out, err = run_cli(argv)
+    code, out, err = run_cli(*argv)
     assert code == 2 and "Traceback" not in err and "error" in err, (argv, err)
     assert out == ""
 
@@ -100,7 +100,7 @@ def test_commands_that_need_torch_say_so_first(monkeypatch, gpu, lacking):
     commands = [["bench", "attention"], ["bench", "w4a16"], ["profile", "attention"],
                 ["tune", "w4a16", "--shapes", "4096x4096"]]
     for argv in commands + ([["learn", "marlin"]] if lacking == "torch" else []):
-        code, out, err = run_cli(argv)
+        code, out, err = run_cli(*argv)
         assert code == 2 and "Traceback" not in err, (argv, err)
         if gpu or argv[0] == "learn":
             needs = err.split(" needs ", 1)[1].split(",", 1)[0]  # "torch", or "torch and triton" without torch here
@@ -113,14 +113,14 @@ def test_commands_that_need_torch_say_so_first(monkeypatch, gpu, lacking):
 def test_roofline_png_without_matplotlib_says_so_before_drawing(monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "matplotlib" else real(n, *a))
-    code, out, err = run_cli(["show", SESSION, "--roofline-png", str(tmp_path / "r.png")])
+    code, out, err = run_cli("show", SESSION, "--roofline-png", str(tmp_path / "r.png"))
     assert code == 2 and out == "" and "pip install 'kernelscope[plot]'" in err
 
 
 def test_show_json_timeline_includes_the_timeline():
     import json
 
-    code, out, err = run_cli(["show", SESSION, "--json", "--timeline", "5"])
+    code, out, err = run_cli("show", SESSION, "--json", "--timeline", "5")
     assert code == 0, err
     tl = json.loads(out)["timeline"]
     assert len(tl["rows"]) == 5 and tl["rows_total"] > 5 and tl["rows"][0]["start_ns"] is not None
@@ -141,7 +141,7 @@ def test_leaving_past_the_profiler_teardown_keeps_the_output_and_the_exit_code(t
             "sys.stdout.write('table, unflushed')\n"
             "sys.stderr.write('results written')\n"
             "exit_past_profiler_teardown(3)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
                        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 3
     assert r.stdout == "table, unflushed" and r.stderr == "results written"

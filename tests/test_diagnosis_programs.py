@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 
 PROGRAMS_DIR = ROOT / "benchmarks" / "diagnosis" / "programs"
 if str(PROGRAMS_DIR) not in sys.path:  # programs import harness (and one another) by bare name
@@ -171,7 +171,8 @@ def test_controls_run_at_tiny_size(name):
 def test_a_program_prints_its_step_times_as_one_json_line():
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
     p = subprocess.run([sys.executable, str(PROGRAMS_DIR / "run.py"), "launch_param_loop", "--tiny", "--variant",
-                        "fixed", "--steps", "3", "--warmup", "1"], capture_output=True, text=True, timeout=120, env=env)
+                        "fixed", "--steps", "3", "--warmup", "1"], capture_output=True, text=True, timeout=HANG_S,
+                       env=env)
     assert p.returncode == 0, p.stderr
     res = measure.parse_result(p.stdout)
     assert res["variant"] == "fixed" and len(res["step_ms"]) == 3 and res["median_ms"] > 0

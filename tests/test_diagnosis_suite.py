@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -137,15 +139,15 @@ def test_run_case_cli(tmp_path: Path) -> None:
            "CUDA_VISIBLE_DEVICES": ""}
     script = ROOT / "benchmarks" / "diagnosis" / "suite" / "run_case.py"
     ok = subprocess.run([sys.executable, str(script), "tail_effect", "defect", "--size", "tiny"],
-                        capture_output=True, text=True, env=env, timeout=120)
+                        capture_output=True, text=True, env=env, timeout=HANG_S)
     assert ok.returncode == 0, ok.stderr
     assert "tail_effect defect: 3 steps (tiny, cpu)" in ok.stdout
     bad = subprocess.run([sys.executable, str(script), "control_add", "defect"], capture_output=True, text=True,
-                         env=env, timeout=120)
+                         env=env, timeout=HANG_S)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines() == ["run_case: error: case control_add has variants control, not 'defect'."]
     gpu_only = subprocess.run([sys.executable, str(script), "divergence", "defect", "--size", "tiny"],
-                              capture_output=True, text=True, env=env, timeout=120)
+                              capture_output=True, text=True, env=env, timeout=HANG_S)
     assert gpu_only.returncode == 1 and "needs" not in gpu_only.stdout and "no GPU here" in gpu_only.stderr
 
 
@@ -217,7 +219,7 @@ def sm90_ptx() -> dict:
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = f"{ROOT / 'src'}{os.pathsep}{ROOT}"
-    r = subprocess.run([sys.executable, "-c", PTX_SCRIPT], capture_output=True, text=True, env=env, timeout=600,
+    r = subprocess.run([sys.executable, "-c", PTX_SCRIPT], capture_output=True, text=True, env=env, timeout=HANG_S,
                        cwd=str(ROOT))
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(r.stdout.strip().splitlines()[-1])
@@ -363,7 +365,7 @@ def _ptxas_report() -> dict[str, dict[str, int]]:
     except CudaBuildError as e:
         pytest.skip(str(e))
     r = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", os.devnull, str(SOURCE)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     out: dict[str, dict[str, int]] = {}
     name = None

@@ -3,17 +3,15 @@ noise), a recording against a copy with durations scaled (a real slowdown), nois
 detection, the CI exit status, different GPUs, and bad input."""
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
-from conftest import DATA, assert_snapshot, run_cli
+from conftest import assert_snapshot, DATA, draw, run_cli
 from kernelscope.analyze.diff import FASTER, NOISE, ONLY_A, SAME, SLOWER, UNSTEADY, diff_sessions
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.model import Session
 from kernelscope.render.diff_view import DiffView
-from kernelscope.render.show import make_console
 
 MIXED = DATA / "session_h100_mixed.json.gz"
 RUN1 = DATA / "session_h100_counters.json.gz"  # tests/workloads/counters_small.py ...
@@ -34,12 +32,6 @@ def scaled(s: Session, factor: float, only: str | None = None) -> Session:
 
 def ks(*args: str, cache: str = "/nonexistent-kernelscope-cache"):
     return run_cli(*args, env={"KERNELSCOPE_CACHE_DIR": cache})
-
-
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
 
 
 def test_a_session_against_itself_is_the_same_everywhere():
@@ -96,7 +88,7 @@ def test_different_gpus_are_warned_about():
     b.device.name = "NVIDIA A100-SXM4-80GB"
     d = diff(a, b)
     assert not d.device.same_gpu and "different GPUs" in d.device.warning
-    assert "Warning" in render(DiffView(d, "a", "b"))
+    assert "Warning" in draw(DiffView(d, "a", "b"))
 
 
 def test_kernels_in_one_session_only():
@@ -147,9 +139,9 @@ def test_cli_bad_input_is_one_sentence(args, phrase):
 
 def test_diff_snapshots(tmp_path):
     a, b = Session.load(RUN1), Session.load(RUN2)
-    assert_snapshot("diff_h100_counters_two_recordings.w120.txt", render(DiffView(diff(a, b), "run1", "run2", 2.0)))
+    assert_snapshot("diff_h100_counters_two_recordings.w120.txt", draw(DiffView(diff(a, b), "run1", "run2", 2.0)))
     m = Session.load(MIXED)
-    assert_snapshot("diff_mixed_scaled_1.25.w120.txt", render(DiffView(diff(m, scaled(m, 1.25)), "mixed",
+    assert_snapshot("diff_mixed_scaled_1.25.w120.txt", draw(DiffView(diff(m, scaled(m, 1.25)), "mixed",
                                                                        "mixed x1.25", 10.0)))
 
 

@@ -1,32 +1,27 @@
 """kernelscope doctor: each check on what it probes, faked where this machine lacks the GPU, and the command."""
 from __future__ import annotations
 
-import io
-import subprocess
 import sys
 import types
 
 import pytest
 
+from conftest import draw, run_cli
 from kernelscope.collect import doctor
 from kernelscope.collect.doctor import LIMITED, MISSING, OK, Check, counter_permission
 from kernelscope.model import Device
 from kernelscope.model.device import attribute
 from kernelscope.render.doctor import DoctorView
-from kernelscope.render.show import make_console
 
 
 def _text(checks) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(DoctorView(checks))
-    return buf.getvalue()
+    return draw(DoctorView(checks))
 
 
 def test_doctor_runs_here_and_names_the_fix_for_what_is_missing():
     from kernelscope.collect.driver import gpu_available
 
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "doctor", "--no-color", "--width", "120"],
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("doctor", "--no-color", "--width", "120")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "kernelscope doctor: what works on this machine"

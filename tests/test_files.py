@@ -13,47 +13,27 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT, default_signals, error_sentence, run_cli, run_cli_process
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from test_fuzz_readers import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 
 
-def _ks(*args: str, preexec=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env,
-                          preexec_fn=preexec, timeout=120)
-
-
-def _one_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    p = tmp_path / "run.json.gz"
-    shutil.copy(SESSION, p)
-    return p
-
-
-def test_export_over_its_own_input_is_refused_even_with_force(session):
-    before = session.read_bytes()
+def test_export_over_its_own_input_is_refused_even_with_force(session_file):
+    before = session_file.read_bytes()
     for extra in ([], ["-f"]):
-        code, _, err = run_cli(["export", str(session), "--chrome", str(session), *extra])
-        assert code == 2 and "is also an input of this command" in _one_error(err)
-    assert session.read_bytes() == before  # the session is still the session
+        code, _, err = run_cli("export", str(session_file), "--chrome", str(session_file), *extra)
+        assert code == 2 and "is also an input of this command" in error_sentence(err)
+    assert session_file.read_bytes() == before  # the session is still the session
 
 
-def test_export_refuses_an_existing_file_without_force(session, tmp_path):
+def test_export_refuses_an_existing_file_without_force(session_file, tmp_path):
     out = tmp_path / "trace.json"
     out.write_text("keep me")
-    code, _, err = run_cli(["export", str(session), "-o", str(out)])
-    assert code == 2 and "already exists; use -f" in _one_error(err)
+    code, _, err = run_cli("export", str(session_file), "-o", str(out))
+    assert code == 2 and "already exists; use -f" in error_sentence(err)
     assert out.read_text() == "keep me"
-    code, _, err = run_cli(["export", str(session), "-o", str(out), "-f"])
+    code, _, err = run_cli("export", str(session_file), "-o", str(out), "-f")
     assert code == 0, err
     assert out.read_text().startswith("{")
 
@@ -64,24 +44,24 @@ def test_import_never_writes_over_the_report(tmp_path):
 
     report = report_file("ncu_h100_region", tmp_path)
     before = report.read_bytes()
-    code, _, err = run_cli(["import", str(report), "-o", str(report), "-f"])
-    assert code == 2 and "is also an input" in _one_error(err)
+    code, _, err = run_cli("import", str(report), "-o", str(report), "-f")
+    assert code == 2 and "is also an input" in error_sentence(err)
     assert report.read_bytes() == before
 
 
 def test_run_never_writes_its_session_over_the_script_it_profiles(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
-    code, _, err = run_cli(["run", "-o", str(script), "-f", "--", sys.executable, str(script)])
-    assert code == 2 and "is also an input" in _one_error(err)
+    code, _, err = run_cli("run", "-o", str(script), "-f", "--", sys.executable, str(script))
+    assert code == 2 and "is also an input" in error_sentence(err)
     assert script.read_text() == "print('hi')\n"
 
 
-def test_show_checks_the_roofline_png_before_drawing(session, tmp_path):
+def test_show_checks_the_roofline_png_before_drawing(session_file, tmp_path):
     png = tmp_path / "roof.png"
     png.write_bytes(b"old")
-    code, out, err = run_cli(["show", str(session), "--roofline-png", str(png)])
-    assert code == 2 and "already exists" in _one_error(err) and out == ""  # nothing drawn first
+    code, out, err = run_cli("show", str(session_file), "--roofline-png", str(png))
+    assert code == 2 and "already exists" in error_sentence(err) and out == ""  # nothing drawn first
     assert png.read_bytes() == b"old"
 
 
@@ -90,8 +70,8 @@ def test_plot_refuses_to_replace_pngs_without_force(tmp_path):
     d = tmp_path / "plots"
     d.mkdir()
     (d / "attention_latency.png").write_bytes(b"old")
-    code, _, err = run_cli(["plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d)])
-    assert code == 2 and "already exists" in _one_error(err)
+    code, _, err = run_cli("plot", str(DATA / "bench_attention_h100.json"), "--output-dir", str(d))
+    assert code == 2 and "already exists" in error_sentence(err)
     assert (d / "attention_latency.png").read_bytes() == b"old" and len(list(d.iterdir())) == 1
 
 
@@ -107,32 +87,36 @@ _SLOW_WRITER = """
 import sys, time
 from kernelscope.model.files import write_atomic
 def write(f):
-    for i in range(100_000):  # ~1.6 GB in 16 KiB chunks, slowly: it is killed long before the end
+    for i in range(100_000):  # ~1.6 GB in 16 KiB chunks, slowly: it is signalled long before the end
         f.write(b"N" * 16384)
         f.flush()
         if i % 64 == 0:
             time.sleep(0.01)
-write_atomic(sys.argv[1], write)
+write_atomic(sys.argv[1], write, force=True)
 """
+
+
+def _signalled_mid_write(target: Path, sig: int) -> int:
+    """A child writing TARGET slowly with write_atomic (force), sent SIG once its temporary file holds 1 MiB; the
+    child's exit status."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env, preexec_fn=default_signals)
+    while p.poll() is None:  # wait until the temporary file holds real data
+        partial = [f for f in target.parent.iterdir() if f.name.endswith(".partial")]
+        if partial and partial[0].stat().st_size > 1 << 20:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"the writer ended (exit {p.returncode}) before it was signalled mid-write")
+    p.send_signal(sig)
+    return p.wait(timeout=HANG_S)
 
 
 def test_sigkill_mid_write_leaves_the_old_file_byte_for_byte(tmp_path):
     target = tmp_path / "session.json"
     old = os.urandom(4096)
     target.write_bytes(old)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
-    deadline = time.time() + 30
-    while time.time() < deadline:  # wait until the temporary file holds real data
-        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
-        if partial and partial[0].stat().st_size > 1 << 20:
-            break
-        time.sleep(0.02)
-    else:
-        p.kill()
-        pytest.fail("the writer never started writing")
-    p.send_signal(signal.SIGKILL)
-    p.wait(timeout=10)
+    assert _signalled_mid_write(target, signal.SIGKILL) == -signal.SIGKILL
     assert target.read_bytes() == old  # untouched: the half-written data never had its name
 
 
@@ -148,7 +132,7 @@ def test_a_full_disk_mid_write_is_one_sentence_and_keeps_the_old_file(tmp_path, 
     out = tmp_path / ("trace.json" if command == "export" else "copy.json")
     out.write_text("the previous, good file")
     if command == "export":
-        r = _ks("export", str(big), "-o", str(out), "-f", preexec=_fsize_limit)
+        r = run_cli_process("export", str(big), "-o", str(out), "-f", preexec_fn=_fsize_limit)
     else:  # a session written by the model's save(), through the same writer
         code = ("import sys; from kernelscope.model import Session; from kernelscope.cli import main; "
                 "s = Session.load(sys.argv[1]); s.save(sys.argv[2])")
@@ -156,7 +140,7 @@ def test_a_full_disk_mid_write_is_one_sentence_and_keeps_the_old_file(tmp_path, 
                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, preexec_fn=_fsize_limit)
     assert r.returncode != 0
     if command == "export":
-        assert r.returncode == 2 and "File too large" in _one_error(r.stderr) and "left as it was" in r.stderr
+        assert r.returncode == 2 and "File too large" in error_sentence(r.stderr) and "left as it was" in r.stderr
     else:
         assert "OutputFileError" in r.stderr and "File too large" in r.stderr
     assert out.read_text() == "the previous, good file"
@@ -205,3 +189,12 @@ def test_every_writer_goes_through_model_files():
                 if name not in PRIVATE_WRITES.get(rel, ()):
                     found.append(f"{rel}:{node.lineno} {name}")
     assert not found, f"writes outside model/files.write_atomic: {found}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
+    target = tmp_path / "session.json"
+    target.write_bytes(b"old")
+    assert _signalled_mid_write(target, sig) == -sig  # it still dies of the signal, as SIGTERM's sender expects
+    assert target.read_bytes() == b"old"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind

@@ -3,11 +3,10 @@ on an H100 (tests/data/session_h100_samples.json.gz, scripts/record.sh gpu_stats
 small hand-made sessions for the edge cases. No GPU needed."""
 from __future__ import annotations
 
-import io
 
 import pytest
 
-from conftest import assert_snapshot, DATA
+from conftest import assert_snapshot, DATA, draw
 from kernelscope.analyze.gpu_stats import (
     CLOCK_LOW_FRACTION, clock_hygiene, decode_throttle_reasons, limiting_reasons, low_clock, sample_flags,
     summarize_gpu_stats,
@@ -16,7 +15,7 @@ from kernelscope.analyze.report import build_report
 from kernelscope.model import Launch, Metric, Sample, Session
 from kernelscope.render.gpu_stats import GpuStatsPanel, bucket, kernel_busy, sparkline
 from kernelscope.render.header import SessionHeader
-from kernelscope.render.show import ShowView, make_console
+from kernelscope.render.show import ShowView
 
 H100 = DATA / "session_h100_samples.json.gz"
 
@@ -37,12 +36,6 @@ def sample(t_ns: int | None, sm_mhz: int = 1980, reasons: int = 0, util: int = 1
 
 def launch(name: str, start: int, dur: int) -> Launch:
     return Launch(kernel=name, grid=(1, 1, 1), block=(128, 1, 1), start_ns=start, duration_ns=dur, device_index=0)
-
-
-def render(obj, width: int = 120) -> str:
-    buf = io.StringIO()
-    make_console(width=width, file=buf, color=False).print(obj)
-    return buf.getvalue()
 
 
 # -- analysis -------------------------------------------------------------------------------
@@ -84,7 +77,7 @@ def test_without_a_trace_origin_samples_are_summarised_on_their_own_clock():
     st = summarize_gpu_stats(s)
     assert not st.on_timeline and st.samples == 3 and st.busy_samples == 1  # busy from utilization
     assert st.interval_ms_median == pytest.approx(50.0)
-    text = render(GpuStatsPanel(s, st), 100)
+    text = draw(GpuStatsPanel(s, st), 100)
     assert "since 1st sample" in text and "(none)" in text
 
 
@@ -154,14 +147,14 @@ def test_h100_matmuls_ran_power_capped_and_are_flagged(h100):
 
 
 def test_h100_panel_snapshot_at_120_columns(h100):
-    text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 120)
+    text = draw(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 120)
     assert_snapshot("gpu_stats_h100_samples.w120.txt", text)
     assert max(len(line) for line in text.splitlines()) <= 120
     assert "GPU stats · device" in text and "sw_power_cap" in text and "nvjet_sm90" in text and "!" in text
 
 
 def test_h100_panel_fits_a_narrow_terminal(h100):
-    text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 80)
+    text = draw(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 80)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
     row = next(line for line in lines if "GPU utilization" in line and "%" in line)
@@ -171,7 +164,7 @@ def test_h100_panel_fits_a_narrow_terminal(h100):
 
 def test_show_adds_the_panel_only_when_there_are_samples(h100):
     def show(session):
-        return render(ShowView(build_report(session, None, 0), with_analysis=False))
+        return draw(ShowView(build_report(session, None, 0), with_analysis=False))
 
     assert "GPU stats · device" in show(h100)
     older = Session.load(DATA / "session_h100_mixed.json.gz")  # written before samples existed
@@ -181,8 +174,8 @@ def test_show_adds_the_panel_only_when_there_are_samples(h100):
 def test_the_two_memory_totals_are_told_apart(h100):
     """The header's total (CUDA, cuDeviceTotalMem) and the memory-used ceiling (NVML's total) differ by what the
     driver reserves: both are labelled, so a reader does not take one for a misprint of the other."""
-    text = render(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 160)
+    text = draw(GpuStatsPanel(h100, summarize_gpu_stats(h100)), 160)
     cuda_gib = h100.device.value("total_memory_bytes") / 2**30
     assert f"the header's {cuda_gib:.1f} GiB is CUDA's (cuDeviceTotalMem)" in text
     assert "NVML's total (79.6 GiB" in text
-    assert "(CUDA)" in render(SessionHeader(h100), 80)
+    assert "(CUDA)" in draw(SessionHeader(h100), 80)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conftest import DATA
-from kernelscope.analyze.host_syncs import sync_waits_before
+from kernelscope.analyze.host_syncs import sync_waits_by_kernel
 from kernelscope.analyze.timeline import build_timeline
 from kernelscope.collect.trace.kineto import parse_trace
 from kernelscope.model import HostSync, Launch, Session
@@ -81,10 +81,10 @@ def test_sync_waits_line_up_with_the_gaps_they_caused():
     s = _session()
     tl = build_timeline(s)
     gaps = tl.gaps_before("k")
-    waits = sync_waits_before(s, tl, "k")
+    waits = sync_waits_by_kernel(s, tl)["k"]
     assert len(waits) == len(gaps) == 19 and set(gaps) == {30_000}
     assert waits == (12_000,) * 15 + (0,) * 4
-    assert sync_waits_before(Session(launches=s.launches), tl, "k") is None
+    assert sync_waits_by_kernel(Session(launches=s.launches), tl) is None
 
 
 def test_host_gaps_fires_on_short_gaps_after_a_synchronize_and_launch_bound_does_not():

@@ -9,13 +9,14 @@ import subprocess
 
 import pytest
 
+from conftest import HANG_S
 from html_fixtures import SCRIPT, hostile, many_launches, recorded
 from kernelscope.analyze.report import build_report
 from kernelscope.render.html import render_html
 
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")
                 if shutil.which(b)), None)
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")]
 # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start; the page is our own file
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
@@ -23,7 +24,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--
 
 
 def chromium(url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([BROWSER, *FLAGS, *args, url], capture_output=True, text=True, timeout=120)
+    return subprocess.run([BROWSER, *FLAGS, *args, url], capture_output=True, text=True, timeout=HANG_S)
 
 
 def console_errors(stderr: str) -> list[str]:
@@ -80,11 +81,6 @@ def test_dom_check_sees_an_injected_script(tmp_path) -> None:
 
 
 def test_100k_launch_report_opens(tmp_path) -> None:
-    import time
-
     p = write(tmp_path, "big.html", render_html(build_report(many_launches(100_000))))
-    t = time.perf_counter()
     r = chromium(p.as_uri(), "--dump-dom")
-    took = time.perf_counter() - t
     assert "100,000 launches" in r.stdout and not console_errors(r.stderr)
-    assert took < 60, took  # 1.3 s measured (browser start included) on the 2-core dev box

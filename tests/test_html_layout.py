@@ -6,45 +6,43 @@ it is a long identifier in a cell of a reasonable width, and no SVG label may be
 Chromium is installed (.ci/run installs Debian's chromium)."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from conftest import recorded_session_files
 from html_fixtures import DATA, long_names
 from html_layout_check import BROWSER, check_pages, page_heights, screenshot
 import kernelscope
 from kernelscope.notebook import LoadedSession
 from kernelscope.analyze.report import build_report
-from kernelscope.model.session import SessionFileError
 from kernelscope.render.html import render_html, render_summary_html
 
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")]
 
 REPORT_WIDTHS = (1280, 800)  # a desktop window; half a laptop screen
 NOTEBOOK_WIDTH = 800  # a notebook's output area
 
 
+@functools.cache
 def recorded_sessions() -> dict[str, LoadedSession]:
-    """Every file under tests/data that kernelscope.load accepts as a session (traces, ceilings, memory
-    snapshots and benchmark results are other files: load refuses them, and they are left out)."""
-    out = {}
-    for path in sorted(DATA.rglob("*.json")) + sorted(DATA.rglob("*.json.gz")):
-        try:
-            out[str(path.relative_to(DATA))] = kernelscope.load(path)
-        except SessionFileError as e:
-            assert "not a kernelscope session file" in str(e), e  # a session that fails to load is a failure
-    return out
+    """Every session file under tests/data, loaded (kernelscope.load) when a test first asks; traces, ceilings,
+    memory snapshots and benchmark results are other files, left out."""
+    return {str(path.relative_to(DATA)): kernelscope.load(path) for path in recorded_session_files(DATA)}
 
 
-SESSIONS = recorded_sessions()
-LONG = {f"long names ({name})": LoadedSession(long_names(name))
-        for name in ("session_h100_samples.json.gz", "session_h100_counters.json.gz")}
+@functools.cache
+def long_named() -> dict[str, LoadedSession]:
+    return {f"long names ({name})": LoadedSession(long_names(name))
+            for name in ("session_h100_samples.json.gz", "session_h100_counters.json.gz")}
 
 
 def test_every_recorded_session_is_checked() -> None:
     """The list is the files, not a hand-picked few: the multi-rank, memory and defect-suite sessions too."""
-    assert len(SESSIONS) >= 40, sorted(SESSIONS)
+    assert len(recorded_sessions()) >= 40, sorted(recorded_sessions())
     assert {"ranks/session_h200x2_run_torchrun.json.gz", "memory/steps50-52_memory.json.gz",
-            "diagnosis/launch_bound_defect.json.gz", "session_h100_samples.json.gz"} <= set(SESSIONS)
+            "diagnosis/launch_bound_defect.json.gz", "session_h100_samples.json.gz"} <= set(recorded_sessions())
 
 
 def _report_of(loaded) -> str:
@@ -58,7 +56,7 @@ def _problems(found: dict[str, list[str]]) -> str:
 
 @pytest.mark.parametrize("width", REPORT_WIDTHS)
 def test_reports_lay_out_inside_their_cards(tmp_path, width) -> None:
-    pages = {name: _report_of(s) for name, s in {**SESSIONS, **LONG}.items()}
+    pages = {name: _report_of(s) for name, s in {**recorded_sessions(), **long_named()}.items()}
     found = check_pages(pages, tmp_path, width=width)
     assert not any(found.values()), _problems(found)
 
@@ -67,7 +65,7 @@ def test_notebook_views_lay_out_inside_their_box(tmp_path) -> None:
     """What Jupyter shows for kernelscope.load(...) (_repr_html_), in an output area of NOTEBOOK_WIDTH px: with
     a long cuDNN name it was a blank box 4,000 px tall (the verdict squeezed to a column a letter wide)."""
     pages = {name: f"<!DOCTYPE html><html><body>{s._repr_html_()}</body></html>"
-             for name, s in {**SESSIONS, **LONG}.items()}
+             for name, s in {**recorded_sessions(), **long_named()}.items()}
     found = check_pages(pages, tmp_path, width=NOTEBOOK_WIDTH)
     assert not any(found.values()), _problems(found)
 
@@ -118,7 +116,8 @@ def test_the_long_name_report_is_drawn(tmp_path) -> None:
     import numpy as np
 
     shot = tmp_path / "long.png"
-    r = screenshot(_report_of(LONG["long names (session_h100_counters.json.gz)"]), shot, width=1280, height=2400)
+    long_page = _report_of(long_named()["long names (session_h100_counters.json.gz)"])
+    r = screenshot(long_page, shot, width=1280, height=2400)
     assert shot.exists(), r.stderr[-2000:]
     img = imread(str(shot))[..., :3]
     assert (img < 0.5).mean() > 0.01  # dark pixels (text) cover some of it
@@ -128,7 +127,8 @@ def test_the_long_name_report_is_drawn(tmp_path) -> None:
 def test_notebook_view_of_a_long_name_is_not_a_tall_blank_box(tmp_path) -> None:
     """The issue's notebook case, by size: the view of a session with long names was about 4,000 px tall, the
     verdicts a letter wide; now it is as tall as the same view with the recorded (short) names, within 2x."""
-    heights = page_heights({"long": render_summary_html(LONG["long names (session_h100_samples.json.gz)"].report),
-                            "short": render_summary_html(SESSIONS["session_h100_samples.json.gz"].report)},
-                           tmp_path, width=NOTEBOOK_WIDTH)
+    long_view = long_named()["long names (session_h100_samples.json.gz)"]
+    short_view = recorded_sessions()["session_h100_samples.json.gz"]
+    views = {"long": render_summary_html(long_view.report), "short": render_summary_html(short_view.report)}
+    heights = page_heights(views, tmp_path, width=NOTEBOOK_WIDTH)
     assert heights["long"] < 2 * heights["short"], heights

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import html
 import re
-import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli
 from html_fixtures import DATA, SCRIPT, hostile, many_launches, recorded
 from kernelscope.analyze.report import build_report
 from kernelscope.render.html import render_html
+
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
+BANK = DATA / "diagnosis" / "bank_conflicts_defect.json.gz"  # one finding without a kernel-time estimate
 
 NUM = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
 # what only the terminal's character pictures print: axis labels of the text roofline, the width of one text
@@ -24,11 +24,6 @@ TERMINAL_ONLY = ("more characters: show --json", "FLOP/s │", "one column =", "
 SESSIONS = sorted(p.name for p in DATA.glob("session_h100_*.json.gz")) + ["ranks/session_h200x2_run_torchrun.json.gz"]
 
 
-def _env():
-    import os
-
-    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-
 
 def page_text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", page))
@@ -36,8 +31,7 @@ def page_text(page: str) -> str:
 
 @pytest.mark.parametrize("name", SESSIONS)
 def test_every_number_show_prints_is_in_the_page(name: str) -> None:
-    term = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / name), "--no-color", "--width",
-                           "250", "--timeline", "200"], capture_output=True, text=True, env=_env(), check=True).stdout
+    term = run_cli("show", str(DATA / name), "--no-color", "--width", "250", "--timeline", "200").stdout
     numbers = set(NUM.findall(page_text(render_html(build_report(recorded(name))))))
     missing = [(n, line.strip()[:120]) for line in term.splitlines() if not any(t in line for t in TERMINAL_ONLY)
                for n in NUM.findall(line) if n not in numbers and len(n) < 20]  # longer: the SM strips' digits
@@ -48,8 +42,7 @@ def test_multi_rank_report_has_the_ranks_and_collectives_panels() -> None:
     """A two-rank session's page holds the Ranks and Collectives sections show draws, with their numbers and the
     run's straggler, and links to them; a one-rank session's page has neither."""
     name = "ranks/session_h200x2_run_torchrun.json.gz"
-    term = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / name), "--no-color", "--width",
-                           "250", "--all-kernels"], capture_output=True, text=True, env=_env(), check=True).stdout
+    term = run_cli("show", str(DATA / name), "--no-color", "--width", "250", "--all-kernels").stdout
     page = render_html(build_report(recorded(name)))
     text = page_text(page)
     assert 'id="ranks"' in page and 'id="collectives"' in page
@@ -88,11 +81,10 @@ def _elements(page: str) -> int:
     return page.count("<")
 
 
+@pytest.mark.slow
 def test_page_is_aggregated_on_100k_launches() -> None:
     small, big = many_launches(10_000), many_launches(100_000)
-    t = time.perf_counter()
     page = render_html(build_report(big))
-    took = time.perf_counter() - t
     assert len(big.launches) == 100_000
     assert "100,000 launches" in page_text(page)  # the table's title counts them all
     # no element per launch: per-kernel rows, lanes of at most TIMELINE_COLUMNS runs, the timeline table's first
@@ -102,25 +94,19 @@ def test_page_is_aggregated_on_100k_launches() -> None:
     bound = 4_000 + (TIMELINE_LANES + 2) * TIMELINE_COLUMNS
     assert _elements(render_html(build_report(small))) < bound and _elements(page) < bound
     assert len(page) < 1_000_000
-    assert took < 30, took  # measured 1.8 s on the 2-core dev box (analysis 1.7 s, HTML 0.1 s)
-
-
-def _cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=_env(),
-                          cwd=cwd)
 
 
 def test_cli_writes_refuses_and_overwrites_with_f(tmp_path) -> None:
     out = tmp_path / "r.html"
     src = str(DATA / "session_h100_proton.json.gz")
-    r = _cli("report", src, "-o", str(out))
+    r = run_cli("report", src, "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert out.read_text().startswith("<!DOCTYPE html>")
     first = out.stat().st_mtime_ns
-    r = _cli("report", src, "-o", str(out))
+    r = run_cli("report", src, "-o", str(out))
     assert r.returncode == 2 and "exists" in r.stderr and "Traceback" not in r.stderr
     assert out.stat().st_mtime_ns == first
-    r = _cli("report", src, "-o", str(out), "-f", "--panels", "1")
+    r = run_cli("report", src, "-o", str(out), "-f", "--panels", "1")
     assert r.returncode == 0, r.stderr
 
 
@@ -129,7 +115,7 @@ def test_cli_writes_refuses_and_overwrites_with_f(tmp_path) -> None:
     (["--kernel", "no_such_kernel_xyz"], "no kernel matches"),
 ])
 def test_cli_bad_selection_is_one_sentence(tmp_path, args, said) -> None:
-    r = _cli("report", str(DATA / "session_h100_proton.json.gz"), "-o", str(tmp_path / "r.html"), *args)
+    r = run_cli("report", str(DATA / "session_h100_proton.json.gz"), "-o", str(tmp_path / "r.html"), *args)
     assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "r.html").exists()
 
@@ -137,7 +123,7 @@ def test_cli_bad_selection_is_one_sentence(tmp_path, args, said) -> None:
 def test_cli_never_overwrites_its_input(tmp_path) -> None:
     src = tmp_path / "s.json.gz"
     src.write_bytes((DATA / "session_h100_proton.json.gz").read_bytes())
-    r = _cli("report", str(src), "-o", str(src), "-f")
+    r = run_cli("report", str(src), "-o", str(src), "-f")
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
@@ -168,3 +154,22 @@ def test_roofline_draws_every_roof_inside_the_plot() -> None:
     assert len(roofs) == 3 and all(top <= y <= bottom for y in roofs), (roofs, top, bottom)
     labels = sorted(float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="end">\w+ matmul', page))
     assert len(labels) == 2 and labels[1] - labels[0] >= 11  # two close roofs: their labels do not overlap
+
+
+def test_html_sections_carry_no_panel_numbers(tmp_path):
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(BANK), "-o", str(out)).returncode == 0
+    page = out.read_text()
+    titles = re.findall(r"<h2[^>]*>([^<]*)</h2>", page)
+    assert any(t.startswith("Kernel configuration") for t in titles)
+    assert not [t for t in titles if re.match(r"\d+ · ", t)], titles
+
+
+def test_html_verdict_names_are_text_not_numbers(tmp_path):
+    # '15 other kernels' starts with a digit: as a number cell it was right-aligned and never wrapped, and ran
+    # past the card on a phone-wide page
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
+    page = out.read_text()
+    assert "<td>15 other kernels</td>" in page and "<td>7 other regions</td>" in page
+    assert 'class="n">15 other kernels' not in page

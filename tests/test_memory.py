@@ -135,19 +135,17 @@ def test_show_json_carries_the_memory_panels_numbers(tmp_path):
     """show --json's `memory` holds what the panel draws (peak, live allocations with stacks, region peaks), and
     sessions recorded without --memory keep their JSON as it was (no `memory` key)."""
     import json
-    import subprocess
-    import sys
 
-    from conftest import DATA, ROOT
+    from conftest import DATA
     from kernelscope.analyze.memory import memory_report
     from kernelscope.model import Session
 
     path = DATA / "memory" / "steps50-52_memory.json.gz"
-    env = {"PYTHONPATH": str(ROOT / "src")}
 
     def run(p):
-        return json.loads(subprocess.run([sys.executable, "-m", "kernelscope", "show", str(p), "--json"],
-                                         capture_output=True, text=True, env=env, check=True).stdout)
+        r = run_cli("show", str(p), "--json")
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
 
     doc = run(path)
     m = memory_report(Session.load(path))

@@ -12,11 +12,10 @@ import pytest
 from rich.table import Table
 from rich.text import Text
 
-from conftest import DATA, ROOT, assert_snapshot, one_sentence_error, run_cli
+from conftest import assert_snapshot, DATA, draw, one_sentence_error, ROOT, run_cli
 from kernelscope.cli import main as cli_main
 from kernelscope.model import Session
 from kernelscope.model.names import distinct_short_names
-from kernelscope.render.show import make_console
 from narrow_check import text_problems, watch_rich
 
 WIDTHS = (80, 120, 160)
@@ -38,12 +37,6 @@ def cli(*args: str, width: int) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
-def render(renderable, width: int) -> str:
-    buf = io.StringIO()
-    make_console(width=width, file=buf, color=False).print(renderable)
-    return buf.getvalue()
-
-
 def assert_nothing_cut(text: str, watch, width: int) -> None:
     problems = watch.cuts + watch.splits + text_problems(text, width)
     assert not problems, f"{len(problems)} problems at {width} columns:\n" + "\n".join(problems[:20])
@@ -56,14 +49,14 @@ def test_the_watch_sees_a_cut_number_a_folded_number_and_a_glued_ellipsis():
     t.add_column("Requests", no_wrap=True, max_width=5)
     t.add_row("524,288")
     with watch_rich() as w:
-        text = render(t, 80)
+        text = draw(t, 80)
     assert any("524,288" in c for c in w.cuts) and "524," in text and "…" in text
     assert text_problems(text, 80)  # "524,…" is an ellipsis glued to a cut number
     with watch_rich() as w:
-        render(Text("sectors 8,388,608,123,456", overflow="fold"), 14)
+        draw(Text("sectors 8,388,608,123,456", overflow="fold"), 14)
     assert w.splits and "8,388,608,123,456" in w.splits[0]
     with watch_rich() as w:
-        text = render(Text("a sentence of words that wraps at its spaces, 1,234 and 5.67%"), 20)
+        text = draw(Text("a sentence of words that wraps at its spaces, 1,234 and 5.67%"), 20)
     assert not w.cuts and not w.splits and not text_problems(text, 20)
     assert text_problems("x" * 81, 80) and not text_problems("… and 3 more kernels", 80)
 
@@ -152,7 +145,7 @@ PANELS = {"roofline_h100_analysis": _roofline, "kernel_timeline_h100_proton": _k
 def test_panel_snapshots(name, width):
     panel = PANELS[name]()
     with watch_rich() as w:
-        text = render(panel, width)
+        text = draw(panel, width)
     assert_nothing_cut(text, w, width)
     assert_snapshot(f"narrow_{name}.w{width}.txt", text, width)
 
@@ -184,7 +177,7 @@ def test_the_numbers_cut_before_are_whole_at_80_columns():
     assert "524,288" in text and "8,388,608" in text  # requests and sectors of the matmul's global loads
     diff, _ = cli("diff", str(RUN1), str(RUN2), width=80)
     assert "29.49 µs" in diff and "-0.2%" in diff and "memory → unknown" in diff
-    roof = render(_roofline(), 80)
+    roof = draw(_roofline(), 80)
     assert " 585 " in roof  # the cuDNN attention kernel's FLOP/byte
 
 

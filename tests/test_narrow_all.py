@@ -9,16 +9,17 @@ import io
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, recorded_session_files
 from kernelscope.analyze.report import build_report
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.ceilings import load_calibration
 from kernelscope.model import Session
-from kernelscope.model.session import SessionFileError
 from kernelscope.render.console import make_console
 from kernelscope.render.renderers import TerminalRenderer
 from kernelscope.render.show import ShowView
 from narrow_check import text_problems, watch_rich
+
+pytestmark = pytest.mark.slow
 
 WIDTHS = (80, 100, 120, 160)
 CEILINGS = DATA / "ceilings_h100.json"  # measured by kernelscope calibrate on the H100 the sessions ran on
@@ -26,19 +27,7 @@ DIAGNOSIS_CEILINGS = DATA / "diagnosis" / "ceilings.json"  # ... and on the one 
 SHIPPED = ROOT / "src" / "kernelscope" / "data"  # the sessions `demo` and `learn` show without a GPU
 
 
-def _sessions() -> list:
-    out = []
-    for path in sorted(DATA.rglob("*.json")) + sorted(DATA.rglob("*.json.gz")) + sorted(SHIPPED.glob("*.json.gz")):
-        try:
-            Session.load(path)
-        except SessionFileError as e:
-            assert "not a kernelscope session file" in str(e), e  # a session that fails to load is a failure
-            continue
-        out.append(path)
-    return out
-
-
-SESSIONS = _sessions()
+SESSIONS = recorded_session_files(DATA, SHIPPED)
 
 
 def _name(path) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, draw, run_cli
 from kernelscope.analyze.arch import UnknownArchError, arch_for
 from kernelscope.analyze.occupancy import OccupancyInputError, theoretical_occupancy
+from kernelscope.render.occupancy_view import OccupancyView
 
 ROWS = [row for path in sorted(DATA.glob("ncu_occupancy_h100_*.csv")) for row in csv.DictReader(open(path))]
 
@@ -99,8 +98,7 @@ def test_unknown_arch():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    return run_cli(*args, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_cli_json_matches_ncu_for_the_cublas_kernel():
@@ -213,3 +211,10 @@ def test_only_checked_architectures_go_without_the_caveat():
     assert "not yet checked" not in _cli("occupancy", "--arch", "sm_90", "--block", "1024", "--regs", "32").stdout
     out = json.loads(_cli("occupancy", "--arch", "sm_120", "--block", "1024", "--regs", "32", "--json").stdout)
     assert out["checked_against_ncu"] is False and out["active_blocks_per_sm"] == 1
+
+
+def test_occupancy_that_fits_no_block_says_a_launch_fails():
+    text = draw(OccupancyView(theoretical_occupancy("sm_90", 1024, 255, 0)), 100)
+    assert "0 blocks × 32 warps" in text
+    assert "No block of this configuration fits on one SM (registers allow 0): a launch with it fails." in text
+    assert "fails" not in draw(OccupancyView(theoretical_occupancy("sm_90", 256, 64, 0)), 100)

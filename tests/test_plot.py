@@ -61,6 +61,7 @@ def test_plot_recorded_results_writes_titled_pngs(tmp_path):
                                  "attention_speedup.png")]
 
 
+@pytest.mark.slow
 def test_plot_with_another_baseline_and_failed_rows(tmp_path):
     from kernelscope.bench.results import BenchResults, BenchRow
     from kernelscope.bench.plots import write_plots
@@ -204,6 +205,7 @@ def test_attention_titles_name_batch_and_heads(drawn):
         assert ticks == [f"{s}\nB={batch_at[s]}" for s in sorted(batch_at)]
 
 
+@pytest.mark.slow
 def test_w4a16_speedup_follows_the_baseline():
     import matplotlib.pyplot as plt
 
@@ -232,6 +234,7 @@ def test_w4a16_speedup_follows_the_baseline():
         plt.close("all")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,default", [(RECORDED, "sdpa-flash"), (W4A16, "cublas")])
 def test_cli_default_and_chosen_baseline(tmp_path, path, default):
     from kernelscope.bench.results import BenchResults
@@ -247,6 +250,7 @@ def test_cli_default_and_chosen_baseline(tmp_path, path, default):
         assert f"speedup over {expect}" in _png_text(out / f"{prefix}_speedup.png")["Title"]
 
 
+@pytest.mark.slow
 def test_plot_reads_gzip_compressed_results(tmp_path):
     gz = tmp_path / "bench.json.gz"
     gz.write_bytes(gzip.compress(RECORDED.read_bytes()))

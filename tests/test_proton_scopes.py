@@ -1,17 +1,16 @@
 """Phase scopes (Proton): parsing its trace file, analysis, panels 4 and 8, export, attaching.
 
 The traces here are SYNTHETIC (tests/proton_fixtures.py), shaped exactly as Triton 3.6's
-Proton writes them; the trace recorded on an H100 is tested in tests/test_instrumented_recorded.py.
+Proton writes them; the trace recorded on an H100 is tested in tests/test_instrumented_sessions.py.
 """
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, assert_snapshot
+from conftest import HANG_S, assert_snapshot, draw, ROOT
 from proton_fixtures import proton_trace_text, two_block_pipeline
 
 from kernelscope.analyze.phases import OVERLAP_FORMULA, scoped_view, summarize_phases, warp_idle
@@ -25,7 +24,7 @@ from kernelscope.collect.instrument.proton_trace import (
 from kernelscope.model import Launch, PhaseScopes, Session
 from kernelscope.render.chrome_trace import session_to_chrome_trace
 from kernelscope.render.kernel_phases import KernelPhasesPanel
-from kernelscope.render.show import ShowView, make_console
+from kernelscope.render.show import ShowView
 from kernelscope.render.warp_execution import (
     WarpExecutionPanel,
     phase_letters,
@@ -33,12 +32,6 @@ from kernelscope.render.warp_execution import (
 )
 
 K = "matmul_phases_kernel"
-
-
-def render(renderable, width: int = 120) -> str:
-    buf = io.StringIO()
-    make_console(width=width, file=buf, color=False).print(renderable)
-    return buf.getvalue()
 
 
 def parsed() -> PhaseScopes:
@@ -153,27 +146,27 @@ def test_letters_are_unique_and_the_strip_shows_phases_and_idle():
 
 
 def test_warp_execution_panel_snapshot():
-    text = render(WarpExecutionPanel(scoped_view(launch(parsed())), K))
+    text = draw(WarpExecutionPanel(scoped_view(launch(parsed())), K))
     assert "block 0 on SM 3 · 2 warps · span 3,900 cycles" in text
     assert "Stall reasons: N/A: the counter pass (ncu) did not measure this kernel" in text
     assert_snapshot("warp_execution_synthetic.w120.txt", text)
 
 
 def test_kernel_timeline_panel_snapshot():
-    text = render(KernelPhasesPanel(scoped_view(launch(parsed())), K))
+    text = draw(KernelPhasesPanel(scoped_view(launch(parsed())), K))
     assert "load ∥ compute: 20.5% of the block span (median over 2 blocks)" in text
     assert OVERLAP_FORMULA in text.replace("\n", " ") or "overlap =" in text
     assert_snapshot("kernel_phases_synthetic.w120.txt", text)
 
 
 def test_panels_say_na_without_scopes():
-    assert "N/A: the kernel was not instrumented" in render(WarpExecutionPanel(scoped_view(launch(None)), K))
-    assert "N/A: Proton recorded no scopes" in render(KernelPhasesPanel(scoped_view(launch(PhaseScopes())), K))
+    assert "N/A: the kernel was not instrumented" in draw(WarpExecutionPanel(scoped_view(launch(None)), K))
+    assert "N/A: Proton recorded no scopes" in draw(KernelPhasesPanel(scoped_view(launch(PhaseScopes())), K))
 
 
 def test_show_draws_both_panels_for_a_launch_with_scopes():
     s = Session(launches=[launch(parsed())])
-    text = render(ShowView(build_report(s, None, 1), with_analysis=False))
+    text = draw(ShowView(build_report(s, None, 1), with_analysis=False))
     assert text.index("Block → SM layout") < text.index("Warp execution") < text.index("Kernel timeline (inside)")
 
 
@@ -273,7 +266,7 @@ def test_stderr_tee_survives_more_output_than_a_pipe_holds_written_with_the_gil_
             write(2, b.encode(), len(b))
         print(len(tee.close()))
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "2000", r.stderr[-500:]
     assert r.stderr.count("events are dropped") == 3 and "1,997 more Proton warnings" in r.stderr
 

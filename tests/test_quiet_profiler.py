@@ -8,6 +8,10 @@ import textwrap
 
 import pytest
 
+from conftest import HANG_S
+
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("torch")
 
 # Starts the CPU profiler twice on one object: the second start makes torch warn "Profiler clears
@@ -37,7 +41,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def _stderr(mode: str) -> str:
-    r = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     return r.stderr
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, CliResult, run_cli
 from kernelscope.collect.ncu.counter_pass import CounterRequest
 from kernelscope.collect.ncu.rank_counters import NO_NCCL_REGEX, is_nccl, rank_kernel_filter, rank_report_path
 from kernelscope.model import Session
@@ -59,13 +58,12 @@ def test_rank_reports_are_named_for_their_rank(tmp_path: Path) -> None:
     assert rank_report_path(tmp_path / "s.json.gz", 0).name == "s.rank0.ncu-rep"
 
 
-def _run(tmp_path: Path, *opts: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    full = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **env)
-    return subprocess.run([sys.executable, "-m", "kernelscope", "run", "-o", str(tmp_path / "s.json"), *opts,
-                           "--ncu", FAKE_NCU, "--", TORCHRUN, "--nproc-per-node", "2", "--master-port", "29563",
-                           str(GLOO)], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=180)
+def _run(tmp_path: Path, *opts: str, env: dict[str, str]) -> CliResult:
+    return run_cli("run", "-o", str(tmp_path / "s.json"), *opts, "--ncu", FAKE_NCU, "--", TORCHRUN, "--nproc-per-node",
+                   "2", "--master-port", "29563", str(GLOO), cwd=tmp_path, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(TORCHRUN is None, reason="needs torch's torchrun")
 def test_counters_under_torchrun_profile_only_the_chosen_rank_and_merge_its_results(tmp_path: Path) -> None:
     rep = report_file("ncu_h100_access_patterns", tmp_path)
@@ -96,11 +94,11 @@ def test_counters_under_torchrun_profile_only_the_chosen_rank_and_merge_its_resu
     assert len(profiled) == per["kernels_profiled"] == c.details["kernels_profiled"]
     assert s.artifacts["ncu_report_rank1"] == per["report"]
     assert [(x.rank, x.world_size) for x in s.ranks] == [(0, 2), (1, 2)]
-    code = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(tmp_path / "s.json"), "--json"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), capture_output=True, text=True)
+    code = run_cli("show", str(tmp_path / "s.json"), "--json")
     assert code.returncode == 0, code.stderr[-1000:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(TORCHRUN is None, reason="needs torch's torchrun")
 def test_a_rank_without_counter_permission_is_named_and_the_trace_kept(tmp_path: Path) -> None:
     r = _run(tmp_path, "--counters", env={"FAKE_NCU_MODE": "perm"})
@@ -114,14 +112,12 @@ def test_a_rank_without_counter_permission_is_named_and_the_trace_kept(tmp_path:
 
 
 def test_ranks_option_is_checked(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     w = tmp_path / "w.py"
     w.write_text("pass\n")
     for opts, phrase in ((["--ranks", "0"], "--ranks needs --counters"),
                          (["--counters", "--ranks", "a,b"], "--ranks takes ranks"),
                          (["--counters", "--ranks", "0"], "--ranks chooses ranks of a torchrun job")):
-        r = subprocess.run([sys.executable, "-m", "kernelscope", "run", *opts, "-o", str(tmp_path / "s.json"), "--",
-                            sys.executable, str(w)], env=env, capture_output=True, text=True, timeout=60)
+        r = run_cli("run", *opts, "-o", str(tmp_path / "s.json"), "--", sys.executable, str(w))
         assert r.returncode == 2 and phrase in r.stderr and "Traceback" not in r.stderr
 
 

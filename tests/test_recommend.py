@@ -3,11 +3,10 @@ problems are found with the numbers that show them, and nothing is claimed that 
 counters do not support (Triton's async-copy loads are not called uncoalesced)."""
 from __future__ import annotations
 
-import io
 
 import pytest
 
-from conftest import DATA, assert_snapshot
+from conftest import assert_snapshot, DATA, draw, ROOT, shown
 from ncu_fixtures import report_file
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.recommend import rank_key
@@ -15,8 +14,10 @@ from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
 from kernelscope.analyze.rules.memory import SPILL_COUNTER, spills
 from kernelscope.analyze.rules.occupancy import occupancy_limit
 from kernelscope.model import Metric, Session
-from kernelscope.render.show import make_console
 from kernelscope.render.kernel_analysis import SummaryPanel
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
 
 CUDA = DATA / "counters_h100_cuda.json.gz"
 TRITON = DATA / "session_h100_counters.json.gz"
@@ -215,20 +216,14 @@ def test_rules_without_counters_say_why():
     assert len(RULES) == len(reasons) + k.recommendations.rules_run
 
 
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("kernel", ["copy_strided", "transpose_smem"])
 def test_summary_snapshot_cuda_kernels(cuda, kernel):
-    assert_snapshot(f"summary_cuda_{kernel}.w120.txt", render(SummaryPanel(cuda.kernel(kernel))))
+    assert_snapshot(f"summary_cuda_{kernel}.w120.txt", draw(SummaryPanel(cuda.kernel(kernel))))
 
 
 def test_summary_snapshot_without_counters():
     a = analyze_session(Session.load(DATA / "session_h100_mixed.json.gz"))
-    text = render(SummaryPanel(a.kernels[0]))
+    text = draw(SummaryPanel(a.kernels[0]))
     assert "N/A (no counters)" in text and "Excellent" not in text
     assert_snapshot("summary_mixed_no_counters.w120.txt", text)
 
@@ -250,3 +245,12 @@ def test_memory_bound_far_from_the_bandwidth_ceiling_when_dram_is_the_busiest_le
     rate = x.metrics["dram_bytes"].value / (x.metrics["duration_ns"].value * 1e-9)
     assert r2.gain_pct == pytest.approx(100 - 100 * rate / 3.5e12, abs=0.01)
     assert "measured copy bandwidth" in r2.finding.message
+
+
+def test_a_kernel_no_rule_could_run_on_says_so():
+    text = shown(RANKS, "--width", "160", "--kernel", "AllReduce")
+    assert "0 kernelscope rules" not in text and "looked" not in text
+    assert ("Recommendations: none: no kernelscope kernel rule could run on this kernel's data (the reasons are "
+            "below).") in text
+    demo = shown(DEMO, "--width", "160")
+    assert "none: the 5 kernelscope kernel rules that could run on the data collected found nothing." in demo

@@ -3,12 +3,11 @@ roofline (terminal and PNG), on sessions recorded on an H100."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 
 import pytest
 
-from conftest import DATA, assert_snapshot
+from conftest import assert_snapshot, DATA, draw, run_cli
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.bound import COMPUTE, LATENCY, LAUNCH, MEMORY, OCCUPANCY, classify, from_counters
 from kernelscope.analyze.analysis import analyze_session
@@ -16,7 +15,6 @@ from kernelscope.analyze.roofline import NO_CALIBRATION, Ceilings, counter_flops
 from kernelscope.model import Launch, Metric, Session
 from kernelscope.model.launch import DeclaredWork
 from kernelscope.render.roofline_term import RooflineChart
-from kernelscope.render.show import make_console
 from kernelscope.render.kernel_analysis import SummaryPanel
 
 # tests/workloads/counters_small.py multiplies two 2048 x 2048 fp16 matrices, twice, in each region.
@@ -39,12 +37,6 @@ TEST_CEILINGS = Ceilings.from_metrics({
     "matmul_fp16_flop_per_s": Metric(7.0e14, "FLOP/s", "derived", "test", formula="test value"),
     "fma_fp32_flop_per_s": Metric(5.0e13, "FLOP/s", "derived", "test", formula="test value"),
 }, "test values, not measured on any GPU")
-
-
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("session,kernel,bound,limiter", [
@@ -140,14 +132,14 @@ def test_terminal_roofline_snapshots():
     s = with_declared_gemms()
     for name, ceilings in (("roofline_declared_no_ceilings", None), ("roofline_declared_test_ceilings", TEST_CEILINGS)):
         a = analyze_session(s, ceilings)
-        text = render(RooflineChart(tuple(k.roofline for k in a.kernels) + a.regions, a.ceilings))
+        text = draw(RooflineChart(tuple(k.roofline for k in a.kernels) + a.regions, a.ceilings))
         assert_snapshot(f"{name}.w120.txt", text)
-    assert "Roofs: N/A" in render(RooflineChart((), Ceilings.none()))
+    assert "Roofs: N/A" in draw(RooflineChart((), Ceilings.none()))
 
 
 def test_summary_snapshot_with_declared_work():
     a = analyze_session(with_declared_gemms(), TEST_CEILINGS)
-    text = render(SummaryPanel(a.kernel("matmul_kernel")))
+    text = draw(SummaryPanel(a.kernel("matmul_kernel")))
     assert "tokens" in text and "% of the compute roof" in text
     assert_snapshot("summary_matmul_declared_test_ceilings.w120.txt", text)
 
@@ -166,19 +158,14 @@ def test_roofline_png(tmp_path):
 
 def test_show_cli_draws_the_summary_and_writes_the_roofline_png(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import subprocess
-    import sys
 
-    from conftest import ROOT
 
     s = with_declared_gemms()
     path = tmp_path / "s.json"
     s.save(path)
     png = tmp_path / "r.png"
-    env = {"PYTHONPATH": str(ROOT / "src"), "KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(path), "--width", "120", "--no-color",
-                        "--kernel", "matmul_kernel", "--roofline-png", str(png)],
-                       capture_output=True, text=True, env=env)
+    r = run_cli("show", str(path), "--width", "120", "--no-color", "--kernel", "matmul_kernel", "--roofline-png",
+                str(png), env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
     assert "Profiling summary · matmul_kernel" in r.stdout and "╭─ Roofline" in r.stdout
     assert png.read_bytes()[:4] == b"\x89PNG"

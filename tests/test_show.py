@@ -3,28 +3,22 @@ fixed width, and the occupancy it reports checked against ncu on the same kernel
 from __future__ import annotations
 
 import csv
-import io
 import json
-import os
-import subprocess
-import sys
+import re
 
 import pytest
 
-from conftest import assert_snapshot, DATA, ROOT
+from conftest import assert_snapshot, DATA, draw, run_cli
 from kernelscope.analyze.report import build_report
 from kernelscope.model import Session
-from kernelscope.render.show import ShowView, make_console
+from kernelscope.render.show import ShowView
 
 SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 
 
 def render(session: Session, width: int = 120, top: int = 3, kernel: str | None = None) -> str:
     """Header, verdict (no measured ceilings: the tests have no calibration cache), table and panels."""
-    buf = io.StringIO()
-    console = make_console(width=width, file=buf, color=False)
-    console.print(ShowView(build_report(session, kernel, top), with_analysis=False))
-    return buf.getvalue()
+    return draw(ShowView(build_report(session, kernel, top), with_analysis=False), width)
 
 
 @pytest.mark.parametrize("path", SESSIONS, ids=[p.name for p in SESSIONS])
@@ -41,9 +35,8 @@ def test_show_json_occupancy_agrees_with_ncu_on_the_same_kernels():
         key = (int(r["block_size"]), int(r["registers_per_thread"]),
                int(r["smem_static_bytes"]) + int(r["smem_dynamic_bytes"]))
         ncu[key] = float(r["theoretical_occupancy_pct"])
-    out = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_mixed.json.gz"),
-                          "--json"], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    out = run_cli("show", str(DATA / "session_h100_mixed.json.gz"), "--json")
+    assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     checked = 0
     for k in doc["kernels"]:
@@ -73,3 +66,11 @@ def test_failed_workload_session_keeps_its_kernels():
     assert s.launches, "launches made before the failure must be kept"
     text = render(s)
     assert "workload-failed, exit code 1" in text
+
+
+def test_panel_titles_carry_no_out_of_order_numbers():
+    r = run_cli("show", str(DATA / "session_h100_samples.json.gz"), "--width", "160", "--no-color", "--timeline", "5")
+    titles = [line for line in r.stdout.splitlines() if line.startswith("╭─")]
+    assert any("Profiling summary" in t for t in titles) and any("GPU stats" in t for t in titles)
+    assert any("─ Timeline" in t for t in titles)
+    assert not [t for t in titles if re.match(r"╭─ \d+ · ", t)], titles

@@ -4,13 +4,12 @@ including a truncated buffer and a block that never recorded."""
 from __future__ import annotations
 
 import heapq
-import io
 import statistics
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA, assert_snapshot
+from conftest import assert_snapshot, DATA, draw, ROOT, run_cli, shown
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, computed_layout, instrumentation_overhead, measured_layout,
 )
@@ -19,8 +18,11 @@ from kernelscope.analyze.report import build_report
 from kernelscope.analyze.sm_layout import sm_layout_data
 from kernelscope.collect.instrument.reader import read_block_buffer
 from kernelscope.model import BlockRecords, Launch, Session
-from kernelscope.render.show import ShowView, make_console
+from kernelscope.render.show import ShowView
 from kernelscope.render.sm_layout import SMLayoutPanel
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
 
 SESSIONS = sorted(DATA.glob("session_h100_*.json.gz"))
 T0 = 1_795_322_159_289_605_829
@@ -54,12 +56,6 @@ def launch_with(rec: BlockRecords, duration_ns: int, start_ns: int | None = 1_00
 def _panel(session: Session, kernel, sm_count: int | None) -> SMLayoutPanel:
     """The panel as show draws it: the layout computed by analyze, then drawn."""
     return SMLayoutPanel(sm_layout_data(session, kernel, sm_count), kernel.label)
-
-
-def render(renderable, width: int = 120) -> str:
-    buf = io.StringIO()
-    make_console(width=width, file=buf, color=False).print(renderable)
-    return buf.getvalue()
 
 
 # -- computed from the launch -------------------------------------------------------------------------------------
@@ -114,7 +110,7 @@ def test_missing_inputs_make_every_figure_na_with_the_reason():
 def test_computed_panel_is_labelled_not_measured_snapshot():
     s = Session.load(DATA / "session_h100_sweep.json.gz")
     summary = summarize(s)
-    text = render(_panel(s, select_kernels(summary, "Kernel2", 1)[0], summary.sm_count))
+    text = draw(_panel(s, select_kernels(summary, "Kernel2", 1)[0], summary.sm_count))
     assert COMPUTED_LABEL in text and "Not measured" in text
     assert "128 blocks / (1 resident per SM × 132 SMs = 132 at once) = 0.97 waves" in text
     assert "at least 4 of 132 SMs without a block" in text
@@ -165,7 +161,7 @@ def test_truncated_buffer_and_a_missing_block_are_reported_as_data():
     assert set(failed) == {"every block recorded"}
     assert "6 of 8 blocks; missing: 3, 7" in failed["every block recorded"]
     assert len(m.problems) == 3  # truncated, 7 rows for 8 blocks, one row never written
-    text = render(_panel(_session_for(launch_with(read, 2_000)), _kernel_of(read), 4))
+    text = draw(_panel(_session_for(launch_with(read, 2_000)), _kernel_of(read), 4))
     assert "✗ every block recorded" in text and "✗ buffer:" in text and "truncated" in text
 
 
@@ -229,7 +225,7 @@ def _measured_session() -> Session:
 def test_measured_panel_snapshot():
     s = _measured_session()
     summary = summarize(s)
-    text = render(_panel(s, summary.kernels[0], 10))
+    text = draw(_panel(s, summary.kernels[0], 10))
     assert "measured" in text and COMPUTED_LABEL not in text
     assert "✗ every block recorded: 39 of 40 blocks; missing: 17" in text
     assert "2 of 10 ran no block: 8, 9" in text
@@ -238,10 +234,10 @@ def test_measured_panel_snapshot():
 
 def test_show_draws_the_panel_after_the_configuration():
     s = _measured_session()
-    text = render(ShowView(build_report(s, None, 1), with_analysis=False))
+    text = draw(ShowView(build_report(s, None, 1), with_analysis=False))
     assert text.index("Kernel configuration · matmul_blocks_kernel") < text.index("Block → SM layout")
     recorded = Session.load(DATA / "session_h100_mixed.json.gz")
-    text = render(ShowView(build_report(recorded, None, 3), with_analysis=False))
+    text = draw(ShowView(build_report(recorded, None, 3), with_analysis=False))
     assert text.count("Block → SM layout") == 3 and text.count(COMPUTED_LABEL) == 3
 
 
@@ -253,3 +249,27 @@ def test_a_partly_written_row_is_left_out_of_the_timelines():
     assert {t.smid for t in m.sms} == {0, 2}
     assert [c.detail for c in m.checks if c.name == "end after start"] == [
         "a zero time, or an end before the start (left out of timelines): 1"]
+
+
+def test_a_tail_wave_with_a_block_for_every_sm_says_so_not_at_least_zero():
+    text = shown(DEMO, "--width", "160")
+    assert "at least 0 of" not in text
+    # the fill kernel: 122,880 blocks in waves of 2,112; the last wave's 384 blocks outnumber the 132 SMs
+    assert "Last (tail) wave: 384 blocks, 1,728 slots idle, enough for each of the 132 SMs to get a block" in text
+    assert "at least 0 of" not in (ROOT / "tests").joinpath("snapshots").joinpath(
+        "narrow_show_h100_counters.w160.txt").read_text()
+
+
+def test_a_grid_far_below_one_wave_shows_its_waves_not_zero():
+    text = shown(RANKS, "--width", "160", "--kernel", "spin_kernel")
+    assert "0.00 waves" not in text
+    assert "1 block / (32 resident per SM × 132 SMs = 4,224 at once) = 0.00024 waves → 1 wave" in text
+
+
+def test_measured_layout_with_every_sm_used_says_so(tmp_path):
+    text = shown(DATA / "session_h100_instrumented.json.gz", "--width", "160")
+    assert "SMs used            132; every SM ran a block" in text
+    assert "0 of 132 ran no block" not in text
+    out = tmp_path / "i.html"
+    assert run_cli("report", str(DATA / "session_h100_instrumented.json.gz"), "-o", str(out)).returncode == 0
+    assert "132; every SM ran a block" in out.read_text()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import io
 import json
 import lzma
+import sys
 import types
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, run_cli
 from kernelscope.analyze.source_lines import rank_lines
 from kernelscope.model import Session
 
@@ -149,31 +150,30 @@ def test_a_kernel_without_line_information_keeps_sass_and_says_why():
     assert "no line information" in src.note and "-lineinfo" in src.note
 
 
-def _cli(capsys, *argv) -> str:
-    from kernelscope.cli import main
+def _cli(*argv) -> str:
+    r = run_cli(*argv)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
 
-    assert main(list(argv)) == 0
-    return capsys.readouterr().out
 
-
-def test_import_and_show_source_at_a_fixed_width(tmp_path, capsys):
+def test_import_and_show_source_at_a_fixed_width(tmp_path):
     pytest.importorskip("ncu_report")
     rep = _rep("uncoalesced_defect", tmp_path)
-    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "u.json"))
-    out = _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--kernel", "scale", "--width", "140",
+    _cli("import", str(rep), "-o", str(tmp_path / "u.json"))
+    out = _cli("show", str(tmp_path / "u.json"), "--source", "--kernel", "scale", "--width", "140",
                "--no-color")
     rows = [r for r in out.splitlines() if "x = tl.load(x_ptr + off, mask=mask)" in r]
     assert len(rows) == 2  # among the hottest lines and first of the excess-traffic lines
     assert all("   25    45.4%  lg_throttle 51%, mio_throttle 45%," in r for r in rows)
     assert all("29,360,128 sectors (8.0x ideal)" in r for r in rows)
     assert "6 lines with counters; warp samples: 107,719" in out
-    sass = _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--sass", "--width", "140", "--no-color")
+    sass = _cli("show", str(tmp_path / "u.json"), "--source", "--sass", "--width", "140", "--no-color")
     assert "STG.E" in sass and "+0000" in sass and len(sass.splitlines()) > len(out.splitlines()) + 200
-    doc = json.loads(_cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--json"))
+    doc = json.loads(_cli("show", str(tmp_path / "u.json"), "--source", "--json"))
     hot = doc["source_lines"][0]["hot"]
     assert hot[1]["line"] == 25 and hot[1]["counts"]["global_sectors_excessive"] == 29_360_128
-    assert _cli(capsys, "show", str(tmp_path / "u.json"), "--source", "--kernel", "nomatch").startswith("no launch")
-    whole = json.loads(_cli(capsys, "show", str(tmp_path / "u.json"), "--json"))  # plain show --json carries it
+    assert _cli("show", str(tmp_path / "u.json"), "--source", "--kernel", "nomatch").startswith("no launch")
+    whole = json.loads(_cli("show", str(tmp_path / "u.json"), "--json"))  # plain show --json carries it
     text = whole["source_lines"][0]["hot"][1]["text"].strip()
     assert text == "x = tl.load(x_ptr + off, mask=mask)  # planted: uncoalesced"
     assert "instructions" not in whole["source_lines"][0]["hot"][0]
@@ -197,18 +197,18 @@ def test_a_source_file_changed_since_the_run_gets_one_sentence(tmp_path):
     assert file_notes(SourceLines([same])) == []  # no file is read by the analysis: the caller passes what it read
 
 
-def test_a_report_without_source_counters_imports_as_before_and_show_source_says_so(tmp_path, capsys):
+def test_a_report_without_source_counters_imports_as_before_and_show_source_says_so(tmp_path):
     pytest.importorskip("ncu_report")
     from ncu_fixtures import report_file
 
     rep = report_file("ncu_h100_access_patterns", tmp_path)
-    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "a.json"))
+    _cli("import", str(rep), "-o", str(tmp_path / "a.json"))
     s = Session.load(tmp_path / "a.json")
     assert s.detailed_launches() and all(x.source_lines is None for x in s.detailed_launches())
-    out = _cli(capsys, "show", str(tmp_path / "a.json"), "--source", "--width", "120", "--no-color")
+    out = _cli("show", str(tmp_path / "a.json"), "--source", "--width", "120", "--no-color")
     one = " ".join(out.split())  # one sentence, wrapped at the width
     assert one.startswith("no launch in this session has per-line counters") and one.endswith("--import-source yes")
-    assert "Kernel" in _cli(capsys, "show", str(tmp_path / "a.json"), "--width", "120", "--no-color")
+    assert "Kernel" in _cli("show", str(tmp_path / "a.json"), "--width", "120", "--no-color")
 
 
 def test_run_source_adds_the_source_sections_and_imports_the_source():
@@ -279,22 +279,18 @@ def test_source_text_is_drawn_escaped_never_as_markup_or_terminal_codes():
 
 
 def test_source_flags_need_their_companions(tmp_path):
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "run", "--source", "-o", str(tmp_path / "s.json"), "--",
-                        sys.executable, "-c", "pass"], capture_output=True, text=True)
+    r = run_cli("run", "--source", "-o", str(tmp_path / "s.json"), "--", sys.executable, "-c", "pass")
     assert r.returncode == 2 and "--source needs --counters" in r.stderr and "Traceback" not in r.stderr
     s = tmp_path / "e.json"
     Session().save(s)
-    r = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(s), "--sass"], capture_output=True, text=True)
+    r = run_cli("show", str(s), "--sass")
     assert r.returncode == 2 and "--sass needs --source" in r.stderr
 
 
-def test_html_report_has_the_hot_lines_with_a_heat_column(tmp_path, capsys):
+def test_html_report_has_the_hot_lines_with_a_heat_column(tmp_path):
     pytest.importorskip("ncu_report")
     rep = _rep("bank_conflicts_defect", tmp_path)
-    _cli(capsys, "import", str(rep), "-o", str(tmp_path / "b.json"))
+    _cli("import", str(rep), "-o", str(tmp_path / "b.json"))
     from kernelscope.cli import main
 
     assert main(["report", str(tmp_path / "b.json"), "-o", str(tmp_path / "b.html")]) == 0
@@ -312,8 +308,6 @@ def test_lines_of_several_files_are_named_with_their_file(tmp_path):
     tests/workloads/counters_small.py): softmax's reductions have hot lines in triton/language/standard.py, whose
     bare numbers (191, 263) read as lines of the kernel's own file; they are drawn as file:line, terminal and HTML.
     matmul's lines are all in tiled.py and keep bare numbers."""
-    from conftest import run_cli
-
     path = DATA / "source" / "run_source_counters_small_h100.json.gz"
     r = run_cli("show", str(path), "--source", "--width", "160", "--no-color")
     assert r.returncode == 0, r.stderr

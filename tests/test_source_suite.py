@@ -45,6 +45,7 @@ def _finding(session, rule_id: str):
     return next(r.finding for r in a.recommendations.recommendations if r.finding.rule_id == rule_id)
 
 
+@pytest.mark.slow
 def test_planted_line_is_the_hottest_or_named_in_at_least_90_percent_and_fixed_twins_move_or_fall(scored):
     from benchmarks.diagnosis.source_score import TARGET_HIT_PCT, summary
     from benchmarks.diagnosis.suite.config import CASE_BY_NAME
@@ -61,6 +62,7 @@ def test_planted_line_is_the_hottest_or_named_in_at_least_90_percent_and_fixed_t
     assert facts["devices"] == ["NVIDIA H100 80GB HBM3"] and facts["dates"] == ["2026-11-26"]
 
 
+@pytest.mark.slow
 def test_results_md_holds_the_table_the_scorer_writes(scored):
     from benchmarks.diagnosis.source_score import BEGIN, END, RESULTS, table_md
 

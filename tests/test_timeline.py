@@ -2,27 +2,20 @@
 times and durations (H100 sessions), gap classes, the panel, and `show --timeline`."""
 from __future__ import annotations
 
-import io
-import os
-import subprocess
-import sys
+import re
 
 import pytest
 
-from conftest import DATA, ROOT, assert_snapshot
+from conftest import assert_snapshot, DATA, draw, ROOT, run_cli, shown
 from kernelscope.analyze import thresholds as th
 from kernelscope.analyze.timeline import BACK_TO_BACK, HOST_WAIT, LAUNCH_GAP, build_timeline, gap_kind
 from kernelscope.model import Session
-from kernelscope.render.show import make_console
 from kernelscope.render.timeline import TimelinePanel
 
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
+
 SESSIONS = ["session_h100_counters", "session_h100_mixed", "session_h100_samples"]
-
-
-def render(panel) -> str:
-    buf = io.StringIO()
-    make_console(width=120, file=buf, color=False).print(panel)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("name", SESSIONS)
@@ -90,22 +83,33 @@ def test_per_kernel_notes_come_only_from_launches_the_counter_pass_measured():
 def test_counter_only_session_has_no_timeline_and_says_why():
     tl = build_timeline(Session.load(DATA / "counters_h100_cuda.json.gz"))
     assert tl.rows == () and "no start times" in tl.missing_reason
-    assert "N/A: the session has no start times" in render(TimelinePanel(tl))
+    assert "N/A: the session has no start times" in draw(TimelinePanel(tl))
 
 
 def test_timeline_snapshot():
     tl = build_timeline(Session.load(DATA / "session_h100_counters.json.gz"))
-    assert_snapshot("timeline_h100_counters.w120.txt", render(TimelinePanel(tl, limit=40)))
+    assert_snapshot("timeline_h100_counters.w120.txt", draw(TimelinePanel(tl, limit=40)))
 
 
 def test_show_timeline_flag():
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), KERNELSCOPE_CACHE_DIR="/nonexistent-kernelscope-cache")
-    base = [sys.executable, "-m", "kernelscope", "show", str(DATA / "session_h100_mixed.json.gz"), "--width", "120",
-            "--no-color", "--top", "1"]
-    plain = subprocess.run(base, capture_output=True, text=True, env=env)
+    env = {"KERNELSCOPE_CACHE_DIR": "/nonexistent-kernelscope-cache"}
+    base = ["show", str(DATA / "session_h100_mixed.json.gz"), "--width", "120", "--no-color", "--top", "1"]
+    plain = run_cli(*base, env=env)
     assert plain.returncode == 0 and "─ Timeline" not in plain.stdout
     assert "Profiling summary" in plain.stdout
-    r = subprocess.run(base + ["--timeline", "5"], capture_output=True, text=True, env=env)
+    r = run_cli(*base, "--timeline", "5", env=env)
     assert r.returncode == 0 and "─ Timeline" in r.stdout and "more rows (show --timeline N" in r.stdout
-    bad = subprocess.run(base + ["--timeline", "0"], capture_output=True, text=True, env=env)
+    bad = run_cli(*base, "--timeline", "0", env=env)
     assert bad.returncode == 2 and bad.stderr.startswith("kernelscope: error:") and len(bad.stderr.splitlines()) == 1
+
+
+def test_multi_rank_timeline_gaps_say_they_sum_over_ranks(tmp_path):
+    # two ranks' host waits add up to more than the run's span (1.990 s of a 1.094 s span): the line says why
+    flat = " ".join(line.strip("│ ") for line in shown(RANKS, "--timeline", "12", "--whole-run", "--panels", "0",
+                                                         "--width", "160").splitlines())
+    assert re.search(r"Host waits +681 totalling 1\.990 s, summed over the ranks, largest 505\.637 ms", flat)
+    assert "… 1,440 more rows" in flat
+    assert "summed over the ranks" not in shown(DEMO, "--timeline", "12", "--panels", "0", "--width", "160")
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(RANKS), "-o", str(out), "--panels", "0").returncode == 0
+    assert "681 totalling 1.990 s, summed over the ranks" in out.read_text()

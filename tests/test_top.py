@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, default_sigint
+from conftest import HANG_S, ROOT, default_signals, run_cli
 from kernelscope.cli import top
 from kernelscope.model import DeviceReading, Metric, Sample
 from kernelscope.render.show import make_console
@@ -128,14 +128,14 @@ def _cli(code: str) -> list[str]:
 
 
 @pytest.mark.parametrize("driver", [True, False])
-def test_without_nvidia_ml_py_the_cli_says_so(driver):
+def test_without_nvidia_ml_py_the_cli_says_so(driver, monkeypatch):
     """Where the driver's NVML library is, the binding is what is missing; where it is not, installing the binding
     would not help, and top says there is no driver instead (issue 36)."""
-    code = ("import sys; sys.modules['pynvml'] = None; from kernelscope.collect.nvml import api; "
-            f"api.driver_library = lambda: {driver}; "
-            "from kernelscope.cli import main; sys.exit(main(['top', '--once']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    from kernelscope.collect.nvml import api
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml fails, as where it is not installed
+    monkeypatch.setattr(api, "driver_library", lambda: driver)
+    p = run_cli("top", "--once")
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     if driver:
         assert "nvidia-ml-py is not installed" in p.stderr
@@ -143,25 +143,24 @@ def test_without_nvidia_ml_py_the_cli_says_so(driver):
         assert "no NVIDIA driver here" in p.stderr and "install" not in p.stderr
 
 
-def test_once_json_through_the_command_line():
-    p = subprocess.run(_cli("sys.exit(main(['top', '--once', '--json', '--interval', '50']))"),
-                       capture_output=True, text=True, timeout=60)
+def test_once_json_through_the_command_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(processes=[(1234, 2**30)]))
+    p = run_cli("top", "--once", "--json", "--interval", "50")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["devices"][0]["metrics"]["sm_clock_mhz"]["value"] == 1980
 
 
-def _pty_run(argv: list[str], action, timeout: float = 20.0) -> tuple[int, str, float]:
+def _pty_run(argv: list[str], action) -> tuple[int, str]:
     import pty
     import select
 
     master, slave = pty.openpty()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                            preexec_fn=default_sigint)  # Ctrl-C must interrupt it even if pytest runs in the background
+                            preexec_fn=default_signals)  # Ctrl-C interrupts it even where pytest runs in the background
     os.close(slave)
     out = b""
-    t0 = time.monotonic()
-    acted = False
-    while proc.poll() is None and time.monotonic() - t0 < timeout:
+    acted, started = False, time.monotonic()
+    while proc.poll() is None and time.monotonic() - started < HANG_S:  # past HANG_S it is stuck: wait() fails
         r, _, _ = select.select([master], [], [], 0.05)
         if r:
             try:
@@ -172,12 +171,12 @@ def _pty_run(argv: list[str], action, timeout: float = 20.0) -> tuple[int, str, 
             action(proc, master)
             acted = True
     try:
-        rc = proc.wait(timeout=5)
+        rc = proc.wait(timeout=HANG_S)
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
-    return rc, out.decode(errors="replace"), time.monotonic() - t0
+    return rc, out.decode(errors="replace")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
@@ -189,6 +188,6 @@ def test_live_dashboard_refreshes_and_leaves_cleanly(how):
         else:
             proc.send_signal(signal.SIGINT)
 
-    rc, out, _ = _pty_run(_cli("sys.exit(main(['top', '--interval', '100', '--width', '100']))"), act)
+    rc, out = _pty_run(_cli("sys.exit(main(['top', '--interval', '100', '--width', '100']))"), act)
     assert rc == 0, out[-2000:]
     assert "q or Ctrl-C to quit" in out and "Traceback" not in out and "interrupted" not in out

@@ -1,14 +1,21 @@
 """The session verdict: its numbers are the analysis's, and `show` opens with it (`--brief`: only it)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from conftest import DATA, run_cli
+from conftest import DATA, draw, ROOT, run_cli, shown
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.rules.base import NO_COUNTERS
 from kernelscope.analyze.recommend import TIMELINE_RULES
 from kernelscope.analyze.verdict import KERNEL_GAIN_FORMULA, TOP_KERNELS, session_verdict
 from kernelscope.model import Session
+from kernelscope.render.verdict import VerdictPanel, gain_text, window_text
+
+DEMO = ROOT / "src" / "kernelscope" / "data" / "demo_session.json.gz"
+RANKS = DATA / "ranks" / "session_h200x2_run_torchrun.json.gz"
+STRAGGLER_N2 = DATA / "diagnosis" / "programs" / "straggler_allreduce_n2_defect.json.gz"  # launch-bound on rank 1
 
 COUNTERS = DATA / "session_h100_counters.json.gz"
 
@@ -86,3 +93,49 @@ def test_show_opens_with_the_verdict_and_brief_stops_there():
     assert brief.stdout.rstrip().endswith("╯") and "Kernels by total GPU time" not in brief.stdout
     assert full.stdout.startswith(brief.stdout)
     assert len(brief.stdout.splitlines()) < len(full.stdout.splitlines()) / 5
+
+
+def test_ranks_with_the_same_window_are_named_once():
+    s = Session.load(RANKS)
+    v = session_verdict(s, analyze_session(s))
+    text = window_text(v)
+    assert text.startswith("ranks 0, 1: 16.810 ms of wall time each, from the end of the first launch")
+    assert text.count("no steps marked") == 1
+
+
+def test_a_finding_of_one_rank_names_it_in_the_terminal_and_not_in_a_one_rank_session(tmp_path):
+    s = Session.load(STRAGGLER_N2)
+    v = session_verdict(s, analyze_session(s))
+    (f,) = [g for g in v.gains if g.rule == "launch-bound"]
+    assert f.rank == 1
+    assert gain_text(f, 2).endswith("(rank 1)")
+    assert "launch each kernel (rank 1)" in draw(VerdictPanel(v), 160)  # not eaten as a markup tag
+    demo = Session.load(DEMO)
+    dv = session_verdict(demo, analyze_session(demo))
+    assert all("rank" not in gain_text(g, 1) for g in dv.gains)
+    out = tmp_path / "d.html"
+    assert run_cli("report", str(DEMO), "-o", str(out)).returncode == 0
+    assert "[rank 0]" not in out.read_text()
+
+
+def test_kernel_time_and_the_gpu_time_the_kinds_share():
+    text = shown(DEMO, "--brief", "--width", "160")
+    # 463.96 µs of kernels + 359.04 µs of copies = 823.00 µs; 463.96 / 823.00 = 56.4%
+    assert "463.96 µs of kernel time in 10 launches of 2 kernels; 823.00 µs of GPU time with the copies" in text
+    assert re.search(r"by kind\s+56\.4%\s+463\.96 µs\s+kernels", text)
+
+
+def test_a_prerequisite_listed_before_a_larger_gain_is_said(tmp_path):
+    # the host syncs (23.0% replayed) come before launch-bound (45.1%): a CUDA graph cannot hold them
+    path = DATA / "diagnosis" / "programs" / "holdout_sync_nonzero_defect.json.gz"
+    s = Session.load(path)
+    v = session_verdict(s, analyze_session(s))
+    assert [f.rule for f in v.gains[:2]] == ["sync-in-loop", "launch-bound"]
+    assert v.gains[0].gain_pct < v.gains[1].gain_pct
+    flat = " ".join(line.strip("│ ") for line in shown(path, "--brief", "--width", "160").splitlines())
+    assert "largest estimated gain first (share of the window's wall time); a finding whose fix another needs first " \
+           "comes before it" in flat
+    assert "needs first comes before it" not in shown(DEMO, "--brief", "--width", "160")  # in gain order there
+    out = tmp_path / "s.html"
+    assert run_cli("report", str(path), "-o", str(out), "--panels", "0").returncode == 0
+    assert "a finding whose fix another needs first comes before it" in out.read_text()

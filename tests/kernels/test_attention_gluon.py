@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
@@ -41,13 +41,14 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
 """
 
 
-@pytest.fixture(scope="module", params=[(128, False), (128, True), (64, False)], ids=["d128", "d128-causal", "d64"])
+@pytest.fixture(scope="module", params=[(128, False), (128, True), pytest.param((64, False), marks=pytest.mark.slow)],
+                ids=["d128", "d128-causal", "d64"])
 def sass(request):
     d, causal = request.param
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", COMPILE, str(d), "1" if causal else "0"], capture_output=True,
-                       text=True, env=env, timeout=600)
+                       text=True, env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.splitlines()
 
@@ -106,14 +107,14 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
 """
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("causal", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["full", "causal"])
 def test_warp_specialised_kernel_has_its_partitions(causal):
     """Two consumer warpgroups and a producer warp (12 warps once rounded to warpgroups), registers moved between
     them with setmaxnreg, nothing spilled."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT / "src")
     r = subprocess.run([sys.executable, "-c", WS_COMPILE, "1" if causal else "0"], capture_output=True, text=True,
-                       env=env, timeout=600)
+                       env=env, timeout=HANG_S)
     assert r.returncode == 0, r.stderr[-2000:]
     sass = r.stdout.splitlines()
     assert "WARPS 12" in sass[0]

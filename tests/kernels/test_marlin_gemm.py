@@ -61,7 +61,7 @@ def _rel_err(c, ref) -> float:
 
 
 @pytest.mark.parametrize("groupsize", [128, -1])
-@pytest.mark.parametrize("k,n", [(256, 256), (512, 768)])
+@pytest.mark.parametrize("k,n", [(256, 256), pytest.param(512, 768, marks=pytest.mark.slow)])  # the larger: slow
 @pytest.mark.parametrize("m", [1, 3, 16, 33])
 def test_matches_reference(m: int, k: int, n: int, groupsize: int) -> None:
     seed = 7919 * m + 104729 * k + n + (1 if groupsize == -1 else 0)

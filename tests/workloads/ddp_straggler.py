@@ -6,6 +6,10 @@ on a second process group. The straggler rank (STRAGGLER_RANK, default 1) first 
 a spin kernel (torch.cuda._sleep, STRAGGLER_CYCLES cycles) inside a region named
 "planted_delay", so its all-reduce starts later and the other ranks wait for it; the
 trace holds that kernel's measured duration, which the tests compare the waits with.
+Recorded by kernelscope, every rank spins once more after the first step, then all-reduces
+one number (region "head_start"): each host then runs ahead of its GPU, every step starts
+on every GPU together, and a step's arrivals differ by the planted delay only, not by the
+hosts' launch times.
 
 Two ways to record it:
   torchrun --nproc-per-node 2 ddp_straggler.py --trace-dir DIR   (torch.profiler per rank,
@@ -33,6 +37,7 @@ def main() -> None:
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     straggler = int(os.environ.get("STRAGGLER_RANK", "1"))
     cycles = int(os.environ.get("STRAGGLER_CYCLES", "6000000"))
+    head_start_cycles = 10 * cycles  # 30 ms on an H200: the hosts stayed ahead of their GPUs at every later step
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).cuda()
     for p in model.parameters():  # DDP broadcasts rank 0's parameters at construction
@@ -64,6 +69,17 @@ def main() -> None:
         # Otherwise no synchronize per step: the host queues ahead, so every rank's GPU starts the next step as
         # soon as the all-gather ends (together everywhere), and the ranks differ by the planted delay.
 
+    def head_start() -> None:
+        # After the first step (NCCL's communicators made, cuBLAS loaded) the GPUs have caught up with their hosts:
+        # a step would then start when its host launches it, and the ranks would arrive at the all-reduce apart by
+        # their hosts' launch times as well as by the planted delay (2x H200, 2026-11-28: both GPUs idle 3 ms of
+        # that step, rank 0 waited 2.72 ms for a 3.03 ms delay; 3.03 ms at every later step). A spin on every rank
+        # keeps each GPU busy while its host queues the next steps, and the all-reduce after it ends on every GPU
+        # at once, so that every later step starts on every rank together.
+        with torch.profiler.record_function("head_start"):
+            torch.cuda._sleep(head_start_cycles)
+            dist.all_reduce(torch.zeros(1, device="cuda"))
+
     t0 = time.perf_counter()
     if args.trace_dir:
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
@@ -78,7 +94,9 @@ def main() -> None:
                     torch.cuda.synchronize()
                 prof.step()
     else:
-        for _ in range(args.steps):
+        for i in range(args.steps):
+            if i == 1:
+                head_start()
             step()
         torch.cuda.synchronize()
     dist.barrier()

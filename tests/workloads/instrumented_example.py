@@ -9,7 +9,7 @@ instrumented so the recorder's overhead can be measured.
 Needs an NVIDIA GPU for RECORD=True (inline PTX); the kernel with RECORD=False
 also runs in Triton's interpreter (tests/test_block_recorder.py). Recorded on an
 NVIDIA H100 80GB HBM3 on 2026-11-22 (scripts/record.sh instrumented):
-tests/data/session_h100_instrumented.json.gz, tested in tests/test_instrumented_recorded.py.
+tests/data/session_h100_instrumented.json.gz, tested in tests/test_instrumented_sessions.py.
 
 The table it prints is CUDA-event time around one call, host launch latency included;
 the kernel-only comparison is the session's (CUPTI durations, Block -> SM layout panel).

@@ -8,7 +8,7 @@
 Needs an NVIDIA GPU to record; the kernel also runs in Triton's interpreter,
 where the scopes do nothing (tests/test_proton_scopes.py). Recorded on an NVIDIA H100
 80GB HBM3 on 2026-11-22: tests/data/session_h100_proton.json.gz and Proton's raw
-tests/data/proton_h100_phases.chrome_trace.gz (tests/test_instrumented_recorded.py).
+tests/data/proton_h100_phases.chrome_trace.gz (tests/test_instrumented_sessions.py).
 """
 from __future__ import annotations
 

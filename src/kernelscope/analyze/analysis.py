@@ -74,11 +74,6 @@ def _quartiles_inclusive(xs: Sequence[int]) -> list[float]:
     return out
 
 
-def kernel_durations(session: Session, kernel: str) -> DurationStats:
-    traced, every = _durations_by_kernel(session.launch_table()).get(kernel, ([], []))
-    return _duration_stats_of(traced, every)
-
-
 def _duration_stats_of(traced: list[int], every: list[int]) -> DurationStats:
     if traced:
         return duration_stats(traced, "trace pass")

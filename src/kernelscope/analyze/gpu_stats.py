@@ -266,7 +266,6 @@ class ClockHygiene:
     sm_clock_min_mhz: float | None
     sm_clock_mean_mhz: float | None
     sm_clock_max_mhz: float | None  # the device's maximum, as NVML reports it
-    temperature_max_c: float | None
     throttle_reasons: tuple[str, ...]
     flags: tuple[str, ...]
 
@@ -281,7 +280,6 @@ def clock_hygiene(samples: Sequence[Sample], start_ns: int | None = None, end_ns
     inside = [s for s in samples if (start_ns is None or (s.t_ns is not None and s.t_ns >= start_ns))
               and (end_ns is None or (s.t_ns is not None and s.t_ns <= end_ns))]
     clocks = [v for v in (_num(s.value("sm_clock_mhz")) for s in inside) if v is not None]
-    temps = [v for v in (_num(s.value("temperature_c")) for s in inside) if v is not None]
     tops = [v for v in (_num(s.value("sm_clock_max_mhz")) for s in inside) if v is not None]
     reasons: dict[str, None] = {}
     flags: dict[str, None] = {}
@@ -293,5 +291,5 @@ def clock_hygiene(samples: Sequence[Sample], start_ns: int | None = None, end_ns
     return ClockHygiene(
         status=status, samples=len(inside), sm_clock_min_mhz=min(clocks) if clocks else None,
         sm_clock_mean_mhz=statistics.fmean(clocks) if clocks else None, sm_clock_max_mhz=tops[-1] if tops else None,
-        temperature_max_c=max(temps) if temps else None, throttle_reasons=tuple(reasons), flags=tuple(flags),
+        throttle_reasons=tuple(reasons), flags=tuple(flags),
     )

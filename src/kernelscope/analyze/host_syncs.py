@@ -53,9 +53,3 @@ def sync_waits_by_kernel(session: Session, timeline: Timeline) -> dict[str, tupl
         if r.kind == "kernel" and r.gap_before_ns is not None:
             out.setdefault(r.name, []).append(wait_of.get(id(r), 0))
     return {k: tuple(v) for k, v in out.items()}
-
-
-def sync_waits_before(session: Session, timeline: Timeline, kernel: str) -> tuple[int, ...] | None:
-    """``sync_waits_by_kernel`` for one kernel."""
-    by_kernel = sync_waits_by_kernel(session, timeline)
-    return None if by_kernel is None else by_kernel.get(kernel, ())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kernelscope.cli.common import SKIPPED_NOTES, fail, note, output_path
 from kernelscope.model.escape import visible
+from kernelscope.model.session_file import PART_WORDS
 from kernelscope.model import collectors as collector
 
 NAME = "import"
@@ -119,12 +120,6 @@ def _import_ncu(args: argparse.Namespace, report: Path) -> int:
     return 0
 
 
-# What a part of a session file holds, in the words of the report it came from (the first name of the path
-# the session loader names).
-_REPORT_FIELDS = {"kernels": "kernel name", "launch_shapes": "launch configuration (grid, block, registers, shared "
-                  "memory)", "launch_columns": "launch record", "launch_details": "metrics", "device": "device"}
-
-
 def _report_damage(parsed, report: Path, out: Path, error: str) -> str:
     """A report whose session would not load, as damage of the report: the first result whose own session would
     not load, and the field (its kernel name, its launch configuration, ...); the report's device otherwise."""
@@ -139,7 +134,7 @@ def _report_damage(parsed, report: Path, out: Path, error: str) -> str:
         where = e.split(" would not load: ", 1)[-1].rstrip(".")
         head = re.match(r"[A-Za-z_]+", where)
         path, _, what = where.partition(": ")
-        return f"its {_REPORT_FIELDS.get(head.group() if head else '', path)} is unreadable ({what or where})"
+        return f"its {PART_WORDS.get(head.group() if head else '', path)} is unreadable ({what or where})"
 
     for k in parsed.kernels:
         one = new_session(["ncu-report", str(report)])

@@ -55,6 +55,11 @@ from kernelscope.model.schema import (INT64, F, Invalid, Spec, any_json, boolean
                                       number, obj, one_of, optional, short_string, string)
 from kernelscope.model.source_lines import SourceLines
 
+# What each top-level part of a session file holds, in the words of the report an import made it from (the first
+# name of a path the loader names), so damage is said as the report's.
+PART_WORDS = {"kernels": "kernel name", "launch_shapes": "launch configuration (grid, block, registers, shared "
+              "memory)", "launch_columns": "launch record", "launch_details": "metrics", "device": "device"}
+
 FORMAT_NAME = "kernelscope-session"
 SCHEMA_VERSION = 2  # what this module writes: launches and regions in columns
 READABLE_VERSIONS = (1, 2)  # schema 1: launches and regions one object each (files of kernelscope < 2)

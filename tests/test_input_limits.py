@@ -18,16 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT, run_cli
 from kernelscope.model.files import DEFAULT_INPUT_LIMIT_MB, INPUT_LIMIT_ENV, InputFileError, read_input
-from test_fuzz_readers import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
 MiB = 1 << 20
 
-# Runs commands in one process under an address-space cap; prints each exit code, stderr and time as JSON.
+# Runs commands in one process under an address-space cap; prints each exit code and stderr as JSON.
 _CAPPED = r"""
-import contextlib, io, json, resource, signal, sys, time
+import contextlib, io, json, resource, signal, sys
 cap = int(sys.argv[1])
 from kernelscope.cli import main
 with contextlib.redirect_stdout(io.StringIO()):  # the libraries a session view loads, loaded before the cap
@@ -36,15 +35,14 @@ resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 out = []
 for argv in json.loads(sys.argv[2]):
     err = io.StringIO()
-    signal.alarm(30)  # a read that blocks (a FIFO) kills the process: the test then fails
-    t = time.monotonic()
+    signal.alarm(int(sys.argv[4]))  # a read that blocks (a FIFO) is stuck: the alarm kills the process, the test fails
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(argv)
         except SystemExit as e:
             code = e.code
     signal.alarm(0)
-    out.append({"argv": argv, "code": code, "err": err.getvalue(), "s": time.monotonic() - t})
+    out.append({"argv": argv, "code": code, "err": err.getvalue()})
 def peak_mib():
     # VmHWM is this program's own peak: ru_maxrss also counts the parent it was forked from (Linux keeps the larger
     # across exec), so a test process grown by earlier tests would be charged to the reader
@@ -58,9 +56,9 @@ print(json.dumps({"runs": out, "max_rss_mib": peak_mib()}))
 
 
 def _capped(argvs: list[list[str]], cap_mib: int, env: dict[str, str]) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CAPPED, str(cap_mib * MiB), json.dumps(argvs), str(SESSION)],
-                       capture_output=True,
-                       text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
+    r = subprocess.run([sys.executable, "-c", _CAPPED, str(cap_mib * MiB), json.dumps(argvs), str(SESSION),
+                        str(HANG_S)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.splitlines()[-1])
 
@@ -102,13 +100,13 @@ def hostile_dir(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["fifo", "/dev/zero", "/dev/urandom", "directory", "bomb.json.gz"])
-def test_every_reader_refuses_in_seconds_under_a_memory_cap(hostile_dir, bad):
+def test_every_reader_refuses_under_a_memory_cap(hostile_dir, bad):
     path = bad if bad.startswith("/") else str(hostile_dir / bad)
     result = _capped(_commands(path, hostile_dir, hostile_dir / "s.json.gz"), 768, {INPUT_LIMIT_ENV: "64"})
     for run in result["runs"]:
         line = _one_sentence(run)
-        assert run["s"] < 10, run
         if bad in ("fifo", "/dev/zero", "/dev/urandom"):
             assert "not a regular file" in line, run
         if bad == "bomb.json.gz" and run["argv"][0] != "import":
@@ -117,6 +115,7 @@ def test_every_reader_refuses_in_seconds_under_a_memory_cap(hostile_dir, bad):
     assert not (hostile_dir / "t.json").exists() and not (hostile_dir / "i.json").exists()
 
 
+@pytest.mark.slow
 def test_the_default_limit_bounds_a_bomb_larger_than_it(tmp_path):
     """Without the variable: a 1.1 GiB bomb stops at 1 GiB read, in one sentence, under a 1.6 GiB cap."""
     bomb = gzip_bomb(tmp_path / "bomb.json.gz", DEFAULT_INPUT_LIMIT_MB + 64)
@@ -150,7 +149,7 @@ def test_read_input_is_bounded_and_names_the_variable(tmp_path, monkeypatch):
 
 def test_a_bad_limit_variable_is_one_sentence(monkeypatch):
     monkeypatch.setenv(INPUT_LIMIT_ENV, "-3")
-    code, _, err = run_cli(["show", str(SESSION)])
+    code, _, err = run_cli("show", str(SESSION))
     assert code == 2 and "must be a positive number of MiB" in _one_sentence({"code": code, "err": err})
 
 
@@ -158,6 +157,7 @@ def _session_doc(name: str = "session_h100_instrumented.json.gz") -> dict:
     return json.loads(gzip.decompress((DATA / name).read_bytes()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["1e9", "1000000000", "1e400"])
 def test_sm_count_is_bounded_at_load_and_named(tmp_path, value):
     d = _session_doc()
@@ -166,7 +166,7 @@ def test_sm_count_is_bounded_at_load_and_named(tmp_path, value):
     p.write_text(json.dumps(d).replace('"SM_COUNT"', value))
     result = _capped([["show", str(p), "--width", "120"]], 768, {})
     run = result["runs"][0]
-    assert run["code"] == 0 and run["s"] < 20, run
+    assert run["code"] == 0, run
     assert "device.attributes.sm_count" in run["err"] and "Traceback" not in run["err"], run
     from kernelscope.model import Session
 
@@ -204,10 +204,10 @@ def test_a_rank_of_1e400_is_not_an_overflow(tmp_path):
         return json.dumps(doc).replace('"RANK"', "1e400")
     trace = _trace_with(tmp_path, "t.json", edit)
     out = tmp_path / "t.session.json"
-    code, _, err = run_cli(["import", str(trace), "-o", str(out)])
+    code, _, err = run_cli("import", str(trace), "-o", str(out))
     assert "internal error" not in err and "Traceback" not in err and code in (0, 2), err
     if code == 0:
-        code, _, err = run_cli(["show", str(out), "--json"])
+        code, _, err = run_cli("show", str(out), "--json")
         assert code == 0, err
 
 
@@ -227,13 +227,13 @@ def test_what_import_writes_loads(tmp_path, case):
         return json.dumps(doc)
     trace = _trace_with(tmp_path, "t.json", edit)
     out = tmp_path / "t.session.json"
-    code, _, err = run_cli(["import", str(trace), "-o", str(out)])
+    code, _, err = run_cli("import", str(trace), "-o", str(out))
     assert "internal error" not in err and "Traceback" not in err, err
     if code == 2:  # refused: one sentence naming the field, and nothing written
         assert not out.exists() and "would not load" in _one_sentence({"code": code, "err": err})
         return
     assert code == 0, err
-    code, _, err = run_cli(["show", str(out), "--json"])
+    code, _, err = run_cli("show", str(out), "--json")
     assert code == 0 and "error" not in err, err
 
 
@@ -246,7 +246,7 @@ def test_a_launch_without_a_start_time_beside_gpu_samples(tmp_path, name):
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
     for argv in (["show", str(p), "--width", "120"], ["report", str(p), "-o", str(tmp_path / "r.html")]):
-        code, _, err = run_cli(argv)
+        code, _, err = run_cli(*argv)
         assert code == 0 and "internal error" not in err, err
 
 
@@ -257,7 +257,7 @@ def test_a_world_size_of_10_to_the_18_is_counted_not_listed(tmp_path):
         doc["distributedInfo"]["world_size"] = 10**18
         return json.dumps(doc)
     trace = _trace_with(tmp_path, "t.json", edit)
-    code, _, err = run_cli(["import", str(trace), "-o", str(tmp_path / "s.json")])
+    code, _, err = run_cli("import", str(trace), "-o", str(tmp_path / "s.json"))
     assert "internal error" not in err and code in (0, 2), err
     assert "999,999,999,999,999,999 of 1,000,000,000,000,000,000 ranks have no trace" in err
     assert "and 999,999,999,999,999,983 more" in err
@@ -270,7 +270,7 @@ def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, 
     groups, not re.error: --kernel printed 'internal error' for them."""
     argv = {"show": ["show", str(SESSION)], "report": ["report", str(SESSION), "-o", str(tmp_path / "r.html")],
             "diff": ["diff", str(SESSION), str(SESSION)]}[command]
-    code, _, err = run_cli([*argv, "--kernel", regex])
+    code, _, err = run_cli(*argv, "--kernel", regex)
     assert code == 2 and "internal error" not in err and "is not a valid regular expression" in err, err
     assert not (tmp_path / "r.html").exists()
 
@@ -279,7 +279,7 @@ def test_a_regex_re_refuses_without_re_error_is_one_sentence(tmp_path, command, 
 def test_fail_if_slower_takes_a_finite_percentage(pct):
     """`diff --fail-if-slower nan` exited 0 whatever the times (NaN compares false with everything): a CI gate
     that never fails."""
-    code, _, err = run_cli(["diff", str(SESSION), str(SESSION), "--fail-if-slower", pct])
+    code, _, err = run_cli("diff", str(SESSION), str(SESSION), "--fail-if-slower", pct)
     assert code == 2 and "finite, non-negative percentage" in err, err
 
 
@@ -306,11 +306,11 @@ def test_minus_o_naming_a_directory_is_one_sentence_and_writes_nothing(tmp_path,
             "run": ["run", "--", sys.executable, "-c", "pass"]}[command]
     if command == "run":  # run's options come before the command it runs
         argv = ["run", "-o", name, "-f", *argv[1:]]
-        code, _, err = run_cli(argv)
+        code, _, err = run_cli(*argv)
         assert code == 2 and f"{name} names a directory" in err, err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"
         return
-    code, _, err = run_cli([*argv, "-o", name, "-f"])
+    code, _, err = run_cli(*argv, "-o", name, "-f")
     assert code == 2 and err.startswith("kernelscope: error: the ") and f"{name} names a directory" in err, err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"

@@ -45,14 +45,13 @@ def test_demo_brief_stops_after_the_verdict():
 @pytest.mark.parametrize("gpu", [False, True])
 def test_the_packing_line_names_the_install_command(monkeypatch, gpu):
     from kernelscope.collect import driver
-    from test_fuzz_readers import run_cli as run_here
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a))
     monkeypatch.setitem(sys.modules, "kernelscope.kernels.marlin.explain", None)  # its import fails, as without torch
     monkeypatch.setattr(driver, "driver_gpu", lambda: (gpu, "" if gpu else "no driver"))
     monkeypatch.setattr(driver, "gpu_available", lambda also_needs=(): (False, "no driver"))
-    code, out, err = run_here(["demo", "--no-color", "--width", "200"])
+    code, out, err = run_cli("demo", "--no-color", "--width", "200")
     last = " ".join(out.rsplit("╯", 1)[1].split())  # the line after the last panel, however it wrapped
     assert code == 0 and "needs torch and numpy" in last and "pip install torch" in last, last
     assert ("--index-url https://download.pytorch.org/whl/cpu" in last) == (not gpu), last

@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from conftest import DATA, run_cli
+from conftest import DATA, run_cli, shown
 from kernelscope.analyze.analysis import analyze_session
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.ceilings import load_calibration
@@ -80,3 +80,33 @@ def test_show_with_the_recorded_ceilings(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "measured by kernelscope calibrate on 2026-11-22" in r.stdout
     assert "of the compute roof" in r.stdout
+
+
+def test_many_shared_wavefronts_per_instruction_with_few_conflicts_are_explained():
+    """The recorded cuDNN attention kernel: 277.14 shared-store wavefronts per instruction, 22,570 of 178,476 of
+    them conflicts; the panel says what the rest is (issue 36 item 8), from a derived, named ratio."""
+    from kernelscope.analyze.counters import transactions
+    from kernelscope.model import Session
+
+    s = Session.load(DATA / "session_h100_analysis.json.gz")
+    x = next(x for x in s.launches if x.kernel.startswith("cudnn_generated_fort_native_sdpa")
+             and "shared_store_wavefronts" in x.metrics)
+    store = transactions(x).shared_access[1]
+    assert store.unconflicted_per_instruction.value == pytest.approx((178_476 - 22_570) / 644)
+    assert store.unconflicted_per_instruction.formula == "(shared wavefronts - bank conflicts) / shared instructions"
+    r = run_cli("show", str(DATA / "session_h100_analysis.json.gz"), "--kernel", "cudnn_generated_fort", "--width",
+                "160", "--no-color")
+    said = " ".join(r.stdout.split())
+    assert "Shared stores: 242.1 wavefronts per instruction without the bank conflicts" in said
+    assert "Shared loads:" not in said  # 1 wavefront per instruction: nothing to explain
+
+
+def test_shared_wavefronts_per_instruction_na_says_why(tmp_path):
+    # copy_strided runs no shared-memory instruction: 0 instructions, so no ratio, and the panel says so
+    counters = DATA / "counters_h100_cuda.json.gz"
+    flat = " ".join(line.strip("│ ") for line in shown(counters, "--width", "160").splitlines())
+    assert ("N/A shared load: wavefronts/inst: no shared-memory load instruction ran "
+            "(smsp__inst_executed_op_shared_ld.sum = 0)") in flat
+    out = tmp_path / "c.html"
+    assert run_cli("report", str(counters), "-o", str(out)).returncode == 0
+    assert "N/A shared store: wavefronts/inst: no shared-memory store instruction ran" in out.read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from test_fuzz_readers import run_cli
+from conftest import run_cli
 
 HOSTILE = "[bold red]PWNED[/] \x1b[31mRED\x1b[0m [link=http://x]click[/link]"
 SHOWN = r"[bold red]PWNED[/] \x1b[31mRED\x1b[0m [link=http://x]click[/link]"  # what the reader must see
@@ -37,7 +37,7 @@ def hostile_session(tmp_path: Path) -> Path:
 def test_show_prints_hostile_names_literally(hostile_session, extra, monkeypatch):
     if not extra:
         monkeypatch.setenv("FORCE_COLOR", "1")  # colour on: Rich's own escapes are expected, the name's are not
-    code, out, err = run_cli(["show", str(hostile_session), "--width", "250", "--timeline", *extra])
+    code, out, err = run_cli("show", str(hostile_session), "--width", "250", "--timeline", *extra)
     assert code == 0, err
     assert "\x1b[31mRED" not in out and "\x1b]8;" not in out  # no colour or hyperlink from the name
     assert SHOWN in out  # device, command and kernel lines show the whole name as typed
@@ -49,14 +49,14 @@ def test_show_prints_hostile_names_literally(hostile_session, extra, monkeypatch
 
 
 def test_diff_prints_hostile_names_literally(hostile_session):
-    code, out, err = run_cli(["diff", str(hostile_session), str(hostile_session), "--width", "250", "--no-color"])
+    code, out, err = run_cli("diff", str(hostile_session), str(hostile_session), "--width", "250", "--no-color")
     assert code == 0, err
     assert "\x1b" not in out and "[bold red]PWNED[/]" in out
     assert out.count("[bold red]PWNED[/]") == out.count("PWNED") and "\\[" not in out
 
 
 def test_json_output_keeps_names_exactly(hostile_session):
-    code, out, err = run_cli(["show", str(hostile_session), "--json"])
+    code, out, err = run_cli("show", str(hostile_session), "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["kernels"][0]["name"].startswith(HOSTILE)
@@ -64,7 +64,7 @@ def test_json_output_keeps_names_exactly(hostile_session):
 
 def test_chrome_trace_shows_control_characters_as_text(hostile_session, tmp_path):
     out = tmp_path / "t.json"
-    code, _, err = run_cli(["export", str(hostile_session), "-o", str(out)])
+    code, _, err = run_cli("export", str(hostile_session), "-o", str(out))
     assert code == 0, err
     doc = json.loads(out.read_text())
     names = [e["name"] for e in doc["traceEvents"] if "PWNED" in str(e.get("name"))]
@@ -108,7 +108,7 @@ def test_json_keys_in_load_errors_are_escaped(tmp_path, where):
     _put_key(d, where)
     p = tmp_path / "keys.json"
     p.write_text(json.dumps(d).replace('"NAN"', "NaN"))
-    code, out, err = run_cli(["show", str(p), "--json"])
+    code, out, err = run_cli("show", str(p), "--json")
     assert code in (0, 2) and "Traceback" not in err and "internal error" not in err, err
     assert "PWNED" in err, (where, err)  # the path is named...
     _no_raw(err)  # ...escaped: no title set, no line erased
@@ -121,7 +121,7 @@ def test_export_notes_escape_kernel_names(tmp_path):
         x["kernel"] = "\x1b[2K\rmatmul\x07\x08\x9b\u202e\u200b" + x["kernel"]
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
-    code, out, err = run_cli(["export", str(p), "-o", str(tmp_path / "t.json")])
+    code, out, err = run_cli("export", str(p), "-o", str(tmp_path / "t.json"))
     assert code == 0, err
     assert "kernelscope: note:" in err and "matmul" in err
     _no_raw(err)
@@ -133,7 +133,7 @@ def test_import_dir_escapes_skipped_file_names(tmp_path):
     d.mkdir()
     (d / "\x1b]0;PWNED\x07\u202egnp.json").write_text("{}")  # JSON, not a trace: left out, with its name
     shutil.copy(DATA / "ranks" / "job2_rank0.pt.trace.json.gz", d / "rank0.pt.trace.json.gz")
-    code, out, err = run_cli(["import", str(d), "-o", str(tmp_path / "s.json")])
+    code, out, err = run_cli("import", str(d), "-o", str(tmp_path / "s.json"))
     assert code == 0, err
     assert "PWNED" in err and "\\u202egnp.json" in err
     _no_raw(err)
@@ -174,7 +174,7 @@ def test_two_names_that_differ_by_a_zero_width_space_print_differently(tmp_path)
             x["kernel"] = "gemm\u200b_kernel"
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
-    code, out, err = run_cli(["show", str(p), "--width", "200", "--no-color", "--panels", "0"])
+    code, out, err = run_cli("show", str(p), "--width", "200", "--no-color", "--panels", "0")
     assert code == 0, err
     assert "gemm\\u200b_kernel" in out and "gemm_kernel" in out
     _no_raw(out)
@@ -186,7 +186,7 @@ def test_html_report_shows_bidi_overrides_as_escapes(tmp_path):
         x["kernel"] = "evil\u202ecod.exe\u200b" + x["kernel"]
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
-    code, _, err = run_cli(["report", str(p), "-o", str(tmp_path / "r.html")])
+    code, _, err = run_cli("report", str(p), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     page = (tmp_path / "r.html").read_text()
     assert "\u202e" not in page and "\u200b" not in page and "evil\\u202ecod.exe" in page
@@ -224,7 +224,7 @@ def test_diff_device_warning_prints_names_without_escaping_backslashes(tmp_path)
         d["device"]["name"] = name
         paths.append(tmp_path / f"{i}.json")
         paths[-1].write_text(json.dumps(d))
-    code, out, err = run_cli(["diff", *map(str, paths), "--width", "200", "--no-color"])
+    code, out, err = run_cli("diff", *map(str, paths), "--width", "200", "--no-color")
     assert code == 0, err
     warning = next(ln for ln in err.splitlines() if ln.startswith("kernelscope: warning:"))
     assert "[bold red]GPU A\\x1b[31m" in warning and "GPU B\\u202e" in warning and "\\[" not in warning
@@ -245,12 +245,12 @@ def test_free_form_details_of_the_wrong_type_and_markup_in_na_reasons(tmp_path):
     d["collectors"]["instrument"]["details"]["unattached"] = 7
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
-    code, out, err = run_cli(["show", str(p), "--no-color", "--width", "200"])
+    code, out, err = run_cli("show", str(p), "--no-color", "--width", "200")
     assert code == 0 and "internal error" not in err, err
     assert "every N/A ms" in out and "GPM: [bold red]on[/]" in out
     assert "[bold red]not supported[/] here\\x1b[2K" in out and "\\[bold" not in out
     _no_raw(out)
-    code, _, err = run_cli(["report", str(p), "-o", str(tmp_path / "r.html")])
+    code, _, err = run_cli("report", str(p), "-o", str(tmp_path / "r.html"))
     assert code == 0 and "internal error" not in err, err
 
 
@@ -321,7 +321,7 @@ def test_show_prints_format_characters_outside_the_old_list_as_escapes(tmp_path)
     d["launches"][0]["kernel"] = "evil\U0001d173\u0600\U00013430\u06dd\U0001bca0name"
     p = tmp_path / "cf.json"
     p.write_text(json.dumps(d))
-    code, out, err = run_cli(["show", str(p), "--width", "250", "--no-color", "--all-kernels"])
+    code, out, err = run_cli("show", str(p), "--width", "250", "--no-color", "--all-kernels")
     assert code == 0, err
     assert "evil\\U0001d173\\u0600\\U00013430\\u06dd\\U0001bca0name" in out
     assert not [c for c in out + err if _escape_by_category(c) != c and c not in "\t\n"]
@@ -334,7 +334,7 @@ def test_lone_surrogates_in_names_are_shown_as_escapes(tmp_path):
     d["launches"][0]["kernel"] = "\udc9b[31mRED\udc1b"
     p = tmp_path / "s.json"
     p.write_text(json.dumps(d))
-    code, out, err = run_cli(["show", str(p), "--width", "200", "--all-kernels"])
+    code, out, err = run_cli("show", str(p), "--width", "200", "--all-kernels")
     assert code == 0 and "internal error" not in err, err
     assert "\\udc9b[31mRED\\udc1b" in out and not any("\ud800" <= c <= "\udfff" for c in out + err)
 
@@ -357,8 +357,8 @@ def test_the_roofs_line_escapes_the_ceilings_file_strings_and_path(tmp_path, mon
         (here / "c.json").write_text(json.dumps(c))
         argv, shown = ["--ceilings", str(here / "c.json")], ["\\x1b[31mRED", "EVIL\\u202e[bold]B[/]",
                                                              "dir\\x1b]0;PWNED\\x07"]
-    code, out, err = run_cli(["show", str(DATA / "session_h100_analysis.json.gz"), "--width", "400", "--no-color",
-                              *argv])
+    code, out, err = run_cli("show", str(DATA / "session_h100_analysis.json.gz"), "--width", "400", "--no-color",
+                              *argv)
     assert code == 0, err
     roofs = next(line for line in out.splitlines() if "Roofs (" in line)
     assert all(s in roofs for s in shown), roofs
@@ -378,7 +378,7 @@ def test_argparse_errors_escape_the_arguments_they_quote(argv, tmp_path, monkeyp
     """argparse's own errors ("unrecognized arguments", "invalid choice", "expected one argument") quote what was
     typed: usage, then one escaped sentence, exit 2."""
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli(argv)
+    code, out, err = run_cli(*argv)
     assert code == 2 and not out and not (tmp_path / "x.json").exists()
     assert err.startswith("usage: kernelscope") and err.count("error:") == 1, err
     last = err.splitlines()[-1]

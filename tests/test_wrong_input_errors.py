@@ -100,3 +100,13 @@ def test_export_help_shows_the_output_as_required():
     r = run_cli("export", "--help")
     usage = r.stdout.splitlines()[0]
     assert r.returncode == 0 and " -o OUT.json" in usage and "[-o" not in usage, usage
+
+
+def test_the_import_advice_can_be_copied_without_the_sentence_period(tmp_path):
+    """The command sat at the end of the sentence, so the closing period came with it when copied."""
+    from kernelscope.collect.file_kind import not_a_session
+
+    trace = tmp_path / "t.pt.trace.json"
+    trace.write_text('{"schemaVersion": 1, "traceEvents": [], "deviceProperties": []}')
+    text = not_a_session(trace)
+    assert text is not None and f"`kernelscope import {trace}`" in text and not text.endswith(str(trace))

@@ -7,36 +7,19 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, HANG_S, ROOT, error_sentence, run_cli
 from kernelscope.model.files import OutputFileError, check_output, write_atomic
-from test_fuzz_readers import run_cli
 
 SESSION = DATA / "session_h100_mixed.json.gz"
-
-
-def _one_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("kernelscope: error:")]
-    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
-    assert lines[0].count(". ") == 0 or lines[0].endswith("."), err
-    return lines[0]
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    p = tmp_path / "run.json.gz"
-    shutil.copy(SESSION, p)
-    return p
 
 
 def _fifo(d: Path) -> Path:
@@ -72,34 +55,34 @@ def _what_it_is(p: Path) -> tuple:
 
 @pytest.mark.parametrize("force", [[], ["-f"]])
 @pytest.mark.parametrize("kind", sorted(SPECIAL))
-def test_export_never_replaces_a_special_file(session, tmp_path, kind, force):
+def test_export_never_replaces_a_special_file(session_file, tmp_path, kind, force):
     target = SPECIAL[kind](tmp_path)
     before = _what_it_is(target)
-    code, out, err = run_cli(["export", str(session), "-o", str(target), *force])
+    code, out, err = run_cli("export", str(session_file), "-o", str(target), *force)
     assert code == 2, err
-    line = _one_error(err)
+    line = error_sentence(err)
     assert any(w in line for w in ("not a regular file", "does not exist", "already exists")), line
     assert _what_it_is(target) == before  # still the FIFO / the link to /dev/null / the dangling link
     assert not (tmp_path / "nowhere.json").exists()  # a dangling link is never followed
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
 
 
-def test_a_character_device_made_with_mknod_is_never_replaced(session, tmp_path):
+def test_a_character_device_made_with_mknod_is_never_replaced(session_file, tmp_path):
     dev = tmp_path / "mynull"
     try:
         os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     except (PermissionError, OSError):
         pytest.skip("mknod is not permitted here")
-    code, _, err = run_cli(["report", str(session), "-o", str(dev), "-f"])
-    assert code == 2 and "a character device, not a regular file" in _one_error(err)
+    code, _, err = run_cli("report", str(session_file), "-o", str(dev), "-f")
+    assert code == 2 and "a character device, not a regular file" in error_sentence(err)
     assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
 @pytest.mark.parametrize("name", ["/proc/self/fd/1", "/dev/fd/2", "-", "/dev/stdout"])
-def test_fd_links_and_stdout_spellings_are_refused(session, name):
-    code, out, err = run_cli(["export", str(session), "-o", name, "-f"])
+def test_fd_links_and_stdout_spellings_are_refused(session_file, name):
+    code, out, err = run_cli("export", str(session_file), "-o", name, "-f")
     assert code == 2 and out == ""
-    assert any(w in _one_error(err) for w in ("file-descriptor", "standard stream")), err
+    assert any(w in error_sentence(err) for w in ("file-descriptor", "standard stream")), err
 
 
 def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
@@ -111,31 +94,31 @@ def test_write_atomic_refuses_a_special_file_even_with_force(tmp_path):
         check_output(_dangling(tmp_path))
 
 
-def test_a_name_over_255_bytes_is_one_sentence(session, tmp_path):
-    code, _, err = run_cli(["export", str(session), "-o", str(tmp_path / ("x" * 300 + ".json"))])
-    assert code == 2 and "at most 255 bytes" in _one_error(err)
+def test_a_name_over_255_bytes_is_one_sentence(session_file, tmp_path):
+    code, _, err = run_cli("export", str(session_file), "-o", str(tmp_path / ("x" * 300 + ".json")))
+    assert code == 2 and "at most 255 bytes" in error_sentence(err)
 
 
-def test_width_is_bounded(session):
-    code, out, err = run_cli(["show", str(session), "--width", "99999999999"])
+def test_width_is_bounded(session_file):
+    code, out, err = run_cli("show", str(session_file), "--width", "99999999999")
     assert code == 2 and "at most 10000 columns" in err and "Traceback" not in err and out == ""
 
 
-# -- every file a command reads is an input (item 4) ------------------------------------------------------------
-def test_the_ceilings_file_is_an_input_of_report_and_show(session, tmp_path):
+# -- every file a command reads is an input ---------------------------------------------------------------------
+def test_the_ceilings_file_is_an_input_of_report_and_show(session_file, tmp_path):
     ceilings = tmp_path / "c.json"
     shutil.copy(DATA / "ceilings_h100.json", ceilings)
     before = ceilings.read_bytes()
-    code, _, err = run_cli(["report", str(session), "--ceilings", str(ceilings), "-o", str(ceilings), "-f"])
-    assert code == 2 and "is also an input" in _one_error(err)
+    code, _, err = run_cli("report", str(session_file), "--ceilings", str(ceilings), "-o", str(ceilings), "-f")
+    assert code == 2 and "is also an input" in error_sentence(err)
     pytest.importorskip("matplotlib")
-    code, out, err = run_cli(["show", str(session), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
-                              "-f"])
-    assert code == 2 and "is also an input" in _one_error(err) and out == ""
+    code, out, err = run_cli("show", str(session_file), "--ceilings", str(ceilings), "--roofline-png", str(ceilings),
+                              "-f")
+    assert code == 2 and "is also an input" in error_sentence(err) and out == ""
     assert ceilings.read_bytes() == before
 
 
-# -- no-clobber without -f is exclusive (item 5) ----------------------------------------------------------------
+# -- no-clobber without -f is exclusive -------------------------------------------------------------------------
 def test_a_file_created_during_the_write_is_never_destroyed_without_force(tmp_path):
     target = tmp_path / "out.json"
     check_output(target)  # free when checked
@@ -158,7 +141,7 @@ def test_two_writers_without_force_cannot_both_win(tmp_path):
     def writer(name: str) -> None:
         def data(f):
             f.write(name.encode())
-            inside.wait(timeout=10)  # both have checked and written; both now try to take the name
+            inside.wait(timeout=HANG_S)  # both have checked and written; both now try to take the name
         try:
             write_atomic(target, data, force=False)
             results[name] = "won"
@@ -169,14 +152,14 @@ def test_two_writers_without_force_cannot_both_win(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=HANG_S)
     assert sorted(results.values()) == ["refused", "won"]
     winner = next(n for n, r in results.items() if r == "won")
     assert target.read_text() == winner
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
-def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_path, monkeypatch):
+def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session_file, tmp_path, monkeypatch):
     out = tmp_path / "trace.json"
     from kernelscope.render import chrome_trace
 
@@ -187,54 +170,19 @@ def test_export_without_force_keeps_a_file_that_appeared_meanwhile(session, tmp_
         return real(self, f)
 
     monkeypatch.setattr(chrome_trace.ChromeTrace, "write_json", racing)
-    code, _, err = run_cli(["export", str(session), "-o", str(out)])
-    assert code == 2 and "created by something else" in _one_error(err)
+    code, _, err = run_cli("export", str(session_file), "-o", str(out))
+    assert code == 2 and "created by something else" in error_sentence(err)
     assert out.read_text() == "appeared meanwhile"
 
 
-# -- SIGTERM mid-write (item 9) ---------------------------------------------------------------------------------
-_SLOW_WRITER = """
-import sys, time
-from kernelscope.model.files import write_atomic
-def write(f):
-    for i in range(100_000):
-        f.write(b"N" * 16384)
-        f.flush()
-        if i % 64 == 0:
-            time.sleep(0.01)
-write_atomic(sys.argv[1], write, force=True)
-"""
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_mid_write_removes_the_partial_file(tmp_path, sig):
-    target = tmp_path / "session.json"
-    target.write_bytes(b"old")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(target)], env=env)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        partial = [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
-        if partial and partial[0].stat().st_size > 1 << 20:
-            break
-        time.sleep(0.02)
-    else:
-        p.kill()
-        pytest.fail("the writer never started writing")
-    p.send_signal(sig)
-    assert p.wait(timeout=20) == -sig  # it still dies of the signal, as SIGTERM's sender expects
-    assert target.read_bytes() == b"old"
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["session.json"]  # no .partial left behind
-
-
-# -- internal errors that are one sentence now (item 6) ---------------------------------------------------------
+# -- names from a session or a results file in output paths ------------------------------------------------
 def test_a_device_name_longer_than_a_file_name_is_drawn(tmp_path, monkeypatch):
     d = json.loads(gzip.decompress(SESSION.read_bytes()))
     d["device"]["name"] = "NVIDIA " + "H" * 400  # the ceilings cache path was over 255 bytes
     p = tmp_path / "long.json"
     p.write_text(json.dumps(d))
     monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    code, out, err = run_cli(["show", str(p), "--width", "120", "--no-color"])
+    code, out, err = run_cli("show", str(p), "--width", "120", "--no-color")
     assert code == 0 and "internal error" not in err, err
     from kernelscope.collect.calibrate.ceilings import CeilingKey
 
@@ -251,32 +199,12 @@ def test_plot_names_from_the_results_file_stay_inside_the_output_dir(tmp_path):
     results = tmp_path / "r.json"
     results.write_text(json.dumps(d))
     out = tmp_path / "plots"
-    code, stdout, err = run_cli(["plot", str(results), "--output-dir", str(out)])
+    code, stdout, err = run_cli("plot", str(results), "--output-dir", str(out))
     assert code == 0, err
     written = sorted(p.name for p in out.iterdir())
     assert written and all(n.startswith("escaped-31m_") for n in written)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "r.json"]  # nothing beside it
     assert "\x1b" not in stdout + err
-
-
-def test_a_workload_that_catches_ctrl_c_itself_is_still_an_interrupted_run(tmp_path):
-    """Issue 37 item 11: the workload swallowed KeyboardInterrupt and exited 0, and so did `run`."""
-    script = tmp_path / "stubborn.py"
-    script.write_text("import time\nprint('ready', flush=True)\ntry:\n    time.sleep(60)\n"
-                      "except KeyboardInterrupt:\n    pass\n")
-    out = tmp_path / "s.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    p = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
-                          str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert p.stdout.readline().strip() == "ready"
-    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
-    p.wait(timeout=60)
-    assert p.returncode == 130, p.stderr.read()[-2000:]
-    from kernelscope.model import Session
-
-    s = Session.load(out)
-    assert s.outcome == "interrupted" and s.exit_code == 130
 
 
 def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
@@ -289,9 +217,9 @@ def test_run_keep_trace_is_an_output_like_the_session(tmp_path):
                                   (tmp_path / "dangling", [], "does not exist")):
         if target.name == "dangling":
             _dangling(tmp_path)
-        code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
-                                sys.executable, str(script)])
-        assert code == 2 and phrase in _one_error(err), err
+        code, _, err = run_cli("run", "-o", str(tmp_path / "s.json"), "--keep-trace", str(target), *extra, "--",
+                                sys.executable, str(script))
+        assert code == 2 and phrase in error_sentence(err), err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "s.json").exists()
     from kernelscope.collect.trace.recorder import _keep  # what the trace pass does with the trace (needs CUDA)
 
@@ -310,15 +238,15 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
     out = tmp_path / "s.json"
     script = tmp_path / "w.py"
     script.write_text(f"open({str(out)!r}, 'w').write('mine')\n")  # the workload takes the name itself
-    code, _, err = run_cli(["run", "-o", str(out), "--", sys.executable, str(script)])
-    assert code == 2 and "created by something else" in _one_error(err), err
+    code, _, err = run_cli("run", "-o", str(out), "--", sys.executable, str(script))
+    assert code == 2 and "created by something else" in error_sentence(err), err
     assert out.read_text() == "mine"
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")]
     assert len(kept) == 1 and str(kept[0]) in err  # what was collected is not lost: named in the sentence
     from kernelscope.model import Session
 
     assert Session.load(kept[0]).command == [sys.executable, str(script)]
-    code, _, err = run_cli(["run", "-o", str(out), "-f", "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(out), "-f", "--", sys.executable, str(script))
     assert code == 0, err
     assert Session.load(out).command == [sys.executable, str(script)]  # -f: the run's session replaces it
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".kernelscope-run-")] == [kept[0].name]
@@ -327,7 +255,7 @@ def test_run_never_replaces_a_session_file_created_while_the_workload_ran(tmp_pa
 def test_run_leaves_no_private_file_behind(tmp_path):
     script = tmp_path / "w.py"
     script.write_text("print('hi')\n")
-    code, _, err = run_cli(["run", "-o", str(tmp_path / "s.json"), "--", sys.executable, str(script)])
+    code, _, err = run_cli("run", "-o", str(tmp_path / "s.json"), "--", sys.executable, str(script))
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "w.py"]
 
@@ -370,7 +298,7 @@ def test_an_empty_output_name_is_refused_not_replaced_by_the_default(tmp_path):
     an empty name is given, so it is checked like any other and refused."""
     trace = tmp_path / "t.pt.trace.json.gz"
     shutil.copy(DATA / "trace_h100_mixed.json.gz", trace)
-    code, _, err = run_cli(["import", str(trace), "-o", ""])
+    code, _, err = run_cli("import", str(trace), "-o", "")
     assert code == 2 and "internal error" not in err and "give a file name" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.pt.trace.json.gz"]
 
@@ -392,7 +320,7 @@ def _kernelscope(argv: list[str], stdout, env: dict[str, str] | None = None) -> 
         if name not in (env or {}):
             full_env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=stdout, stderr=subprocess.PIPE,
-                          cwd=ROOT, env=full_env, timeout=120)
+                          cwd=ROOT, env=full_env, timeout=HANG_S)
 
 
 def _needs_of(command: str) -> None:
@@ -451,7 +379,7 @@ def test_a_command_started_with_stdout_closed_drops_its_output_like_print(comman
 
     def closed_stdout(argv: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kernelscope", *argv], stdout=None, stderr=subprocess.PIPE,
-                              cwd=ROOT, env=full_env, timeout=120, preexec_fn=lambda: os.close(1))
+                              cwd=ROOT, env=full_env, timeout=HANG_S, preexec_fn=lambda: os.close(1))
 
     r = closed_stdout(STDOUT_COMMANDS[command])
     assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()

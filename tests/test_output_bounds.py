@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, draw, run_cli
 from kernelscope.model import Session
 from kernelscope.model.memory import Mark
-from test_fuzz_readers import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -29,31 +27,28 @@ def marked(tmp_path_factory) -> tuple[Path, int]:
     return p, len(s.launches)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [20, 200])
 def test_timeline_rows_and_marks_stay_within_the_limit(marked, limit):
     path, launches = marked
-    t = time.monotonic()
-    code, out, err = run_cli(["show", str(path), "--timeline", str(limit), "--panels", "0", "--width", "160",
-                              "--no-color"])
-    took = time.monotonic() - t
+    code, out, err = run_cli("show", str(path), "--timeline", str(limit), "--panels", "0", "--width", "160",
+                              "--no-color")
     assert code == 0, err
     drawn = [ln for ln in out.splitlines() if "◆ m" in ln]
     assert 0 < len(drawn) <= limit
     more = next(ln for ln in out.splitlines() if "more rows (show --timeline N" in ln)
     assert int(more.split("…")[1].split()[0].replace(",", "")) >= 50_000 - limit  # what was left out is counted
-    assert took < 25, took
 
 
+@pytest.mark.slow
 def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     """`show --brief` laid out every argument of the command: 10^7 of them took 154 s."""
     s = Session.load(DATA / "session_h100_mixed.json.gz")
     s.command = [f"arg{i}" for i in range(300_000)]
     p = tmp_path / "cmd.json.gz"
     s.save(p)
-    t = time.monotonic()
-    code, out, err = run_cli(["show", str(p), "--brief", "--no-color", "--width", "120"])
+    code, out, err = run_cli("show", str(p), "--brief", "--no-color", "--width", "120")
     assert code == 0, err
-    assert time.monotonic() - t < 20
     assert "more arguments)" in out and len(out) < 100_000
     from kernelscope.render.header import COMMAND_CHARS, command_text
 
@@ -62,16 +57,15 @@ def test_a_command_of_many_arguments_is_drawn_cut(tmp_path):
     assert command_text(["x" * 5000]).endswith("… (3,000 more characters)")
 
 
+@pytest.mark.slow
 def test_the_html_timeline_keeps_its_row_bound_with_many_marks(marked, tmp_path):
     """`report` with a million marks wrote a 153 MB page though the README bounds it to the first 200 rows."""
     from kernelscope.render.html.session import TIMELINE_ROWS
 
     path, _ = marked
     out = tmp_path / "r.html"
-    t = time.monotonic()
-    code, _, err = run_cli(["report", str(path), "-o", str(out), "--panels", "0"])
+    code, _, err = run_cli("report", str(path), "-o", str(out), "--panels", "0")
     assert code == 0, err
-    assert time.monotonic() - t < 25
     page = out.read_text()
     assert 0 < page.count("◆ m") <= TIMELINE_ROWS
     assert f"first {TIMELINE_ROWS} of" in page and len(page) < 3_000_000
@@ -95,7 +89,7 @@ def test_a_long_name_is_drawn_shortened_with_the_count_of_what_is_left_out(long_
     from kernelscope.render.text import DISPLAY_CHARS
 
     path, name = long_name
-    code, out, err = run_cli([argv[0], str(path), *argv[1:]])
+    code, out, err = run_cli(argv[0], str(path), *argv[1:])
     assert code == 0, err
     assert len(out) < 200_000  # was 3.5 MB for show, 5 MB for diff: the whole name, several times
     if argv[1] != "--brief":  # the brief view names no kernel
@@ -108,7 +102,7 @@ def test_the_kernel_panel_gives_no_count_for_a_name_the_display_shortened(long_n
     """The panel cuts long names to a few lines with a count of what it left out; of a name the display copy
     had shortened already, that count would be of the copy (3,671 for a name missing 4,674), so it gives none."""
     path, name = long_name
-    code, out, err = run_cli(["show", str(path), "--kernel", "^kkk", "--no-color", "--width", "100"])
+    code, out, err = run_cli("show", str(path), "--kernel", "^kkk", "--no-color", "--width", "100")
     assert code == 0, err
     unwrapped = "".join(ch for ch in out if ch not in " │\n")
     assert "…(show--jsonhasthefullname)" in unwrapped
@@ -117,10 +111,10 @@ def test_the_kernel_panel_gives_no_count_for_a_name_the_display_shortened(long_n
 
 def test_the_json_outputs_keep_the_whole_name(long_name, tmp_path):
     path, name = long_name
-    code, out, err = run_cli(["show", str(path), "--json"])
+    code, out, err = run_cli("show", str(path), "--json")
     assert code == 0, err
     assert name in out
-    code, _, err = run_cli(["export", str(path), "-o", str(tmp_path / "t.trace.json")])
+    code, _, err = run_cli("export", str(path), "-o", str(tmp_path / "t.trace.json"))
     assert code == 0, err
     assert name in (tmp_path / "t.trace.json").read_text()
 
@@ -144,6 +138,7 @@ def _base() -> dict:
     return json.loads(gzip.open(DATA / "session_h100_mixed.json.gz").read())
 
 
+@pytest.mark.slow
 def test_a_million_bad_items_are_named_ten_times_and_counted(tmp_path):
     """`"launches": [0, 0, ...]` of 3 million items took 10-16 s and 506 MB in `show`: one message per item, kept
     and copied for the terminal."""
@@ -156,10 +151,8 @@ def test_a_million_bad_items_are_named_ten_times_and_counted(tmp_path):
     assert len(s.skipped_on_load) == SKIPPED_KEPT + 1 and skipped_count(s.skipped_on_load) == n
     assert s.skipped_on_load[0] == "skipped launches[0] (launches[0]: expected an object, found the number 0)"
     assert s.skipped_on_load[-1] == f"… and {n - SKIPPED_KEPT:,} more damaged parts of launches skipped"
-    t = time.monotonic()
-    code, out, err = run_cli(["show", str(p), "--no-color"])
+    code, out, err = run_cli("show", str(p), "--no-color")
     assert code == 0, err
-    assert time.monotonic() - t < 10  # 1.3 s here after, about 5 s before
     notes = err.splitlines()
     assert len(notes) == 6 and notes[-1].endswith(f": {n - 5:,} more damaged parts skipped.")
 
@@ -196,6 +189,7 @@ def test_the_notes_count_what_the_count_lines_stand_for(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[-1].endswith(": 19 more damaged parts skipped.")
 
 
+@pytest.mark.slow
 def test_short_names_of_huge_names_jump_from_bracket_to_bracket():
     """show --json, report and export name kernels short: walked one character at a time, a 10 MB name took
     most of their 2.5 s."""
@@ -204,9 +198,7 @@ def test_short_names_of_huge_names_jump_from_bracket_to_bracket():
     assert short_kernel_name("void at::native::(anonymous namespace)::foo_kernel<float, (4)>(int)") == "foo_kernel"
     assert short_kernel_name("a<b>(c))d(") == "ad"  # a close with none open is dropped; an open never closed ends it
     huge = "void ns::" + "k" * 5_000_000 + "<" + "t" * 1_000_000 + ">(int)"
-    t = time.process_time()
     assert short_kernel_name(huge) == "k" * 5_000_000
-    assert time.process_time() - t < 1.0  # one character at a time: about 0.6 s per million
 
 
 # -- the Ranks and Collectives panels of sessions with many rank records --------------------------------------
@@ -222,30 +214,28 @@ def _many_ranks(path: Path, n: int) -> Path:
     return path
 
 
-def test_show_of_2000_ranks_draws_a_bounded_ranks_panel_quickly(tmp_path):
+@pytest.mark.slow
+def test_show_of_2000_ranks_draws_a_bounded_ranks_panel(tmp_path):
     """The Ranks panel drew a row per rank and the Collectives panel a column pair per rank: `show` of 2,000 rank
     records took 6.7 s (100k: over 60 s)."""
     path = _many_ranks(tmp_path / "r2000.json", 2000)
-    run_cli(["show", str(RUN), "--no-color"])  # the libraries loaded before timing
-    t = time.process_time()
-    code, out, err = run_cli(["show", str(path), "--no-color", "--width", "120"])
-    took = time.process_time() - t
+    code, out, err = run_cli("show", str(path), "--no-color", "--width", "120")
     assert code == 0, err
-    assert took < 2.0, took  # about 0.4 s here after, about 7 s before
     panel = out[out.index("Ranks (2000)"): out.index("Collectives (")]
     drawn = [ln for ln in panel.splitlines() if ln[2:].split()[:1] and ln[2:].split()[0].isdigit()]
     assert len(drawn) == 16 and "… and 1,984 more ranks (show --json has every rank)" in panel
     assert "start and wait of the first 16 ranks, the straggler and the first to arrive" in out
     assert len(out.splitlines()) < 800
-    code, out, _ = run_cli(["show", str(path), "--json"])
+    code, out, _ = run_cli("show", str(path), "--json")
     assert code == 0 and len(json.loads(out)["ranks"]) == 2000
 
 
+@pytest.mark.slow
 def test_the_report_of_2000_ranks_draws_the_ranks_the_terminal_draws(tmp_path):
     """The HTML report's Ranks table had a row per rank (2,000 ranks: a 575 KiB page); it draws the terminal's
     selection, with the same line for the ranks left out."""
     path = _many_ranks(tmp_path / "r2000.json", 2000)
-    code, _, err = run_cli(["report", str(path), "-o", str(tmp_path / "r.html")])
+    code, _, err = run_cli("report", str(path), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     page = (tmp_path / "r.html").read_text()
     ranks = page[page.index('id="ranks"'):page.index('id="collectives"')]
@@ -266,10 +256,7 @@ def _summary_of(n: int, compute_ns: dict[int, int], wait_ns: dict[int, int]):
 
 
 def _panel_text(panel, width: int = 200) -> str:
-    from rich.console import Console
-    c = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
-    c.print(panel)
-    return c.export_text()
+    return draw(panel, width)
 
 
 def test_past_16_ranks_the_panel_adds_the_ranks_that_matter_and_counts_the_rest():
@@ -288,6 +275,7 @@ def test_past_16_ranks_the_panel_adds_the_ranks_that_matter_and_counts_the_rest(
         assert "more rank" not in _panel_text(RanksPanel(_summary_of(n, {1: 1}, {})))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2000, 100_000])
 def test_the_collectives_panel_draws_the_first_ranks_of_each_collective_and_its_straggler(n):
     from dataclasses import replace
@@ -299,8 +287,6 @@ def test_the_collectives_panel_draws_the_first_ranks_of_each_collective_and_its_
     late = replace(row.ranks[0], rank=n - 1, wait_ns=0)
     timings = tuple(replace(row.ranks[1], rank=i) for i in range(n - 1)) + (late,)
     many = replace(a, rows=(replace(row, ranks=timings, straggler_rank=n - 1, first_rank=0),), ranks=tuple(range(n)))
-    t = time.process_time()
     text = _panel_text(CollectivesPanel(many, limit=20), 120)
-    assert time.process_time() - t < 2.0
     assert f"r{n - 1} " in text and "r15 " in text and "r16 " not in text
     assert f"… {n - 17:,} more ranks" in text and f"… {n - 21:,} more waits" in text and len(text.splitlines()) < 50
