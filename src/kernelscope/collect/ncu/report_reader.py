@@ -71,7 +71,8 @@ class ReaderLocation:
 
 
 def _site_dirs() -> list[Path]:
-    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()]
+    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+            *(site.getsitepackages() if hasattr(site, "getsitepackages") else [])]  # absent in old virtualenvs
     if site.ENABLE_USER_SITE:
         dirs.append(site.getusersitepackages())
     return [Path(d) for d in dict.fromkeys(dirs)]
