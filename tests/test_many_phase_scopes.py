@@ -14,7 +14,9 @@ from kernelscope.collect.instrument.cuda_scopes import MAX_SCOPE_ID
 from kernelscope.model import Launch, PhaseScopes, Session, WarpScopes
 from kernelscope.render.kernel_phases import KernelPhasesPanel
 from kernelscope.render.show import make_console
-from kernelscope.render.warp_execution import PHASES_DRAWN, WarpExecutionPanel, phase_letters
+from kernelscope.render.warp_execution import WarpExecutionPanel, phase_letters
+
+PHASES_DRAWN = OVERLAP_PHASES  # the busiest phases the panels name
 
 
 def scopes(n_ids: int, warps: int = 8, per_warp: int | None = None) -> PhaseScopes:

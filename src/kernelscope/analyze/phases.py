@@ -20,7 +20,7 @@ IDLE_FORMULA = ("unscoped = warp span (first start to last end) - time inside an
 OVERLAP_FORMULA = ("per block: time some warp is in A while some warp is in B / block span; median over blocks "
                    "(nested scopes count as overlapping)")
 SHARE_FORMULA = "median over blocks of (time some warp is in the phase / block span)"
-OVERLAP_PHASES = 16  # overlaps are measured between this many of the busiest phases: pairs grow as its square
+OVERLAP_PHASES = 16  # the busiest phases panels name and overlaps are measured between: pairs grow as its square
 
 def covered(intervals: list[Interval]) -> int:
     return total(union(intervals))
@@ -68,6 +68,7 @@ class PhaseSummary:
     checks: tuple[str, ...]  # what was checked against what, and what could not be, one sentence each
     problems: tuple[str, ...]  # what the collector dropped (from PhaseScopes.problems)
     overlap_phases: int = 0  # how many phases (the busiest) the overlaps were measured between
+    busiest: tuple[PhaseStat, ...] = ()  # the OVERLAP_PHASES with the most time over all warps, in ``phases`` order
 
 
 def _by_block(s: PhaseScopes) -> dict[int, list[WarpScopes]]:
@@ -176,15 +177,15 @@ def summarize_phases(s: PhaseScopes, launch: Launch | None = None) -> PhaseSumma
     nonzero = [v for v in spans.values() if v > 0]
     return PhaseSummary(s.time_unit, len(blocks), len(s.warps), tuple(stats), tuple(overlaps),
                         statistics.median(nonzero) if nonzero else None, tuple(check_scopes(s, launch)),
-                        tuple(s.problems), len(busiest))
+                        tuple(s.problems), len(busiest), busiest_phases(stats, OVERLAP_PHASES))
 
 
-def busiest_phases(v: PhaseSummary, limit: int) -> tuple[PhaseStat, ...]:
-    """The ``limit`` phases with the most time over all warps, in the summary's order (median first start)."""
-    if len(v.phases) <= limit:
-        return v.phases
-    keep = set(sorted(range(len(v.phases)), key=lambda i: (-v.phases[i].total, i))[:limit])
-    return tuple(p for i, p in enumerate(v.phases) if i in keep)
+def busiest_phases(stats: list[PhaseStat], limit: int) -> tuple[PhaseStat, ...]:
+    """The ``limit`` phases with the most time over all warps, in the order of ``stats``."""
+    if len(stats) <= limit:
+        return tuple(stats)
+    keep = set(sorted(range(len(stats)), key=lambda i: (-stats[i].total, i))[:limit])
+    return tuple(p for i, p in enumerate(stats) if i in keep)
 
 
 @dataclass(frozen=True)

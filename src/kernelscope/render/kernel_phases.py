@@ -11,10 +11,9 @@ from kernelscope.analyze.phases import (
     SHARE_FORMULA,
     PhaseSummary,
     ScopedLaunchView,
-    busiest_phases,
 )
 from kernelscope.render.fmt import bar, plural
-from kernelscope.render.warp_execution import OTHER, PHASES_DRAWN, drawn_phases, no_scopes_panel
+from kernelscope.render.warp_execution import OTHER, drawn_phases, no_scopes_panel
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
 
 
@@ -23,7 +22,7 @@ def not_shown(v: PhaseSummary, shown: int) -> str:
     rest = len(v.phases) - shown
     if rest <= 0:
         return ""
-    scopes = sum(p.scopes for p in v.phases) - sum(p.scopes for p in busiest_phases(v, shown))
+    scopes = sum(p.scopes for p in v.phases) - sum(p.scopes for p in v.busiest)
     return (f"{OTHER} {rest:,} more phases ({scopes:,} scopes) not listed: the {shown} with the most time over all "
             "warps are shown")
 
@@ -51,7 +50,7 @@ class KernelPhasesPanel:
         u = v.unit
         marks = drawn_phases(s, v)
         letters = {s.names[i]: ch for i, ch in marks.items()}
-        shown = busiest_phases(v, PHASES_DRAWN)
+        shown = v.busiest
         span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
         head = Text(f"{plural(v.blocks, 'block')}, {plural(v.warps, 'warp')} recorded; median block span {span} "
                     f"(first to last scope record of a block)")

@@ -7,15 +7,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.phases import IDLE_FORMULA, PhaseSummary, ScopedLaunchView, WarpIdle, busiest_phases
+from kernelscope.analyze.phases import IDLE_FORMULA, PhaseSummary, ScopedLaunchView, WarpIdle
 from kernelscope.analyze.warp_state import WarpStateView
 from kernelscope.model import PhaseScopes, WarpScopes
 from kernelscope.render.fit import fitted_panel
 from kernelscope.render.fmt import plural
 
 IDLE = "·"
-OTHER = "+"  # a phase outside the busiest PHASES_DRAWN
-PHASES_DRAWN = 16  # phases a panel names (letter, legend, table row); the rest are counted
+OTHER = "+"  # a phase outside the busiest (PhaseSummary.busiest), which the panels name
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
@@ -51,10 +50,11 @@ def phase_letters(names: list[str]) -> list[str]:
     return out
 
 
-def drawn_phases(s: PhaseScopes, v: PhaseSummary | None, limit: int = PHASES_DRAWN) -> dict[int, str]:
-    """Scope index -> its mark, for the ``limit`` busiest phases (analyze.phases.busiest_phases); every other
-    phase is drawn as OTHER and counted in the legend."""
-    shown = {p.name for p in busiest_phases(v, limit)} if v is not None else set(s.names[:limit])
+def drawn_phases(s: PhaseScopes, v: PhaseSummary | None) -> dict[int, str]:
+    """Scope index -> its mark, for the busiest phases (PhaseSummary.busiest); every other phase is drawn as
+    OTHER and counted in the legend."""
+    limit = len(v.busiest) if v is not None else 0
+    shown = {p.name for p in v.busiest} if v is not None else set()
     ids = [i for i, n in enumerate(s.names) if n in shown][:limit]
     return dict(zip(ids, phase_letters([s.names[i] for i in ids])))
 

@@ -4,7 +4,7 @@ the same helpers, as the terminal panels; pictures as inline SVG. Draws KernelRe
 from __future__ import annotations
 
 from kernelscope.analyze.kernel_table import WAVES_FORMULA as CONFIG_WAVES_FORMULA
-from kernelscope.analyze.phases import IDLE_FORMULA, OVERLAP_FORMULA, PER_WARP_FORMULA, SHARE_FORMULA, busiest_phases
+from kernelscope.analyze.phases import IDLE_FORMULA, OVERLAP_FORMULA, PER_WARP_FORMULA, SHARE_FORMULA
 from kernelscope.analyze.sm_layout import (
     COMPUTED_LABEL, CONCURRENT_FORMULA, OVERHEAD_FORMULA, SLOT_USE_FORMULA, SPREAD_FORMULA, TAIL_FORMULA,
     TAIL_IDLE_SMS_FORMULA, WAVES_FORMULA, ComputedLayout, MeasuredLayout, SMLayoutData,
@@ -19,7 +19,6 @@ from kernelscope.render.sm_layout import (MEASURED_NOTE, concurrency_strip, idle
 from kernelscope.render.kernel_phases import not_shown, overlap_among
 from kernelscope.render.warp_execution import (
     OTHER,
-    PHASES_DRAWN,
     choose_block,
     drawn_phases,
     no_scopes_why,
@@ -211,7 +210,7 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
     t0 = min(v for w in ws for v in w.start_ns)
     span = max(max(v for w in ws for v in w.end_ns) - t0, 1)
     marks = drawn_phases(s, scoped.phases)
-    other_color = "#868e96"  # phases outside the busiest PHASES_DRAWN
+    other_color = "#868e96"  # phases outside the busiest (PhaseSummary.busiest)
     colors = {i: (PALETTE[i % len(PALETTE)] if i in marks else other_color) for i in range(len(s.names))}
     rows = []
     for w in ws[:max_warps]:
@@ -253,7 +252,7 @@ def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
     letters = {s.names[i]: ch for i, ch in drawn_phases(s, v).items()}
     span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
     rows = []
-    shown = busiest_phases(v, PHASES_DRAWN)
+    shown = v.busiest
     for p in shown:
         share = "N/A" if p.share_of_block_median is None else Markup(
             pct_bar(100 * p.share_of_block_median) + f"{100 * p.share_of_block_median:.1f}%")
