@@ -217,7 +217,9 @@ def test_a_crash_of_nvidias_reader_on_a_damaged_file_is_one_sentence(tmp_path, m
     fake.mkdir()
     (fake / "ncu_report.py").write_text("import os, signal\n"
                                         "def load_report(path):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
-    monkeypatch.setenv("PYTHONPATH", str(fake))
+    from kernelscope.collect.ncu import report_reader
+
+    monkeypatch.setattr(report_reader, "locate_reader", lambda: report_reader.ReaderLocation(fake, False))
     report = report_file("ncu_h100_region", tmp_path)
     with pytest.raises(NcuReportError, match=r"is damaged: NVIDIA's report reader crashed on it \(signal SIGSEGV\)"):
         read_report(report)

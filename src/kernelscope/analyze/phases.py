@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 
-from kernelscope.analyze.intervals import Interval, intersect, total, union
+from kernelscope.analyze.intervals import Interval, intersect_unions, total, union
 from kernelscope.model import Launch, PhaseScopes, WarpScopes
 
 PER_WARP_FORMULA = "per warp: sum of (end - start) over that phase's scopes; then median / min / max over warps"
@@ -20,6 +20,7 @@ IDLE_FORMULA = ("unscoped = warp span (first start to last end) - time inside an
 OVERLAP_FORMULA = ("per block: time some warp is in A while some warp is in B / block span; median over blocks "
                    "(nested scopes count as overlapping)")
 SHARE_FORMULA = "median over blocks of (time some warp is in the phase / block span)"
+OVERLAP_PHASES = 16  # the busiest phases panels name and overlaps are measured between: pairs grow as its square
 
 def covered(intervals: list[Interval]) -> int:
     return total(union(intervals))
@@ -35,6 +36,7 @@ class PhaseStat:
     per_warp_max: int
     first_start_median: float  # median over warps of the phase's first start (from the block's first record)
     share_of_block_median: float | None  # 0..1, SHARE_FORMULA; None: no block with a span
+    total: int = 0  # time in the phase summed over all warps: what ranks the busiest phases
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class PhaseSummary:
     block_span_median: float | None
     checks: tuple[str, ...]  # what was checked against what, and what could not be, one sentence each
     problems: tuple[str, ...]  # what the collector dropped (from PhaseScopes.problems)
+    overlap_phases: int = 0  # how many phases (the busiest) the overlaps were measured between
+    busiest: tuple[PhaseStat, ...] = ()  # the OVERLAP_PHASES with the most time over all warps, in ``phases`` order
 
 
 def _by_block(s: PhaseScopes) -> dict[int, list[WarpScopes]]:
@@ -72,10 +76,6 @@ def _by_block(s: PhaseScopes) -> dict[int, list[WarpScopes]]:
     for w in s.warps:
         out[w.block_id].append(w)
     return out
-
-
-def phase_intervals(ws: list[WarpScopes], scope: int) -> list[Interval]:
-    return [(st, en) for w in ws for sc, st, en in zip(w.scope, w.start_ns, w.end_ns) if sc == scope]
 
 
 def warp_idle(w: WarpScopes) -> WarpIdle:
@@ -117,50 +117,75 @@ def check_scopes(s: PhaseScopes, launch: Launch | None) -> list[str]:
     return out
 
 
+def _phase_name(s: PhaseScopes, sc: int) -> str:
+    return s.names[sc] if 0 <= sc < len(s.names) else f"scope {sc}"
+
+
+def _block_unions(ws: list[WarpScopes]) -> dict[int, list[Interval]]:
+    """Per phase: the union of its scopes over the block's warps (one pass over the block's records)."""
+    by_phase: dict[int, list[Interval]] = defaultdict(list)
+    for w in ws:
+        for sc, st, en in zip(w.scope, w.start_ns, w.end_ns):
+            by_phase[sc].append((st, en))
+    return {sc: union(ivs) for sc, ivs in by_phase.items()}
+
+
+def _overlaps(s: PhaseScopes, unions: dict[int, dict[int, list[Interval]]], spans: dict[int, int],
+              ids: list[int]) -> list[Overlap]:
+    out = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            fr = [total(intersect_unions(u.get(a, []), u.get(b, []))) / spans[blk]
+                  for blk, u in unions.items() if spans[blk] > 0]
+            if fr and max(fr) > 0:
+                out.append(Overlap(_phase_name(s, a), _phase_name(s, b), statistics.median(fr), len(fr)))
+    out.sort(key=lambda o: -o.fraction_median)
+    return out
+
+
 def summarize_phases(s: PhaseScopes, launch: Launch | None = None) -> PhaseSummary:
+    """Every phase's durations and share; overlaps between the OVERLAP_PHASES busiest phases (most time over
+    all warps), so the pairs stay few however many phase ids the kernel used. Linear in the records but for
+    the sort inside each union."""
     blocks = _by_block(s)
     per_warp: dict[int, list[int]] = defaultdict(list)
     first: dict[int, list[int]] = defaultdict(list)
     count: dict[int, int] = defaultdict(int)
     for w in s.warps:
-        totals: dict[int, int] = defaultdict(int)
+        totals: dict[int, int] = {}
+        firsts: dict[int, int] = {}
         for sc, st, en in zip(w.scope, w.start_ns, w.end_ns):
-            totals[sc] += en - st
+            totals[sc] = totals.get(sc, 0) + en - st
+            firsts[sc] = min(firsts.get(sc, st), st)
             count[sc] += 1
         for sc, t in totals.items():
             per_warp[sc].append(t)
-            first[sc].append(min(st for c, st in zip(w.scope, w.start_ns) if c == sc))
+            first[sc].append(firsts[sc])
     spans = {b: block_span(ws) for b, ws in blocks.items()}
+    unions = {b: _block_unions(ws) for b, ws in blocks.items()}
     shares: dict[int, list[float]] = defaultdict(list)
-    for b, ws in blocks.items():
+    for b, u in unions.items():
         if spans[b] > 0:
             for sc in per_warp:
-                shares[sc].append(covered(phase_intervals(ws, sc)) / spans[b])
-    stats = [PhaseStat(s.names[sc] if 0 <= sc < len(s.names) else f"scope {sc}", count[sc], len(v),
-                       statistics.median(v), min(v), max(v), statistics.median(first[sc]),
-                       statistics.median(shares[sc]) if shares[sc] else None)
+                shares[sc].append(total(u.get(sc, [])) / spans[b])
+    stats = [PhaseStat(_phase_name(s, sc), count[sc], len(v), statistics.median(v), min(v), max(v),
+                       statistics.median(first[sc]), statistics.median(shares[sc]) if shares[sc] else None, sum(v))
              for sc, v in per_warp.items()]
     stats.sort(key=lambda p: (p.first_start_median, p.name))
-    overlaps = []
-    ids = sorted(per_warp)
-    for i, a in enumerate(ids):
-        for b in ids[i + 1:]:
-            fr = [covered(intersect(phase_intervals(ws, a), phase_intervals(ws, b))) / spans[blk]
-                  for blk, ws in blocks.items() if spans[blk] > 0]
-            if fr and max(fr) > 0:
-                overlaps.append(
-                    Overlap(
-                        s.names[a] if a < len(s.names) else f"scope {a}",
-                        s.names[b] if b < len(s.names) else f"scope {b}",
-                        statistics.median(fr),
-                        len(fr),
-                    )
-                )
-    overlaps.sort(key=lambda o: -o.fraction_median)
+    busiest = sorted(per_warp, key=lambda sc: (-sum(per_warp[sc]), sc))[:OVERLAP_PHASES]
+    overlaps = _overlaps(s, unions, spans, sorted(busiest))
     nonzero = [v for v in spans.values() if v > 0]
     return PhaseSummary(s.time_unit, len(blocks), len(s.warps), tuple(stats), tuple(overlaps),
                         statistics.median(nonzero) if nonzero else None, tuple(check_scopes(s, launch)),
-                        tuple(s.problems))
+                        tuple(s.problems), len(busiest), busiest_phases(stats, OVERLAP_PHASES))
+
+
+def busiest_phases(stats: list[PhaseStat], limit: int) -> tuple[PhaseStat, ...]:
+    """The ``limit`` phases with the most time over all warps, in the order of ``stats``."""
+    if len(stats) <= limit:
+        return tuple(stats)
+    keep = set(sorted(range(len(stats)), key=lambda i: (-stats[i].total, i))[:limit])
+    return tuple(p for i, p in enumerate(stats) if i in keep)
 
 
 @dataclass(frozen=True)

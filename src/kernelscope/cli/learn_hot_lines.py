@@ -59,6 +59,7 @@ def _installed_sha256(session: Session) -> dict[str, str]:
 
 def live_session(plan: Any) -> tuple[Session | None, str | None]:
     """(session with the kernel's per-line counters, None), or (None, why not) when the pass could not run."""
+    from kernelscope.collect.child_python import isolated_code
     from kernelscope.collect.ncu.counter_pass import CounterRequest, run_counter_pass
     from kernelscope.collect.trace.api import new_session
     from kernelscope.kernels.marlin.plan import GEMM_REGION
@@ -71,7 +72,7 @@ def live_session(plan: Any) -> tuple[Session | None, str | None]:
     print("kernelscope: profiling one W4A16 launch under ncu for its hot lines (source counters)...", file=sys.stderr)
     with tempfile.TemporaryDirectory() as d:
         req = CounterRequest(kernel_regex=KERNEL, region=GEMM_REGION, launch_count=1, source=True)
-        ok = run_counter_pass(session, [sys.executable, "-c", code], Path(d) / "learn.json", req)
+        ok = run_counter_pass(session, isolated_code(code), Path(d) / "learn.json", req)
     status = session.collectors.get(collector.COUNTERS)
     if ok and _with_lines(session) is not None:
         return session, None

@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 from kernelscope.cli.common import add_view_args, fail, output_path, positive, render_show, require_gpu
 from kernelscope.model import collectors as collector
@@ -70,7 +68,9 @@ def _counter_pass(result, workload: list[str], quiet: bool = False) -> int:
         if line.startswith("==PROF== Profiling") and not quiet:
             print("  " + visible(line.rstrip()), file=sys.stderr)  # ncu echoes kernel names
 
-    ok = run_counter_pass(result.session, [sys.executable, "-m", WORKLOAD, *workload], result.output,
+    from kernelscope.collect.child_python import isolated_module
+
+    ok = run_counter_pass(result.session, isolated_module(WORKLOAD, *workload), result.output,
                           CounterRequest(), on_line=progress)
     result.session.save(result.output)
     if not ok:
@@ -90,13 +90,9 @@ def _workload_args(args: argparse.Namespace) -> list[str]:
 
 def _tune(workload: list[str]) -> str:
     """Autotune the flash kernel in a plain child process; return its config as 'BM,BN,WARPS,STAGES'."""
-    import kernelscope
+    from kernelscope.collect.child_python import isolated_module
 
-    env = dict(os.environ)
-    root = str(Path(kernelscope.__file__).resolve().parent.parent)  # as collect/trace/runner.py does for its child
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    r = subprocess.run([sys.executable, "-m", WORKLOAD, *workload, "--print-config"], capture_output=True, text=True,
-                       env=env)
+    r = subprocess.run(isolated_module(WORKLOAD, *workload, "--print-config"), capture_output=True, text=True)
     lines = r.stdout.strip().splitlines()
     if r.returncode != 0 or not lines:
         err = (r.stderr.strip().splitlines() or ["no output"])[-1]

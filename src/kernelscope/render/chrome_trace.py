@@ -481,6 +481,24 @@ def _shape_event(sh: LaunchShape) -> tuple[Any, ...]:
             visible(sh.kernel), list(sh.grid), list(sh.block), list(sh.regions), extra)
 
 
+def _block_slots(rows: list[tuple[int, int, int, int]], ks: list[int], slot: list[int]) -> None:
+    """Each block of one SM (``ks``, by start, longest first at equal starts) takes the lowest slot free at its
+    start, as assign_lanes(nest=False) does, with heaps: n log n however many blocks overlap."""
+    busy: list[tuple[int, int]] = []  # (end, slot) of the blocks still running
+    free: list[int] = []
+    lanes = 0
+    for k in sorted(ks, key=lambda k: (rows[k][2], -rows[k][3])):
+        start, end = rows[k][2], rows[k][3]
+        while busy and busy[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, lanes = lanes, lanes + 1
+        slot[k] = lane
+        heapq.heappush(busy, (end, lane))
+
+
 def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
     rec = x.block_records
     assert rec is not None
@@ -509,9 +527,8 @@ def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
     for k, r in enumerate(rows):
         by_sm.setdefault(r[1], []).append(k)
     slot = [0] * len(rows)
-    for sm, ks in by_sm.items():
-        for k, lane in zip(ks, assign_lanes([(rows[k][2], rows[k][3]) for k in ks], nest=False)):
-            slot[k] = lane
+    for ks in by_sm.values():
+        _block_slots(rows, ks, slot)
     for sm in sorted(by_sm):
         for lane in range(max(slot[k] for k in by_sm[sm]) + 1):
             out.append(_meta("thread_name", pid, f"SM {sm} · slot {lane}", sm * SLOTS_PER_SM_TID + lane))

@@ -9,11 +9,28 @@ from kernelscope.analyze.phases import (
     OVERLAP_FORMULA,
     PER_WARP_FORMULA,
     SHARE_FORMULA,
+    PhaseSummary,
     ScopedLaunchView,
 )
 from kernelscope.render.fmt import bar, plural
-from kernelscope.render.warp_execution import no_scopes_panel, phase_letters
+from kernelscope.render.warp_execution import OTHER, drawn_phases, no_scopes_panel
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
+
+
+def not_shown(v: PhaseSummary, shown: int) -> str:
+    """The sentence counting the phases a panel leaves out (empty when it shows them all)."""
+    rest = len(v.phases) - shown
+    if rest <= 0:
+        return ""
+    scopes = sum(p.scopes for p in v.phases) - sum(p.scopes for p in v.busiest)
+    return (f"{OTHER} {rest:,} more phases ({scopes:,} scopes) not listed: the {shown} with the most time over all "
+            "warps are shown")
+
+
+def overlap_among(v: PhaseSummary) -> str:
+    """Which phases the overlaps were measured between, when not all of them."""
+    return f" among the {v.overlap_phases} busiest of {len(v.phases):,} phases" \
+        if v.overlap_phases < len(v.phases) else ""
 
 
 class KernelPhasesPanel:
@@ -31,7 +48,9 @@ class KernelPhasesPanel:
         v = self.view.phases
         assert s is not None and v is not None  # scopes with warps: analyze.phases.scoped_view summarised them
         u = v.unit
-        letters = dict(zip(s.names, phase_letters(s.names)))
+        marks = drawn_phases(s, v)
+        letters = {s.names[i]: ch for i, ch in marks.items()}
+        shown = v.busiest
         span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
         head = Text(f"{plural(v.blocks, 'block')}, {plural(v.warps, 'warp')} recorded; median block span {span} "
                     f"(first to last scope record of a block)")
@@ -39,21 +58,24 @@ class KernelPhasesPanel:
             "scopes", "warps", f"per warp median ({u})", "min", "max", f"starts at ({u})")] + [
             Column("share of block", "left")]
         rows = []
-        for p in v.phases:
+        for p in shown:
             share = "N/A" if p.share_of_block_median is None else \
                 f"{bar(100 * p.share_of_block_median, 12)} {100 * p.share_of_block_median:4.1f}%"
-            rows.append((f"{letters.get(p.name, '?')} {p.name}", f"{p.scopes:,}", f"{p.warps:,}",
+            rows.append((f"{letters.get(p.name, OTHER)} {p.name}", f"{p.scopes:,}", f"{p.warps:,}",
                          f"{p.per_warp_median:,.0f}", f"{p.per_warp_min:,}", f"{p.per_warp_max:,}",
                          f"{p.first_start_median:,.0f}", share))
         tables = fit_tables(options.max_width - 4, cols, rows)
         parts: list = [head, *tables]
+        if (rest := not_shown(v, len(shown))):
+            parts.append(Text(rest, style="dim"))
         if v.overlaps:
-            parts.append(Text("Overlap between phases (pipeline stages working at once):"))
+            parts.append(Text(f"Overlap between phases (pipeline stages working at once){overlap_among(v)}:"))
             for o in v.overlaps[: self.overlap_limit]:
                 parts.append(Text(f"  {o.a} ∥ {o.b}: {100 * o.fraction_median:.1f}% of the block span "
                                   f"(median over {plural(o.blocks, 'block')})"))
         else:
-            parts.append(Text("Overlap between phases: none measured (no two phases ran at once in any block)"))
+            parts.append(Text(f"Overlap between phases{overlap_among(v)}: none measured (no two phases ran at once "
+                              "in any block)"))
         parts.append(Text(f"derived: {PER_WARP_FORMULA}; share = {SHARE_FORMULA}; overlap = "
                           f"{OVERLAP_FORMULA}. Times in {u} ({s.clock}) from each block's first record.", style="dim"))
         parts += [Text(f"check: {c}", style="dim") for c in v.checks]

@@ -7,13 +7,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.analyze.phases import IDLE_FORMULA, ScopedLaunchView, WarpIdle
+from kernelscope.analyze.phases import IDLE_FORMULA, PhaseSummary, ScopedLaunchView, WarpIdle
 from kernelscope.analyze.warp_state import WarpStateView
 from kernelscope.model import PhaseScopes, WarpScopes
 from kernelscope.render.fit import fitted_panel
 from kernelscope.render.fmt import plural
 
 IDLE = "·"
+OTHER = "+"  # a phase outside the busiest (PhaseSummary.busiest), which the panels name
 STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
 
@@ -36,31 +37,56 @@ def no_scopes_panel(scopes: PhaseScopes | None, title: str, width: int = 10_000)
 
 
 def phase_letters(names: list[str]) -> list[str]:
-    """One letter per phase: its initial, or the next free letter of its name, or a digit."""
+    """One mark per phase: its initial, or the next free letter of its name, or a digit, or a lower-case letter;
+    OTHER once those run out."""
     used: set[str] = set()
     out = []
-    for i, n in enumerate(names):
-        pick = next((c.upper() for c in n if c.isalnum() and c.upper() not in used), None)
+    for n in names:
+        pick = next((c.upper() for c in n if c.isascii() and c.isalnum() and c.upper() not in used), None)
         if pick is None:
-            pick = next(d for d in "0123456789" + "abcdefghijklmnopqrstuvwxyz" if d not in used)
+            pick = next((d for d in "0123456789" + "abcdefghijklmnopqrstuvwxyz" if d not in used), OTHER)
         used.add(pick)
         out.append(pick)
     return out
 
 
+def drawn_phases(s: PhaseScopes, v: PhaseSummary | None) -> dict[int, str]:
+    """Scope index -> its mark, for the busiest phases (PhaseSummary.busiest); every other phase is drawn as
+    OTHER and counted in the legend."""
+    limit = len(v.busiest) if v is not None else 0
+    shown = {p.name for p in v.busiest} if v is not None else set()
+    ids = [i for i, n in enumerate(s.names) if n in shown][:limit]
+    return dict(zip(ids, phase_letters([s.names[i] for i in ids])))
+
+
+def other_phases(s: PhaseScopes, v: PhaseSummary | None, marks: dict[int, str]) -> int:
+    """How many recorded phases a panel draws as OTHER."""
+    return (len(s.names) if v is None else len(v.phases)) - len(marks)
+
+
+def legend_text(s: PhaseScopes, marks: dict[int, str], others: int) -> str:
+    text = "  ".join(f"{ch}={s.names[i]}" for i, ch in marks.items())
+    return text + (f"  {OTHER}={others:,} other phases" if others > 0 else "") + f"  {IDLE}=outside any scope"
+
+
 def warp_strip(w: WarpScopes, t0: int, span: int, width: int) -> list[int | None]:
-    """Per column: the phase covering most of it (the innermost when nested ties), None when idle."""
-    cols: list[int | None] = []
-    for c in range(width):
-        lo = t0 + span * c // width
-        hi = max(t0 + span * (c + 1) // width, lo + 1)
-        best, best_cover, best_len = None, 0, 0
-        for sc, s, e in zip(w.scope, w.start_ns, w.end_ns):
+    """Per column: the phase covering most of it (the innermost when nested ties; the first recorded when
+    equal), None when idle. Each scope visits only the columns it covers."""
+    best: list[int | None] = [None] * width
+    best_cover = [0] * width
+    best_len = [0] * width
+    for sc, s, e in zip(w.scope, w.start_ns, w.end_ns):
+        if e <= s:
+            continue
+        first = max(0, (s - t0) * width // span - 1)
+        last = min(width - 1, (e - t0) * width // span + 1)
+        for c in range(first, last + 1):
+            lo = t0 + span * c // width
+            hi = max(t0 + span * (c + 1) // width, lo + 1)
             cover = min(e, hi) - max(s, lo)
-            if cover > best_cover or (cover == best_cover > 0 and e - s < best_len):
-                best, best_cover, best_len = sc, cover, e - s
-        cols.append(best)
-    return cols
+            if cover > best_cover[c] or (cover == best_cover[c] > 0 and e - s < best_len[c]):
+                best[c], best_cover[c], best_len[c] = sc, cover, e - s
+    return best
 
 
 def choose_block(s: PhaseScopes, block: int | None) -> int | None:
@@ -84,7 +110,7 @@ class WarpExecutionPanel:
         starts = [v for w in ws for v in w.start_ns]
         ends = [v for w in ws for v in w.end_ns]
         t0, span = min(starts), max(max(ends) - min(starts), 1)
-        letters = phase_letters(s.names)
+        marks = drawn_phases(s, self.view.phases)
         strip_w = max(10, width - 34)
         sm = ws[0].smid
         parts: list = [Text(f"block {block}" + (f" on SM {sm}" if sm is not None else "") +
@@ -93,17 +119,19 @@ class WarpExecutionPanel:
         for w in ws[: self.max_warps]:
             line = Text(f"warp {w.warp:>2} ")
             for sc in warp_strip(w, t0, span, strip_w):
-                if sc is None or not 0 <= sc < len(letters):
+                if sc is None:
                     line.append(IDLE, style="dim")
+                elif sc in marks:
+                    line.append(marks[sc], style=STYLES[sc % len(STYLES)])
                 else:
-                    line.append(letters[sc], style=STYLES[sc % len(STYLES)])
+                    line.append(OTHER if 0 <= sc < len(s.names) else IDLE, style="dim")
             idle = idle_of[id(w)]
             pct = 100.0 * idle.idle / idle.span if idle.span else 0.0
             line.append(f" unscoped {pct:4.1f}% ({len(idle.gaps)} gaps)")
             parts.append(line)
         if len(ws) > self.max_warps:
             parts.append(Text(f"… {len(ws) - self.max_warps} more warps", style="dim"))
-        legend = Text("  ".join(f"{ch}={n}" for ch, n in zip(letters, s.names)) + f"  {IDLE}=outside any scope")
+        legend = Text(legend_text(s, marks, other_phases(s, self.view.phases, marks)))
         parts += [legend, Text(f"measured: {scopes_recorder(s)} scopes, {s.clock} per warp; {IDLE_FORMULA}",
                                style="dim")]
         return parts

@@ -26,7 +26,10 @@ On the host::
     rec.submit("kernel_name")    # waits, reads, validates, hands both to the session's trace pass
 
 The reader functions are pure: they take the buffer's values (a list, a numpy
-array, or the raw little-endian bytes) and need no GPU. torch and cupy are
+array, or the raw little-endian bytes) and need no GPU. Memory: the values as
+int64 columns (16 bytes per record), one sort key per written record while
+records are paired (about 56 bytes), and the scopes handed to the session
+(three ints per scope in its lists); no object per record. torch and cupy are
 imported only by ``CudaScopes``, for the array kind it allocates.
 """
 from __future__ import annotations
@@ -89,24 +92,31 @@ def _field(packed: int, f: tuple[int, int]) -> int:
     return (packed >> f[0]) & f[1]
 
 
-def buffer_ints(buffer: Any) -> list[int]:
-    """The buffer's values as Python ints: from a list or tuple, anything with ``tolist()`` (numpy, a CPU tensor),
-    or the raw bytes (little-endian int64, as the GPU wrote them)."""
+def buffer_ints(buffer: Any) -> array.array:
+    """The buffer's values as int64 columns (8 bytes each): from a list or tuple, anything with ``tolist()`` (numpy,
+    a CPU tensor), or the raw bytes (little-endian int64, as the GPU wrote them). A value outside int64 is refused:
+    the GPU cannot have written it."""
+    a = array.array("q")
     if isinstance(buffer, (bytes, bytearray, memoryview)):
         raw = bytes(buffer)
         if len(raw) % 8:
             raise CudaScopesError(f"a buffer of {len(raw):,} bytes is not whole int64 values")
-        a = array.array("q")
         a.frombytes(raw)
         if sys.byteorder != "little":
             a.byteswap()
-        return a.tolist()
+        return a
+    if str(getattr(buffer, "dtype", "")) in ("int64", "torch.int64") and hasattr(buffer, "tobytes"):
+        a.frombytes(buffer.tobytes())  # a numpy array: its bytes, without a Python int per value
+        return a
     if hasattr(buffer, "tolist"):
         buffer = buffer.tolist()
     try:
-        return [int(v) for v in buffer]
+        a.extend(int(v) for v in buffer)
+    except OverflowError:
+        raise CudaScopesError("a buffer value lies outside int64: it is not a buffer the GPU wrote") from None
     except (TypeError, ValueError):
         raise CudaScopesError(f"a {type(buffer).__name__} is not a buffer of int64 values") from None
+    return a
 
 
 def scope_names(names: Mapping[int, str] | Sequence[str]) -> dict[int, str]:
@@ -167,17 +177,6 @@ def read_scope_header(values: Sequence[int]) -> ScopeHeader:
 
 
 @dataclass
-class _Record:
-    slot: int
-    t: int
-    block: int
-    warp: int
-    smid: int
-    scope: int
-    end: bool
-
-
-@dataclass
 class _Pairing:
     """Scopes paired per warp, and what would not pair."""
 
@@ -185,45 +184,56 @@ class _Pairing:
     smids: dict[tuple[int, int], set[int]] = field(default_factory=dict)
     unended: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))  # scope->warps
     unbegun: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    block_first: dict[int, int] = field(default_factory=dict)  # block -> time of its first record
+    records: int = 0  # written records read
 
 
-def _records(values: Sequence[int], header: ScopeHeader) -> tuple[list[_Record], int]:
-    """Written records in slot order, and the count of records past the slots the kernel claimed."""
-    out, stray = [], 0
-    for slot in range(header.capacity):
-        t, packed = values[HEADER_VALUES + RECORD_VALUES * slot], values[HEADER_VALUES + RECORD_VALUES * slot + 1]
-        if slot >= header.claimed:
-            stray += bool(t or packed)
-            continue
-        if t == 0:  # the unused rest of a claim
-            continue
-        out.append(_Record(slot, t, _field(packed, BLOCK_FIELD), _field(packed, WARP_FIELD),
-                           _field(packed, SMID_FIELD), _field(packed, SCOPE_FIELD), bool(_field(packed, END_FIELD))))
-    return out, stray
+_LOW64 = (1 << 64) - 1
+_T_BIAS = 1 << 63  # int64 times made non-negative, so they order inside one sort key
 
 
-def _pair(records: list[_Record]) -> _Pairing:
+def _sorted_records(values: Sequence[int], header: ScopeHeader) -> tuple[list[int], int]:
+    """The written records as one int each, ordered by (block, warp, time, slot): warp key << 128 | biased time
+    << 64 | slot. One int per record (about 56 bytes while the records are paired) instead of an object; and
+    the count of records past the slots the kernel claimed."""
+    cap, claimed = header.capacity, min(header.claimed, header.capacity)
+    times = values[HEADER_VALUES:HEADER_VALUES + RECORD_VALUES * cap:RECORD_VALUES]
+    packed = values[HEADER_VALUES + 1:HEADER_VALUES + RECORD_VALUES * cap:RECORD_VALUES]
+    stray = sum(1 for slot in range(claimed, cap) if times[slot] or packed[slot])
+    keys = sorted(((((p & 0xFFFFFFFF) << 8 | (p >> 32) & 0xFF) << 128) | ((t + _T_BIAS) << 64) | slot)
+                  for slot, t, p in zip(range(claimed), times, packed) if t)
+    return keys, stray
+
+
+def _pair(values: Sequence[int], keys: list[int]) -> _Pairing:
     """Per warp, in time order (slot order between equal times: one lane's claims are in program order): each END
     closes the latest open BEGIN of the same scope id."""
-    p = _Pairing()
-    by_warp: dict[tuple[int, int], list[_Record]] = defaultdict(list)
-    for r in records:
-        by_warp[(r.block, r.warp)].append(r)
-    for key, recs in sorted(by_warp.items()):
+    p = _Pairing(records=len(keys))
+    k, n = 0, len(keys)
+    while k < n:
+        warp_key = keys[k] >> 128
+        key = (warp_key >> 8, warp_key & 0xFF)
         open_: dict[int, list[int]] = defaultdict(list)
         got: list[tuple[int, int, int]] = []
-        for r in sorted(recs, key=lambda v: (v.t, v.slot)):
-            if not r.end:
-                open_[r.scope].append(r.t)
-            elif open_[r.scope]:
-                got.append((r.scope, open_[r.scope].pop(), r.t))
+        sms: set[int] = set()
+        p.block_first[key[0]] = min(p.block_first.get(key[0], 1 << 64), ((keys[k] >> 64) & _LOW64) - _T_BIAS)
+        while k < n and keys[k] >> 128 == warp_key:
+            t = ((keys[k] >> 64) & _LOW64) - _T_BIAS
+            packed = values[HEADER_VALUES + RECORD_VALUES * (keys[k] & _LOW64) + 1]
+            k += 1
+            scope = _field(packed, SCOPE_FIELD)
+            sms.add(_field(packed, SMID_FIELD))
+            if not _field(packed, END_FIELD):
+                open_[scope].append(t)
+            elif open_[scope]:
+                got.append((scope, open_[scope].pop(), t))
             else:
-                p.unbegun[r.scope].append(key)
+                p.unbegun[scope].append(key)
         for scope, starts in open_.items():
             if starts:
                 p.unended[scope] += [key] * len(starts)
         p.intervals[key] = sorted(got, key=lambda v: (v[1], v[2]))
-        p.smids[key] = {r.smid for r in recs}
+        p.smids[key] = sms
     return p
 
 
@@ -271,19 +281,18 @@ def read_scope_buffer(buffer: Any, names: Mapping[int, str] | Sequence[str]) -> 
     values = buffer_ints(buffer)
     header = read_scope_header(values)
     named = scope_names(names)
-    records, stray = _records(values, header)
+    keys, stray = _sorted_records(values, header)
     if header.untouched and not stray:
         raise NotInstrumentedError("no warp recorded a phase scope (the buffer is as the host left it): the kernel "
                                    f"was built without {ENABLE_MACRO} or never reached KS_SCOPE_BEGIN with this "
                                    f"buffer; {ENABLE_HINT}")
-    p = _pair(records)
+    p = _pair(values, keys)
+    del keys
     ids = sorted(set(named) | {sc for ivs in p.intervals.values() for sc, _, _ in ivs})
     index = {sid: i for i, sid in enumerate(ids)}
     out = PhaseScopes(names=[named.get(sid, f"scope {sid}") for sid in ids], clock="globaltimer", source=SOURCE,
-                      problems=_scope_problems(p, named, header, len(records), stray))
-    block_first: dict[int, int] = {}
-    for r in records:
-        block_first[r.block] = min(block_first.get(r.block, r.t), r.t)
+                      problems=_scope_problems(p, named, header, p.records, stray))
+    block_first = p.block_first
     low = min(block_first.values(), default=0)
     for (block, warp), ivs in sorted(p.intervals.items()):
         if not ivs:  # nothing complete to draw; its problems say why

@@ -7,18 +7,22 @@ Every value is kept with ncu's raw metric name and unit; nothing is rescaled.
 from __future__ import annotations
 
 import glob
-import importlib
+import importlib.machinery
+import importlib.util
 import os
 import pickle
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelscope.collect.child_python import isolated_code
 from kernelscope.collect.ncu.rep_file import report_layout
 from kernelscope.collect.ncu.rep_times import ReportTimes, read_report_times
 from kernelscope.collect.ncu.fields import (EXTRA_METRICS, NCU_FIELDS, OPCODE_METRIC, STALL_METRIC, STALL_REASONS,
@@ -59,12 +63,23 @@ class NcuReport:
     times: ReportTimes | None = None
 
 
-def load_module() -> ModuleType:
-    """Import ncu_report from site-packages, else from an Nsight Compute install."""
-    try:
-        return importlib.import_module("ncu_report")
-    except ImportError:
-        pass
+@dataclass(frozen=True)
+class ReaderLocation:
+    """Where NVIDIA's module was found: the PyPI package's directory, or an Nsight Compute install's
+    extras/python directory holding ncu_report.py."""
+    path: Path
+    is_package: bool
+
+
+def _site_dirs() -> list[Path]:
+    dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+            *(site.getsitepackages() if hasattr(site, "getsitepackages") else [])]  # absent in old virtualenvs
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [Path(d) for d in dict.fromkeys(dirs)]
+
+
+def _install_dirs() -> list[Path]:
     roots = []
     ncu = shutil.which("ncu")
     if ncu:
@@ -72,14 +87,55 @@ def load_module() -> ModuleType:
         roots.append(Path(os.path.realpath(ncu)).parent / "extras" / "python")
     roots += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)]
     roots += [Path(p) for p in sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)]
-    for root in roots:
-        if (root / "ncu_report.py").exists():
-            sys.path.insert(0, str(root))
-            try:
-                return importlib.import_module("ncu_report")
-            except ImportError:
-                sys.path.remove(str(root))
+    return roots
+
+
+def locate_reader() -> ReaderLocation:
+    """The ncu_report to use, by path: the ncu-report package in this Python's site-packages, else an
+    Nsight Compute install (the one `ncu` on PATH belongs to first). Never a search of sys.path, which
+    may start with the working directory."""
+    for d in _site_dirs():
+        if (d / "ncu_report" / "__init__.py").is_file():
+            return ReaderLocation(d / "ncu_report", True)
+    for root in _install_dirs():
+        if (root / "ncu_report.py").is_file():
+            return ReaderLocation(root, False)
     raise NcuReportError("the ncu_report module is not available: pip install ncu-report (or 'kernelscope[counters]')")
+
+
+def _load_file(name: str, path: Path, package_dir: Path | None = None) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=None if package_dir is None else [str(package_dir)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def load_module(location: ReaderLocation | None = None) -> ModuleType:
+    """Import ncu_report from the file locate_reader found (or ``location``), never from sys.path."""
+    if "ncu_report" in sys.modules:
+        return sys.modules["ncu_report"]
+    where = location or locate_reader()
+    try:
+        if where.is_package:
+            return _load_file("ncu_report", where.path / "__init__.py", where.path)
+        # Nsight Compute's extras: ncu_report.py imports its extension as the top-level `_ncu_report`,
+        # so the extension is loaded from the same folder first.
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            ext = where.path / f"_ncu_report{suffix}"
+            if ext.is_file() and "_ncu_report" not in sys.modules:
+                _load_file("_ncu_report", ext)
+                break
+        return _load_file("ncu_report", where.path / "ncu_report.py")
+    except ImportError as e:
+        raise NcuReportError(f"the ncu_report module in {where.path} cannot be loaded ({e})") from None
 
 
 def _metric(m: Any) -> Metric | None:
@@ -182,12 +238,7 @@ def _read_isolated(path: Path) -> tuple[list[NcuKernelResult], str | None]:
     """The kernel results, read by NVIDIA's module in a child process: on a damaged file that module can
     crash the process (seen: SIGSEGV in Nsight Compute 2025.3.1's extras on bit-flipped reports), and a
     crash must cost the child, not the user's command. Returns (results, one-sentence error or None)."""
-    child = [sys.executable, "-c", "from kernelscope.collect.ncu.report_reader import child_main; child_main()",
-             str(path)]
-    env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2])  # the kernelscope being run, also from a source tree
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run(child, capture_output=True, env=env)
+    proc = subprocess.run(reader_command(path, locate_reader()), capture_output=True)
     if proc.returncode < 0:
         return [], (f"{path} is damaged: NVIDIA's report reader crashed on it "
                     f"(signal {signal.Signals(-proc.returncode).name})")
@@ -200,8 +251,15 @@ def _read_isolated(path: Path) -> tuple[list[NcuKernelResult], str | None]:
         return [], f"{path} could not be read (the reader's answer was damaged)"
 
 
-def _read_in_this_process(path: Path) -> list[NcuKernelResult]:
-    mod = load_module()
+def reader_command(path: Path, reader: ReaderLocation) -> list[str]:
+    """The child's command line: an isolated Python (collect/child_python.py) that loads ncu_report from
+    ``reader`` and reads ``path``."""
+    return isolated_code("from kernelscope.collect.ncu.report_reader import child_main\nchild_main()\n",
+                         str(path), str(reader.path), "package" if reader.is_package else "module")
+
+
+def _read_in_this_process(path: Path, reader: ReaderLocation | None = None) -> list[NcuKernelResult]:
+    mod = load_module(reader)
     try:
         ctx = mod.load_report(str(path))
     except Exception as e:  # the module raises plain exceptions for damaged files
@@ -224,7 +282,8 @@ def _read_in_this_process(path: Path) -> list[NcuKernelResult]:
 def child_main() -> None:
     """The child of _read_isolated: results pickled to stdout, or one sentence on stderr and exit 2."""
     try:
-        kernels = _read_in_this_process(Path(sys.argv[1]))
+        reader = ReaderLocation(Path(sys.argv[2]), sys.argv[3] == "package")
+        kernels = _read_in_this_process(Path(sys.argv[1]), reader)
     except NcuReportError as e:
         print(str(e), file=sys.stderr)
         raise SystemExit(2)

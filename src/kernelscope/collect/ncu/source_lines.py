@@ -43,27 +43,41 @@ def _stalls_per_pc(action: Any) -> dict[str, dict[int, float]]:
     return stalls
 
 
-def source_texts(action: Any) -> dict[str, str]:
-    """The source files the report imported for the action: path -> text (\"\" when it holds no text)."""
+def raw_bytes(value: Any) -> bytes:
+    """A string from NVIDIA's module as the bytes the report holds: its SWIG layer decodes them as UTF-8 with
+    surrogateescape, so a Latin-1 comment or invalid UTF-8 arrives as lone surrogates that encode back."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return str(value or "").encode("utf-8", "surrogateescape")
+
+
+def readable(value: Any) -> str:
+    """The text of a string from NVIDIA's module, undecodable bytes replaced by U+FFFD."""
+    return raw_bytes(value).decode("utf-8", "replace")
+
+
+def source_texts(action: Any) -> dict[str, bytes]:
+    """The source files the report imported for the action: path -> raw text (b\"\" when it holds no text)."""
     try:
-        return {str(path): str(text or "") for path, text in (action.source_files() or {}).items()}
+        return {readable(path): raw_bytes(text) for path, text in (action.source_files() or {}).items()}
     except Exception:  # an ncu_report without source_files(): SASS only
         return {}
 
 
-def _location(action: Any, pc: int, texts: dict[str, str], files: list[SourceFile],
+def _location(action: Any, pc: int, texts: dict[str, bytes], files: list[SourceFile],
               file_id: dict[str, int]) -> tuple[int | None, int]:
-    """(file index, line) of an instruction; (None, 0) without line information (or past MAX_FILES)."""
+    """(file index, line) of an instruction; (None, 0) without line information (or past MAX_FILES). The file's
+    checksum is of its bytes as the report holds them, so it matches the file on disk."""
     info = action.source_info(pc)
-    path, line = (str(info.file_name()), int(info.line())) if info is not None and info.file_name() else (None, 0)
+    path, line = (readable(info.file_name()), int(info.line())) if info is not None and info.file_name() else (None, 0)
     if path is None or line <= 0:
         return None, 0
     fid = file_id.get(path)
     if fid is None and len(files) < MAX_FILES:
         text = texts.get(path)
         fid = file_id[path] = len(files)
-        files.append(SourceFile(path[-MAX_PATH:], hashlib.sha256(text.encode()).hexdigest() if text else None,
-                                len(text.splitlines()) if text else None))
+        files.append(SourceFile(path[-MAX_PATH:], hashlib.sha256(text).hexdigest() if text else None,
+                                len(text.decode("utf-8", "replace").splitlines()) if text else None))
     return (fid, line) if fid is not None else (None, 0)
 
 
@@ -99,7 +113,7 @@ def read_source_lines(action: Any) -> SourceLines | None:
             if len(lines) >= MAX_LINES:
                 continue
             ln = lines[key] = SourceLine(*key)
-        inst = SassInstruction(pc - base, _clip(str(action.sass_by_pc(pc) or "").strip()),
+        inst = SassInstruction(pc - base, _clip(readable(action.sass_by_pc(pc)).strip()),
                                {c: v[pc] for c, v in counts.items() if pc in v},
                                {r: v[pc] for r, v in stalls.items() if v.get(pc)})
         ln.instructions.append(inst)
@@ -115,13 +129,13 @@ def read_source_lines(action: Any) -> SourceLines | None:
     return out
 
 
-def _keep_hot_text(out: SourceLines, texts: dict[str, str]) -> None:
+def _keep_hot_text(out: SourceLines, texts: dict[str, bytes]) -> None:
     located = [ln for ln in out.lines if ln.file is not None]
     hot: set[tuple[int, int]] = set()
     for count in ("samples", "global_sectors_excessive", "shared_wavefronts_excessive", "local_sectors"):
         ranked = sorted((ln for ln in located if ln.counts.get(count, 0) > 0), key=lambda ln: -ln.counts[count])
         hot |= {(ln.file, ln.line) for ln in ranked[:HOT_LINES]}  # type: ignore[misc]
-    split = {i: texts.get(f.path, "").splitlines() for i, f in enumerate(out.files)}
+    split = {i: texts.get(f.path, b"").decode("utf-8", "replace").splitlines() for i, f in enumerate(out.files)}
     for fid, line in sorted(hot):
         src, ex = split[fid], out.files[fid].excerpt
         for n in range(max(1, line - CONTEXT), line + CONTEXT + 1):

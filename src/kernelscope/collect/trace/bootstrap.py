@@ -2,8 +2,11 @@
 ``python`` would (script, ``-m module`` or ``-c code``) inside the trace pass,
 then writes the session whatever happened.
 
-Usage (internal): python -m kernelscope.collect.trace.bootstrap --output FILE
-                  [--command JSON] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+Usage (internal): python -c CHILD_CODE --output FILE [--command JSON] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+
+Kernelscope's own modules are imported with the working directory off ``sys.path`` (CHILD_CODE removes the
+entry ``python -c`` puts first): a folder someone else controls must not supply them. The workload then gets
+the path python itself would give it, and the session is written with kernelscope's path again.
 """
 from __future__ import annotations
 
@@ -12,6 +15,14 @@ import os
 import runpy
 import sys
 import traceback
+
+CHILD_CODE = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "from kernelscope.collect.trace.bootstrap import main\n"
+    "sys.exit(main())\n"
+)
 
 
 def _run_workload(argv: list[str]) -> None:
@@ -51,14 +62,17 @@ def main() -> int:
         from kernelscope.collect.trace.steps import parse_steps
 
         window = parse_steps(opts[opts.index("--steps") + 1])
-    del sys.path[0]  # `-m` put the cwd first; _run_workload sets the path python itself would
-
     from kernelscope.collect.trace.api import profile
 
+    own_path = list(sys.path)
+    workload_path = own_path
     code = 0
     try:
         with profile(output, command=command, keep_trace=keep_trace, steps=window, memory="--memory" in opts):
-            _run_workload(workload)
+            try:
+                _run_workload(workload)
+            finally:  # what the session writer imports late must not come from the workload's folder
+                workload_path, sys.path[:] = list(sys.path), own_path
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
@@ -68,9 +82,6 @@ def main() -> int:
     except BaseException:
         _print_workload_traceback()
         code = 1
+    sys.path[:] = workload_path  # the workload's own exit handlers run after this returns
     sys.stdout.flush()
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -41,10 +41,21 @@ def start_rank_trace() -> None:
     recorder = TraceRecorder(session)
     recorder.start()
     out = Path(os.environ[RANK_DIR_ENV]) / f"rank-{rank}.json"
-    atexit.register(_finish, recorder, session, out, rank, local)
+    # sys.path as it is now, while site starts the process: before python puts the script's folder first
+    atexit.register(_finish, recorder, session, out, rank, local, list(sys.path))
 
 
-def _finish(recorder, session, out: Path, rank: int | None, local: int | None) -> None:
+def _finish(recorder, session, out: Path, rank: int | None, local: int | None, own_path: list[str]) -> None:
+    """Write the rank's session at exit, importing with the path of the process start (not the workload's
+    folder first), then give the workload its path back for the exit handlers that follow."""
+    workload_path, sys.path[:] = list(sys.path), own_path
+    try:
+        _write(recorder, session, out, rank, local)
+    finally:
+        sys.path[:] = workload_path
+
+
+def _write(recorder, session, out: Path, rank: int | None, local: int | None) -> None:
     from kernelscope.model import RankInfo
 
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import kernelscope
 from kernelscope.collect.trace.api import new_session
+from kernelscope.collect.trace.bootstrap import CHILD_CODE
 from kernelscope.collect.trace.errors import RunError  # noqa: F401  (raised here; callers import it from here)
 from kernelscope.model import CollectorStatus, Session, SessionFileError
 from kernelscope.model.files import OutputFileError, private_output
@@ -68,7 +69,7 @@ def build_child_command(command: list[str], module: str | None, output: Path, ke
         opts += ["--steps", steps]
     if memory:
         opts += ["--memory"]
-    return [python, "-m", "kernelscope.collect.trace.bootstrap", *opts, "--", *workload]
+    return [python, "-c", CHILD_CODE, *opts, "--", *workload]
 
 
 def run(command: list[str], output: Path, module: str | None = None, keep_trace: str | None = None,

@@ -16,7 +16,16 @@ from kernelscope.render.html.charts import IDLE, PALETTE, legend, pct_bar, strip
 from kernelscope.render.html.markup import Markup, el, kv, note, section, table
 from kernelscope.render.sm_layout import (MEASURED_NOTE, concurrency_strip, idle_sms_text, overhead_text,
                                           sm_idle_text, tail_text)
-from kernelscope.render.warp_execution import choose_block, no_scopes_why, phase_letters, scopes_recorder, warp_strip
+from kernelscope.render.kernel_phases import not_shown, overlap_among
+from kernelscope.render.warp_execution import (
+    OTHER,
+    choose_block,
+    drawn_phases,
+    no_scopes_why,
+    other_phases,
+    scopes_recorder,
+    warp_strip,
+)
 
 STRIP_COLUMNS = 300  # time columns of a warp or SM strip: the SVG's size does not grow with events
 
@@ -200,8 +209,9 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
     idle = {(i.block_id, i.warp): i for i in scoped.warp_idle}
     t0 = min(v for w in ws for v in w.start_ns)
     span = max(max(v for w in ws for v in w.end_ns) - t0, 1)
-    letters = phase_letters(s.names)
-    colors = {i: PALETTE[i % len(PALETTE)] for i in range(len(s.names))}
+    marks = drawn_phases(s, scoped.phases)
+    other_color = "#868e96"  # phases outside the busiest (PhaseSummary.busiest)
+    colors = {i: (PALETTE[i % len(PALETTE)] if i in marks else other_color) for i in range(len(s.names))}
     rows = []
     for w in ws[:max_warps]:
         i = idle.get((w.block_id, w.warp))
@@ -214,7 +224,9 @@ def warp_section(scoped, counters, label: str, max_warps: int = 32) -> Markup:
                   strips(rows, colors, label="warp phases over time")]
     if len(ws) > max_warps:
         body.append(note(f"… {len(ws) - max_warps} more warps"))
-    body.append(legend([(f"{ch}={n}", colors[i]) for i, (ch, n) in enumerate(zip(letters, s.names))]
+    others = other_phases(s, scoped.phases, marks)
+    body.append(legend([(f"{ch}={s.names[i]}", colors[i]) for i, ch in marks.items()]
+                       + ([(f"{others:,} other phases", other_color)] if others > 0 else [])
                        + [("outside any scope", IDLE)]))
     body.append(note(f"measured: {scopes_recorder(s)} scopes, {s.clock} per warp; {IDLE_FORMULA}"))
     if counters is None:
@@ -237,15 +249,16 @@ def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
     if v is None:
         return section(title, el("p", f"N/A: {no_scopes_why(s)}", class_="na"))
     u = v.unit
-    letters = dict(zip(s.names, phase_letters(s.names)))
+    letters = {s.names[i]: ch for i, ch in drawn_phases(s, v).items()}
     span = "N/A" if v.block_span_median is None else f"{v.block_span_median:,.0f} {u}"
     rows = []
-    for p in v.phases:
+    shown = v.busiest
+    for p in shown:
         share = "N/A" if p.share_of_block_median is None else Markup(
             pct_bar(100 * p.share_of_block_median) + f"{100 * p.share_of_block_median:.1f}%")
         rows.append(
             (
-                f"{letters.get(p.name, '?')} {p.name}",
+                f"{letters.get(p.name, OTHER)} {p.name}",
                 f"{p.scopes:,}",
                 f"{p.warps:,}",
                 f"{p.per_warp_median:,.0f}",
@@ -259,12 +272,15 @@ def phases_section(scoped, label: str, overlap_limit: int = 6) -> Markup:
                           "scope record of a block)"),
                   table(("phase", "scopes", "warps", f"per warp median ({u})", "min", "max", f"starts at ({u})",
                          "share of block"), rows)]
+    if (rest := not_shown(v, len(shown))):
+        body.append(note(rest))
     if v.overlaps:
-        body.append(el("p", "Overlap between phases (pipeline stages working at once):"))
+        body.append(el("p", f"Overlap between phases (pipeline stages working at once){overlap_among(v)}:"))
         body.append(el("ul", *(el("li", f"{o.a} ∥ {o.b}: {100 * o.fraction_median:.1f}% of the block span (median "
                                         f"over {o.blocks:,} blocks)") for o in v.overlaps[:overlap_limit])))
     else:
-        body.append(el("p", "Overlap between phases: none measured (no two phases ran at once in any block)"))
+        body.append(el("p", f"Overlap between phases{overlap_among(v)}: none measured (no two phases ran at once in "
+                            "any block)"))
     body.append(note(f"derived: {PER_WARP_FORMULA}; share = {SHARE_FORMULA}; overlap = {OVERLAP_FORMULA}. Times in "
                      f"{u} ({s.clock}) from each block's first record."))
     body += [note(f"check: {c}") for c in v.checks]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable, Union
 
 from kernelscope.model.escape import visible
+from kernelscope.render.text import shortened
 
 
 class Markup(str):
@@ -27,8 +28,10 @@ Node = Union[str, int, float, Markup, None, Iterable["Node"]]
 
 def esc(text: object) -> str:
     """Text as HTML; control, zero-width and bidi characters (U+202E would reverse the text after it) made
-    visible first by the one escaping path, model/escape.visible."""
-    return html.escape(visible(str(text)), quote=True)
+    visible first by the one escaping path, model/escape.visible; a text longer than DISPLAY_CHARS shortened
+    in the middle as the terminal shortens it (render/text.shortened), so a page never holds a name of
+    millions of characters once per place that shows it."""
+    return html.escape(visible(shortened(str(text))), quote=True)
 
 
 def render(node: Node) -> Markup:
