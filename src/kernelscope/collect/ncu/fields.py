@@ -50,12 +50,19 @@ TENSOR_OPS: dict[str, tuple[str, ...]] = {
               "sm__ops_path_tensor_src_fp64.sum"),
 }
 
+# ncu's peak FP32 FMA and dense TF32 tensor rates per cycle, as the roofline sections of `--set full` name them
+# on gh100 (ncu 2025.3.1): fma-instead-of-tensor's gain without a calibration (an imported report) is their ratio.
+PEAK_RATES: dict[str, tuple[str, ...]] = {
+    "sm_90": ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+              "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained"),
+}
+
 EXTRA_METRICS: dict[str, tuple[str, ...]] = {
     "sm_80": _COMMON_EXTRA, "sm_86": _COMMON_EXTRA, "sm_87": _COMMON_EXTRA, "sm_89": _COMMON_EXTRA,
     # FMA-pipe instructions, fp16 ones apart (rule fma-instead-of-tensor); names as
     # `ncu --query-metrics --chip gh100` (ncu 2025.3.1) lists them
     "sm_90": _COMMON_EXTRA + ("sm__inst_executed_pipe_tensor_op_gmma.sum", "sm__inst_executed_pipe_fma.sum",
-                              "sm__inst_executed_pipe_fma_type_fp16.sum") + TENSOR_OPS["sm_90"],
+                              "sm__inst_executed_pipe_fma_type_fp16.sum") + TENSOR_OPS["sm_90"] + PEAK_RATES["sm_90"],
 }
 
 
