@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import lzma
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -124,11 +125,24 @@ def markdown(by_set: dict[str, list[CaseScore]]) -> str:
 BEGIN, END = "<!-- ncu_sets_score.py: begin -->", "<!-- ncu_sets_score.py: end -->"
 
 
+_RUN_HEADER = re.compile(r"^\[\s*[\d.]+s\] (\d{4}-\d\d-\d\dT.*)$")
+_SET_LINE = re.compile(r"^\[\s*[\d.]+s\] set (\w+): rc=")
+
+
 def recorded_on(reports: Path) -> str:
-    """The device, date and ncu version of the recording (record_ncu_sets.py's first log line)."""
+    """The device, date and ncu version of each recording (record_ncu_sets.py's first log line; record.log holds
+    one log after another when a set was re-recorded) with the sets whose report comes from it (the latest)."""
     log = reports / "record.log"
-    first = log.read_text().splitlines()[0] if log.exists() else ""
-    return first.split("] ", 1)[-1] if first else "recording details not kept"
+    header, latest = None, {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        if m := _RUN_HEADER.match(line):
+            header = m.group(1)
+        elif (m := _SET_LINE.match(line)) and header:
+            latest[m.group(1)] = header
+    runs: dict[str, list[str]] = {}
+    for set_name, h in latest.items():
+        runs.setdefault(h, []).append(set_name)
+    return "; ".join(f"{', '.join(sets)}: {h}" for h, sets in runs.items()) or "recording details not kept"
 
 
 def write_results(path: Path, text: str) -> None:

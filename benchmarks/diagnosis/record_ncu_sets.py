@@ -87,16 +87,28 @@ def dump_lists(ncu: str, work: Path, out: Path, arch: str | None, chip: str | No
         (lists / f"metrics_{s}.txt").write_text(sh([ncu, *set_args(ncu, s, arch), "--list-metrics"]))
     if chip:
         (lists / f"query_metrics_{chip}.txt").write_text(sh([ncu, "--query-metrics", "--chip", chip], 120))
-    # the section files: beside the real ncu binary (a CUDA toolkit's ncu is a wrapper script), else an install
-    found = [Path(os.path.realpath(shutil.which(ncu) or ncu)).parent / "sections"]
-    found += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/sections"), reverse=True)]
-    found += [Path(p) for p in sorted(glob.glob("/usr/local/cuda/nsight-compute*/sections"), reverse=True)]
-    sections = next((p for p in found if p.is_dir()), found[0])
+    sections = section_folder(ncu)
     with tarfile.open(out / "ncu_lists.tar.xz", "w:xz") as tar:
         tar.add(lists, arcname="lists")
-        if sections.is_dir():
+        if sections is not None:
             tar.add(sections, arcname="sections")
-    say(f"lists: {', '.join(sorted(p.name for p in lists.iterdir()))}; sections from {sections}")
+    say(f"lists: {', '.join(sorted(p.name for p in lists.iterdir()))}; sections from "
+        f"{sections or 'nowhere: no folder holding SpeedOfLight.section was found'}")
+
+
+def section_folder(ncu: str) -> Path | None:
+    """The folder of .section files ncu reads: the copy it makes in the user's documents (what `--list-sections`
+    shows), else the install's, found beside the real binary (a CUDA toolkit's bin/ncu is a wrapper script), in
+    the toolkit's nsight-compute-* folder or under /opt/nvidia; None when none holds SpeedOfLight.section."""
+    real = Path(os.path.realpath(shutil.which(ncu) or ncu)).parent
+    patterns = [str(Path.home() / "Documents" / "NVIDIA Nsight Compute" / "*" / "Sections"), str(real / "sections"),
+                str(real.parent / "nsight-compute*" / "sections"), "/usr/local/cuda*/nsight-compute*/sections",
+                "/opt/nvidia/nsight-compute/*/sections"]
+    for pattern in patterns:
+        for p in sorted(glob.glob(pattern), reverse=True):  # the newest version first
+            if (Path(p) / "SpeedOfLight.section").is_file():
+                return Path(p)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
