@@ -7,14 +7,16 @@ two sessions (the larger of the two spreads: IQR from four launches, max - min
 below; thresholds.SPREAD_IQR_MIN_LAUNCHES; a session with one launch adds no
 spread). With a single launch in each session there is no spread to judge by,
 and the change is reported as measured with that caveat. Sessions from different GPUs, drivers or clocks are flagged.
+The sessions compared as programs (step time, breakdown, findings gone and their gains) are analyze/program_diff.py.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from kernelscope.analyze.analysis import DurationStats, SessionAnalysis, duration_stats
+from kernelscope.analyze.program_diff import ProgramDiff
 from kernelscope.model import Metric, Session
 
 NOISE_FORMULA = "|median B - median A| <= max(spread A, spread B)"
@@ -77,6 +79,7 @@ class SessionDiff:
     total_a_ns: int
     total_b_ns: int
     total_change_pct: float | None
+    program: ProgramDiff | None = None  # the two as programs (analyze/program_diff.py); None: not compared
 
     def slower_than(self, pct: float) -> tuple[KernelDiff, ...]:
         """Kernels slower by more than ``pct`` % and beyond the run-to-run spread."""
@@ -228,4 +231,4 @@ def only_kernels(d: SessionDiff, pattern: str) -> SessionDiff:
     """The kernels whose full or short name matches ``pattern`` (a regex; re.error if it is not one)."""
     rx = re.compile(pattern)
     kept = tuple(k for k in d.kernels if rx.search(k.name) or rx.search(k.short_name))
-    return SessionDiff(kept, d.device, d.total_a_ns, d.total_b_ns, d.total_change_pct)
+    return replace(d, kernels=kept)

@@ -1,5 +1,6 @@
-"""`kernelscope diff A.json B.json`: compare two sessions kernel by kernel (exit 1 with
---fail-if-slower when a kernel got slower by more than PCT % beyond the noise).
+"""`kernelscope diff A.json B.json`: compare two sessions as programs (step time, breakdown, which findings went
+away and their estimated against measured gains) and kernel by kernel (exit 1 with --fail-if-slower when a kernel
+got slower by more than PCT % beyond the noise). Terminal and --json; there is no HTML output for a diff.
 
 `kernelscope diff s.json --ranks 0 1` compares two ranks of one multi-GPU session the same way (rank 0 is A,
 rank 1 is B); `diff a.json b.json --ranks 0 1` compares rank 0 of a.json with rank 1 of b.json."""
@@ -18,7 +19,8 @@ EXIT_SLOWER = 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="compare two session files, or two ranks of one, kernel by kernel")
+    p = sub.add_parser("diff", help="compare two session files, or two ranks of one, as programs and kernel by "
+                       "kernel")
     p.add_argument("a", help="the baseline session (A)")
     p.add_argument("b", nargs="?", help="the session compared with it (B); with --ranks, default: A itself")
     p.add_argument("--ranks", nargs=2, type=non_negative, metavar=("RANK_A", "RANK_B"),
@@ -35,8 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kernelscope.analyze.analysis import analyze_session
+    from dataclasses import replace
+
     from kernelscope.analyze.diff import diff_sessions, only_kernels
+    from kernelscope.analyze.program_diff import program_diff
+    from kernelscope.analyze.report import build_report
 
     # NaN compares false with everything: --fail-if-slower nan was a gate that never failed
     if args.fail_if_slower is not None and not 0 <= args.fail_if_slower < math.inf:
@@ -56,8 +61,9 @@ def main(args: argparse.Namespace) -> int:
         from kernelscope.render.text import display_copy
 
         sa, sb = display_copy(sa), display_copy(sb)
-    d = diff_sessions(analyze_session(sa, ceilings(sa, args.ceilings)),
-                      analyze_session(sb, ceilings(sb, args.ceilings)), sa, sb)
+    ra = build_report(sa, ceilings=ceilings(sa, args.ceilings))
+    rb = build_report(sb, ceilings=ceilings(sb, args.ceilings))
+    d = replace(diff_sessions(ra.analysis, rb.analysis, sa, sb), program=program_diff(ra.verdict, rb.verdict))
     if args.kernel is not None:
         try:
             d = only_kernels(d, args.kernel)

@@ -1,4 +1,5 @@
-"""`kernelscope diff`: two sessions kernel by kernel, changes in %, noise called out; `diff --json` the same as JSON."""
+"""`kernelscope diff`: two sessions as programs (step time, breakdown, findings gone with their estimated and
+measured gains), then kernel by kernel, changes in %, noise called out; `diff --json` the same as JSON."""
 from __future__ import annotations
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -6,6 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, UNSTEADY, UNSTEADY_FORMULA, SessionDiff
+from kernelscope.analyze import program_diff as pd
+from kernelscope.analyze.thresholds import FINDING_GONE_BELOW_PCT
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
 from kernelscope.render.fmt import duration, plural
@@ -40,6 +43,10 @@ class DiffView:
         head.add_row("B", self.name_b)
         if d.device.warning:
             head.add_row("[bold yellow]Warning[/]", f"[yellow]{d.device.warning}[/]")
+        if d.program is not None and d.program.missing_reason:
+            head.add_row("Program", f"not compared: {d.program.missing_reason}")
+        elif d.program is not None:
+            head.add_row("Step time", _step_row(d.program))
         head.add_row("Kernel time", f"{duration(d.total_a_ns)} → {duration(d.total_b_ns)} ({pct(d.total_change_pct)}; "
                      "all launches, so a different number of launches changes it too)")
         labels = distinct_short_names(k.name for k in d.kernels)
@@ -61,7 +68,8 @@ class DiffView:
                          f"[{style}]{verdict}[/]" if style else verdict, bound))
         # the panel's border and padding take 4 cells; columns that do not fit go to a second table
         tables = fit_tables(options.max_width - 4, cols, rows)
-        parts: list = [head, *tables]
+        program = _program_parts(d.program, options.max_width - 4) if d.program is not None else []
+        parts: list = [head, *program, *tables]
         def both(c) -> bool:
             return c.a is not None and not c.a.is_missing and c.b is not None and not c.b.is_missing
 
@@ -99,6 +107,58 @@ class DiffView:
         yield Panel(Group(*parts), title="kernelscope diff", title_align="left")
 
 
+_STATUS_STYLE = {pd.GONE: "green", pd.REMAINS: "yellow", pd.NEW: "red"}
+
+
+def _step_row(p: pd.ProgramDiff) -> str:
+    a, b = p.step_a, p.step_b
+    times = f"{duration(a.step_ns)} → {duration(b.step_ns)} per step"
+    if p.measured_gain_pct is None:
+        return f"{times}; no measured gain: {p.measured_missing}"
+    return (f"{times} (median of {a.steps} / {b.steps} steps; measured gain {p.measured_gain_pct:.1f}% = "
+            f"{pd.MEASURED_GAIN_FORMULA})")
+
+
+def _share(v: float | None) -> str:
+    return "N/A" if v is None else f"{v * 100:.1f}%"
+
+
+def _program_parts(p: pd.ProgramDiff, width: int) -> list:
+    """The program comparison: where a step goes in A and B, then A's findings with their estimated and measured
+    gains (B's new findings after them)."""
+    if p.missing_reason:  # said in the head
+        return []
+    parts: list = []
+    cols = [Column("Where the time goes", "left", wrap=True, min_width=16), Column("A per step"),
+            Column("B per step"), Column("A % wall"), Column("B % wall")]
+    rows = [(c.category, duration(c.per_step_a_ns), duration(c.per_step_b_ns), _share(c.share_a), _share(c.share_b))
+            for c in p.breakdown]
+    parts += fit_tables(width, cols, rows)
+    if p.findings:
+        cols = [Column("Finding", "left", wrap=True, min_width=20), Column("In B", "left"), Column("Estimated"),
+                Column("Estimated by", "left"), Column("Measured"), Column("Error"), Column("Gain left in B")]
+        rows = []
+        for f in p.findings:
+            style = _STATUS_STYLE[f.status]
+            rows.append((f.name, f"[{style}]{f.status}[/]",
+                         "—" if f.estimated_gain_pct is None else f"{f.estimated_gain_pct:.1f}%",
+                         f.estimate_basis or "—",
+                         "—" if f.measured_gain_pct is None else f"{f.measured_gain_pct:.1f}%",
+                         "—" if f.error_pp is None else f"{f.error_pp:+.1f} pp",
+                         "—" if f.gain_b_pct is None else f"{f.gain_b_pct:.1f}%"))
+        parts += fit_tables(width, cols, rows)
+    gone = p.gone
+    if len(gone) > 1:
+        parts.append(f"[dim]{len(gone)} findings went away together ({', '.join(f.name for f in gone)}): the measured "
+                     "gain is theirs together, since one step time cannot tell their shares apart (so no error is "
+                     "given).[/]")
+    parts.append(f"[dim]Step time: {pd.STEP_TIME_FORMULA}. Per step: {pd.PER_STEP_FORMULA}. Estimated: A's verdict's "
+                 f"gain, % of A's wall time ({pd.REPLAYED}: the replay of its fix, analyze/replay.py). Gone: not in "
+                 f"B, or left with under {FINDING_GONE_BELOW_PCT:g}% of B's wall time. Measured: "
+                 f"{pd.MEASURED_GAIN_FORMULA}; error: {pd.ERROR_FORMULA}.[/]")
+    return parts
+
+
 def _cell(m) -> str:
     if m is None or m.is_missing:
         return "N/A"
@@ -120,6 +180,7 @@ def diff_json(d: SessionDiff, a: str, b: str, fail_pct: float | None) -> dict:
 
     return {
         "schema": "kernelscope-diff/1", "a": a, "b": b, "device_warning": d.device.warning,
+        "program": None if d.program is None else program_json(d.program),
         "total_a_ns": d.total_a_ns, "total_b_ns": d.total_b_ns, "total_change_pct": d.total_change_pct,
         "fail_if_slower_pct": fail_pct,
         "slower": [k.name for k in d.slower_than(fail_pct)] if fail_pct is not None else None,
@@ -128,4 +189,22 @@ def diff_json(d: SessionDiff, a: str, b: str, fail_pct: float | None) -> dict:
                      "verdict": k.verdict, "single_launch": k.single_launch, "bound_a": k.bound_a,
                      "bound_b": k.bound_b, "throughput": [change(c) for c in k.throughput],
                      "counters": [change(c) for c in k.counters]} for k in d.kernels],
+    }
+
+
+def program_json(p: pd.ProgramDiff) -> dict:
+    def step(t: pd.StepTime) -> dict:
+        return {"step_ns": t.step_ns, "steps": t.steps, "basis": t.basis}
+
+    return {
+        "missing_reason": p.missing_reason, "step_a": step(p.step_a), "step_b": step(p.step_b),
+        "step_time_formula": pd.STEP_TIME_FORMULA, "measured_gain_pct": p.measured_gain_pct,
+        "measured_gain_formula": pd.MEASURED_GAIN_FORMULA, "measured_missing": p.measured_missing,
+        "gone_below_pct": FINDING_GONE_BELOW_PCT, "per_step_formula": pd.PER_STEP_FORMULA,
+        "breakdown": [{"category": c.category, "share_a": c.share_a, "share_b": c.share_b,
+                       "per_step_a_ns": c.per_step_a_ns, "per_step_b_ns": c.per_step_b_ns} for c in p.breakdown],
+        "findings": [{"rule": f.rule, "title": f.title, "kernel": f.kernel, "status": f.status,
+                      "estimated_gain_pct": f.estimated_gain_pct, "estimate_basis": f.estimate_basis,
+                      "gain_b_pct": f.gain_b_pct, "measured_gain_pct": f.measured_gain_pct, "error_pp": f.error_pp,
+                      "together_with": list(f.together_with)} for f in p.findings],
     }
