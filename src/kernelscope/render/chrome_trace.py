@@ -21,11 +21,11 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterator, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.model import Launch, Session
-from kernelscope.model.blocks import block_xyz
+from kernelscope.model.blocks import BlockRecords, block_xyz
 from kernelscope.model.launch_table import LaunchShape, LaunchTable
 from kernelscope.model.names import short_kernel_name
 from kernelscope.render.text import visible
@@ -67,20 +67,28 @@ def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
 def _disjoint_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
     """Each span to the lowest-numbered lane whose last span has ended by its start."""
     lane_of = [0] * len(spans)
+    first_free_lanes(order, [s for s, _ in spans], [e for _, e in spans], lane_of)
+    return lane_of
+
+
+def first_free_lanes(order: Iterable[int], start: Sequence[int], end: Sequence[int], lane_of: list[int]) -> int:
+    """Set ``lane_of[i]`` for each ``i`` of ``order`` (by start, longest first at equal starts): the
+    lowest-numbered lane whose last span has ended by ``start[i]``. Returns the number of lanes used.
+    Heaps of the busy lanes by end and of the free lanes by number: n log n for any overlap."""
     free: list[int] = []  # lanes free now, a heap of their numbers
     busy: list[tuple[int, int]] = []  # (end, lane) of the span each busy lane holds, a heap
     lanes = 0
     for i in order:
-        start, end = spans[i]
-        while busy and busy[0][0] <= start:
+        s = start[i]
+        while busy and busy[0][0] <= s:
             heapq.heappush(free, heapq.heappop(busy)[1])
         if free:
             lane = heapq.heappop(free)
         else:
             lane, lanes = lanes, lanes + 1
-        heapq.heappush(busy, (end, lane))
+        heapq.heappush(busy, (end[i], lane))
         lane_of[i] = lane
-    return lane_of
+    return lanes
 
 
 def _nested_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
@@ -133,12 +141,15 @@ def split_partial_overlaps(events: list[Any], notes: list[str]) -> list[Any]:
     kernels on a stream run one after another, regions nest); an extra track is
     named after its track ("stream 7 · overlap 1"). ``events`` are dicts, or runs of
     kernel events kept as columns (KernelRows), which say
-    their own spans and take their moves.
+    their own spans and take their moves, or block events kept as columns (BlockRows), whose slot tracks
+    never overlap.
     """
     spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
     refs: dict[tuple[int, int], list[int]] = {}  # per track: event position (>= 0) or ~launch index of a row
     rows: Any = None
     for i, e in enumerate(events):
+        if isinstance(e, BlockRows):  # slot tracks: disjoint by construction
+            continue
         if not isinstance(e, dict):
             e.add_spans(spans, refs)
             rows = e.cols
@@ -383,10 +394,10 @@ def memory_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
 PID_GPU, PID_HOST, PID_SAMPLES, PID_BLOCKS = 1, 2, 3, 100  # block tracks: PID_BLOCKS + launch index
 TID_REGIONS = 1_000_000  # beside the stream tracks, clear of any stream id
 TID_UNKNOWN_STREAM = 999_999
-SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot (an SM holds at most 32 blocks at once)
+SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot, or a wider stride where an SM held more
 
 
-Part = Union[dict[str, Any], KernelRows]  # one event, or a run of kernel launch events kept as columns
+Part = Union[dict[str, Any], KernelRows, "BlockRows"]  # one event, or a run of kernel or block events as columns
 DICTS_PER_CHUNK = 5000
 
 
@@ -409,7 +420,7 @@ class ChromeTrace:
 
     def timed_events(self) -> int:
         """The number of events that are not metadata (``ph`` other than ``M``)."""
-        return sum(p.count() if isinstance(p, KernelRows) else p["ph"] != "M" for p in self.parts)
+        return sum(p["ph"] != "M" if isinstance(p, dict) else p.count() for p in self.parts)
 
     def _other(self) -> dict[str, Any]:
         return {"displayTimeUnit": "ns",
@@ -439,7 +450,7 @@ class ChromeTrace:
             if batch:
                 add(json.dumps(batch)[1:-1])  # a list's items are encoded as the items alone would be
                 batch = []
-            if isinstance(p, KernelRows):
+            if not isinstance(p, dict):
                 p.write(add)
         if batch:
             add(json.dumps(batch)[1:-1])
@@ -481,63 +492,110 @@ def _shape_event(sh: LaunchShape) -> tuple[Any, ...]:
             visible(sh.kernel), list(sh.grid), list(sh.block), list(sh.regions), extra)
 
 
-def _block_slots(rows: list[tuple[int, int, int, int]], ks: list[int], slot: list[int]) -> None:
-    """Each block of one SM (``ks``, by start, longest first at equal starts) takes the lowest slot free at its
-    start, as assign_lanes(nest=False) does, with heaps: n log n however many blocks overlap."""
-    busy: list[tuple[int, int]] = []  # (end, slot) of the blocks still running
-    free: list[int] = []
-    lanes = 0
-    for k in sorted(ks, key=lambda k: (rows[k][2], -rows[k][3])):
-        start, end = rows[k][2], rows[k][3]
-        while busy and busy[0][0] <= start:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            lane = heapq.heappop(free)
-        else:
-            lane, lanes = lanes, lanes + 1
-        slot[k] = lane
-        heapq.heappush(busy, (end, lane))
+@dataclass
+class BlockRows:
+    """The block events of one launch's block records kept as the records' columns (rows ``keep``, each with
+    its ``slot``), written as JSON text byte for byte as ``json.dumps`` writes
+    ``events()``: a million records make no million event dicts. First the slot tracks' names, then the blocks."""
+
+    rec: BlockRecords
+    keep: list[int]  # the rows drawn, in record order
+    slot: list[int]  # per row of rec (rows not kept: unused)
+    slots_of_sm: dict[int, int]  # how many slot tracks each SM has
+    shift_ns: int  # record time + shift = session time
+    clock: str  # how the records were placed on the session clock
+    pid: int
+
+    @property
+    def stride(self) -> int:
+        """A slot track's tid is SM * stride + slot: SLOTS_PER_SM_TID, or more where an SM held more blocks at
+        once, so no two SMs' tracks ever share a tid."""
+        return max(SLOTS_PER_SM_TID, *self.slots_of_sm.values())
+
+    def count(self) -> int:
+        return len(self.keep)
+
+    def _track_names(self) -> list[dict[str, Any]]:
+        stride = self.stride
+        return [_meta("thread_name", self.pid, f"SM {sm} · slot {lane}", sm * stride + lane)
+                for sm in sorted(self.slots_of_sm) for lane in range(self.slots_of_sm[sm])]
+
+    def events(self) -> list[dict[str, Any]]:
+        r, stride, out = self.rec, self.stride, self._track_names()
+        for k in self.keep:
+            b, sm, s, e, lane = r.block_id[k], r.smid[k], r.start_ns[k], r.end_ns[k], self.slot[k]
+            out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": self.pid, "tid": sm * stride + lane,
+                        "ts": _us(s + self.shift_ns), "dur": _us(e - s),
+                        "args": {"block_id": b, "block_xyz": list(block_xyz(b, r.grid)), "smid": sm, "slot": lane,
+                                 "start_ns_raw": s, "end_ns_raw": e, "clock": self.clock}})
+        return out
+
+    def write(self, add: Callable[[str], None]) -> None:
+        """The track names and the rows as JSON text, ``ROWS_PER_CHUNK`` rows at a time, each chunk to ``add``."""
+        names = self._track_names()
+        for c in range(0, len(names), ROWS_PER_CHUNK):
+            add(json.dumps(names[c:c + ROWS_PER_CHUNK])[1:-1])
+        r, stride, slot, shift = self.rec, self.stride, self.slot, self.shift_ns
+        bid, smid, start, end = r.block_id, r.smid, r.start_ns, r.end_ns
+        gx, gy = r.grid[0], r.grid[1]
+        head = '{"ph": "X", "cat": "block", "name": "block '
+        pid = f'", "pid": {json.dumps(self.pid)}, "tid": '
+        tail = ', "end_ns_raw": '
+        clock = f', "clock": {json.dumps(self.clock)}}}}}'
+        rows: list[str] = []
+        for k in self.keep:
+            b, sm, s, e, lane = bid[k], smid[k], start[k], end[k], slot[k]
+            rest = b // gx
+            rows.append(f'{head}{b}{pid}{sm * stride + lane}, "ts": {(s + shift) / 1000.0!r}, "dur": '
+                        f'{(e - s) / 1000.0!r}, "args": {{"block_id": {b}, "block_xyz": [{b % gx}, {rest % gy}, '
+                        f'{rest // gy}], "smid": {sm}, "slot": {lane}, "start_ns_raw": {s}{tail}{e}{clock}')
+            if len(rows) >= ROWS_PER_CHUNK:
+                add(", ".join(rows))
+                rows = []
+        if rows:
+            add(", ".join(rows))
 
 
-def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
+def _block_events(i: int, x: Launch, notes: list[str]) -> list[Part]:
+    """The process of launch ``i``'s blocks: per SM, as many slot tracks as it held blocks at once ("SM 12 ·
+    slot 0"), each block on the first slot free at its start (blocks resident at once run side by side, not
+    nested)."""
     rec = x.block_records
     assert rec is not None
-    rows = [r for r in zip(rec.block_id, rec.smid, rec.start_ns, rec.end_ns) if 0 < r[2] <= r[3]]
-    if len(rows) < len(rec):
-        notes.append(f"{len(rec) - len(rows)} block record(s) of launch {i} have a zero time or end before they "
+    start, end = rec.start_ns, rec.end_ns
+    n = len(rec)
+    keep = [k for k in range(n) if 0 < start[k] <= end[k]]
+    if len(keep) < n:
+        notes.append(f"{n - len(keep)} block record(s) of launch {i} have a zero time or end before they "
                      "start and were left out")
-    if not rows:
+    if not keep:
         return []
     if rec.clock_offset_ns is not None:
         shift, how = rec.clock_offset_ns, "session clock (measured offset)"
     elif x.start_ns is not None:
-        shift, how = x.start_ns - min(r[2] for r in rows), "aligned to the launch's start"
+        shift, how = x.start_ns - min(start[k] for k in keep), "aligned to the launch's start"
         notes.append(f"block times of launch {i} ({short_kernel_name(x.kernel)}) are aligned to the launch's "
                      "start: the offset from %globaltimer to the session clock was not measured")
     else:
         notes.append(f"block records of launch {i} were left out: neither the launch nor a clock offset places "
                      "them on the session clock")
         return []
+    # slots: each SM's rows by start, longest first at equal starts (stable sorts keyed by the columns, no row
+    # tuples); the events stay in record order
+    order = sorted(keep, key=end.__getitem__, reverse=True)
+    order.sort(key=start.__getitem__)
+    order.sort(key=rec.smid.__getitem__)
+    slot = [0] * n
+    slots_of_sm: dict[int, int] = {}
+    smid, first = rec.smid, 0
+    for j in range(1, len(order) + 1):
+        if j == len(order) or smid[order[j]] != smid[order[first]]:
+            slots_of_sm[smid[order[first]]] = first_free_lanes(order[first:j], start, end, slot)
+            first = j
+    del order
     pid = PID_BLOCKS + i
-    out = [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
-           _meta("process_sort_index", pid, str(pid))]
-    # Blocks resident on one SM at once run side by side, not nested: each goes to the first slot track of
-    # its SM that is free at its start, so an SM has as many tracks as it held blocks at once.
-    by_sm: dict[int, list[int]] = {}
-    for k, r in enumerate(rows):
-        by_sm.setdefault(r[1], []).append(k)
-    slot = [0] * len(rows)
-    for ks in by_sm.values():
-        _block_slots(rows, ks, slot)
-    for sm in sorted(by_sm):
-        for lane in range(max(slot[k] for k in by_sm[sm]) + 1):
-            out.append(_meta("thread_name", pid, f"SM {sm} · slot {lane}", sm * SLOTS_PER_SM_TID + lane))
-    for (b, sm, s, e), lane in zip(rows, slot):
-        out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": pid, "tid": sm * SLOTS_PER_SM_TID + lane,
-                    "ts": _us(s + shift), "dur": _us(e - s),
-                    "args": {"block_id": b, "block_xyz": list(block_xyz(b, rec.grid)), "smid": sm, "slot": lane,
-                             "start_ns_raw": s, "end_ns_raw": e, "clock": how}})
-    return out
+    return [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
+            _meta("process_sort_index", pid, str(pid)), BlockRows(rec, keep, slot, slots_of_sm, shift, how, pid)]
 
 
 def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
@@ -684,6 +742,10 @@ def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], re
         shifted: list[Any] = []
         notes += [f"rank {info.rank}: {n}" for n in trace.notes]
         for e in trace.parts:
+            if isinstance(e, BlockRows):
+                e.pid += base
+                events.append(e)
+                continue
             if not isinstance(e, dict):
                 if all(e.cols is not c for c in shifted):  # the rank's runs share their columns: move once
                     e.cols.pid += base
