@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -28,6 +29,7 @@ from kernelscope.model import Launch, Session
 from kernelscope.model.blocks import BlockRecords, block_xyz
 from kernelscope.model.launch_table import LaunchShape, LaunchTable
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model.operators import Operator
 from kernelscope.render.text import visible
 
 
@@ -78,15 +80,16 @@ def first_free_lanes(order: Iterable[int], start: Sequence[int], end: Sequence[i
     free: list[int] = []  # lanes free now, a heap of their numbers
     busy: list[tuple[int, int]] = []  # (end, lane) of the span each busy lane holds, a heap
     lanes = 0
+    push, pop = heapq.heappush, heapq.heappop  # a million blocks: the loop's own cost is what remains
     for i in order:
         s = start[i]
         while busy and busy[0][0] <= s:
-            heapq.heappush(free, heapq.heappop(busy)[1])
+            push(free, pop(busy)[1])
         if free:
-            lane = heapq.heappop(free)
+            lane = pop(free)
         else:
             lane, lanes = lanes, lanes + 1
-        heapq.heappush(busy, (end[i], lane))
+        push(busy, (end[i], lane))
         lane_of[i] = lane
     return lanes
 
@@ -202,30 +205,36 @@ ROWS_PER_CHUNK = 5000  # rows joined into one string before writing: bounded mem
 @dataclass
 class KernelColumns:
     """What the kernel rows of one process trace share: the table, each shape's event parts (text already
-    made plain), the process id and the rows moved to an overlap track (launch index -> tid)."""
+    made plain), the process id, the rows moved to an overlap track (launch index -> tid), and the operators:
+    launch correlation id -> operator index, and each operator's args (text already made plain)."""
 
     table: LaunchTable
     shape_event: list[tuple[Any, ...]]  # per shape: name, tid, kernel, grid, block, regions, extra args
     pid: int
     moved: dict[int, int] = field(default_factory=dict)
+    op_of: dict[int, int] = field(default_factory=dict)
+    op_args: list[dict[str, Any]] = field(default_factory=list)
 
     def event(self, i: int) -> dict[str, Any]:
         t = self.table
         name, tid, kernel, grid, block, regions, extra = self.shape_event[t.shape[i]]
+        op = self.op_of.get(t.correlation_id[i])  # type: ignore[arg-type]
         return {"ph": "X", "cat": "kernel", "name": name, "pid": self.pid, "tid": self.moved.get(i, tid),
                 "ts": t.start_ns[i] / 1000.0, "dur": t.duration_ns[i] / 1000.0,  # type: ignore[operator]
                 "args": {"kernel": kernel, "launch_index": i, "grid": grid, "block": block,
-                         "correlation_id": t.correlation_id[i], "regions": regions, **extra}}
+                         "correlation_id": t.correlation_id[i], "regions": regions, **extra,
+                         **(self.op_args[op] if op is not None else {})}}
 
-    def fragments(self, sid: int, tid: int) -> tuple[str, str, str, str]:
-        """The JSON text of shape ``sid``'s event around its per-row numbers: before ``ts``, between ``dur``
-        and ``launch_index``, between it and ``correlation_id``, and after it."""
+    def fragments(self, sid: int, tid: int, op: int | None = None) -> tuple[str, str, str, str]:
+        """The JSON text of shape ``sid``'s event (launched by operator ``op``) around its per-row numbers:
+        before ``ts``, between ``dur`` and ``launch_index``, between it and ``correlation_id``, and after it."""
         name, _, kernel, grid, block, regions, extra = self.shape_event[sid]
         d = json.dumps
         head = f'{{"ph": "X", "cat": "kernel", "name": {d(name)}, "pid": {d(self.pid)}, "tid": {d(tid)}, "ts": '
         args = f', "args": {{"kernel": {d(kernel)}, "launch_index": '
         mid = f', "grid": {d(grid)}, "block": {d(block)}, "correlation_id": '
-        tail = f', "regions": {d(regions)}' + "".join(f", {d(k)}: {d(v)}" for k, v in extra.items()) + "}}"
+        more = {**extra, **(self.op_args[op] if op is not None else {})}
+        tail = f', "regions": {d(regions)}' + "".join(f", {d(k)}: {d(v)}" for k, v in more.items()) + "}}"
         return head, args, mid, tail
 
 
@@ -271,21 +280,21 @@ class KernelRows:
     def write(self, add: Callable[[str], None]) -> None:
         """The rows as JSON text, ``ROWS_PER_CHUNK`` at a time, each chunk handed to ``add``."""
         c, t = self.cols, self.cols.table
-        shape, start, dur, corr, moved = t.shape, t.start_ns, t.duration_ns, t.correlation_id, c.moved
-        frags: dict[tuple[int, int], tuple[str, str, str, str]] = {}
+        shape, start, dur, corr, moved, op_of = t.shape, t.start_ns, t.duration_ns, t.correlation_id, c.moved, c.op_of
+        frags: dict[tuple[int, int, int | None], tuple[str, str, str, str]] = {}
         base = [c.fragments(sid, ev[1]) for sid, ev in enumerate(c.shape_event)]
         rows: list[str] = []
         for i in range(self.first, self.stop):
             st = start[i]
             if st is None:
                 continue
-            sid = shape[i]
-            if i in moved:
-                key = (sid, moved[i])
+            sid, k = shape[i], corr[i]
+            op = op_of.get(k) if op_of else None  # type: ignore[arg-type]
+            if op is not None or i in moved:
+                key = (sid, moved.get(i, c.shape_event[sid][1]), op)
                 f = frags.get(key) or frags.setdefault(key, c.fragments(*key))
             else:
                 f = base[sid]
-            k = corr[i]
             rows.append(f'{f[0]}{st / 1000.0!r}, "dur": {dur[i] / 1000.0!r}{f[1]}{i}{f[2]}'
                         f'{"null" if k is None else k}{f[3]}')
             if len(rows) >= ROWS_PER_CHUNK:
@@ -406,6 +415,7 @@ class ChromeTrace:
     parts: list[Part] = field(default_factory=list)  # the events in order; launch events mostly as KernelRows
     notes: list[str] = field(default_factory=list)  # what was left out, and why
     time_origin_ns: int = 0
+    host: dict[str, str] = field(default_factory=dict)  # what of the host side it holds, what not and why
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -425,7 +435,8 @@ class ChromeTrace:
     def _other(self) -> dict[str, Any]:
         return {"displayTimeUnit": "ns",
                 "otherData": {"generator": "kernelscope", "time_origin_ns": self.time_origin_ns,
-                              "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes)}}
+                              "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes),
+                              "host": dict(self.host)}}
 
     def to_dict(self) -> dict[str, Any]:
         return {"traceEvents": self.events, **self._other()}
@@ -468,13 +479,16 @@ def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict[str, A
     return e
 
 
-def _launch_event(i: int, x: Launch) -> dict[str, Any]:
+def _launch_event(i: int, x: Launch, cols: KernelColumns) -> dict[str, Any]:
     args: dict[str, Any] = {"kernel": x.kernel, "launch_index": i, "grid": list(x.grid), "block": list(x.block),
                             "correlation_id": x.correlation_id, "regions": list(x.regions)}
     for key in ("registers_per_thread", "shared_memory_per_block_bytes"):
         v = x.value(key)
         if v is not None:
             args[key] = v
+    op = cols.op_of.get(x.correlation_id) if x.correlation_id is not None else None
+    if op is not None:
+        args.update(cols.op_args[op])
     if x.block_records is not None:
         args["block_records"] = len(x.block_records)
     return {"ph": "X", "cat": "kernel", "name": short_kernel_name(x.kernel), "pid": PID_GPU,
@@ -586,12 +600,8 @@ def _block_events(i: int, x: Launch, notes: list[str]) -> list[Part]:
     order.sort(key=start.__getitem__)
     order.sort(key=rec.smid.__getitem__)
     slot = [0] * n
-    slots_of_sm: dict[int, int] = {}
-    smid, first = rec.smid, 0
-    for j in range(1, len(order) + 1):
-        if j == len(order) or smid[order[j]] != smid[order[first]]:
-            slots_of_sm[smid[order[first]]] = first_free_lanes(order[first:j], start, end, slot)
-            first = j
+    slots_of_sm = {sm: first_free_lanes(run, start, end, slot)
+                   for sm, run in itertools.groupby(order, key=rec.smid.__getitem__)}
     del order
     pid = PID_BLOCKS + i
     return [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
@@ -604,6 +614,9 @@ def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
     if len(session.ranks) > 1:
         out = ChromeTrace(time_origin_ns=session.time_origin_ns)
         out.parts, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
+        out.host = {"operators": "left out: the session does not say which rank's trace an operator came from",
+                    "runtime_calls": "left out: the session does not say which rank a host sync came from",
+                    "launch_flows": NO_FLOWS}
         out.parts = [_plain_text(e) if isinstance(e, dict) else e for e in out.parts]  # rows: plain already
         return out
     return _one_process_trace(session)
@@ -628,7 +641,10 @@ def _one_process_trace(session: Session) -> ChromeTrace:
                      "counter pass, which serialises kernels) and were left out rather than placed at a made-up time")
     # Launches on the common path stay rows of the table (KernelRows, written from per-shape JSON text);
     # those with counter results or instrumentation, or a varying configuration, are built as Launches.
+    ops = session.operators
     cols = KernelColumns(table, [_shape_event(sh) for sh in table.shapes], PID_GPU)
+    if ops is not None:
+        cols.op_of, cols.op_args = ops.launch_op, [_operator_args(o) for o in ops.ops]
     varying = {sid for sid, sh in enumerate(table.shapes) if any(k in sh.varying for k in _CONFIG_ARGS)}
     slow = sorted(set(table.details) | ({i for i, sid in enumerate(table.shape) if sid in varying}
                                         if varying else set()))
@@ -641,7 +657,7 @@ def _one_process_trace(session: Session) -> ChromeTrace:
             break
         x = table.launch(i)
         if x.start_ns is not None:
-            ev.append(_plain_text(_launch_event(i, x)))
+            ev.append(_plain_text(_launch_event(i, x, cols)))
         if x.block_records is not None:
             ev += _block_events(i, x, notes)
         ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
@@ -659,12 +675,70 @@ def _one_process_trace(session: Session) -> ChromeTrace:
         if r.gpu_start_ns is not None and r.gpu_duration_ns is not None:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
+    ev += host_sync_events(session)
+    out.host = host_side(session, table)
     ev += _sample_events(session, notes)
     ev += memory_events(session, notes)  # run --memory's allocator counters and kernelscope.mark() instants
     # nested or disjoint, else a track; launch events were made plain text per shape above
     out.parts = [e if not isinstance(e, dict) or e.get("cat") == "kernel" else _plain_text(e)
                  for e in split_partial_overlaps(ev, notes)]
     return out
+
+
+# The host side: the session keeps the operator behind each launch and host sync (model/operators.py) and the
+# runtime calls that blocked the host (model/host_sync.py), but no CPU span of an operator or of a launch call:
+# operators ride in the kernel and sync events' args, syncs are drawn on a host track, and the trace's
+# otherData.host says what is not drawn and why, rather than placing an operator at a made-up time.
+
+TID_HOST_SYNCS = 3  # host process: regions 1, marks 2
+NO_FLOWS = ("none: the session keeps no CPU time of a launch (its runtime call or operator span), so no flow can "
+            "start on the host timeline")
+
+
+def _operator_args(op: Operator) -> dict[str, Any]:
+    """An operator's facts as event args, text made plain; what the trace did not record is absent."""
+    args: dict[str, Any] = {"operator": op.name}
+    for key, v in (("outer_operator", op.outer), ("input_shapes", op.shapes_text), ("module", op.module),
+                   ("python_line", op.python_line)):
+        if v:
+            args[key] = visible(v)
+    return args
+
+
+def host_sync_events(session: Session) -> list[dict[str, Any]]:
+    """Each host sync as a span on the host's "host syncs (CPU)" track, with the operator and line behind it."""
+    if not session.host_syncs:
+        return []
+    ops = session.operators
+    out: list[dict[str, Any]] = [_meta("process_name", PID_HOST, "host (CPU)"),
+                                 _meta("thread_name", PID_HOST, "host syncs (CPU)", TID_HOST_SYNCS)]
+    for h in session.host_syncs:
+        op = ops.of_sync(h.cpu_start_ns) if ops is not None else None
+        out.append({"ph": "X", "cat": "host-sync", "name": h.name, "pid": PID_HOST, "tid": TID_HOST_SYNCS,
+                    "ts": _us(h.cpu_start_ns), "dur": _us(h.cpu_duration_ns),
+                    "args": {"kind": h.kind, **(_operator_args(op) if op is not None else {})}})
+    return out
+
+
+def host_side(session: Session, table: LaunchTable) -> dict[str, str]:
+    """What the trace holds of the host side, and what not and why (the trace's otherData.host)."""
+    ops = session.operators
+    if ops is None:
+        operators = "none in the session: its trace recorded no aten operators with the launches"
+    else:
+        linked = sum(1 for c, st in zip(table.correlation_id, table.start_ns) if st is not None and c in ops.launch_op)
+        timed = len(table) - table.start_ns.count(None)
+        operators = (f"{linked} of {timed} kernel events name their aten operator in args (operator, "
+                     "outer_operator, input_shapes, module, python_line), as host syncs do; no operator span is drawn: "
+                     "the session keeps each operator's configuration, not its CPU start and end")
+        if ops.missing():
+            operators += "; the trace did not record " + " and ".join(ops.missing())
+    syncs = (f"{len(session.host_syncs)} host sync(s) drawn on 'host syncs (CPU)'" if session.host_syncs
+             else "no host sync in the session")
+    return {"operators": operators,
+            "runtime_calls": syncs + "; other runtime calls (cudaLaunchKernel, cudaMemcpyAsync) are not kept in "
+                                     "the session",
+            "launch_flows": NO_FLOWS}
 
 
 def _plain_text(e: dict) -> dict:
@@ -727,7 +801,7 @@ def rank_session(session: Session, rank: int) -> Session:
         session, device=device, launches=[x for x in session.launches if x.rank == rank],
         activities=[a for a in session.activities if a.rank == rank],
         regions=[g for g in session.regions if g.rank == rank],
-        samples=session.samples if rank == first else [])
+        samples=session.samples if rank == first else [], host_syncs=[], operators=None)
 
 
 def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], report: RanksReport | None,
