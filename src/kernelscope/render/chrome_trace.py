@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterator, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.model import Launch, Session
-from kernelscope.model.blocks import block_xyz
+from kernelscope.model.blocks import BlockRecords, block_xyz
 from kernelscope.model.launch_table import LaunchShape, LaunchTable
 from kernelscope.model.names import short_kernel_name
+from kernelscope.model.operators import Operator
 from kernelscope.render.text import visible
 
 
@@ -67,20 +69,29 @@ def assign_lanes(spans: list[tuple[int, int]], nest: bool) -> list[int]:
 def _disjoint_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
     """Each span to the lowest-numbered lane whose last span has ended by its start."""
     lane_of = [0] * len(spans)
+    first_free_lanes(order, [s for s, _ in spans], [e for _, e in spans], lane_of)
+    return lane_of
+
+
+def first_free_lanes(order: Iterable[int], start: Sequence[int], end: Sequence[int], lane_of: list[int]) -> int:
+    """Set ``lane_of[i]`` for each ``i`` of ``order`` (by start, longest first at equal starts): the
+    lowest-numbered lane whose last span has ended by ``start[i]``. Returns the number of lanes used.
+    Heaps of the busy lanes by end and of the free lanes by number: n log n for any overlap."""
     free: list[int] = []  # lanes free now, a heap of their numbers
     busy: list[tuple[int, int]] = []  # (end, lane) of the span each busy lane holds, a heap
     lanes = 0
+    push, pop = heapq.heappush, heapq.heappop  # a million blocks: the loop's own cost is what remains
     for i in order:
-        start, end = spans[i]
-        while busy and busy[0][0] <= start:
-            heapq.heappush(free, heapq.heappop(busy)[1])
+        s = start[i]
+        while busy and busy[0][0] <= s:
+            push(free, pop(busy)[1])
         if free:
-            lane = heapq.heappop(free)
+            lane = pop(free)
         else:
             lane, lanes = lanes, lanes + 1
-        heapq.heappush(busy, (end, lane))
+        push(busy, (end[i], lane))
         lane_of[i] = lane
-    return lane_of
+    return lanes
 
 
 def _nested_lanes(spans: list[tuple[int, int]], order: list[int]) -> list[int]:
@@ -133,12 +144,15 @@ def split_partial_overlaps(events: list[Any], notes: list[str]) -> list[Any]:
     kernels on a stream run one after another, regions nest); an extra track is
     named after its track ("stream 7 · overlap 1"). ``events`` are dicts, or runs of
     kernel events kept as columns (KernelRows), which say
-    their own spans and take their moves.
+    their own spans and take their moves, or block events kept as columns (BlockRows), whose slot tracks
+    never overlap.
     """
     spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
     refs: dict[tuple[int, int], list[int]] = {}  # per track: event position (>= 0) or ~launch index of a row
     rows: Any = None
     for i, e in enumerate(events):
+        if isinstance(e, BlockRows):  # slot tracks: disjoint by construction
+            continue
         if not isinstance(e, dict):
             e.add_spans(spans, refs)
             rows = e.cols
@@ -191,30 +205,36 @@ ROWS_PER_CHUNK = 5000  # rows joined into one string before writing: bounded mem
 @dataclass
 class KernelColumns:
     """What the kernel rows of one process trace share: the table, each shape's event parts (text already
-    made plain), the process id and the rows moved to an overlap track (launch index -> tid)."""
+    made plain), the process id, the rows moved to an overlap track (launch index -> tid), and the operators:
+    launch correlation id -> operator index, and each operator's args (text already made plain)."""
 
     table: LaunchTable
     shape_event: list[tuple[Any, ...]]  # per shape: name, tid, kernel, grid, block, regions, extra args
     pid: int
     moved: dict[int, int] = field(default_factory=dict)
+    op_of: dict[int, int] = field(default_factory=dict)
+    op_args: list[dict[str, Any]] = field(default_factory=list)
 
     def event(self, i: int) -> dict[str, Any]:
         t = self.table
         name, tid, kernel, grid, block, regions, extra = self.shape_event[t.shape[i]]
+        op = self.op_of.get(t.correlation_id[i])  # type: ignore[arg-type]
         return {"ph": "X", "cat": "kernel", "name": name, "pid": self.pid, "tid": self.moved.get(i, tid),
                 "ts": t.start_ns[i] / 1000.0, "dur": t.duration_ns[i] / 1000.0,  # type: ignore[operator]
                 "args": {"kernel": kernel, "launch_index": i, "grid": grid, "block": block,
-                         "correlation_id": t.correlation_id[i], "regions": regions, **extra}}
+                         "correlation_id": t.correlation_id[i], "regions": regions, **extra,
+                         **(self.op_args[op] if op is not None else {})}}
 
-    def fragments(self, sid: int, tid: int) -> tuple[str, str, str, str]:
-        """The JSON text of shape ``sid``'s event around its per-row numbers: before ``ts``, between ``dur``
-        and ``launch_index``, between it and ``correlation_id``, and after it."""
+    def fragments(self, sid: int, tid: int, op: int | None = None) -> tuple[str, str, str, str]:
+        """The JSON text of shape ``sid``'s event (launched by operator ``op``) around its per-row numbers:
+        before ``ts``, between ``dur`` and ``launch_index``, between it and ``correlation_id``, and after it."""
         name, _, kernel, grid, block, regions, extra = self.shape_event[sid]
         d = json.dumps
         head = f'{{"ph": "X", "cat": "kernel", "name": {d(name)}, "pid": {d(self.pid)}, "tid": {d(tid)}, "ts": '
         args = f', "args": {{"kernel": {d(kernel)}, "launch_index": '
         mid = f', "grid": {d(grid)}, "block": {d(block)}, "correlation_id": '
-        tail = f', "regions": {d(regions)}' + "".join(f", {d(k)}: {d(v)}" for k, v in extra.items()) + "}}"
+        more = {**extra, **(self.op_args[op] if op is not None else {})}
+        tail = f', "regions": {d(regions)}' + "".join(f", {d(k)}: {d(v)}" for k, v in more.items()) + "}}"
         return head, args, mid, tail
 
 
@@ -260,21 +280,21 @@ class KernelRows:
     def write(self, add: Callable[[str], None]) -> None:
         """The rows as JSON text, ``ROWS_PER_CHUNK`` at a time, each chunk handed to ``add``."""
         c, t = self.cols, self.cols.table
-        shape, start, dur, corr, moved = t.shape, t.start_ns, t.duration_ns, t.correlation_id, c.moved
-        frags: dict[tuple[int, int], tuple[str, str, str, str]] = {}
+        shape, start, dur, corr, moved, op_of = t.shape, t.start_ns, t.duration_ns, t.correlation_id, c.moved, c.op_of
+        frags: dict[tuple[int, int, int | None], tuple[str, str, str, str]] = {}
         base = [c.fragments(sid, ev[1]) for sid, ev in enumerate(c.shape_event)]
         rows: list[str] = []
         for i in range(self.first, self.stop):
             st = start[i]
             if st is None:
                 continue
-            sid = shape[i]
-            if i in moved:
-                key = (sid, moved[i])
+            sid, k = shape[i], corr[i]
+            op = op_of.get(k) if op_of else None  # type: ignore[arg-type]
+            if op is not None or i in moved:
+                key = (sid, moved.get(i, c.shape_event[sid][1]), op)
                 f = frags.get(key) or frags.setdefault(key, c.fragments(*key))
             else:
                 f = base[sid]
-            k = corr[i]
             rows.append(f'{f[0]}{st / 1000.0!r}, "dur": {dur[i] / 1000.0!r}{f[1]}{i}{f[2]}'
                         f'{"null" if k is None else k}{f[3]}')
             if len(rows) >= ROWS_PER_CHUNK:
@@ -383,10 +403,10 @@ def memory_events(session: Session, notes: list[str]) -> list[dict[str, Any]]:
 PID_GPU, PID_HOST, PID_SAMPLES, PID_BLOCKS = 1, 2, 3, 100  # block tracks: PID_BLOCKS + launch index
 TID_REGIONS = 1_000_000  # beside the stream tracks, clear of any stream id
 TID_UNKNOWN_STREAM = 999_999
-SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot (an SM holds at most 32 blocks at once)
+SLOTS_PER_SM_TID = 1000  # block tracks: tid = SM * 1000 + slot, or a wider stride where an SM held more
 
 
-Part = Union[dict[str, Any], KernelRows]  # one event, or a run of kernel launch events kept as columns
+Part = Union[dict[str, Any], KernelRows, "BlockRows"]  # one event, or a run of kernel or block events as columns
 DICTS_PER_CHUNK = 5000
 
 
@@ -395,6 +415,7 @@ class ChromeTrace:
     parts: list[Part] = field(default_factory=list)  # the events in order; launch events mostly as KernelRows
     notes: list[str] = field(default_factory=list)  # what was left out, and why
     time_origin_ns: int = 0
+    host: dict[str, str] = field(default_factory=dict)  # what of the host side it holds, what not and why
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -409,12 +430,13 @@ class ChromeTrace:
 
     def timed_events(self) -> int:
         """The number of events that are not metadata (``ph`` other than ``M``)."""
-        return sum(p.count() if isinstance(p, KernelRows) else p["ph"] != "M" for p in self.parts)
+        return sum(p["ph"] != "M" if isinstance(p, dict) else p.count() for p in self.parts)
 
     def _other(self) -> dict[str, Any]:
         return {"displayTimeUnit": "ns",
                 "otherData": {"generator": "kernelscope", "time_origin_ns": self.time_origin_ns,
-                              "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes)}}
+                              "clock": "ts in us since time_origin_ns (session clock)", "notes": list(self.notes),
+                              "host": dict(self.host)}}
 
     def to_dict(self) -> dict[str, Any]:
         return {"traceEvents": self.events, **self._other()}
@@ -439,7 +461,7 @@ class ChromeTrace:
             if batch:
                 add(json.dumps(batch)[1:-1])  # a list's items are encoded as the items alone would be
                 batch = []
-            if isinstance(p, KernelRows):
+            if not isinstance(p, dict):
                 p.write(add)
         if batch:
             add(json.dumps(batch)[1:-1])
@@ -457,13 +479,16 @@ def _meta(kind: str, pid: int, name: str, tid: int | None = None) -> dict[str, A
     return e
 
 
-def _launch_event(i: int, x: Launch) -> dict[str, Any]:
+def _launch_event(i: int, x: Launch, cols: KernelColumns) -> dict[str, Any]:
     args: dict[str, Any] = {"kernel": x.kernel, "launch_index": i, "grid": list(x.grid), "block": list(x.block),
                             "correlation_id": x.correlation_id, "regions": list(x.regions)}
     for key in ("registers_per_thread", "shared_memory_per_block_bytes"):
         v = x.value(key)
         if v is not None:
             args[key] = v
+    op = cols.op_of.get(x.correlation_id) if x.correlation_id is not None else None
+    if op is not None:
+        args.update(cols.op_args[op])
     if x.block_records is not None:
         args["block_records"] = len(x.block_records)
     return {"ph": "X", "cat": "kernel", "name": short_kernel_name(x.kernel), "pid": PID_GPU,
@@ -481,63 +506,106 @@ def _shape_event(sh: LaunchShape) -> tuple[Any, ...]:
             visible(sh.kernel), list(sh.grid), list(sh.block), list(sh.regions), extra)
 
 
-def _block_slots(rows: list[tuple[int, int, int, int]], ks: list[int], slot: list[int]) -> None:
-    """Each block of one SM (``ks``, by start, longest first at equal starts) takes the lowest slot free at its
-    start, as assign_lanes(nest=False) does, with heaps: n log n however many blocks overlap."""
-    busy: list[tuple[int, int]] = []  # (end, slot) of the blocks still running
-    free: list[int] = []
-    lanes = 0
-    for k in sorted(ks, key=lambda k: (rows[k][2], -rows[k][3])):
-        start, end = rows[k][2], rows[k][3]
-        while busy and busy[0][0] <= start:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            lane = heapq.heappop(free)
-        else:
-            lane, lanes = lanes, lanes + 1
-        slot[k] = lane
-        heapq.heappush(busy, (end, lane))
+@dataclass
+class BlockRows:
+    """The block events of one launch's block records kept as the records' columns (rows ``keep``, each with
+    its ``slot``), written as JSON text byte for byte as ``json.dumps`` writes
+    ``events()``: a million records make no million event dicts. First the slot tracks' names, then the blocks."""
+
+    rec: BlockRecords
+    keep: list[int]  # the rows drawn, in record order
+    slot: list[int]  # per row of rec (rows not kept: unused)
+    slots_of_sm: dict[int, int]  # how many slot tracks each SM has
+    shift_ns: int  # record time + shift = session time
+    clock: str  # how the records were placed on the session clock
+    pid: int
+
+    @property
+    def stride(self) -> int:
+        """A slot track's tid is SM * stride + slot: SLOTS_PER_SM_TID, or more where an SM held more blocks at
+        once, so no two SMs' tracks ever share a tid."""
+        return max(SLOTS_PER_SM_TID, *self.slots_of_sm.values())
+
+    def count(self) -> int:
+        return len(self.keep)
+
+    def _track_names(self) -> list[dict[str, Any]]:
+        stride = self.stride
+        return [_meta("thread_name", self.pid, f"SM {sm} · slot {lane}", sm * stride + lane)
+                for sm in sorted(self.slots_of_sm) for lane in range(self.slots_of_sm[sm])]
+
+    def events(self) -> list[dict[str, Any]]:
+        r, stride, out = self.rec, self.stride, self._track_names()
+        for k in self.keep:
+            b, sm, s, e, lane = r.block_id[k], r.smid[k], r.start_ns[k], r.end_ns[k], self.slot[k]
+            out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": self.pid, "tid": sm * stride + lane,
+                        "ts": _us(s + self.shift_ns), "dur": _us(e - s),
+                        "args": {"block_id": b, "block_xyz": list(block_xyz(b, r.grid)), "smid": sm, "slot": lane,
+                                 "start_ns_raw": s, "end_ns_raw": e, "clock": self.clock}})
+        return out
+
+    def write(self, add: Callable[[str], None]) -> None:
+        """The track names and the rows as JSON text, ``ROWS_PER_CHUNK`` rows at a time, each chunk to ``add``."""
+        names = self._track_names()
+        for c in range(0, len(names), ROWS_PER_CHUNK):
+            add(json.dumps(names[c:c + ROWS_PER_CHUNK])[1:-1])
+        r, stride, slot, shift = self.rec, self.stride, self.slot, self.shift_ns
+        bid, smid, start, end = r.block_id, r.smid, r.start_ns, r.end_ns
+        gx, gy = r.grid[0], r.grid[1]
+        head = '{"ph": "X", "cat": "block", "name": "block '
+        pid = f'", "pid": {json.dumps(self.pid)}, "tid": '
+        tail = ', "end_ns_raw": '
+        clock = f', "clock": {json.dumps(self.clock)}}}}}'
+        rows: list[str] = []
+        for k in self.keep:
+            b, sm, s, e, lane = bid[k], smid[k], start[k], end[k], slot[k]
+            rest = b // gx
+            rows.append(f'{head}{b}{pid}{sm * stride + lane}, "ts": {(s + shift) / 1000.0!r}, "dur": '
+                        f'{(e - s) / 1000.0!r}, "args": {{"block_id": {b}, "block_xyz": [{b % gx}, {rest % gy}, '
+                        f'{rest // gy}], "smid": {sm}, "slot": {lane}, "start_ns_raw": {s}{tail}{e}{clock}')
+            if len(rows) >= ROWS_PER_CHUNK:
+                add(", ".join(rows))
+                rows = []
+        if rows:
+            add(", ".join(rows))
 
 
-def _block_events(i: int, x: Launch, notes: list[str]) -> list[dict[str, Any]]:
+def _block_events(i: int, x: Launch, notes: list[str]) -> list[Part]:
+    """The process of launch ``i``'s blocks: per SM, as many slot tracks as it held blocks at once ("SM 12 ·
+    slot 0"), each block on the first slot free at its start (blocks resident at once run side by side, not
+    nested)."""
     rec = x.block_records
     assert rec is not None
-    rows = [r for r in zip(rec.block_id, rec.smid, rec.start_ns, rec.end_ns) if 0 < r[2] <= r[3]]
-    if len(rows) < len(rec):
-        notes.append(f"{len(rec) - len(rows)} block record(s) of launch {i} have a zero time or end before they "
+    start, end = rec.start_ns, rec.end_ns
+    n = len(rec)
+    keep = [k for k in range(n) if 0 < start[k] <= end[k]]
+    if len(keep) < n:
+        notes.append(f"{n - len(keep)} block record(s) of launch {i} have a zero time or end before they "
                      "start and were left out")
-    if not rows:
+    if not keep:
         return []
     if rec.clock_offset_ns is not None:
         shift, how = rec.clock_offset_ns, "session clock (measured offset)"
     elif x.start_ns is not None:
-        shift, how = x.start_ns - min(r[2] for r in rows), "aligned to the launch's start"
+        shift, how = x.start_ns - min(start[k] for k in keep), "aligned to the launch's start"
         notes.append(f"block times of launch {i} ({short_kernel_name(x.kernel)}) are aligned to the launch's "
                      "start: the offset from %globaltimer to the session clock was not measured")
     else:
         notes.append(f"block records of launch {i} were left out: neither the launch nor a clock offset places "
                      "them on the session clock")
         return []
+    # slots: each SM's rows by start, longest first at equal starts (stable sorts keyed by the columns, no row
+    # tuples); the events stay in record order
+    order = sorted(keep, key=end.__getitem__, reverse=True)
+    order.sort(key=start.__getitem__)
+    order.sort(key=rec.smid.__getitem__)
+    slot = [0] * n
+    slots_of_sm = {sm: first_free_lanes(run, start, end, slot)
+                   for sm, run in itertools.groupby(order, key=rec.smid.__getitem__)}
+    del order
     pid = PID_BLOCKS + i
-    out = [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
-           _meta("process_sort_index", pid, str(pid))]
-    # Blocks resident on one SM at once run side by side, not nested: each goes to the first slot track of
-    # its SM that is free at its start, so an SM has as many tracks as it held blocks at once.
-    by_sm: dict[int, list[int]] = {}
-    for k, r in enumerate(rows):
-        by_sm.setdefault(r[1], []).append(k)
-    slot = [0] * len(rows)
-    for ks in by_sm.values():
-        _block_slots(rows, ks, slot)
-    for sm in sorted(by_sm):
-        for lane in range(max(slot[k] for k in by_sm[sm]) + 1):
-            out.append(_meta("thread_name", pid, f"SM {sm} · slot {lane}", sm * SLOTS_PER_SM_TID + lane))
-    for (b, sm, s, e), lane in zip(rows, slot):
-        out.append({"ph": "X", "cat": "block", "name": f"block {b}", "pid": pid, "tid": sm * SLOTS_PER_SM_TID + lane,
-                    "ts": _us(s + shift), "dur": _us(e - s),
-                    "args": {"block_id": b, "block_xyz": list(block_xyz(b, rec.grid)), "smid": sm, "slot": lane,
-                             "start_ns_raw": s, "end_ns_raw": e, "clock": how}})
-    return out
+    return [_meta("process_name", pid, f"blocks by SM · {short_kernel_name(x.kernel)} (launch {i})"),
+            _meta("process_sort_index", pid, str(pid)), BlockRows(rec, keep, slot, slots_of_sm, shift, how, pid)]
 
 
 def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
@@ -546,6 +614,9 @@ def session_to_chrome_trace(session: Session, ranks_report=None) -> ChromeTrace:
     if len(session.ranks) > 1:
         out = ChromeTrace(time_origin_ns=session.time_origin_ns)
         out.parts, out.notes = ranks_chrome_events(session, _one_process_trace, ranks_report, PID_GPU)
+        out.host = {"operators": "left out: the session does not say which rank's trace an operator came from",
+                    "runtime_calls": "left out: the session does not say which rank a host sync came from",
+                    "launch_flows": NO_FLOWS}
         out.parts = [_plain_text(e) if isinstance(e, dict) else e for e in out.parts]  # rows: plain already
         return out
     return _one_process_trace(session)
@@ -570,7 +641,10 @@ def _one_process_trace(session: Session) -> ChromeTrace:
                      "counter pass, which serialises kernels) and were left out rather than placed at a made-up time")
     # Launches on the common path stay rows of the table (KernelRows, written from per-shape JSON text);
     # those with counter results or instrumentation, or a varying configuration, are built as Launches.
+    ops = session.operators
     cols = KernelColumns(table, [_shape_event(sh) for sh in table.shapes], PID_GPU)
+    if ops is not None:
+        cols.op_of, cols.op_args = ops.launch_op, [_operator_args(o) for o in ops.ops]
     varying = {sid for sid, sh in enumerate(table.shapes) if any(k in sh.varying for k in _CONFIG_ARGS)}
     slow = sorted(set(table.details) | ({i for i, sid in enumerate(table.shape) if sid in varying}
                                         if varying else set()))
@@ -583,7 +657,7 @@ def _one_process_trace(session: Session) -> ChromeTrace:
             break
         x = table.launch(i)
         if x.start_ns is not None:
-            ev.append(_plain_text(_launch_event(i, x)))
+            ev.append(_plain_text(_launch_event(i, x, cols)))
         if x.block_records is not None:
             ev += _block_events(i, x, notes)
         ev += scope_events(i, x, notes)  # Proton phase scopes: one track per warp
@@ -601,12 +675,70 @@ def _one_process_trace(session: Session) -> ChromeTrace:
         if r.gpu_start_ns is not None and r.gpu_duration_ns is not None:
             ev.append({"ph": "X", "cat": "region", "name": r.name, "pid": PID_GPU, "tid": TID_REGIONS,
                        "ts": _us(r.gpu_start_ns), "dur": _us(r.gpu_duration_ns), "args": {"span": "gpu"}})
+    ev += host_sync_events(session)
+    out.host = host_side(session, table)
     ev += _sample_events(session, notes)
     ev += memory_events(session, notes)  # run --memory's allocator counters and kernelscope.mark() instants
     # nested or disjoint, else a track; launch events were made plain text per shape above
     out.parts = [e if not isinstance(e, dict) or e.get("cat") == "kernel" else _plain_text(e)
                  for e in split_partial_overlaps(ev, notes)]
     return out
+
+
+# The host side: the session keeps the operator behind each launch and host sync (model/operators.py) and the
+# runtime calls that blocked the host (model/host_sync.py), but no CPU span of an operator or of a launch call:
+# operators ride in the kernel and sync events' args, syncs are drawn on a host track, and the trace's
+# otherData.host says what is not drawn and why, rather than placing an operator at a made-up time.
+
+TID_HOST_SYNCS = 3  # host process: regions 1, marks 2
+NO_FLOWS = ("none: the session keeps no CPU time of a launch (its runtime call or operator span), so no flow can "
+            "start on the host timeline")
+
+
+def _operator_args(op: Operator) -> dict[str, Any]:
+    """An operator's facts as event args, text made plain; what the trace did not record is absent."""
+    args: dict[str, Any] = {"operator": op.name}
+    for key, v in (("outer_operator", op.outer), ("input_shapes", op.shapes_text), ("module", op.module),
+                   ("python_line", op.python_line)):
+        if v:
+            args[key] = visible(v)
+    return args
+
+
+def host_sync_events(session: Session) -> list[dict[str, Any]]:
+    """Each host sync as a span on the host's "host syncs (CPU)" track, with the operator and line behind it."""
+    if not session.host_syncs:
+        return []
+    ops = session.operators
+    out: list[dict[str, Any]] = [_meta("process_name", PID_HOST, "host (CPU)"),
+                                 _meta("thread_name", PID_HOST, "host syncs (CPU)", TID_HOST_SYNCS)]
+    for h in session.host_syncs:
+        op = ops.of_sync(h.cpu_start_ns) if ops is not None else None
+        out.append({"ph": "X", "cat": "host-sync", "name": h.name, "pid": PID_HOST, "tid": TID_HOST_SYNCS,
+                    "ts": _us(h.cpu_start_ns), "dur": _us(h.cpu_duration_ns),
+                    "args": {"kind": h.kind, **(_operator_args(op) if op is not None else {})}})
+    return out
+
+
+def host_side(session: Session, table: LaunchTable) -> dict[str, str]:
+    """What the trace holds of the host side, and what not and why (the trace's otherData.host)."""
+    ops = session.operators
+    if ops is None:
+        operators = "none in the session: its trace recorded no aten operators with the launches"
+    else:
+        linked = sum(1 for c, st in zip(table.correlation_id, table.start_ns) if st is not None and c in ops.launch_op)
+        timed = len(table) - table.start_ns.count(None)
+        operators = (f"{linked} of {timed} kernel events name their aten operator in args (operator, "
+                     "outer_operator, input_shapes, module, python_line), as host syncs do; no operator span is drawn: "
+                     "the session keeps each operator's configuration, not its CPU start and end")
+        if ops.missing():
+            operators += "; the trace did not record " + " and ".join(ops.missing())
+    syncs = (f"{len(session.host_syncs)} host sync(s) drawn on 'host syncs (CPU)'" if session.host_syncs
+             else "no host sync in the session")
+    return {"operators": operators,
+            "runtime_calls": syncs + "; other runtime calls (cudaLaunchKernel, cudaMemcpyAsync) are not kept in "
+                                     "the session",
+            "launch_flows": NO_FLOWS}
 
 
 def _plain_text(e: dict) -> dict:
@@ -669,7 +801,7 @@ def rank_session(session: Session, rank: int) -> Session:
         session, device=device, launches=[x for x in session.launches if x.rank == rank],
         activities=[a for a in session.activities if a.rank == rank],
         regions=[g for g in session.regions if g.rank == rank],
-        samples=session.samples if rank == first else [])
+        samples=session.samples if rank == first else [], host_syncs=[], operators=None)
 
 
 def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], report: RanksReport | None,
@@ -684,6 +816,10 @@ def ranks_chrome_events(session: Session, one_rank: Callable[[Session], Any], re
         shifted: list[Any] = []
         notes += [f"rank {info.rank}: {n}" for n in trace.notes]
         for e in trace.parts:
+            if isinstance(e, BlockRows):
+                e.pid += base
+                events.append(e)
+                continue
             if not isinstance(e, dict):
                 if all(e.cols is not c for c in shifted):  # the rank's runs share their columns: move once
                     e.cols.pid += base
