@@ -6,9 +6,9 @@ import pytest
 
 from conftest import DATA
 from kernelscope.analyze import breakdown as bd
-from kernelscope.analyze.program_rules import ProgramFinding, program_rule
+from kernelscope.analyze.program_rules import program_rule
 from kernelscope.analyze.report import build_report
-from kernelscope.analyze.rule import PROGRAM, REGISTRY, explained, prerequisites, replaced_by, rule_by_id
+from kernelscope.analyze.rule import PROGRAM, REGISTRY, Finding, explained, prerequisites, replaced_by, rule_by_id
 from kernelscope.model import Session
 
 SYNC = DATA / "diagnosis" / "programs" / "sync_item_train_defect.json.gz"
@@ -25,7 +25,7 @@ def test_a_program_rule_registered_with_the_decorator_runs_and_its_needs_order_i
     @program_rule("test-big", "a planted finding", "nothing: a test", needs=("sync-in-loop",))
     def big(ctx):
         b = ctx.breakdown.ranks[0]
-        return [ProgramFinding("test-big", bd.KERNELS, "a planted finding", "planted", 90.0, "planted", (("x", 1),),
+        return [Finding("test-big", bd.KERNELS, "a planted finding", "planted", 90.0, "planted", (("x", 1),),
                                "nothing", None, b.rank)]
 
     assert rule_by_id("test-big") is big and big.scope == PROGRAM

@@ -4,8 +4,11 @@ A rule is a small function with a scope:
 
 - ``kernel``: ``check(RuleContext)`` returns a model.Finding (its gain a share of the kernel's time), a NotEvaluated,
   or None when it looked and found nothing; analyze/recommend.py runs them on each kernel.
-- ``program``: ``check(ProgramContext)`` returns a list of ProgramFinding (gains shares of the window's wall time)
+- ``program``: ``check(ProgramContext)`` returns a list of Finding (gains shares of the window's wall time)
   and NotEvaluated; analyze/verdict.py runs them once per session.
+
+The verdict ranks program and kernel findings in one list of Finding (scope "program" or "kernel"); a kernel's
+panels show the findings of that list that name it (``kernels``).
 
 Each rule declares what it reads (``inputs``, in words), how its gain is estimated (``gain_formula``), and its
 relations to other rules, which the ranking reads from here and nowhere else:
@@ -42,6 +45,28 @@ class Rule:
     needs: tuple[str, ...] = ()  # rules whose fix must come first (module docstring)
     symptom: int = 0  # 0: a cause; 1+: a generic symptom a specific finding explains (module docstring)
     replaces: tuple[str, ...] = ()  # generic rules this one states more precisely (module docstring)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule found, its gain a share of the window's wall time and the formula that gives it: a program rule's
+    finding, or a kernel rule's (or NVIDIA's rule's) finding ranked against them in the verdict."""
+
+    rule: str  # rule id (a registered Rule's) or NVIDIA's rule name
+    category: str  # the breakdown category whose time it would give back (analyze/breakdown.CATEGORIES)
+    title: str
+    message: str
+    gain_pct: float  # % of the window's wall time
+    gain_formula: str
+    evidence: tuple[tuple[str, Any], ...]  # (what, value): the numbers that made the rule fire
+    fix: str
+    kernel: str | None = None  # the kernel it names, when it names one (short name or label, as shown)
+    rank: int | None = None
+    kernels: tuple[str, ...] = ()  # full names of every kernel it is about: their panels show it
+    scope: str = PROGRAM  # PROGRAM | KERNEL: the rule's scope
+    source: str = "kernelscope"  # "kernelscope" | "ncu-rule" (NVIDIA's rule, imported from the ncu report)
+    kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
+    explains: tuple[str, ...] = ()  # generic findings (rule ids) folded into this one
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from typing import Any
-
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.kernel_table import SessionSummary
@@ -25,7 +23,7 @@ from kernelscope.analyze import operator_rules  # noqa: F401  (registers the pro
 from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
-from kernelscope.analyze.rule import NotEvaluated, explained, prerequisites, replaced_by
+from kernelscope.analyze.rule import KERNEL, Finding, NotEvaluated, explained, prerequisites, replaced_by
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -46,27 +44,6 @@ class TimeShare:
     total_ns: int
     share: float | None  # 0..1 of the group's total; None when the total is 0
     count: int = 0  # launches (kernels) or records (copies); kernels summed in "others"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the verdict: a program finding or a kernel finding, its gain a share of wall time."""
-
-    rule: str  # rule id (program_rules / analyze.rules) or NVIDIA's rule name
-    category: str  # the breakdown category whose time it gives back (analyze/breakdown.CATEGORIES)
-    title: str
-    kernel: str | None  # label as in the kernel table; None for program findings about no one kernel
-    gain_pct: float  # % of the window's wall time
-    gain_formula: str
-    evidence: tuple[tuple[str, Any], ...]
-    fix: str
-    message: str = ""
-    source: str = "kernelscope"  # "kernelscope" | "ncu-rule"
-    scope: str = "program"  # "program" | "kernel"
-    rank: int | None = None
-    kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
-    explains: tuple[str, ...] = ()  # generic findings folded into this one
-    kernels: tuple[str, ...] = ()  # full names of the kernels it is about: each kernel's panel shows it
 
 
 @dataclass(frozen=True)
@@ -191,9 +168,9 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
                 continue
             f = r.finding
             out.append(Finding(
-                f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,
-                f"{formula}; kernel gain: {r.gain_basis}", f.evidence, f.message, f.message, r.source, "kernel", None,
-                r.gain_pct, folded if i == 0 else (), (kernel,)))
+                f.rule_id, bd.KERNELS, f.title or f.rule_id, f.message, gain, f"{formula}; kernel gain: {r.gain_basis}",
+                f.evidence, f.message, labels.get(kernel, r.short_name), kernels=(kernel,), scope=KERNEL,
+                source=r.source, kernel_gain_pct=r.gain_pct, explains=folded if i == 0 else ()))
     return out, unranked
 
 
@@ -208,7 +185,7 @@ def _combined(findings: list[Finding], b: bd.Breakdown) -> float | None:
     return min(100.0, total)
 
 
-def _one_per_rule(found: list) -> list:
+def _one_per_rule(found: list[Finding]) -> list[Finding]:
     """Several ranks with the same program finding: one finding, the largest, naming every rank's gain."""
     by_rule: dict[str, list] = defaultdict(list)
     for f in found:
@@ -244,8 +221,7 @@ def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | 
         not_eval += [NotEvaluated(r.rule_id, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     rules = {f.rule for f in found}
     found = [f for f in found if not (replaced_by().get(f.rule, set()) & rules)]
-    program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
-                       f.message, "kernelscope", "program", f.rank, kernels=f.kernels) for f in _one_per_rule(found)]
+    program = _one_per_rule(found)
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
                                                    f.rule in explained(), f.rule, f.kernel or ""))
