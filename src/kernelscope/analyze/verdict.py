@@ -23,7 +23,7 @@ from kernelscope.analyze import operator_rules  # noqa: F401  (registers the pro
 from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
-from kernelscope.analyze.rule import KERNEL, Finding, NotEvaluated, explained, prerequisites, replaced_by
+from kernelscope.analyze.rule import Finding, NotEvaluated, explained, prerequisites, replaced_by
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -150,14 +150,14 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
     unranked = len(analysis.ranked) - len(ranked)
     by_kernel: dict[str, list] = defaultdict(list)
     for r in ranked:
-        if bd.COMM_KERNEL_RE.search(r.kernel) or (program and r.finding.rule_id in TIMELINE_RULES):
+        if bd.COMM_KERNEL_RE.search(r.kernel) or (program and r.finding.rule in TIMELINE_RULES):
             continue
         by_kernel[r.kernel].append(r)
     out: list[Finding] = []
     for kernel, recs in by_kernel.items():
         generic = explained()  # declared by the rules (analyze/rule.py)
-        specific = [r for r in recs if r.finding.rule_id not in generic]
-        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in generic) if specific else ()
+        specific = [r for r in recs if r.finding.rule not in generic]
+        folded = tuple(r.finding.rule for r in recs if r.finding.rule in generic) if specific else ()
         for i, r in enumerate(specific or recs):
             gain = r.session_gain_pct
             formula = KERNEL_GAIN_FORMULA if busy is not None else "gain % of the kernel's time x its share of all " \
@@ -166,11 +166,10 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
                 gain *= busy
             if gain < MIN_WALL_GAIN_PCT:
                 continue
-            f = r.finding
-            out.append(Finding(
-                f.rule_id, bd.KERNELS, f.title or f.rule_id, f.message, gain, f"{formula}; kernel gain: {r.gain_basis}",
-                f.evidence, f.message, labels.get(kernel, r.short_name), kernels=(kernel,), scope=KERNEL,
-                source=r.source, kernel_gain_pct=r.gain_pct, explains=folded if i == 0 else ()))
+            out.append(replace(
+                r.finding, category=bd.KERNELS, title=r.finding.title or r.finding.rule, gain_pct=gain,
+                gain_formula=f"{formula}; kernel gain: {r.gain_basis}", kernel=labels.get(kernel, r.short_name),
+                kernels=(kernel,), kernel_gain_pct=r.gain_pct, explains=folded if i == 0 else ()))
     return out, unranked
 
 
