@@ -66,7 +66,7 @@ def test_recommendations_name_their_evidence(recorded):
     recs = [r for k in analysis.kernels for r in k.recommendations.recommendations]
     assert recs
     for r in recs:
-        assert r.finding.evidence, r.finding.rule_id
+        assert r.finding.evidence, r.finding.rule
 
 
 def test_show_with_the_recorded_ceilings(tmp_path):

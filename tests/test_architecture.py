@@ -164,3 +164,13 @@ def test_no_cli_module_builds_rich_tables():
     for mod in (m for m in MODULES if m.startswith("kernelscope.cli.") and not m.startswith("kernelscope.cli.bench")):
         rich = [t for t, _ in imports_of(mod) if t == "rich" or t.startswith("rich.")]
         assert rich == [], f"{mod} imports {rich}: drawing belongs in render/"
+
+
+def test_no_renderer_method_takes_a_session():
+    """Renderers get the Report and its views; making strings plain for the terminal happens before the report."""
+    from kernelscope.render.renderers import RENDERERS, Renderer
+
+    takes = [f"{cls.__name__}.{name}" for cls in (Renderer, *RENDERERS.values())
+             for name, fn in inspect.getmembers(cls, inspect.isfunction)
+             if "Session" in " ".join(map(str, fn.__annotations__.values()))]
+    assert takes == []

@@ -26,7 +26,8 @@ from benchmarks.diagnosis.table import build_rows, real_gains, region_kernel  # 
 from kernelscope.analyze.analysis import analyze_session  # noqa: E402
 from kernelscope.analyze.roofline import Ceilings  # noqa: E402
 from kernelscope.collect.calibrate.ceilings import load_calibration  # noqa: E402
-from kernelscope.model import Finding, Session  # noqa: E402
+from kernelscope.analyze.rule import Finding  # noqa: E402
+from kernelscope.model import Session, VendorRuleResult  # noqa: E402
 
 DIAG = ROOT / "tests" / "data" / "diagnosis"
 TIMINGS = json.loads((DIAG / "timings.json").read_text())
@@ -126,7 +127,7 @@ def test_host_gaps_reads_the_recorded_synchronize_calls(ceilings):
     k = _analysis("host_gaps", DEFECT, ceilings)
     top = k.recommendations.recommendations[0]
     ev = dict(top.finding.evidence)
-    assert top.finding.rule_id == "host-gaps" and "synchronize" in top.finding.message
+    assert top.finding.rule == "host-gaps" and "synchronize" in top.finding.message
     assert ev["launches after a synchronize call (trace pass: CUDA runtime calls)"] >= 55
     # the gaps are under the 50 µs host-wait threshold: without the calls they read as launch overhead
     assert statistics.median(k_gaps := _gaps(s)) < 50_000 and len(k_gaps) == 60
@@ -165,7 +166,7 @@ def test_tensor_flops_from_counters_match_cublas_gemms_and_their_tile_padding(ce
 
 def _ours(k, rule_id: str):
     return next((r for r in k.recommendations.recommendations
-                 if r.source == "kernelscope" and r.finding.rule_id == rule_id), None)
+                 if r.source == "kernelscope" and r.finding.rule == rule_id), None)
 
 
 def test_local_memory_from_l1_bytes_no_global_access_explains(ceilings):
@@ -234,12 +235,12 @@ def test_no_tail_or_grid_finding_on_a_kernel_of_a_few_microseconds(ceilings):
     assert _ours(k, "tail-effect") is None and _ours(k, "small-grid") is None
     top = k.recommendations.recommendations[0]
     ev = dict(top.finding.evidence)
-    assert top.finding.rule_id == "launch-bound"
+    assert top.finding.rule == "launch-bound"
     gap, dur = ev["median idle gap before launch (timeline, ns)"], ev["median duration (trace pass, ns)"]
     assert top.gain_pct == pytest.approx(100 * gap / (gap + dur), abs=0.01)
     # in-kernel findings of a launch-bound kernel are scaled by its share of the launch cycle
     stall = _ours(k, "dominant-stall")
-    assert stall is None or stall.gain_pct <= stall.finding.speedup_pct * dur / (gap + dur) + 0.01
+    assert stall is None or stall.gain_pct <= stall.finding.kernel_gain_pct * dur / (gap + dur) + 0.01
 
 
 def test_fma_matmul_gain_is_the_measured_fma_to_tensor_rate_ratio(ceilings):
@@ -261,7 +262,7 @@ def test_library_kernel_occupancy_is_not_promised_a_gain(ceilings):
     assert _ours(k, "occupancy-limit") is None
     assert "a FlashAttention kernel" in {n.rule: n.reason for n in k.recommendations.not_evaluated}[
         "occupancy-limit"]
-    assert not any(x.source == "ncu-rule" and x.finding.rule_id == "TheoreticalOccupancy"
+    assert not any(x.source == "ncu-rule" and x.finding.rule == "TheoreticalOccupancy"
                    for x in k.recommendations.recommendations)
     stall = _ours(k, "dominant-stall")
     assert stall.gain_pct is None and "the library's design" in stall.finding.message
@@ -285,19 +286,19 @@ def test_unconfirmed_and_unchecked_ncu_estimates(ceilings):
     k = _analysis("control_add", CONTROL, ceilings)
     x = k.counter_launch
     # an ncu estimate no kernelscope rule checks: capped at the kernel's headroom
-    l2c = Finding("ncu-rule", "MemoryL2Compression", "L2 compression", "Memory", "optimization", "L2 Compression",
-                  "stand-in for ncu's rule", "global", 30.0)
+    l2c = VendorRuleResult("ncu-rule", "MemoryL2Compression", "L2 compression", "Memory", "optimization",
+                           "L2 Compression", "stand-in for ncu's rule", "global", 30.0)
     recs = recommend(_ctx(k, replace(x, findings=list(x.findings) + [l2c]), ceilings)).recommendations
-    (got,) = [r for r in recs if r.finding.rule_id == "MemoryL2Compression"]
+    (got,) = [r for r in recs if r.finding.rule == "MemoryL2Compression"]
     from kernelscope.analyze.rules.base import headroom_pct
 
     head, ev = headroom_pct(x, ceilings)
     # this add moves DRAM bytes at 101% of the measured copy bandwidth: no headroom left at all
     assert dict(ev)["DRAM bytes/s % of the measured copy bandwidth (derived)"] > 100 and head == 0
     assert got.gain_pct == pytest.approx(head) and got.vendor_pct == 30.0
-    assert recs[0].finding.rule_id != "MemoryL2Compression" or recs[0].gain_pct == 0
+    assert recs[0].finding.rule != "MemoryL2Compression" or recs[0].gain_pct == 0
     # an ncu estimate on a cause kernelscope looked at and found nothing: shown, not ranked as a gain
-    ach = [r for r in k.recommendations.recommendations if r.finding.rule_id == "AchievedOccupancy"]
+    ach = [r for r in k.recommendations.recommendations if r.finding.rule == "AchievedOccupancy"]
     assert ach and all(r.gain_pct is None and r.vendor_pct is not None for r in ach)
 
 

@@ -282,12 +282,12 @@ def test_table_rows_follow_the_analysis() -> None:
     mm = by[("triton_mm", DEFECT)]
     assert mm.kernel == "matmul_kernel" and mm.error is None
     want = analyze_session(s, none).kernel(mm.kernel_full).recommendations.recommendations
-    assert mm.top_rule == f"{want[0].source}:{want[0].finding.rule_id}"
-    assert [f["rule"] for f in mm.findings] == [r.finding.rule_id for r in want]
+    assert mm.top_rule == f"{want[0].source}:{want[0].finding.rule}"
+    assert [f["rule"] for f in mm.findings] == [r.finding.rule for r in want]
     assert mm.bound == analyze_session(s, none).kernel(mm.kernel_full).bound.bound
     assert mm.real_gain_pct == pytest.approx(25.0)  # 1 - 0.03 / 0.04
     fired = {p.rule_id: p.fired for p in mm.planted}
-    assert fired == {r: any(x.source == "kernelscope" and x.finding.rule_id == r for x in want)
+    assert fired == {r: any(x.source == "kernelscope" and x.finding.rule == r for x in want)
                      for r in ("low-tensor-pipe", "occupancy-limit")}
     assert by[("cublas_mm", CONTROL)].kernel.startswith("nvjet")
     assert "control_no_finding_over_20" in by[("cublas_mm", CONTROL)].checks

@@ -27,7 +27,7 @@ def _words(text: str) -> str:
 
 
 def _rules(recs) -> set[str]:
-    return {r.finding.rule_id for r in recs.recommendations}
+    return {r.finding.rule for r in recs.recommendations}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_a_gap_after_a_synchronize_that_did_not_wait_is_still_a_sync_wait(host_g
     assert b.count(bd.AFTER_SYNC) >= 59 and b.count(bd.LAUNCHING) == 0
     rules = [f.rule for f in host_gaps.verdict.findings]
     assert rules[0] == "sync-in-loop" and "launch-bound" not in rules
-    note = next(r for r in k.recommendations.recommendations if r.finding.rule_id == "host-gaps")
+    note = next(r for r in k.recommendations.recommendations if r.finding.rule == "host-gaps")
     assert "synchronize" in note.finding.message
 
 
@@ -87,7 +87,7 @@ def test_launch_bound_notes_of_a_loop_that_synchronizes_say_to_remove_the_syncs_
     for k in r.analysis.kernels:
         for rec in k.recommendations.recommendations:
             ev = dict(rec.finding.evidence)
-            if rec.finding.rule_id == "launch-bound" and ev.get(
+            if rec.finding.rule == "launch-bound" and ev.get(
                     "launches after a synchronize call (trace pass: CUDA runtime calls)"):
                 assert "remove those synchronizations first" in rec.finding.message
                 told += 1
@@ -125,7 +125,7 @@ def test_library_kernels_get_no_launch_configuration_or_register_advice(name):
         for text in _advice(k):
             assert not any(a in text for a in LAUNCH_ADVICE), (k.kernel.name, text)
         for r in k.recommendations.recommendations:
-            if r.finding.rule_id in ("small-grid", "tail-effect"):
+            if r.finding.rule in ("small-grid", "tail-effect"):
                 assert "what you control is the precision" in r.finding.message
 
 
@@ -148,12 +148,12 @@ def test_the_fma_finding_of_a_library_matmul_names_precision_not_cublas(monkeypa
 
     s = Session.load(DIAG / "fma_matmul_fp32_defect.json.gz")
     own = analysis.analyze_session(s).kernels[0]
-    mine = next(r for r in own.recommendations.recommendations if r.finding.rule_id == "fma-instead-of-tensor")
+    mine = next(r for r in own.recommendations.recommendations if r.finding.rule == "fma-instead-of-tensor")
     assert "torch.matmul" in mine.finding.message
     cublas = next(lib for lib in LIBRARIES if lib.name == "cuBLAS")
     monkeypatch.setattr(analysis, "library_of", lambda name: cublas)
     k = analysis.analyze_session(s).kernels[0]
-    fma = next(r for r in k.recommendations.recommendations if r.finding.rule_id == "fma-instead-of-tensor")
+    fma = next(r for r in k.recommendations.recommendations if r.finding.rule == "fma-instead-of-tensor")
     assert "torch.matmul" not in fma.finding.message and "TF32" in fma.finding.message
     assert fma.gain_pct == mine.gain_pct  # the same measurement, another fix
     assert not _rules(k.recommendations) & {"occupancy-limit", "LaunchConfiguration", "TheoreticalOccupancy"}

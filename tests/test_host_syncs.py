@@ -95,14 +95,14 @@ def test_host_gaps_fires_on_short_gaps_after_a_synchronize_and_launch_bound_does
     k = analyze_session(s, Ceilings.none("test")).kernel("k")
     top = k.recommendations.recommendations[0]
     # every gap follows a synchronize: each is a host wait, 30 µs of an 8 + 30 µs launch cycle
-    assert top.finding.rule_id == "host-gaps" and top.gain_pct == pytest.approx(100 * 30 / 38, abs=0.01)
+    assert top.finding.rule == "host-gaps" and top.gain_pct == pytest.approx(100 * 30 / 38, abs=0.01)
     assert "synchronize" in top.finding.message
     assert dict(top.finding.evidence)["launches after a synchronize call (trace pass: CUDA runtime calls)"] == 19
     assert k.bound.bound != "launch-bound"  # a gap after a synchronize is a host wait, not launch overhead
     # without the synchronize calls the same 30 µs gaps are launch overhead, not host waits
     k2 = analyze_session(Session(launches=s.launches), Ceilings.none("test")).kernel("k")
-    assert "host-gaps" not in {r.finding.rule_id for r in k2.recommendations.recommendations}
+    assert "host-gaps" not in {r.finding.rule for r in k2.recommendations.recommendations}
     assert k2.bound.bound == "launch-bound"
     # a few synchronize calls (under a quarter of the launches) are not a pattern of the loop
     k3 = analyze_session(_session(synced=4), Ceilings.none("test")).kernel("k")
-    assert "host-gaps" not in {r.finding.rule_id for r in k3.recommendations.recommendations}
+    assert "host-gaps" not in {r.finding.rule for r in k3.recommendations.recommendations}

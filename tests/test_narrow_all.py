@@ -15,7 +15,7 @@ from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.ceilings import load_calibration
 from kernelscope.model import Session
 from kernelscope.render.console import make_console
-from kernelscope.render.renderers import TerminalRenderer
+from kernelscope.render.text import display_copy
 from kernelscope.render.show import ShowView
 from narrow_check import text_problems, watch_rich
 
@@ -50,7 +50,7 @@ def _ceilings(path, session: Session):
 
 @pytest.mark.parametrize("path", SESSIONS, ids=[_name(p) for p in SESSIONS])
 def test_every_panel_cuts_no_number(path) -> None:
-    session = TerminalRenderer().prepare(Session.load(path))
+    session = display_copy(Session.load(path))
     report = build_report(session, top=None, ceilings=_ceilings(path, session))
     view = ShowView(report, table_limit=len(report.summary.kernels), timeline_limit=200, collectives_limit=None)
     problems = []

@@ -34,7 +34,7 @@ def triton():
 
 
 def ours(k, rule_id):
-    return [r for r in k.recommendations.recommendations if r.source == "kernelscope" and r.finding.rule_id == rule_id]
+    return [r for r in k.recommendations.recommendations if r.source == "kernelscope" and r.finding.rule == rule_id]
 
 
 def evidence(r) -> dict:
@@ -123,7 +123,7 @@ def test_every_kernelscope_finding_has_evidence_from_the_launch(cuda, triton):
             for r in k.recommendations.recommendations:
                 if r.source != "kernelscope":
                     continue
-                assert r.finding.evidence, r.finding.rule_id
+                assert r.finding.evidence, r.finding.rule
                 raw_names = {m.raw_name: m for m in x.metrics.values()} if x else {}
                 for name, value in r.finding.evidence:
                     if x is not None and name in x.counters:
@@ -144,14 +144,14 @@ def test_nvidia_findings_are_merged_and_ranked_by_kind_of_estimate(cuda):
     # NVIDIA's estimate kept
     assert not ours(cuda.kernel("copy_strided"), "dominant-stall")
     top = [r for r in recs if r.gain_pct is not None][0]
-    assert top.finding.rule_id == "uncoalesced-global" and "dominant-stall" in top.merged
+    assert top.finding.rule == "uncoalesced-global" and "dominant-stall" in top.merged
     assert ("CPIStall", "Long Scoreboard Stalls", pytest.approx(38.597, abs=0.001), "global") in top.ncu_estimates
     assert not any(r.finding.title == "Long Scoreboard Stalls" for r in ncu)
     # ncu's drain-stall CPIStall is another cause: kept, its estimate capped at the kernel's headroom
     drain = [r for r in ncu if r.finding.title == "Drain Stalls"]
     assert drain and all(r.gain_pct <= 100 - 61.403 + 0.01 for r in drain)
-    local = [r for r in ncu if r.finding.speedup_type == "local"]
-    assert local and all(r.gain_pct is None and r.local_pct == r.finding.speedup_pct for r in local)
+    local = [r for r in ncu if r.finding.estimate_type == "local"]
+    assert local and all(r.gain_pct is None and r.local_pct == r.finding.kernel_gain_pct for r in local)
     assert not any(r.finding.message.startswith("The optional metric") for r in recs)
     keys = [rank_key(r) for r in recs]
     assert keys == sorted(keys)
@@ -190,7 +190,7 @@ def test_spill_rule_fires_on_spill_requests_only():
     assert spills.check(_ctx(s, "unrolled_elementwise_kernel")) is None  # recorded: 0 spill requests
     x.counters[SPILL_COUNTER] = Metric(4096.0, "", "ncu", SPILL_COUNTER)
     f = spills.check(_ctx(s, "unrolled_elementwise_kernel"))
-    assert dict(f.evidence)[SPILL_COUNTER] == 4096.0 and f.speedup_pct > 0
+    assert dict(f.evidence)[SPILL_COUNTER] == 4096.0 and f.kernel_gain_pct > 0
     del x.counters[SPILL_COUNTER]
     assert isinstance(spills.check(_ctx(s, "unrolled_elementwise_kernel")), NotEvaluated)
 
@@ -205,7 +205,7 @@ def test_occupancy_rule_names_the_register_limit_and_what_lifts_it():
     f = occupancy_limit.check(ctx)
     assert "limited by registers" in f.message and "at most" in f.message and "registers per thread" in f.message
     assert dict(f.evidence)["theoretical occupancy % (kernelscope occupancy calculator)"] == 25.0
-    assert 0 < f.speedup_pct <= 100 - 47.8624  # never more than the headroom to the busiest unit
+    assert 0 < f.kernel_gain_pct <= 100 - 47.8624  # never more than the headroom to the busiest unit
 
 
 def test_rules_without_counters_say_why():

@@ -17,6 +17,7 @@ from kernelscope.analyze.roofline import Ceilings
 from kernelscope.collect.calibrate.lookup import ceilings_for_session
 from kernelscope.model import Session
 from kernelscope.render.renderers import RENDERERS, get_renderer
+from kernelscope.render.text import display_copy
 
 
 def load(name: str) -> Session:
@@ -117,10 +118,10 @@ def test_renderers_are_chosen_by_name_and_take_the_report(tmp_path):
         get_renderer("pdf")
     s = load("session_h100_proton.json.gz")
     js = get_renderer("json")
-    doc = json.loads(js.render(build_report(js.prepare(s), None, None)))
+    doc = json.loads(js.render(build_report(s, None, None)))
     assert doc["schema"] == "kernelscope-show/1" and len(doc["kernels"]) == len(summarize(s).kernels)
     term = get_renderer("terminal", width=100, color=False)
-    text = term.render(build_report(term.prepare(s), None, 1))
+    text = term.render(build_report(display_copy(s), None, 1))
     assert "Block → SM layout" in text and max(len(line) for line in text.splitlines()) <= 100
     trace = json.loads(get_renderer("chrome").render(build_report(s, None, 0)))
     assert any(e["ph"] == "X" for e in trace["traceEvents"])

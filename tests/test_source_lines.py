@@ -247,7 +247,7 @@ def test_kernel_rule_findings_name_their_lines(reports, case, rule_id, text, sha
         x.source_lines = k.source_lines
     a = analyze_session(s, Ceilings.from_metrics(cal.ceilings, "ceilings.json")).kernel(profiled[0].kernel)
     found = next(r.finding for r in a.recommendations.recommendations
-                 if r.source == "kernelscope" and r.finding.rule_id == rule_id)
+                 if r.source == "kernelscope" and r.finding.rule == rule_id)
     line = _line(k, text)
     where = k.source_lines.location(line)
     assert f"{where.rsplit('/', 1)[-1]} `{k.source_lines.text(line).strip()}` ({share}% of the " in found.message

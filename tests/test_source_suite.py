@@ -42,7 +42,7 @@ def _finding(session, rule_id: str):
     cal = load_calibration(DEFAULT_CEILINGS)
     x = session.detailed_launches()[0]
     a = analyze_session(session, Ceilings.from_metrics(cal.ceilings, DEFAULT_CEILINGS.name)).kernel(x.kernel)
-    return next(r.finding for r in a.recommendations.recommendations if r.finding.rule_id == rule_id)
+    return next(r.finding for r in a.recommendations.recommendations if r.finding.rule == rule_id)
 
 
 @pytest.mark.slow

@@ -3,23 +3,24 @@ names, with why they differ."""
 from __future__ import annotations
 
 from kernelscope.analyze.recommend import KernelRecommendations, Recommendation
+from kernelscope.analyze.rule import vendor_finding
 from kernelscope.analyze.rules import NotEvaluated
 from kernelscope.analyze.vendor_rules import (AGREE, DIFFER, KERNELSCOPE_ONLY, NVIDIA_ONLY, compare_with_nvidia,
                                               nvidia_causes)
-from kernelscope.model import Finding, Launch
+from kernelscope.model import Launch, VendorRuleResult
 
 
 def _finding(source: str, rule_id: str, section: str = "", title: str = "", pct: float | None = None,
-             kind: str | None = None) -> Finding:
-    return Finding(source=source, rule_id=rule_id, name=rule_id, section=section, severity="optimization",
-                   title=title, message="m", speedup_type=kind, speedup_pct=pct)
+             kind: str | None = None) -> VendorRuleResult:
+    return VendorRuleResult(source=source, rule_id=rule_id, name=rule_id, section=section, severity="optimization",
+                            title=title, message="m", speedup_type=kind, speedup_pct=pct)
 
 
-def _rec(f: Finding, gain: float | None, ncu=()) -> Recommendation:
-    return Recommendation("k", "k", f, gain, "the rule's formula", gain, ncu_estimates=tuple(ncu))
+def _rec(f: VendorRuleResult, gain: float | None, ncu=()) -> Recommendation:
+    return Recommendation("k", "k", vendor_finding(f), gain, "the rule's formula", gain, ncu_estimates=tuple(ncu))
 
 
-def _launch(*findings: Finding) -> Launch:
+def _launch(*findings: VendorRuleResult) -> Launch:
     x = Launch(kernel="k", grid=(1, 1, 1), block=(32, 1, 1), start_ns=None, duration_ns=1)
     x.findings = list(findings)
     return x
@@ -55,7 +56,7 @@ def test_kernelscope_alone_names_the_section_nvidia_needed_when_the_report_has_n
 
 
 def test_nvidia_local_access_pattern_findings_are_local_memory_not_coalescing():
-    assert "local-memory" in nvidia_causes(_finding("ncu-rule", "MemoryCacheAccessPattern",
-                                                    title="L1TEX Local Load Access Pattern"))
-    assert nvidia_causes(_finding("ncu-rule", "MemoryCacheAccessPattern",
-                                  title="L2 Global Load Access Pattern")) == ("uncoalesced-global",)
+    assert "local-memory" in nvidia_causes(vendor_finding(_finding("ncu-rule", "MemoryCacheAccessPattern",
+                                                                   title="L1TEX Local Load Access Pattern")))
+    assert nvidia_causes(vendor_finding(_finding("ncu-rule", "MemoryCacheAccessPattern",
+                                                 title="L2 Global Load Access Pattern"))) == ("uncoalesced-global",)

@@ -54,13 +54,13 @@ def test_time_by_kind_and_region_sum_what_was_recorded(recorded):
 def test_kernel_findings_are_the_analysis_ranking_as_shares_of_wall_time(recorded):
     _, a, v = recorded
     ranked = [r for r in a.ranked if r.session_gain_pct is not None and r.gain_pct is not None
-              and r.finding.rule_id not in TIMELINE_RULES]
+              and r.finding.rule not in TIMELINE_RULES]
     assert ranked, "the recorded counter session has estimated findings"
     (b,) = v.breakdown.ranks
     busy = b.ns("kernels") / b.wall_ns
     kernel = [f for f in v.findings if f.scope == "kernel"]
     # every kernel finding is one of the analysis's, its gain in wall time by the named formula
-    by_key = {(r.finding.rule_id, r.gain_pct): r for r in ranked}
+    by_key = {(r.finding.rule, r.gain_pct): r for r in ranked}
     for f in kernel:
         r = by_key[(f.rule, f.kernel_gain_pct)]
         assert f.gain_pct == pytest.approx(r.session_gain_pct * busy)

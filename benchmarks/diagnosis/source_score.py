@@ -106,7 +106,7 @@ def _named(session: Session, ceilings, rule_id: str) -> tuple[bool, list[str]]:
     x = session.detailed_launches()[0]
     a = analyze_session(session, ceilings).kernel(x.kernel)
     for r in a.recommendations.recommendations if a is not None else []:
-        if r.source == "kernelscope" and r.finding.rule_id == rule_id:
+        if r.source == "kernelscope" and r.finding.rule == rule_id:
             return True, [m.group(1) for name, _ in r.finding.evidence if (m := _AT.search(str(name)))]
     return False, []
 

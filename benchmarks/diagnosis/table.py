@@ -102,17 +102,17 @@ def diagnose(row: Row, session: Session, expected_rules: Iterable[str], ceilings
     row.kernel, row.kernel_full, row.launches_in_region = analysis.kernel.short_name, name, n_inside
     row.bound = analysis.bound.bound
     recs = analysis.recommendations.recommendations
-    row.findings = [{"rule": r.finding.rule_id, "source": r.source, "gain_pct": _gain(r.gain_pct),
+    row.findings = [{"rule": r.finding.rule, "source": r.source, "gain_pct": _gain(r.gain_pct),
                      "local_pct": _gain(r.local_pct)} for r in recs]
     if recs:
         top = recs[0]
-        row.top_rule, row.top_title, row.top_gain_pct = f"{top.source}:{top.finding.rule_id}", top.finding.title, \
+        row.top_rule, row.top_title, row.top_gain_pct = f"{top.source}:{top.finding.rule}", top.finding.title, \
             _gain(top.gain_pct)
     gains = [r.gain_pct for r in recs if r.gain_pct is not None]
     row.max_gain_pct = _gain(max(gains)) if gains else None
     skipped = {n.rule: n.reason for n in analysis.recommendations.not_evaluated}
     for rule_id in expected_rules:
-        hit = next((r for r in recs if r.source == "kernelscope" and r.finding.rule_id == rule_id), None)
+        hit = next((r for r in recs if r.source == "kernelscope" and r.finding.rule == rule_id), None)
         row.planted.append(PlantedRule(rule_id, hit is not None, _gain(hit.gain_pct) if hit else None,
                                        skipped.get(rule_id)))
     if analysis.counter_launch is None:

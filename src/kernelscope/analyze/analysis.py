@@ -260,7 +260,7 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
         top = ranked[0]
         who = "" if top.source == "kernelscope" else " (NVIDIA's rule)"
         return (
-            f"{head}; first fix: {top.finding.title or top.finding.rule_id}{who}, about {top.gain_pct:.0f}% of its time"
+            f"{head}; first fix: {top.finding.title or top.finding.rule}{who}, about {top.gain_pct:.0f}% of its time"
         )
     # estimates that are not gains of the kernel (NVIDIA's local or unconfirmed ones) are named, never called
     # "little left": the verdict must not contradict the recommendations listed under it
@@ -271,7 +271,7 @@ def verdict(bound: Bound, x: Launch | None, peaks: dict[str, Metric], recs: Kern
         est = top.local_pct if top.local_pct is not None else top.vendor_pct
         kind = "of one unit's work, not of the kernel" if top.local_pct is not None else "not confirmed by kernelscope"
         return (f"{head}; no finding estimates {VERDICT_MIN_GAIN_PCT:.0f}% or more of the kernel's time (NVIDIA's "
-                f"{top.finding.title or top.finding.rule_id}: {est:.0f}%, {kind})")
+                f"{top.finding.title or top.finding.rule}: {est:.0f}%, {kind})")
     return f"{head}; no finding predicts {VERDICT_MIN_GAIN_PCT:.0f}% or more: little left to gain here"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.program_rules import (MIN_GAIN_PCT, MIN_RECURRENCES, NotEvaluated, ProgramContext,
-                                               ProgramFinding, ms, pct, program_rule)
+                                               Finding, ms, pct, program_rule)
 from kernelscope.model.operators import Operator, Operators
 
 # What an operator behind a host sync is, in the user's words: (innermost op, outer op or None) -> the call.
@@ -133,7 +133,7 @@ def sync_at_op(ctx: ProgramContext) -> list:
     per_step = f" ({len(syncs) / b.steps:.0f} per step)" if b.steps else ""
     what = "; ".join(f"{cause}{'' if line.startswith('(') else ' at ' + line} x{len(t):,}" for (cause, line), t in
                      sites[:3])
-    return [ProgramFinding(
+    return [Finding(
         "sync-at-op", bd.AFTER_SYNC, f"the host waits for the GPU inside the loop: {sites[0][0][0]}"
         + ("" if sites[0][0][1].startswith("(") else f" at {sites[0][0][1]}"),
         f"{len(syncs):,} host syncs{per_step}: {what}. Each drains the GPU's queue: the GPU then idles until the "
@@ -195,7 +195,7 @@ def unfused_attention(ctx: ProgramContext) -> list:
         return []
     soft = ops.ops[next(iter(scores))]
     shape = "x".join(map(str, next(iter(scores.values()))))
-    return [ProgramFinding(
+    return [Finding(
         "unfused-attention", bd.KERNELS, f"attention{_where(soft)} computed as separate ops on a {shape} score tensor",
         f"attention{_where(soft)} is computed as matmul, softmax and matmul on a {shape} score tensor that every "
         f"op writes to and reads from memory: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
@@ -239,7 +239,7 @@ def unfused_norm(ctx: ProgramContext) -> list:
     if gain < MIN_GAIN_PCT:
         return []
     line = next(op for op in ops.ops if op.python_frame in lines)
-    return [ProgramFinding(
+    return [Finding(
         "unfused-norm", bd.KERNELS, f"a norm written out as elementwise and reduction ops{_where(line)}",
         f"a LayerNorm / RMSNorm{_where(line)} runs as {len(mine) // max(1, len(stats))} kernels per call "
         f"({len(stats):,} calls), each a pass over the activations: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
@@ -284,7 +284,7 @@ def optimizer_per_tensor(ctx: ProgramContext) -> list:
         return []
     name = steps[0][2][len(OPTIMIZER_REGION):].split(".")[0]
     top = ", ".join(sorted(names, key=lambda n: -names[n])[:5])
-    return [ProgramFinding(
+    return [Finding(
         "optimizer-per-tensor", bd.LAUNCHING, f"{name} steps the parameters one tensor at a time",
         f"each {name}.step launches {per_step:.0f} kernels, ops on one parameter tensor at a time ({top}); the "
         f"steps take {pct(host_ns, b.wall_ns):.1f}% of the wall time, the GPU busy {100 * gpu_share:.0f}% of it",

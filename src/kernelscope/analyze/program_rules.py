@@ -1,10 +1,10 @@
 """Program rules: causes a whole program's wall time shows, each a small function over the breakdown
 (analyze/breakdown.py), the GPU activities and the collectives.
 
-Each rule (analyze/rule.Rule, scope "program", registered with ``program_rule``) returns a list of ProgramFinding
-(its gain a share of the window's wall time, with the formula) and NotEvaluated with the data it lacked; an empty
-list when it looked and found nothing. Every rule names what it reads (``inputs``) and the rules whose fix must
-come first (``needs``).
+Each rule (analyze/rule.Rule, scope "program", registered with ``program_rule``) returns a list of
+analyze/rule.Finding (its gain a share of the window's wall time, with the formula) and NotEvaluated with the data it
+lacked; an empty list when it looked and found nothing. Every rule names what it reads (``inputs``) and the rules
+whose fix must come first (``needs``).
 Name patterns, not if-chains: the tables below say which kernel names are FP32 FMA matmuls and which are
 elementwise kernels, and the per-architecture rate ratio a tensor-core matmul gains over FMA.
 """
@@ -23,7 +23,7 @@ from kernelscope.analyze.breakdown import Breakdown, Gap, GpuActivity
 from kernelscope.analyze.intervals import intersect, total, union
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.replay import RemoveSyncs, ShrinkLaunchOverhead, build_graph, replay, replayed_gain
-from kernelscope.analyze.rule import PROGRAM, REGISTRY, NotEvaluated, Rule, register
+from kernelscope.analyze.rule import PROGRAM, REGISTRY, Finding, NotEvaluated, Rule, register
 from kernelscope.analyze.thresholds import HOST_STALL_GAP_NS
 from kernelscope.model import Session
 from kernelscope.model.names import short_kernel_name
@@ -66,21 +66,6 @@ def is_elementwise(name: str) -> bool:
     return bool(ELEMENTWISE_NAMES.search(name))
 
 
-@dataclass(frozen=True)
-class ProgramFinding:
-    rule: str
-    category: str  # the breakdown category whose time it would give back (analyze/breakdown.CATEGORIES)
-    title: str
-    message: str
-    gain_pct: float  # % of the window's wall time
-    gain_formula: str
-    evidence: tuple[tuple[str, Any], ...]
-    fix: str
-    kernel: str | None = None  # the kernel it names, when it names one (short name, as shown)
-    rank: int | None = None
-    kernels: tuple[str, ...] = ()  # full names of every kernel it is about: their panels show it
-
-
 @dataclass
 class ProgramContext:
     session: Session
@@ -120,7 +105,7 @@ class ProgramContext:
         return sum(sum(traced[sid]) for sid, x in enumerate(table.shapes) if match(x.kernel))
 
 
-Outcome = "ProgramFinding | NotEvaluated | None"
+Outcome = "Finding | NotEvaluated | None"
 
 
 PROGRAM_RULES: list[Rule] = REGISTRY[PROGRAM]  # the program rules, in registration order
@@ -177,7 +162,7 @@ def tensor_cores_unused(ctx: ProgramContext) -> list:
         gain = pct(fma_ns * (1 - 1 / ratio), b.wall_ns)
         if gain < MIN_GAIN_PCT:
             continue
-        out.append(ProgramFinding(
+        out.append(Finding(
             "tensor-cores-unused", bd.KERNELS, "FP32 matmuls run on the FMA pipes, not the tensor cores",
             f"{len(acts):,} launches of {len(names)} FP32 SIMT matmul/convolution kernel(s) take "
             f"{pct(fma_ns, b.wall_ns):.1f}% of the wall time; TF32 or bf16 would run them on the tensor cores",
@@ -203,7 +188,7 @@ def sync_in_loop(ctx: ProgramContext) -> list:
     ns, n, gain = got
     calls = ", ".join(f"{name} ({k:,})" for name, k in b.sync_calls)
     per_step = f"; {n / b.steps:.1f} per step" if b.steps else ""
-    return [ProgramFinding(
+    return [Finding(
         "sync-in-loop", bd.AFTER_SYNC, "the host waits for the GPU inside the loop",
         f"{n:,} times the host blocked until the GPU finished{per_step}, and the GPU idled until the host launched "
         f"again: {gain:.1f}% of the wall time",
@@ -237,7 +222,7 @@ def launch_bound(ctx: ProgramContext) -> list:
                "launch fewer, larger kernels (batch the small ops; torch.compile fuses them)")
         if syncs:
             fix = "first remove the host syncs from the loop (a graph cannot hold them), then " + fix
-        out.append(ProgramFinding(
+        out.append(Finding(
             "launch-bound", bd.LAUNCHING, "launch-bound: the GPU waits for the host to launch each kernel",
             f"{n:,} gaps of host overhead between kernels of median {median / 1e3:.1f} µs: the GPU idles "
             f"{gain:.1f}% of the wall time while the host dispatches and launches the next op",
@@ -305,7 +290,7 @@ def unfused_elementwise(ctx: ProgramContext) -> list:
             for a in c:
                 k = short_kernel_name(a.name)
                 names[k] = names.get(k, 0) + 1
-        out.append(ProgramFinding(
+        out.append(Finding(
             "unfused-elementwise", bd.KERNELS, "chains of elementwise kernels that one fused kernel would do",
             f"{len(chains):,} chains of {min(lengths)}-{max(lengths)} elementwise and reduction kernels in a row, "
             f"each reading and writing whole tensors: {pct(chain_ns, b.wall_ns):.1f}% of the wall time",
@@ -341,7 +326,7 @@ def pageable_copies(ctx: ProgramContext) -> list:
         dur = total(copies)
         rate = nbytes / (dur * 1e-9) / 1e9 if dur and nbytes else None
         h2d = sum(1 for a in pageable if "htod" in a.name.lower())
-        out.append(ProgramFinding(
+        out.append(Finding(
             "pageable-copies", bd.COPIES, "copies from pageable host memory serialise with compute",
             f"{len(pageable):,} copies to or from pageable memory ({h2d:,} host to device) take "
             f"{pct(dur, b.wall_ns):.1f}% of the wall time with no kernel running beside them",
@@ -367,7 +352,7 @@ def host_input_stall(ctx: ProgramContext) -> list:
         ns, n, gain = got
         gaps = sorted(g.end_ns - g.start_ns for g in ctx.gaps.get(b.rank, []) if g.category == bd.HOST_ELSEWHERE)
         per_step = f", {n / b.steps:.1f} per step" if b.steps else ""
-        out.append(ProgramFinding(
+        out.append(Finding(
             "host-input-stall", bd.HOST_ELSEWHERE, "the GPU starves while the host works on something else",
             f"{n:,} gaps{per_step} (median {statistics.median(gaps) / 1e6:.2f} ms) in which the host neither launched "
             f"nor waited for the GPU: {gain:.1f}% of the wall time",
@@ -401,7 +386,7 @@ def straggler_rank(ctx: ProgramContext) -> list:
     slow = ctx.breakdown.rank(st.rank)
     mine = [("its kernel time in the window, % of wall", round(pct(slow.ns(bd.KERNELS), slow.wall_ns), 1))] \
         if slow else []
-    return [ProgramFinding(
+    return [Finding(
         "straggler-rank", bd.WAITING, f"rank {st.rank} is the straggler: the other ranks wait for it",
         f"rank {st.rank} arrived last at {st.collectives:,} collectives; the other ranks spend "
         f"{statistics.mean(waits):.1f}% of their wall time waiting for it inside NCCL kernels",
@@ -428,7 +413,7 @@ def exposed_communication(ctx: ProgramContext) -> list:
     gain = statistics.mean(x[3] for x in shares)
     if gain < MIN_GAIN_PCT:
         return []
-    return [ProgramFinding(
+    return [Finding(
         "exposed-communication", bd.COMMUNICATION, "communication runs while no computation does",
         f"NCCL kernels run alone, neither overlapped with compute nor waiting for another rank, for "
         f"{statistics.mean(pct(x[1], x[0].wall_ns) for x in shares):.1f}% of the wall time (mean over ranks)",
@@ -451,7 +436,7 @@ REPLAYED_FIXES: dict[str, Callable[[], tuple]] = {"sync-in-loop": lambda: (Remov
 REPLAY_MAX_OPS = 50_000
 
 
-def replayed_gains(ctx: ProgramContext, found: list[ProgramFinding]) -> list[ProgramFinding]:
+def replayed_gains(ctx: ProgramContext, found: list[Finding]) -> list[Finding]:
     """``found`` with the gain of each REPLAYED_FIXES rule's finding replaced by the replayed gain of its fix, its
     evidence naming the replay (what it changed, the window measured and replayed, the edges that bound the fixed
     window, what the graph could not model) and keeping the share-of-idle estimate. One-rank sessions only: a merged
@@ -485,11 +470,11 @@ def replayed_gains(ctx: ProgramContext, found: list[ProgramFinding]) -> list[Pro
     return out
 
 
-def run_program_rules(ctx: ProgramContext) -> tuple[list[ProgramFinding], list[NotEvaluated]]:
-    found: list[ProgramFinding] = []
+def run_program_rules(ctx: ProgramContext) -> tuple[list[Finding], list[NotEvaluated]]:
+    found: list[Finding] = []
     skipped: list[NotEvaluated] = []
     for r in PROGRAM_RULES:
         for out in r.check(ctx):
-            (found if isinstance(out, ProgramFinding) else skipped).append(out)
+            (found if isinstance(out, Finding) else skipped).append(out)
     return replayed_gains(ctx, found), skipped
 

@@ -29,9 +29,9 @@ from kernelscope.analyze.bound import LAUNCH, OCCUPANCY
 from kernelscope.analyze.libraries import (LAUNCH_CONFIG_RULES, LIBRARIES, LIBRARY_DESIGN_RULES,
                                           NCU_LAUNCH_CONFIG_RULES, by_design, not_yours)
 from kernelscope.analyze.rules import RULES, NotEvaluated, RuleContext
-from kernelscope.analyze.rule import symptoms
+from kernelscope.analyze.rule import Finding, symptoms, vendor_finding
 from kernelscope.analyze.rules.base import headroom_pct
-from kernelscope.model import Finding, Launch
+from kernelscope.model import Launch
 
 NCU_GAIN_BASIS = "Nsight Compute's estimated speedup ({type})"
 NCU_CAPPED_BASIS = ("Nsight Compute's estimated speedup (global), capped at the kernel's headroom "
@@ -66,7 +66,7 @@ def _stall_is_occupancy(ctx: RuleContext, fired: dict[str, Finding]) -> bool:
     """Warps wait because there are too few of them to hide it: the kernel is occupancy-limited, or the
     occupancy rule found a change of the launch that fits more warps and estimated its gain."""
     occ = fired.get("occupancy-limit")
-    return ctx.bound.bound == OCCUPANCY or (occ is not None and occ.speedup_pct is not None)
+    return ctx.bound.bound == OCCUPANCY or (occ is not None and occ.kernel_gain_pct is not None)
 
 
 KS_SAME_CAUSE = (("register-spills", "local-memory", lambda ctx, fired: True),
@@ -103,17 +103,17 @@ class KernelRecommendations:
 
 
 def nvidia_findings(x: Launch | None) -> list[Finding]:
-    """NVIDIA's rule results worth acting on: optimizations, warnings and errors about the kernel."""
+    """NVIDIA's rule results worth acting on (optimizations, warnings and errors about the kernel), as Findings."""
     if x is None:
         return []
-    return [f for f in x.findings if f.severity in ("optimization", "warning", "error")
+    return [vendor_finding(f) for f in x.findings if f.severity in ("optimization", "warning", "error")
             and not f.message.startswith("The optional metric")]  # ncu notes about its own report
 
 
 def gain_basis(f: Finding) -> str:
     if f.source == "ncu-rule":
-        return NCU_GAIN_BASIS.format(type=f.speedup_type or "no estimate")
-    r = _RULE_BY_ID.get(f.rule_id)
+        return NCU_GAIN_BASIS.format(type=f.estimate_type or "no estimate")
+    r = _RULE_BY_ID.get(f.rule)
     return r.gain_formula if r else "not estimated"
 
 
@@ -122,14 +122,14 @@ def gain_basis(f: Finding) -> str:
 def rank_key(r: Recommendation) -> tuple:
     tier = 0 if r.gain_pct is not None else 1 if (r.local_pct is not None or r.vendor_pct is not None) else 2
     return (tier, -round(r.gain_pct or r.local_pct or r.vendor_pct or 0.0, 1),
-            symptoms().get(r.finding.rule_id, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
-            r.finding.rule_id, r.finding.title)
+            symptoms().get(r.finding.rule, 0) if r.source == "kernelscope" else 0, r.source != "kernelscope",
+            r.finding.rule, r.finding.title)
 
 
 def _stall_explains(recs: list[Recommendation]) -> list[Recommendation]:
     """The dominant stall is why a kernel waits, not a fix of its own: when another finding with a gain is there, it
     is folded into the best of them (kept in ``merged``)."""
-    stall = [r for r in recs if r.source == "kernelscope" and r.finding.rule_id == "dominant-stall"]
+    stall = [r for r in recs if r.source == "kernelscope" and r.finding.rule == "dominant-stall"]
     others = [r for r in recs if r not in stall and r.gain_pct is not None]
     if not stall or not others:
         return recs
@@ -167,7 +167,7 @@ def cycle_scale(ctx: RuleContext, fired: dict[str, Finding]) -> tuple[float, str
 def _same_stall(ncu: Finding, ours: Finding) -> bool:
     """ncu's CPIStall names one stall reason per finding ("Long Scoreboard Stalls"): it is the cause of
     dominant-stall only when it names the same reason; any other pairing is the same cause by the table."""
-    if ncu.rule_id != "CPIStall" or ours.rule_id != "dominant-stall" or not ncu.title:
+    if ncu.rule != "CPIStall" or ours.rule != "dominant-stall" or not ncu.title:
         return True
     reason = ncu.title.lower().replace(" stalls", "").replace(" ", "_")
     return any(f"_stalled_{reason}_per_issue" in name for name, _ in ours.evidence)
@@ -177,22 +177,22 @@ def _ncu_recommendation(ctx: RuleContext, f: Finding, outcomes: dict,
                         scale: tuple[float, str] | None) -> Recommendation:
     """NVIDIA's finding that no kernelscope finding took in: unconfirmed, or capped at the headroom."""
     k = ctx.kernel
-    local = f.speedup_type == "local"
-    if local or f.speedup_pct is None:
-        return Recommendation(k.name, k.label, f, None, gain_basis(f), None, f.speedup_pct if local else None)
-    mapped = NCU_SAME_CAUSE.get(f.rule_id, ())
+    local = f.estimate_type == "local"
+    if local or f.kernel_gain_pct is None:
+        return Recommendation(k.name, k.label, f, None, gain_basis(f), None, f.kernel_gain_pct if local else None)
+    mapped = NCU_SAME_CAUSE.get(f.rule, ())
     looked = [r for r in mapped if r in outcomes and outcomes[r] is None]
     if looked:
         return Recommendation(k.name, k.label, f, None, NCU_UNCONFIRMED_BASIS.format(rules=", ".join(looked)), None,
-                              None, f.speedup_pct)
-    gain, basis = f.speedup_pct, NCU_GAIN_BASIS.format(type="global")
+                              None, f.kernel_gain_pct)
+    gain, basis = f.kernel_gain_pct, NCU_GAIN_BASIS.format(type="global")
     head = headroom_pct(ctx.launch, ctx.ceilings)
     if head is not None and gain > head[0]:
         gain, basis = head[0], NCU_CAPPED_BASIS
     if scale is not None:
         gain, basis = gain * scale[0], basis + scale[1]
     return Recommendation(k.name, k.label, f, gain, basis, gain * ctx.kernel.share_of_kernel_time,
-                          vendor_pct=f.speedup_pct if gain != f.speedup_pct else None)
+                          vendor_pct=f.kernel_gain_pct if gain != f.kernel_gain_pct else None)
 
 
 # Communication kernels (NCCL): few SMs by design, and their time is mostly waiting and transfer. They get the
@@ -215,7 +215,7 @@ def _run_rules(ctx: RuleContext) -> tuple[dict[str, Finding | NotEvaluated | Non
     fired = {rid: f for rid, f in outcomes.items() if isinstance(f, Finding)}
     for rid in LIBRARY_DESIGN_RULES if lib else ():
         if rid in fired:
-            fired[rid] = replace(fired[rid], speedup_pct=None, speedup_type=None,
+            fired[rid] = replace(fired[rid], kernel_gain_pct=None, estimate_type=None,
                                  message=f"{fired[rid].message} {by_design(lib)}")
     return outcomes, skipped, fired
 
@@ -240,10 +240,10 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     ncu_into: dict[str, list[Finding]] = {}
     recs: list[Recommendation] = []
     for f in nvidia_findings(ctx.launch):
-        if lib and f.rule_id in NCU_LAUNCH_CONFIG_RULES:
-            skipped.append(NotEvaluated(f.rule_id, not_yours(lib)))
+        if lib and f.rule in NCU_LAUNCH_CONFIG_RULES:
+            skipped.append(NotEvaluated(f.rule, not_yours(lib)))
             continue
-        target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule_id, ())
+        target = next((into.get(r, r) for r in NCU_SAME_CAUSE.get(f.rule, ())
                        if r in fired and _same_stall(f, fired[r])), None)
         if target is not None:
             ncu_into.setdefault(target, []).append(f)
@@ -252,10 +252,10 @@ def recommend(ctx: RuleContext) -> KernelRecommendations:
     for rid, f in fired.items():
         if rid in into:
             continue
-        gain, basis = f.speedup_pct, gain_basis(f)
+        gain, basis = f.kernel_gain_pct, gain_basis(f)
         if gain is not None and scale is not None and rid not in TIMELINE_RULES:
             gain, basis = gain * scale[0], basis + scale[1]
-        ncu = tuple((n.rule_id, n.title, n.speedup_pct, n.speedup_type) for n in ncu_into.get(rid, ()))
+        ncu = tuple((n.rule, n.title, n.kernel_gain_pct, n.estimate_type) for n in ncu_into.get(rid, ()))
         recs.append(Recommendation(ctx.kernel.name, ctx.kernel.label, f, gain, basis,
                                    None if gain is None else gain * share, ncu_estimates=ncu,
                                    merged=tuple(merged.get(rid, ()))))
@@ -268,4 +268,4 @@ def rank_session(per_kernel: list[KernelRecommendations]) -> tuple[Recommendatio
     """All kernels' recommendations, by estimated gain over the whole session."""
     allr = [r for k in per_kernel for r in k.recommendations]
     return tuple(sorted(allr, key=lambda r: (r.session_gain_pct is None, -(r.session_gain_pct or 0.0),
-                                             r.source != "kernelscope", r.short_name, r.finding.rule_id)))
+                                             r.source != "kernelscope", r.short_name, r.finding.rule)))

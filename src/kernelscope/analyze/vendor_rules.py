@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from kernelscope.analyze.recommend import NCU_SAME_CAUSE, KernelRecommendations, Recommendation
 from kernelscope.analyze.rules import RULES
-from kernelscope.model import Finding, Launch
+from kernelscope.analyze.rule import Finding
+from kernelscope.model import Launch
 
 AGREE, DIFFER, KERNELSCOPE_ONLY, NVIDIA_ONLY = "agree", "differ", "kernelscope only", "NVIDIA only"
 # estimates further apart than this (points of the kernel's time) are a disagreement worth explaining
@@ -45,9 +46,9 @@ class RuleComparison:
 def nvidia_causes(f: Finding) -> tuple[str, ...]:
     """The kernelscope rules that judge the cause of NVIDIA's finding (its access-pattern findings on local
     loads and stores are local memory's, not coalescing's)."""
-    if f.rule_id == "MemoryCacheAccessPattern" and "local" in f.title.lower():
+    if f.rule == "MemoryCacheAccessPattern" and "local" in f.title.lower():
         return ("local-memory", "register-spills")
-    return NCU_SAME_CAUSE.get(f.rule_id, ())
+    return NCU_SAME_CAUSE.get(f.rule, ())
 
 
 def _judging(rule_id: str) -> list[str]:
@@ -81,7 +82,7 @@ def _estimates_text(nv: tuple[tuple[str, str, float | None, str | None], ...]) -
 
 
 def _both(r: Recommendation, nv: tuple[tuple[str, str, float | None, str | None], ...]) -> RuleComparison:
-    rid = r.finding.rule_id
+    rid = r.finding.rule
     global_est = [pct for _, _, pct, kind in nv if pct is not None and kind == "global"]
     if r.gain_pct is None or not global_est or any(abs(p - r.gain_pct) <= ESTIMATE_GAP_POINTS for p in global_est):
         why = f"both name this cause; kernelscope's gain: {r.gain_basis}; NVIDIA's: {_estimates_text(nv)}"
@@ -95,24 +96,24 @@ def compare_with_nvidia(recs: KernelRecommendations, x: Launch | None) -> tuple[
     """One row per cause that kernelscope's rules or NVIDIA's name for this kernel."""
     rows: list[RuleComparison] = []
     skipped = {n.rule: n.reason for n in recs.not_evaluated}
-    mine = {r.finding.rule_id: r for r in recs.recommendations if r.source == "kernelscope"}
+    mine = {r.finding.rule: r for r in recs.recommendations if r.source == "kernelscope"}
     for rid in [m for r in mine.values() for m in r.merged]:
         mine.setdefault(rid, mine[next(k for k, r in mine.items() if rid in r.merged)])
     theirs: dict[str, list[Recommendation]] = {}
     for r in recs.recommendations:
         if r.source != "kernelscope":
             causes = nvidia_causes(r.finding)
-            hit = next((mine[c].finding.rule_id for c in causes if c in mine), None)
-            theirs.setdefault(hit or (causes[0] if causes else r.finding.rule_id), []).append(r)
+            hit = next((mine[c].finding.rule for c in causes if c in mine), None)
+            theirs.setdefault(hit or (causes[0] if causes else r.finding.rule), []).append(r)
     for rid, r in mine.items():
-        if r.finding.rule_id != rid:
+        if r.finding.rule != rid:
             continue  # merged into another finding: that row speaks for it
-        nv = r.ncu_estimates + tuple((n.finding.rule_id, n.finding.title, n.finding.speedup_pct,
-                                      n.finding.speedup_type) for n in theirs.pop(rid, []))
+        nv = r.ncu_estimates + tuple((n.finding.rule, n.finding.title, n.finding.kernel_gain_pct,
+                                      n.finding.estimate_type) for n in theirs.pop(rid, []))
         rows.append(_both(r, nv) if nv else RuleComparison(rid, "fired", r.gain_pct, (), KERNELSCOPE_ONLY,
                                                             _nvidia_silent(rid, x)))
     for cause, found in theirs.items():
-        nv = tuple((n.finding.rule_id, n.finding.title, n.finding.speedup_pct, n.finding.speedup_type)
+        nv = tuple((n.finding.rule, n.finding.title, n.finding.kernel_gain_pct, n.finding.estimate_type)
                    for n in found)
         if cause in skipped:
             rows.append(RuleComparison(cause, "not evaluated", None, nv, NVIDIA_ONLY,

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from typing import Any
-
 from kernelscope.analyze import breakdown as bd
 from kernelscope.analyze.analysis import SessionAnalysis
 from kernelscope.analyze.kernel_table import SessionSummary
@@ -25,7 +23,7 @@ from kernelscope.analyze import operator_rules  # noqa: F401  (registers the pro
 from kernelscope.analyze.program_rules import PROGRAM_RULES, ProgramContext, run_program_rules
 from kernelscope.analyze.ranks import RanksReport
 from kernelscope.analyze.recommend import TIMELINE_RULES
-from kernelscope.analyze.rule import NotEvaluated, explained, prerequisites, replaced_by
+from kernelscope.analyze.rule import Finding, NotEvaluated, explained, prerequisites, replaced_by
 from kernelscope.model import Session
 from kernelscope.model.launch_table import collector_paused
 
@@ -46,27 +44,6 @@ class TimeShare:
     total_ns: int
     share: float | None  # 0..1 of the group's total; None when the total is 0
     count: int = 0  # launches (kernels) or records (copies); kernels summed in "others"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the verdict: a program finding or a kernel finding, its gain a share of wall time."""
-
-    rule: str  # rule id (program_rules / analyze.rules) or NVIDIA's rule name
-    category: str  # the breakdown category whose time it gives back (analyze/breakdown.CATEGORIES)
-    title: str
-    kernel: str | None  # label as in the kernel table; None for program findings about no one kernel
-    gain_pct: float  # % of the window's wall time
-    gain_formula: str
-    evidence: tuple[tuple[str, Any], ...]
-    fix: str
-    message: str = ""
-    source: str = "kernelscope"  # "kernelscope" | "ncu-rule"
-    scope: str = "program"  # "program" | "kernel"
-    rank: int | None = None
-    kernel_gain_pct: float | None = None  # kernel findings: % of the kernel's own time
-    explains: tuple[str, ...] = ()  # generic findings folded into this one
-    kernels: tuple[str, ...] = ()  # full names of the kernels it is about: each kernel's panel shows it
 
 
 @dataclass(frozen=True)
@@ -173,14 +150,14 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
     unranked = len(analysis.ranked) - len(ranked)
     by_kernel: dict[str, list] = defaultdict(list)
     for r in ranked:
-        if bd.COMM_KERNEL_RE.search(r.kernel) or (program and r.finding.rule_id in TIMELINE_RULES):
+        if bd.COMM_KERNEL_RE.search(r.kernel) or (program and r.finding.rule in TIMELINE_RULES):
             continue
         by_kernel[r.kernel].append(r)
     out: list[Finding] = []
     for kernel, recs in by_kernel.items():
         generic = explained()  # declared by the rules (analyze/rule.py)
-        specific = [r for r in recs if r.finding.rule_id not in generic]
-        folded = tuple(r.finding.rule_id for r in recs if r.finding.rule_id in generic) if specific else ()
+        specific = [r for r in recs if r.finding.rule not in generic]
+        folded = tuple(r.finding.rule for r in recs if r.finding.rule in generic) if specific else ()
         for i, r in enumerate(specific or recs):
             gain = r.session_gain_pct
             formula = KERNEL_GAIN_FORMULA if busy is not None else "gain % of the kernel's time x its share of all " \
@@ -189,11 +166,10 @@ def _kernel_findings(analysis: SessionAnalysis, b: bd.Breakdown) -> tuple[list[F
                 gain *= busy
             if gain < MIN_WALL_GAIN_PCT:
                 continue
-            f = r.finding
-            out.append(Finding(
-                f.rule_id, bd.KERNELS, f.title or f.rule_id, labels.get(kernel, r.short_name), gain,
-                f"{formula}; kernel gain: {r.gain_basis}", f.evidence, f.message, f.message, r.source, "kernel", None,
-                r.gain_pct, folded if i == 0 else (), (kernel,)))
+            out.append(replace(
+                r.finding, category=bd.KERNELS, title=r.finding.title or r.finding.rule, gain_pct=gain,
+                gain_formula=f"{formula}; kernel gain: {r.gain_basis}", kernel=labels.get(kernel, r.short_name),
+                kernels=(kernel,), kernel_gain_pct=r.gain_pct, explains=folded if i == 0 else ()))
     return out, unranked
 
 
@@ -208,7 +184,7 @@ def _combined(findings: list[Finding], b: bd.Breakdown) -> float | None:
     return min(100.0, total)
 
 
-def _one_per_rule(found: list) -> list:
+def _one_per_rule(found: list[Finding]) -> list[Finding]:
     """Several ranks with the same program finding: one finding, the largest, naming every rank's gain."""
     by_rule: dict[str, list] = defaultdict(list)
     for f in found:
@@ -244,8 +220,7 @@ def _findings(session: Session, analysis: SessionAnalysis, ranks: RanksReport | 
         not_eval += [NotEvaluated(r.rule_id, short or b.missing_reason or "no breakdown") for r in PROGRAM_RULES]
     rules = {f.rule for f in found}
     found = [f for f in found if not (replaced_by().get(f.rule, set()) & rules)]
-    program = [Finding(f.rule, f.category, f.title, f.kernel, f.gain_pct, f.gain_formula, f.evidence, f.fix,
-                       f.message, "kernelscope", "program", f.rank, kernels=f.kernels) for f in _one_per_rule(found)]
+    program = _one_per_rule(found)
     kernel, unranked = _kernel_findings(analysis, b)
     every = sorted(program + kernel, key=lambda f: (-round(f.gain_pct, 6), f.scope != "program",
                                                    f.rule in explained(), f.rule, f.kernel or ""))

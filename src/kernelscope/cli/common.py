@@ -251,6 +251,7 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
     a renderer (render) -> stdout."""
     from kernelscope.model.launch_table import collector_paused
     from kernelscope.render.renderers import get_renderer
+    from kernelscope.render.text import display_copy
 
     timeline = getattr(args, "timeline", None)
     if args.json:
@@ -264,7 +265,7 @@ def render_show(session, args: argparse.Namespace, banner: str | None = None, fo
     # built with the cycle collector paused, then moved out of its reach (as load_session does with the session),
     # so no collection walks their millions of objects.
     with collector_paused():
-        shown = renderer.prepare(session)
+        shown = session if args.json else display_copy(session)  # the terminal's strings made plain (render.text)
         if found_ceilings is None:
             found_ceilings = ceilings(shown, getattr(args, "ceilings", None))
         r = report(shown, args.kernel, None if renderer.all_kernels else args.top, found_ceilings,

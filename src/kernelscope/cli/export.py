@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     out = output_path(target, args.force_overwrite, [args.file], "trace file")
     session = load_session(args.file)
     renderer = get_renderer(args.format)  # the trace shows the run, not a selection: no kernel panels asked for
-    trace = renderer.trace(report(renderer.prepare(session), None, 0, None))
+    trace = renderer.trace(report(session, None, 0, None))
     timed = trace.timed_events()
     if not timed:
         fail(nothing_to_draw(args.file, session))

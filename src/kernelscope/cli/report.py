@@ -29,8 +29,9 @@ def main(args: argparse.Namespace) -> int:
     out = output_path(args.output, args.force_overwrite, [args.file, *filter(None, [args.ceilings])], "HTML report")
     session = load_session(args.file)
     renderer = get_renderer("html")
-    shown = renderer.prepare(session)  # the session as stored: the page escapes its strings itself
-    r = report(shown, args.kernel, args.panels, ceilings(shown, args.ceilings), source_checksums(session, shown, args))
+    # the session as stored: the page escapes its strings itself
+    r = report(session, args.kernel, args.panels, ceilings(session, args.ceilings),
+               source_checksums(session, session, args))
     page = renderer.render(r).encode()
     write_atomic(out, page, force=args.force_overwrite)
     with_panels, total = len(r.kernels), len(r.summary.kernels)

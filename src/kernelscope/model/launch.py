@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
-from kernelscope.model.finding import Finding
+from kernelscope.model.vendor_rule import VendorRuleResult
 from kernelscope.model.metric import MetricMap, metrics_from_dict, metrics_to_dict
 from kernelscope.model.ranks import Collective
 from kernelscope.model.source_lines import SourceLines
@@ -35,7 +35,7 @@ class Launch:
     metrics: MetricMap = field(default_factory=dict)
     # Counter pass: every ncu metric kept, keyed by its raw ncu name, and NVIDIA's rule results.
     counters: MetricMap = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[VendorRuleResult] = field(default_factory=list)
     # In-kernel instrumentation (opt-in): per-block SM and times, per-warp phases. None: not instrumented.
     block_records: BlockRecords | None = None
     scopes: PhaseScopes | None = None
@@ -96,7 +96,7 @@ class Launch:
             regions=[str(r) for r in d.get("regions", [])],
             metrics=metrics_from_dict(d.get("metrics", {})),
             counters=metrics_from_dict(d.get("counters", {})),
-            findings=[Finding.from_dict(f) for f in d.get("findings", [])],
+            findings=[VendorRuleResult.from_dict(f) for f in d.get("findings", [])],
             block_records=None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
             scopes=None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
             rank=d.get("rank"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kernelscope.model.blocks import BlockRecords, PhaseScopes
-from kernelscope.model.finding import Finding
+from kernelscope.model.vendor_rule import VendorRuleResult
 from kernelscope.model.ranks import Collective
 from kernelscope.model.source_lines import SourceLines
 from kernelscope.model.launch import Dim3, Launch
@@ -78,7 +78,7 @@ class LaunchDetails:
     """The parts of one launch that few launches have: counter pass and instrumentation."""
 
     counters: MetricMap = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[VendorRuleResult] = field(default_factory=list)
     block_records: BlockRecords | None = None
     scopes: PhaseScopes | None = None
     collective: Collective | None = None  # an NCCL kernel: the collective it runs

@@ -42,7 +42,7 @@ from kernelscope.model.collectors import CollectorStatus
 from kernelscope.model.device import MAX_SM_COUNT, Device
 from kernelscope.model.escape import visible
 from kernelscope.model.files import InputFileError, read_input, write_atomic
-from kernelscope.model.finding import Finding
+from kernelscope.model.vendor_rule import VendorRuleResult
 from kernelscope.model.host_sync import HostSync
 from kernelscope.model.launch import Activity, DeclaredWork, Launch, Region
 from kernelscope.model.launch_table import LaunchDetails, LaunchShape, LaunchTable, collector_paused
@@ -688,7 +688,7 @@ def _details_by_column(items: list[Any], n: int) -> dict[int, LaunchDetails] | N
                            made, repeat(None))
     else:
         made_details = map(lambda c, f, b, s, col, sl: LaunchDetails(
-            metrics_from_dict(c or {}), [Finding.from_dict(x) for x in f or []],
+            metrics_from_dict(c or {}), [VendorRuleResult.from_dict(x) for x in f or []],
             None if b is None else BlockRecords.from_dict(b), None if s is None else PhaseScopes.from_dict(s), col,
             None if sl is None else SourceLines.from_dict(sl)),
             cols["counters"], cols["findings"], cols["block_records"], cols["scopes"], made,
@@ -715,7 +715,8 @@ def _decode_details(doc: dict[str, Any], n: int, problems: list[str]) -> dict[in
             problems.append(f"skipped {path} ({e})")
             continue
         details[d["launch"]] = LaunchDetails(
-            metrics_from_dict(d.get("counters") or {}), [Finding.from_dict(f) for f in d.get("findings") or []],
+            metrics_from_dict(d.get("counters") or {}),
+            [VendorRuleResult.from_dict(f) for f in d.get("findings") or []],
             None if d.get("block_records") is None else BlockRecords.from_dict(d["block_records"]),
             None if d.get("scopes") is None else PhaseScopes.from_dict(d["scopes"]),
             None if d.get("collective") is None else Collective.from_dict(d["collective"]),

@@ -11,7 +11,7 @@ from rich.table import Table
 from kernelscope.analyze.counters import (SECTOR_BYTES, WIDEST_ACCESS_WAVEFRONTS, CounterViews, MemoryHierarchyView,
                                           TensorView, TransactionsView)
 from kernelscope.analyze.warp_state import WarpStateView
-from kernelscope.model import Finding
+from kernelscope.model import VendorRuleResult
 from kernelscope.render.fit import Column, fit_tables, fitted_panel
 from kernelscope.render.fmt import bar, metric_cell, short_cell
 
@@ -180,7 +180,7 @@ def plain(message: str, sentences: int | None = None) -> str:
 
 
 class NcuFindingsPanel:
-    def __init__(self, findings: list[Finding], title: str, limit: int = 5) -> None:
+    def __init__(self, findings: list[VendorRuleResult], title: str, limit: int = 5) -> None:
         self.findings, self.title, self.limit = findings, title, limit
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

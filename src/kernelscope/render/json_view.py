@@ -12,10 +12,19 @@ from kernelscope.analyze.kernel_table import WAVES_FORMULA, ConfigSummary
 from kernelscope.analyze.memory import ALLOCATED_FORMULA, BASELINE_FORMULA, RESERVED_FORMULA, MemoryReport
 from kernelscope.analyze.ranks import IMBALANCE_FORMULA, OVERLAP_FORMULA, RanksReport
 from kernelscope.analyze.report import KernelReport, Report
+from kernelscope.analyze.rule import Finding
 from kernelscope.analyze.timeline import Timeline
 from kernelscope.model import Metric
 
 JSON_SCHEMA = "kernelscope-show/1"
+
+
+def _rule_result(f: Finding) -> dict[str, Any]:
+    """A kernel finding, kernelscope's or NVIDIA's, under the keys of NVIDIA's rule results as the session stores them
+    (model.VendorRuleResult.to_dict)."""
+    return {"source": f.source, "rule_id": f.rule, "name": f.rule_title, "section": f.section, "severity": f.severity,
+            "title": f.title, "message": f.message, "speedup_type": f.estimate_type, "speedup_pct": f.kernel_gain_pct,
+            "evidence": [list(e) for e in f.evidence]}
 
 
 def _metric(m: Metric) -> dict[str, Any]:
@@ -191,7 +200,7 @@ def kernel_analysis_json(a: KernelAnalysis) -> dict[str, Any]:
                              "local_pct": r.local_pct, "vendor_pct": r.vendor_pct,
                              "ncu_estimates": [{"rule_id": n, "title": t, "pct": p, "type": ty}
                                                for n, t, p, ty in r.ncu_estimates],
-                             "merged": list(r.merged), "finding": r.finding.to_dict()}
+                             "merged": list(r.merged), "finding": _rule_result(r.finding)}
                             for r in a.recommendations.recommendations],
         "not_evaluated": [{"rule_id": n.rule, "reason": n.reason} for n in a.recommendations.not_evaluated],
         "nvidia_comparison": [{"cause": c.cause, "kernelscope": c.kernelscope,

@@ -132,7 +132,7 @@ class RecommendationsTable:
         t.add_column("Finding and evidence", overflow="fold", ratio=1)
         for i, r in enumerate(self.recs[: self.limit], 1):
             src = "kernelscope" if r.source == "kernelscope" else "ncu rule"
-            title = r.finding.title or r.finding.name or r.finding.rule_id
+            title = r.finding.title or r.finding.rule_title or r.finding.rule
             sentences = 3 if r.source == "kernelscope" else 1
             body = (f"[bold]{title}[/]: {plain(r.finding.message, sentences=sentences)}\n"
                     f"[dim]evidence: {evidence_text(r)}[/]")
@@ -142,7 +142,7 @@ class RecommendationsTable:
         if len(self.recs) > self.limit:
             yield (f"[dim]… and {plural(len(self.recs) - self.limit, 'more finding')} with smaller or no estimated "
                    "gain[/]")
-        bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
+        bases = dict.fromkeys(f"{r.finding.rule}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
                               for r in self.recs[: self.limit]
                               if r.gain_pct is not None or r.local_pct is not None or r.vendor_pct is not None)
         if bases:

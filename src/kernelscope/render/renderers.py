@@ -2,9 +2,10 @@
 `show --json`, the Chrome / Perfetto trace, the roofline PNG (and, in time, an HTML report).
 
 A renderer takes an analyze.report.Report and returns text or bytes; it computes no analysis of its
-own. ``prepare`` is what the renderer needs done to the session *before* the report is built: the
-terminal prints the profiled program's strings, so it makes them plain text first (render.text), and the
-kernel selection, short names and labels are then those of the plain strings, as they always were.
+own and receives no Session. The terminal's report is built from a copy of the session with the profiled
+program's strings made plain (render.text.display_copy, called by the CLI before build_report), so the
+kernel selection, short names and labels are those of the plain strings; the other renderers get the report
+of the session as stored (JSON keeps strings raw, the HTML page escapes them itself).
 """
 from __future__ import annotations
 
@@ -13,23 +14,17 @@ import json
 from typing import Any, Protocol
 
 from kernelscope.analyze.report import Report
-from kernelscope.model import Session
 
 
 class Renderer(Protocol):
     name: str
     all_kernels: bool  # without --kernel: report every kernel (True) or the top N by time (False)
 
-    def prepare(self, session: Session) -> Session: ...
-
     def render(self, report: Report) -> str | bytes: ...
 
 
 class _Raw:
     all_kernels = False
-
-    def prepare(self, session: Session) -> Session:
-        return session
 
 
 class TerminalRenderer:
@@ -43,11 +38,6 @@ class TerminalRenderer:
                  block: int | None = None, brief: bool = False, whole_run: bool = False) -> None:
         self.width, self.color, self.banner, self.brief, self.whole_run = width, color, banner, brief, whole_run
         self.all_kernels_in_table, self.timeline_limit, self.block = all_kernels_in_table, timeline_limit, block
-
-    def prepare(self, session: Session) -> Session:
-        from kernelscope.render.text import display_copy
-
-        return display_copy(session)
 
     def render(self, report: Report) -> str:
         from kernelscope.render.console import make_console

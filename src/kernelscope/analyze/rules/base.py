@@ -1,9 +1,10 @@
 """What a kernel rule sees and what it returns.
 
 A kernel rule (analyze/rule.Rule, scope "kernel") is a small function over one kernel's data (RuleContext),
-registered with the ``rule`` decorator. It returns a model.Finding when it fires, with the metric values that
-triggered it as evidence and its estimated gain in ``speedup_pct`` (% of this kernel's time, by the rule's named
-formula); NotEvaluated with the reason when the data it needs is missing; or None when it looked and found nothing.
+registered with the ``rule`` decorator. It returns a Finding (analyze/rule.py) when it fires, with the metric values
+that triggered it as evidence and its estimated gain in ``kernel_gain_pct`` (% of this kernel's time, by the rule's
+named formula); NotEvaluated with the reason when the data it needs is missing;
+or None when it looked and found nothing.
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from kernelscope.analyze.bound import Bound
 from kernelscope.analyze.roofline import Ceilings
 from kernelscope.analyze.kernel_table import KernelSummary
 from kernelscope.analyze.libraries import Library
-from kernelscope.analyze.rule import KERNEL, REGISTRY, NotEvaluated, Rule, register
-from kernelscope.model import Finding, Launch, Metric
+from kernelscope.analyze.rule import KERNEL, KERNEL_TIME, REGISTRY, Finding, NotEvaluated, Rule, register
+from kernelscope.model import Launch, Metric
 
 SOURCE = "kernelscope"
 
@@ -55,9 +56,10 @@ def finding(r: Rule, section: str, message: str, gain_pct: float | None,
             evidence: list[tuple[str, Any]], severity: str = "optimization", title: str | None = None) -> Finding:
     """The rule's finding; ``title``: a more specific one than the rule's (the stall it names)."""
     gain = None if gain_pct is None else round(max(0.0, min(100.0, gain_pct)), 2)
-    return Finding(source=SOURCE, rule_id=r.rule_id, name=r.title, section=section, severity=severity,
-                   title=title or r.title, message=message, speedup_type="global" if gain is not None else None,
-                   speedup_pct=gain, evidence=tuple((str(k), _plain(v)) for k, v in evidence))
+    return Finding(r.rule_id, KERNEL_TIME, title or r.title, message, None, r.gain_formula,
+                   tuple((str(k), _plain(v)) for k, v in evidence), message, scope=KERNEL, source=SOURCE,
+                   kernel_gain_pct=gain, estimate_type="global" if gain is not None else None, section=section,
+                   severity=severity, rule_title=r.title)
 
 
 def _plain(v: Any) -> Any:

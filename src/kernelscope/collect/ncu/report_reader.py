@@ -28,7 +28,7 @@ from kernelscope.collect.ncu.rep_times import ReportTimes, read_report_times
 from kernelscope.collect.ncu.fields import (EXTRA_METRICS, NCU_FIELDS, OPCODE_METRIC, STALL_METRIC, STALL_REASONS,
                                            derivation_parts, opcode_metric)
 from kernelscope.collect.ncu.source_lines import read_source_lines
-from kernelscope.model import Finding, Metric
+from kernelscope.model import VendorRuleResult, Metric
 from kernelscope.model.source_lines import SourceLines
 
 _SEVERITY = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}  # ncu_report MsgType_*
@@ -48,7 +48,7 @@ class NcuKernelResult:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     metrics: dict[str, Metric] = field(default_factory=dict)  # raw ncu name -> Metric
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[VendorRuleResult] = field(default_factory=list)
     nvtx_ranges: list[str] = field(default_factory=list)
     labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # raw name -> (section name, label)
     source_lines: SourceLines | None = None  # per-line counters (SourceCounters section); None: not recorded
@@ -170,7 +170,7 @@ def _wanted(arch_names: set[str]) -> set[str]:
     return names | arch_names
 
 
-def _findings(action: Any) -> list[Finding]:
+def _findings(action: Any) -> list[VendorRuleResult]:
     out = []
     for r in action.rule_results_as_dicts():
         msg = r.get("rule_message") or {}
@@ -178,7 +178,7 @@ def _findings(action: Any) -> list[Finding]:
             continue
         speed = r.get("speedup_estimation") or {}
         evidence = tuple((fm.get("name", ""), fm.get("value")) for fm in r.get("focus_metrics") or [])
-        out.append(Finding(
+        out.append(VendorRuleResult(
             source="ncu-rule", rule_id=str(r.get("rule_identifier", "")), name=str(r.get("name", "")),
             section=str(r.get("section_identifier", "")), severity=_SEVERITY.get(msg.get("type"), "info"),
             title=str(msg.get("title", "")), message=str(msg["message"]),

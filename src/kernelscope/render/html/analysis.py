@@ -113,7 +113,7 @@ def recommendations_table(recs, limit: int = 5, show_kernel: bool = False) -> li
     rows = []
     for i, r in enumerate(recs[:limit], 1):
         src = "kernelscope" if r.source == "kernelscope" else "ncu rule"
-        title = r.finding.title or r.finding.name or r.finding.rule_id
+        title = r.finding.title or r.finding.rule_title or r.finding.rule
         body = [el("b", title), ": ", plain(r.finding.message, sentences=3 if r.source == "kernelscope" else 1),
                 el("div", f"evidence: {evidence_text(r)}", class_="note")]
         rows.append((str(i), gain_cell(r), src, *([r.short_name] if show_kernel else []), body))
@@ -121,7 +121,7 @@ def recommendations_table(recs, limit: int = 5, show_kernel: bool = False) -> li
                        num_from=99)]
     if len(recs) > limit:
         out.append(note(f"… and {plural(len(recs) - limit, 'more finding')} with smaller or no estimated gain"))
-    bases = dict.fromkeys(f"{r.finding.rule_id}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
+    bases = dict.fromkeys(f"{r.finding.rule}: {r.gain_basis}" if r.source == "kernelscope" else r.gain_basis
                           for r in recs[:limit]
                           if r.gain_pct is not None or r.local_pct is not None or r.vendor_pct is not None)
     if bases:

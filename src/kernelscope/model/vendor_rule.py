@@ -1,5 +1,6 @@
-"""A finding from a rule: NVIDIA's guided-analysis rules from an ncu report, and
-later kernelscope's own. It keeps the numbers that triggered it."""
+"""NVIDIA's rule results: what Nsight Compute's guided-analysis rules said about a launch, imported from its report
+and stored with the launch's counters, with the numbers that triggered each. kernelscope's own rules' findings are
+analysis results (analyze/rule.Finding); recommend turns these records into that Finding to rank them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,8 +8,8 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Finding:
-    source: str  # "ncu-rule" | "kernelscope"
+class VendorRuleResult:
+    source: str  # "ncu-rule"
     rule_id: str
     name: str
     section: str
@@ -25,7 +26,7 @@ class Finding:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+    def from_dict(cls, d: dict[str, Any]) -> "VendorRuleResult":
         kw = {k: d.get(k) for k in ("source", "rule_id", "name", "section", "severity", "title", "message",
                                     "speedup_type", "speedup_pct")}
         return cls(**kw, evidence=tuple((str(e[0]), e[1]) for e in d.get("evidence", [])))
