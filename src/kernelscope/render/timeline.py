@@ -74,6 +74,7 @@ class TimelinePanel:
         if self.from_ns is not None:  # open on the window: earlier rows and marks are counted, not drawn
             while m_next < len(marks) and marks[m_next].t_ns < self.from_ns:
                 m_next += 1
+            before = m_next
         for r in tl.rows:
             if self.from_ns is not None and r.start_ns < self.from_ns:
                 before += 1

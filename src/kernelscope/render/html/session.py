@@ -111,6 +111,7 @@ def _timeline_rows(tl, multi: bool, labels: dict[str, str], from_ns: int | None)
     if from_ns is not None:  # open on the window: earlier rows and marks are counted, not drawn
         while m_next < len(marks) and marks[m_next].t_ns < from_ns:
             m_next += 1
+        before = m_next
     for r in tl.rows:
         if from_ns is not None and r.start_ns < from_ns:
             before += 1
