@@ -96,7 +96,8 @@ def load_report(path: Path, work: Path) -> tuple[Session, dict[str, str], Any]:
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
-            texts.update(source_texts(rng.action_by_idx(a)))
+            texts.update({path: raw.decode("utf-8", "replace")
+                          for path, raw in source_texts(rng.action_by_idx(a)).items()})
     return session, texts, parsed.times
 
 
