@@ -7,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kernelscope.analyze.diff import FASTER, NOISE, NOISE_FORMULA, SLOWER, UNSTEADY, UNSTEADY_FORMULA, SessionDiff
-from kernelscope.analyze import program_diff as pd
+from kernelscope.analyze.program_diff import (ERROR_FORMULA, GONE, MEASURED_GAIN_FORMULA, NEW, PER_STEP_FORMULA,
+                                              REMAINS, REPLAYED, STEP_TIME_FORMULA, ProgramDiff, StepTime)
 from kernelscope.analyze.thresholds import FINDING_GONE_BELOW_PCT
 from kernelscope.model.names import distinct_short_names
 from kernelscope.render.fit import Column, fit_tables
@@ -107,23 +108,23 @@ class DiffView:
         yield Panel(Group(*parts), title="kernelscope diff", title_align="left")
 
 
-_STATUS_STYLE = {pd.GONE: "green", pd.REMAINS: "yellow", pd.NEW: "red"}
+_STATUS_STYLE = {GONE: "green", REMAINS: "yellow", NEW: "red"}
 
 
-def _step_row(p: pd.ProgramDiff) -> str:
+def _step_row(p: ProgramDiff) -> str:
     a, b = p.step_a, p.step_b
     times = f"{duration(a.step_ns)} → {duration(b.step_ns)} per step"
     if p.measured_gain_pct is None:
         return f"{times}; no measured gain: {p.measured_missing}"
     return (f"{times} (median of {a.steps} / {b.steps} steps; measured gain {p.measured_gain_pct:.1f}% = "
-            f"{pd.MEASURED_GAIN_FORMULA})")
+            f"{MEASURED_GAIN_FORMULA})")
 
 
 def _share(v: float | None) -> str:
     return "N/A" if v is None else f"{v * 100:.1f}%"
 
 
-def _program_parts(p: pd.ProgramDiff, width: int) -> list:
+def _program_parts(p: ProgramDiff, width: int) -> list:
     """The program comparison: where a step goes in A and B, then A's findings with their estimated and measured
     gains (B's new findings after them)."""
     if p.missing_reason:  # said in the head
@@ -152,10 +153,10 @@ def _program_parts(p: pd.ProgramDiff, width: int) -> list:
         parts.append(f"[dim]{len(gone)} findings went away together ({', '.join(f.name for f in gone)}): the measured "
                      "gain is theirs together, since one step time cannot tell their shares apart (so no error is "
                      "given).[/]")
-    parts.append(f"[dim]Step time: {pd.STEP_TIME_FORMULA}. Per step: {pd.PER_STEP_FORMULA}. Estimated: A's verdict's "
-                 f"gain, % of A's wall time ({pd.REPLAYED}: the replay of its fix, analyze/replay.py). Gone: not in "
+    parts.append(f"[dim]Step time: {STEP_TIME_FORMULA}. Per step: {PER_STEP_FORMULA}. Estimated: A's verdict's "
+                 f"gain, % of A's wall time ({REPLAYED}: the replay of its fix, analyze/replay.py). Gone: not in "
                  f"B, or left with under {FINDING_GONE_BELOW_PCT:g}% of B's wall time. Measured: "
-                 f"{pd.MEASURED_GAIN_FORMULA}; error: {pd.ERROR_FORMULA}.[/]")
+                 f"{MEASURED_GAIN_FORMULA}; error: {ERROR_FORMULA}.[/]")
     return parts
 
 
@@ -192,15 +193,15 @@ def diff_json(d: SessionDiff, a: str, b: str, fail_pct: float | None) -> dict:
     }
 
 
-def program_json(p: pd.ProgramDiff) -> dict:
-    def step(t: pd.StepTime) -> dict:
+def program_json(p: ProgramDiff) -> dict:
+    def step(t: StepTime) -> dict:
         return {"step_ns": t.step_ns, "steps": t.steps, "basis": t.basis}
 
     return {
         "missing_reason": p.missing_reason, "step_a": step(p.step_a), "step_b": step(p.step_b),
-        "step_time_formula": pd.STEP_TIME_FORMULA, "measured_gain_pct": p.measured_gain_pct,
-        "measured_gain_formula": pd.MEASURED_GAIN_FORMULA, "measured_missing": p.measured_missing,
-        "gone_below_pct": FINDING_GONE_BELOW_PCT, "per_step_formula": pd.PER_STEP_FORMULA,
+        "step_time_formula": STEP_TIME_FORMULA, "measured_gain_pct": p.measured_gain_pct,
+        "measured_gain_formula": MEASURED_GAIN_FORMULA, "measured_missing": p.measured_missing,
+        "gone_below_pct": FINDING_GONE_BELOW_PCT, "per_step_formula": PER_STEP_FORMULA,
         "breakdown": [{"category": c.category, "share_a": c.share_a, "share_b": c.share_b,
                        "per_step_a_ns": c.per_step_a_ns, "per_step_b_ns": c.per_step_b_ns} for c in p.breakdown],
         "findings": [{"rule": f.rule, "title": f.title, "kernel": f.kernel, "status": f.status,
