@@ -77,6 +77,12 @@ def _gpu_count() -> int:
     return torch.cuda.device_count()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject's addopts) spreads the suite over the CPU cores; where a CUDA GPU is present the tests run
+    in one process, since the GPU tests share the device and time what runs on it."""
+    return 0 if HAS_CUDA else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _gpu_count() < 2:
         few = pytest.mark.skip(reason="needs 2 or more NVIDIA GPUs")
