@@ -146,7 +146,8 @@ def summary_section(k, in_verdict: tuple = ()) -> Markup:
         body.append(el("h3", f"{IN_VERDICT_TITLE} ", el("span", f"({IN_VERDICT_NOTE})", class_="note")))
         for i, f in in_verdict:
             first, *rest = in_verdict_lines(i, f)
-            body.append(el("p", el("b", first), *(el("div", line, class_="note") for line in rest)))
+            # a div, not a p: a p cannot hold the div notes (the browser would close it before them)
+            body.append(el("div", el("b", first), *(el("div", line, class_="note") for line in rest)))
     recs = k.recommendations
     if recs.recommendations:
         body.append(el("h3", "Recommendations ", el("span", "(best estimated gain first; gain = share of this kernel's "

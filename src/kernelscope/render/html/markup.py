@@ -149,7 +149,7 @@ td.id,th.id{overflow-wrap:anywhere;white-space:normal;min-width:12em}
 .kv th.id{min-width:10em;width:30%}
 .st-ok{color:#2b8a3e}.st-partial{color:#b54708}.st-failed{color:#c92a2a}
 .name{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:anywhere;color:var(--dim)}
-.note{color:var(--dim);font-size:12px;margin:4px 0}.warn{color:var(--warn);font-weight:600}
+.note{color:var(--dim);font-size:12px;margin:4px 0;overflow-wrap:anywhere}.warn{color:var(--warn);font-weight:600}
 .na{color:var(--dim)}svg{display:block;margin:6px 0;max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif}
 .plots{display:grid;grid-template-columns:max-content minmax(0,600px) max-content;gap:2px 10px;
   align-items:center;margin:4px 0}.plots svg{width:100%;margin:0}
