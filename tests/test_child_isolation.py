@@ -17,13 +17,7 @@ def _imported_names(command: list[str]) -> set[str]:
     r = subprocess.run([command[0], "-X", "importtime", *command[1:]], capture_output=True)
     stderr = r.stderr.decode(errors="replace")
     assert r.returncode == 0, stderr[-2000:]
-    names = set()
-    for line in stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            name = line.rsplit("|", 1)[1].strip().split(".")[0]
-            if name.isidentifier():
-                names.add(name)
-    return names
+    return _importtime_names(stderr)
 
 
 def _plant(folder: Path, names: set[str], marks: Path, where: str) -> None:
